@@ -1,0 +1,67 @@
+# dlock: a Redis module for distributed locks with fencing tokens, and its quorum client.
+# `make run` and `make test` work on a fresh Debian machine: they install what is missing.
+
+CARGO        ?= cargo
+MODULE       := target/release/libdlock.so
+REDIS_PORT   ?= 6379
+APT_PACKAGES := redis-server libclang-dev faketime
+
+.PHONY: all deps build run test unit chaos chaos-quick bench bench-quick bench-server cluster fmt lint clean
+
+all: build
+
+# Installs Debian packages that are missing (root or passwordless sudo needed only when something is).
+deps:
+	@missing=""; \
+	command -v redis-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
+	dpkg -s libclang-dev >/dev/null 2>&1 || missing="$$missing libclang-dev"; \
+	command -v faketime >/dev/null 2>&1 || missing="$$missing faketime"; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+build: deps
+	$(CARGO) build --release --workspace
+
+$(MODULE): build
+
+# A local Redis on 127.0.0.1:$(REDIS_PORT) with the module and embedded defaults (Ctrl-C stops).
+run: build
+	redis-server --port $(REDIS_PORT) --bind 127.0.0.1 --save "" --appendonly no \
+	  --loadmodule $(CURDIR)/$(MODULE)
+
+# Unit and integration tests against real redis-server processes, then the quick chaos suite.
+test: build
+	$(CARGO) test --release --workspace
+	$(MAKE) --no-print-directory chaos-quick
+
+chaos-quick: build
+	$(CARGO) run --release -q -p dlock-chaos -- --quick
+
+chaos: build
+	$(CARGO) run --release -q -p dlock-chaos
+
+bench-server: build
+	$(CARGO) run --release -q -p dlock-bench --bin bench-server
+
+bench: build
+	bash bench/run.sh
+
+bench-quick: build
+	bash bench/run.sh --quick
+
+# Five local masters with the module on ports 7001-7005 (foreground, Ctrl-C stops).
+cluster: build
+	bash client/scripts/cluster.sh
+
+fmt:
+	$(CARGO) fmt --all
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+clean:
+	$(CARGO) clean

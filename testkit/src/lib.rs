@@ -1,0 +1,288 @@
+//! Real `redis-server` processes with the freshly built dlock module, for tests, benchmarks and
+//! the chaos harness. Each server gets a free loopback port and its own temp dir, and is killed
+//! when dropped. Nothing here mocks Redis.
+
+use std::ffi::OsString;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Path of the built module: `$DLOCK_MODULE`, else `<workspace>/target/release/libdlock.so`.
+pub fn module_path() -> PathBuf {
+    if let Some(p) = std::env::var_os("DLOCK_MODULE") {
+        return PathBuf::from(p);
+    }
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let path = workspace.join("target/release/libdlock.so");
+    assert!(
+        path.exists(),
+        "{} is missing: run `cargo build --release -p dlock` (make test does)",
+        path.display()
+    );
+    path.canonicalize().unwrap_or(path)
+}
+
+/// A loopback port that was free a moment ago.
+pub fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
+    listener.local_addr().expect("local addr").port()
+}
+
+/// How to start a server. `Server::builder()` gives the defaults: module loaded, no
+/// persistence (`save ""`, `appendonly no`), quarantine 0.
+#[derive(Clone, Debug)]
+pub struct Builder {
+    config: Vec<(String, String)>,
+    env: Vec<(OsString, OsString)>,
+    wrapper: Vec<OsString>,
+    with_module: bool,
+    port: Option<u16>,
+}
+
+impl Builder {
+    /// Adds `--name value` to the command line (later entries win). Module options
+    /// (`dlock.*`) work too, they are applied when the module loads.
+    pub fn config(mut self, name: &str, value: &str) -> Self {
+        self.config.push((name.to_string(), value.to_string()));
+        self
+    }
+
+    /// Sets an environment variable of the server process (e.g. for libfaketime).
+    pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
+        self.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// Runs the server under a wrapper program, e.g. `["faketime", "-f", "+0s"]`.
+    pub fn wrapper<I: IntoIterator<Item = S>, S: Into<OsString>>(mut self, argv: I) -> Self {
+        self.wrapper = argv.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Starts a plain Redis, without the module (for side-by-side comparisons).
+    pub fn without_module(mut self) -> Self {
+        self.with_module = false;
+        self
+    }
+
+    /// Uses a fixed port instead of a free random one.
+    pub fn port(mut self, port: u16) -> Self {
+        self.port = Some(port);
+        self
+    }
+
+    /// Starts the server in a new temp dir and waits until it answers PING.
+    pub fn start(self) -> Server {
+        let dir = tempfile::Builder::new()
+            .prefix("dlock-redis-")
+            .tempdir()
+            .expect("create temp dir");
+        let port = self.port.unwrap_or_else(free_port);
+        let mut server = Server {
+            builder: self,
+            dir,
+            port,
+            child: None,
+        };
+        server.spawn();
+        server
+    }
+}
+
+/// A running `redis-server`; killed (SIGKILL) and its dir removed on drop.
+pub struct Server {
+    builder: Builder,
+    dir: tempfile::TempDir,
+    port: u16,
+    child: Option<Child>,
+}
+
+impl Server {
+    pub fn builder() -> Builder {
+        Builder {
+            config: vec![
+                ("save".into(), String::new()),
+                ("appendonly".into(), "no".into()),
+            ],
+            env: Vec::new(),
+            wrapper: Vec::new(),
+            with_module: true,
+            port: None,
+        }
+    }
+
+    /// A server with the module and default options.
+    pub fn start() -> Server {
+        Self::builder().start()
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// A new blocking connection.
+    pub fn conn(&self) -> redis::Connection {
+        redis::Client::open(self.url())
+            .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(5)))
+            .unwrap_or_else(|e| panic!("connect to {}: {e}\n{}", self.url(), self.log_tail()))
+    }
+
+    /// The last lines of the server log, for failure messages.
+    pub fn log_tail(&self) -> String {
+        let log = std::fs::read_to_string(self.dir.path().join("redis.log")).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        lines[lines.len().saturating_sub(30)..].join("\n")
+    }
+
+    /// SIGKILL, no chance to save: what a crash or power loss looks like.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Clean `SHUTDOWN` (saves if persistence is configured), then waits for the exit.
+    pub fn shutdown(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = redis::cmd("SHUTDOWN").exec(&mut self.conn());
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = child.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts the process again on the same port and dir (after `kill` or `shutdown`).
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn();
+    }
+
+    /// Starts again with an empty dir: a node that lost all its data.
+    pub fn restart_empty(&mut self) {
+        self.kill();
+        for entry in std::fs::read_dir(self.dir.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let path = entry.path();
+            let _ = if path.is_dir() {
+                std::fs::remove_dir_all(&path)
+            } else {
+                std::fs::remove_file(&path)
+            };
+        }
+        self.spawn();
+    }
+
+    /// SIGSTOP: the process freezes (a long GC pause, a VM stall).
+    pub fn pause(&self) {
+        self.signal("STOP");
+    }
+
+    /// SIGCONT after `pause`.
+    pub fn resume(&self) {
+        self.signal("CONT");
+    }
+
+    fn signal(&self, name: &str) {
+        if let Some(pid) = self.pid() {
+            let status = Command::new("kill")
+                .arg(format!("-{name}"))
+                .arg(pid.to_string())
+                .status()
+                .expect("run kill");
+            assert!(status.success(), "kill -{name} {pid} failed");
+        }
+    }
+
+    fn command(&self) -> Command {
+        let b = &self.builder;
+        let mut argv: Vec<OsString> = b.wrapper.clone();
+        argv.push("redis-server".into());
+        let mut cmd = Command::new(&argv[0]);
+        cmd.args(&argv[1..]);
+        cmd.arg("--port").arg(self.port.to_string());
+        cmd.arg("--bind").arg("127.0.0.1");
+        cmd.arg("--dir").arg(self.dir.path());
+        cmd.arg("--logfile").arg("redis.log");
+        cmd.arg("--daemonize").arg("no");
+        if b.with_module {
+            cmd.arg("--loadmodule").arg(module_path());
+            cmd.arg("--dlock.quarantine-ms").arg("0");
+        }
+        for (name, value) in &b.config {
+            cmd.arg(format!("--{name}")).arg(value);
+        }
+        cmd.envs(b.env.iter().map(|(k, v)| (k, v)));
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        cmd
+    }
+
+    fn spawn(&mut self) {
+        let child = self
+            .command()
+            .spawn()
+            .expect("spawn redis-server (is it installed? `make test` installs it)");
+        self.child = Some(child);
+        self.wait_ready();
+    }
+
+    /// Waits until PING answers (loading an RDB or AOF answers LOADING, so PING fails until done).
+    fn wait_ready(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(Ok(Some(status))) = self.child.as_mut().map(|c| c.try_wait()) {
+                panic!(
+                    "redis-server on port {} exited with {status}:\n{}",
+                    self.port,
+                    self.log_tail()
+                );
+            }
+            let pong = redis::Client::open(self.url())
+                .and_then(|c| c.get_connection_with_timeout(Duration::from_millis(200)))
+                .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c));
+            if pong.is_ok() {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "redis-server on port {} not ready in 20s:\n{}",
+                self.port,
+                self.log_tail()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if self.child.is_some() {
+            self.resume();
+        }
+        self.kill();
+    }
+}
