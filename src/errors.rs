@@ -79,8 +79,9 @@ pub fn counter_subcommand(got: &[u8]) -> RedisError {
     ))
 }
 
-/// At most 64 bytes of what the client sent, lossy UTF-8, so an error stays one short line.
+/// At most 64 bytes of what the client sent, escaped to printable ASCII (`\xff`, `\n`), so an
+/// error stays one short line that every client can decode.
 fn shown(got: &[u8]) -> String {
     let cut = &got[..got.len().min(64)];
-    String::from_utf8_lossy(cut).replace(['\r', '\n'], " ")
+    cut.escape_ascii().to_string()
 }

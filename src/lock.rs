@@ -9,12 +9,16 @@ pub const MAX_HOLDS: u16 = u16::MAX;
 /// Largest token a client may send (Redis integers are signed 64-bit).
 pub const MAX_TOKEN: u64 = i64::MAX as u64;
 
-/// Wall-clock time. The module uses the system clock; tests use [`FakeClock`].
+/// Time as the rules see it. The module uses the system clocks; unit tests use a fake.
 pub trait Clock {
+    /// Wall clock, unix microseconds: floors tokens and dates expiries (as Redis does).
     fn now_us(&self) -> u64;
     fn now_ms(&self) -> u64 {
         self.now_us() / 1000
     }
+    /// Monotonic milliseconds since an arbitrary start: measures the quarantine, which must not
+    /// stretch or shrink when the wall clock is stepped.
+    fn monotonic_ms(&self) -> u64;
 }
 
 /// The system's wall clock (what Redis itself uses for expiry).
@@ -26,6 +30,12 @@ impl Clock for SystemClock {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_micros() as u64)
+    }
+
+    fn monotonic_ms(&self) -> u64 {
+        static START: std::sync::LazyLock<std::time::Instant> =
+            std::sync::LazyLock::new(std::time::Instant::now);
+        START.elapsed().as_millis() as u64
     }
 }
 
@@ -89,7 +99,7 @@ pub struct Node<C: Clock> {
 impl<C: Clock> Node<C> {
     /// A node that starts now (the quarantine window opens now).
     pub fn new(clock: C) -> Self {
-        let started_ms = clock.now_ms();
+        let started_ms = clock.monotonic_ms();
         Node {
             clock,
             counter: 0,
@@ -114,7 +124,7 @@ impl<C: Clock> Node<C> {
     /// Milliseconds of restart quarantine left (0 when over).
     pub fn quarantine_left_ms(&self, settings: &Settings) -> u64 {
         let ends = self.started_ms.saturating_add(settings.quarantine_ms);
-        ends.saturating_sub(self.clock.now_ms())
+        ends.saturating_sub(self.clock.monotonic_ms())
     }
 
     /// `token = max(counter + 1, now_us)`: strictly increasing, and floored by the wall clock so

@@ -4,19 +4,23 @@ use super::*;
 #[derive(Debug, Default)]
 pub struct FakeClock {
     now_us: std::cell::Cell<u64>,
+    monotonic_ms: std::cell::Cell<u64>,
 }
 
 impl FakeClock {
     fn at_us(now_us: u64) -> Self {
         FakeClock {
             now_us: std::cell::Cell::new(now_us),
+            monotonic_ms: std::cell::Cell::new(0),
         }
     }
 
     fn advance_ms(&self, ms: u64) {
         self.now_us.set(self.now_us.get() + ms * 1000);
+        self.monotonic_ms.set(self.monotonic_ms.get() + ms);
     }
 
+    /// Steps the wall clock only, like an NTP step; monotonic time does not move.
     fn set_us(&self, now_us: u64) {
         self.now_us.set(now_us);
     }
@@ -25,6 +29,10 @@ impl FakeClock {
 impl Clock for &FakeClock {
     fn now_us(&self) -> u64 {
         self.now_us.get()
+    }
+
+    fn monotonic_ms(&self) -> u64 {
+        self.monotonic_ms.get()
     }
 }
 
@@ -165,6 +173,25 @@ fn quarantine_refuses_free_locks_until_it_ends() {
         node.acquire(None, b"a", false, &settings),
         Acquire::Granted { token: 1 }
     );
+}
+
+#[test]
+fn wall_clock_steps_neither_extend_nor_shorten_the_quarantine() {
+    let clock = FakeClock::at_us(50_000_000);
+    let mut node = Node::new(&clock);
+    let settings = Settings {
+        quarantine_ms: 1_000,
+        clock_floor: true,
+    };
+    clock.set_us(10_000_000); // stepped back 40 s
+    assert_eq!(node.quarantine_left_ms(&settings), 1_000);
+    clock.set_us(90_000_000); // stepped forward 80 s
+    assert_eq!(node.quarantine_left_ms(&settings), 1_000);
+    clock.advance_ms(1_000);
+    assert!(matches!(
+        node.acquire(None, b"a", false, &settings),
+        Acquire::Granted { .. }
+    ));
 }
 
 #[test]

@@ -48,7 +48,10 @@ impl StoredLock {
         self.0.as_ptr() as *mut c_void
     }
 
-    /// Frees the allocation; the value must not be used afterwards.
+    /// Frees the allocation.
+    ///
+    /// # Safety
+    /// The value must not be in the keyspace any more, and must not be used afterwards.
     pub unsafe fn free(self) {
         raw::RedisModule_Free.expect("RedisModule_Free")(self.as_raw());
     }
@@ -113,9 +116,7 @@ impl LockKey {
         let key = unsafe {
             raw::RedisModule_OpenKey.expect("RedisModule_OpenKey")(ctx.ctx, name.inner, mode as i32)
         };
-        LockKey {
-            key: key as *mut raw::RedisModuleKey,
-        }
+        LockKey { key }
     }
 
     /// The lock stored here, `None` if the key is empty (free or expired), WRONGTYPE otherwise.

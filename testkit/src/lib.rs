@@ -104,6 +104,8 @@ impl Server {
             config: vec![
                 ("save".into(), String::new()),
                 ("appendonly".into(), "no".into()),
+                // Replicas sync at once instead of after Redis's default 5 s batching delay.
+                ("repl-diskless-sync-delay".into(), "0".into()),
             ],
             env: Vec::new(),
             wrapper: Vec::new(),

@@ -1,0 +1,308 @@
+//! Every DLOCK.* reply from the contract, against a real redis-server with the module.
+
+mod common;
+use common::*;
+
+#[test]
+fn acquire_grants_a_token_and_refuses_another_owner() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let token = acquire(&mut c, "res", "alice", 10_000).expect("granted");
+    assert!(token >= 1);
+    assert_eq!(
+        acquire(&mut c, "res", "bob", 10_000),
+        None,
+        "nil for another owner"
+    );
+    assert_eq!(info_field(&mut c, "contended"), 1);
+    assert_eq!(info_field(&mut c, "grants"), 1);
+}
+
+#[test]
+fn acquire_by_the_same_owner_is_idempotent_and_resets_the_ttl() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let token = acquire(&mut c, "res", "alice", 1_000).unwrap();
+    assert!(pttl(&mut c, "res") <= 1_000);
+    assert_eq!(
+        acquire(&mut c, "res", "alice", 60_000),
+        Some(token),
+        "same token"
+    );
+    assert!(pttl(&mut c, "res") > 50_000, "ttl reset to the new value");
+    assert_eq!(
+        status(&mut c, "res").unwrap().3,
+        1,
+        "no extra hold without REENTRANT"
+    );
+    assert_eq!(info_field(&mut c, "grants"), 1, "a renewal is not a grant");
+}
+
+#[test]
+fn reentrant_holds_count_up_and_release_counts_down() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let token = acquire_reentrant(&mut c, "res", "alice", 10_000).unwrap();
+    assert_eq!(
+        acquire_reentrant(&mut c, "res", "alice", 10_000),
+        Some(token)
+    );
+    assert_eq!(
+        acquire_reentrant(&mut c, "res", "alice", 10_000),
+        Some(token)
+    );
+    assert_eq!(status(&mut c, "res").unwrap().3, 3);
+    assert_eq!(acquire_reentrant(&mut c, "res", "bob", 10_000), None);
+    assert_eq!(release(&mut c, "res", "alice"), 1);
+    assert_eq!(release(&mut c, "res", "alice"), 1);
+    assert_eq!(
+        status(&mut c, "res").unwrap().3,
+        1,
+        "still held with one hold"
+    );
+    assert_eq!(release(&mut c, "res", "alice"), 1);
+    assert_eq!(status(&mut c, "res"), None, "removed at zero holds");
+    assert_eq!(release(&mut c, "res", "alice"), 0);
+}
+
+#[test]
+fn release_only_by_the_owner() {
+    let server = Server::start();
+    let mut c = server.conn();
+    acquire(&mut c, "res", "alice", 10_000).unwrap();
+    assert_eq!(release(&mut c, "res", "bob"), 0);
+    assert!(
+        status(&mut c, "res").is_some(),
+        "bob's release changed nothing"
+    );
+    assert_eq!(release(&mut c, "res", "alice"), 1);
+    let exists: i64 = redis::cmd("EXISTS").arg("res").query(&mut c).unwrap();
+    assert_eq!(exists, 0);
+    assert_eq!(release(&mut c, "never", "alice"), 0);
+}
+
+#[test]
+fn extend_resets_ttl_for_the_owner_only_and_never_resurrects() {
+    let server = Server::start();
+    let mut c = server.conn();
+    acquire(&mut c, "res", "alice", 1_000).unwrap();
+    assert_eq!(extend(&mut c, "res", "bob", 60_000), 0);
+    assert!(pttl(&mut c, "res") <= 1_000);
+    assert_eq!(extend(&mut c, "res", "alice", 60_000), 1);
+    assert!(pttl(&mut c, "res") > 50_000);
+
+    acquire(&mut c, "short", "alice", 30).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(80));
+    assert_eq!(
+        extend(&mut c, "short", "alice", 60_000),
+        0,
+        "expired stays expired"
+    );
+    assert_eq!(status(&mut c, "short"), None);
+}
+
+#[test]
+fn fence_raises_counter_and_sets_token_only_for_the_holder() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let token = acquire(&mut c, "res", "alice", 10_000).unwrap();
+    let higher = token + 1_000_000;
+    assert_eq!(fence(&mut c, "res", "bob", higher), 0);
+    assert_eq!(fence(&mut c, "free", "alice", higher), 0);
+    assert!(
+        counter(&mut c) < higher,
+        "refused fences leave the counter alone"
+    );
+    assert_eq!(fence(&mut c, "res", "alice", higher), 1);
+    assert_eq!(status(&mut c, "res").unwrap().1, higher);
+    assert_eq!(counter(&mut c), higher);
+    assert_eq!(
+        acquire(&mut c, "res", "alice", 10_000),
+        Some(higher),
+        "renewal returns the fenced token"
+    );
+    let next = acquire(&mut c, "other", "bob", 10_000).unwrap();
+    assert!(next > higher, "later grants are above the fenced token");
+}
+
+#[test]
+fn status_reports_owner_token_ttl_and_holds() {
+    let server = Server::start();
+    let mut c = server.conn();
+    assert_eq!(status(&mut c, "res"), None);
+    let token = acquire(&mut c, "res", "alice", 10_000).unwrap();
+    let (owner, got_token, ttl, holds) = status(&mut c, "res").unwrap();
+    assert_eq!((owner.as_str(), got_token, holds), ("alice", token, 1));
+    assert!((9_000..=10_000).contains(&ttl), "ttl {ttl}");
+}
+
+#[test]
+fn status_is_a_map_in_resp3() {
+    let server = Server::start();
+    let client = redis::Client::open(format!("{}?protocol=resp3", server.url())).unwrap();
+    let mut c = client.get_connection().unwrap();
+    acquire(&mut c, "res", "alice", 10_000).unwrap();
+    let reply: Value = redis::cmd("DLOCK.STATUS").arg("res").query(&mut c).unwrap();
+    let Value::Map(fields) = reply else {
+        panic!("expected a RESP3 map, got {reply:?}")
+    };
+    assert_eq!(fields.len(), 4);
+}
+
+#[test]
+fn force_release_removes_any_owners_lock() {
+    let server = Server::start();
+    let mut c = server.conn();
+    acquire(&mut c, "res", "alice", 10_000).unwrap();
+    let removed: i64 = redis::cmd("DLOCK.FORCERELEASE")
+        .arg("res")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(removed, 1);
+    let again: i64 = redis::cmd("DLOCK.FORCERELEASE")
+        .arg("res")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(again, 0);
+    assert!(acquire(&mut c, "res", "bob", 10_000).is_some());
+}
+
+#[test]
+fn pttl_type_and_del_work_on_lock_keys() {
+    let server = Server::start();
+    let mut c = server.conn();
+    acquire(&mut c, "res", "alice", 10_000).unwrap();
+    let kind: String = redis::cmd("TYPE").arg("res").query(&mut c).unwrap();
+    assert_eq!(kind, "dlocklock");
+    assert!((9_000..=10_000).contains(&pttl(&mut c, "res")));
+    let deleted: i64 = redis::cmd("DEL").arg("res").query(&mut c).unwrap();
+    assert_eq!(deleted, 1);
+    assert!(acquire(&mut c, "res", "bob", 10_000).is_some());
+}
+
+#[test]
+fn tokens_strictly_increase_across_keys_and_regrants() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let mut last = 0;
+    for i in 0..200 {
+        let token = acquire(&mut c, &format!("k{}", i % 7), &format!("o{i}"), 10_000)
+            .or_else(|| {
+                release(&mut c, &format!("k{}", i % 7), &format!("o{}", i - 7));
+                acquire(&mut c, &format!("k{}", i % 7), &format!("o{i}"), 10_000)
+            })
+            .expect("granted after release");
+        assert!(token > last, "token {token} after {last}");
+        last = token;
+    }
+}
+
+#[test]
+fn an_expired_lock_is_regranted_with_a_larger_token() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let first = acquire(&mut c, "res", "alice", 30).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(80));
+    let second = acquire(&mut c, "res", "bob", 10_000).expect("expired lock is free");
+    assert!(second > first);
+    assert_eq!(
+        release(&mut c, "res", "alice"),
+        0,
+        "the expired holder cannot release bob's lock"
+    );
+}
+
+#[test]
+fn clock_floor_puts_tokens_at_or_above_wall_clock_micros() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let before_us = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as i64;
+    let token = acquire(&mut c, "res", "alice", 10_000).unwrap();
+    assert!(
+        token >= before_us,
+        "token {token} below wall clock {before_us}"
+    );
+}
+
+#[test]
+fn info_section_counts_every_outcome() {
+    let server = Server::start();
+    let mut c = server.conn();
+    acquire(&mut c, "a", "x", 10_000).unwrap();
+    acquire(&mut c, "b", "x", 20).unwrap();
+    acquire(&mut c, "a", "y", 10_000);
+    extend(&mut c, "a", "x", 10_000);
+    let top = counter(&mut c) + 5;
+    fence(&mut c, "a", "x", top);
+    eventually("b expires", 2_000, || status(&mut c, "b").is_none());
+    assert_eq!(info_field(&mut c, "grants"), 2);
+    assert_eq!(info_field(&mut c, "contended"), 1);
+    assert_eq!(info_field(&mut c, "extends"), 1);
+    assert_eq!(info_field(&mut c, "fences"), 1);
+    assert_eq!(info_field(&mut c, "expired_before_release"), 1);
+    assert_eq!(info_field(&mut c, "locks_held"), 1);
+    assert_eq!(info_field(&mut c, "fencing_counter"), top);
+    release(&mut c, "a", "x");
+    assert_eq!(info_field(&mut c, "releases"), 1);
+    assert_eq!(info_field(&mut c, "locks_held"), 0);
+    assert_eq!(
+        info_field(&mut c, "expired_before_release"),
+        1,
+        "a release is not an expiry"
+    );
+    assert_eq!(info_field(&mut c, "quarantine_left_ms"), 0);
+}
+
+#[test]
+fn release_works_under_oom_while_acquire_is_refused() {
+    let server = Server::start();
+    let mut c = server.conn();
+    acquire(&mut c, "res", "alice", 60_000).unwrap();
+    redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory")
+        .arg("1")
+        .exec(&mut c)
+        .unwrap();
+    let oom = error_of(&mut c, &["DLOCK.ACQUIRE", "other", "bob", "1000"]);
+    assert!(oom.starts_with("OOM"), "{oom}");
+    assert_eq!(
+        release(&mut c, "res", "alice"),
+        1,
+        "release frees memory, so it runs under OOM"
+    );
+}
+
+#[test]
+fn commands_declare_key_positions_for_acl_and_cluster() {
+    let server = Server::start();
+    let mut c = server.conn();
+    for (cmd, args) in [
+        ("DLOCK.ACQUIRE", vec!["k", "o", "1000"]),
+        ("DLOCK.RELEASE", vec!["k", "o"]),
+        ("DLOCK.EXTEND", vec!["k", "o", "1000"]),
+        ("DLOCK.FENCE", vec!["k", "o", "5"]),
+        ("DLOCK.STATUS", vec!["k"]),
+        ("DLOCK.FORCERELEASE", vec!["k"]),
+    ] {
+        let keys: Vec<String> = redis::cmd("COMMAND")
+            .arg("GETKEYS")
+            .arg(cmd)
+            .arg(&args)
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(keys, ["k"], "{cmd}");
+    }
+    // An ACL user limited to `app:*` keys may lock app:x but not other:x.
+    redis::cmd("ACL")
+        .arg(&["SETUSER", "app", "on", "nopass", "~app:*", "+@all"])
+        .exec(&mut c)
+        .unwrap();
+    redis::cmd("AUTH").arg("app").arg("x").exec(&mut c).unwrap();
+    assert!(acquire(&mut c, "app:x", "o", 1_000).is_some());
+    let denied = error_of(&mut c, &["DLOCK.ACQUIRE", "other:x", "o", "1000"]);
+    assert!(denied.starts_with("NOPERM"), "{denied}");
+}

@@ -1,0 +1,123 @@
+//! Helpers shared by the integration tests: typed wrappers over the DLOCK.* commands.
+#![allow(dead_code)]
+
+pub use dlock_testkit::Server;
+pub use redis::{Connection, Value};
+
+pub fn acquire(c: &mut Connection, key: &str, owner: &str, ttl_ms: i64) -> Option<i64> {
+    redis::cmd("DLOCK.ACQUIRE")
+        .arg(key)
+        .arg(owner)
+        .arg(ttl_ms)
+        .query(c)
+        .unwrap_or_else(|e| panic!("DLOCK.ACQUIRE {key} {owner} {ttl_ms}: {e}"))
+}
+
+pub fn acquire_reentrant(c: &mut Connection, key: &str, owner: &str, ttl_ms: i64) -> Option<i64> {
+    redis::cmd("DLOCK.ACQUIRE")
+        .arg(key)
+        .arg(owner)
+        .arg(ttl_ms)
+        .arg("REENTRANT")
+        .query(c)
+        .expect("DLOCK.ACQUIRE REENTRANT")
+}
+
+pub fn release(c: &mut Connection, key: &str, owner: &str) -> i64 {
+    redis::cmd("DLOCK.RELEASE")
+        .arg(key)
+        .arg(owner)
+        .query(c)
+        .expect("DLOCK.RELEASE")
+}
+
+pub fn extend(c: &mut Connection, key: &str, owner: &str, ttl_ms: i64) -> i64 {
+    redis::cmd("DLOCK.EXTEND")
+        .arg(key)
+        .arg(owner)
+        .arg(ttl_ms)
+        .query(c)
+        .expect("DLOCK.EXTEND")
+}
+
+pub fn fence(c: &mut Connection, key: &str, owner: &str, token: i64) -> i64 {
+    redis::cmd("DLOCK.FENCE")
+        .arg(key)
+        .arg(owner)
+        .arg(token)
+        .query(c)
+        .expect("DLOCK.FENCE")
+}
+
+pub fn counter(c: &mut Connection) -> i64 {
+    redis::cmd("DLOCK.COUNTER").query(c).expect("DLOCK.COUNTER")
+}
+
+pub fn pttl(c: &mut Connection, key: &str) -> i64 {
+    redis::cmd("PTTL").arg(key).query(c).expect("PTTL")
+}
+
+/// `DLOCK.STATUS` as (owner, token, ttl, holds), `None` when free.
+pub fn status(c: &mut Connection, key: &str) -> Option<(String, i64, i64, i64)> {
+    let reply: Option<Vec<Value>> = redis::cmd("DLOCK.STATUS")
+        .arg(key)
+        .query(c)
+        .expect("DLOCK.STATUS");
+    let fields = reply?;
+    let text = |v: &Value| -> String { redis::from_redis_value_ref(v).expect("string field") };
+    let int = |v: &Value| -> i64 { redis::from_redis_value_ref(v).expect("integer field") };
+    let names: Vec<String> = fields.iter().step_by(2).map(text).collect();
+    assert_eq!(
+        names,
+        ["owner", "token", "ttl", "holds"],
+        "STATUS field order"
+    );
+    Some((
+        text(&fields[1]),
+        int(&fields[3]),
+        int(&fields[5]),
+        int(&fields[7]),
+    ))
+}
+
+/// Runs a command expected to fail and returns its error text (code included).
+pub fn error_of(c: &mut Connection, args: &[&str]) -> String {
+    let mut cmd = redis::cmd(args[0]);
+    for a in &args[1..] {
+        cmd.arg(*a);
+    }
+    match cmd.query::<Value>(c) {
+        Ok(v) => panic!("{args:?} succeeded with {v:?}, expected an error"),
+        Err(e) => {
+            let code = e.code().unwrap_or("").to_string();
+            let detail = e.detail().unwrap_or("").to_string();
+            format!("{code} {detail}").trim().to_string()
+        }
+    }
+}
+
+/// One `INFO dlock` field as an integer.
+pub fn info_field(c: &mut Connection, field: &str) -> i64 {
+    let info: String = redis::cmd("INFO")
+        .arg("dlock")
+        .query(c)
+        .expect("INFO dlock");
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("dlock_{field}:")))
+        .unwrap_or_else(|| panic!("dlock_{field} missing from INFO dlock:\n{info}"))
+        .trim()
+        .parse()
+        .expect("integer INFO field")
+}
+
+/// Waits (bounded) until `check` holds, polling every 20 ms.
+pub fn eventually(what: &str, timeout_ms: u64, mut check: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(timeout_ms);
+    while !check() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out after {timeout_ms} ms waiting for: {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}

@@ -1,0 +1,135 @@
+//! Restart quarantine, and every `dlock.*` option from the command line and CONFIG SET.
+
+mod common;
+use common::*;
+use redis::RedisResult;
+
+fn config_get(c: &mut Connection, name: &str) -> String {
+    let pair: Vec<String> = redis::cmd("CONFIG").arg("GET").arg(name).query(c).unwrap();
+    pair.get(1)
+        .cloned()
+        .unwrap_or_else(|| panic!("{name} not found"))
+}
+
+fn config_set(c: &mut Connection, name: &str, value: &str) -> RedisResult<()> {
+    redis::cmd("CONFIG").arg("SET").arg(name).arg(value).exec(c)
+}
+
+#[test]
+fn quarantine_refuses_new_grants_then_grants() {
+    let server = Server::builder()
+        .config("dlock.quarantine-ms", "1500")
+        .start();
+    let mut c = server.conn();
+    let error = error_of(&mut c, &["DLOCK.ACQUIRE", "k", "o", "1000"]);
+    assert!(error.starts_with("TRYAGAIN"), "{error}");
+    let ms_left: u64 = error
+        .split_whitespace()
+        .find_map(|w| w.parse().ok())
+        .unwrap_or_else(|| panic!("no milliseconds in: {error}"));
+    assert!((1..=1500).contains(&ms_left), "{error}");
+    assert!(info_field(&mut c, "quarantine_left_ms") > 0);
+    assert_eq!(status(&mut c, "k"), None, "nothing granted");
+    eventually("quarantine over", 3_000, || {
+        info_field(&mut c, "quarantine_left_ms") == 0
+    });
+    assert!(acquire(&mut c, "k", "o", 1_000).is_some());
+}
+
+#[test]
+fn quarantine_still_lets_a_persisted_holder_renew_and_release() {
+    let mut server = Server::builder()
+        .config("appendonly", "yes")
+        .config("appendfsync", "always")
+        .start();
+    let token = acquire(&mut server.conn(), "k", "alice", 60_000).unwrap();
+    server.kill();
+    server.restart();
+    let mut c = server.conn();
+    // The window counts from module load, so raising it now puts the node back in quarantine.
+    config_set(&mut c, "dlock.quarantine-ms", "60000").unwrap();
+    assert!(error_of(&mut c, &["DLOCK.ACQUIRE", "other", "o", "1000"]).starts_with("TRYAGAIN"));
+    assert_eq!(
+        acquire(&mut c, "k", "alice", 60_000),
+        Some(token),
+        "holder renews"
+    );
+    assert_eq!(
+        acquire(&mut c, "k", "bob", 60_000),
+        None,
+        "others still see it held"
+    );
+    assert_eq!(release(&mut c, "k", "alice"), 1);
+    assert!(error_of(&mut c, &["DLOCK.ACQUIRE", "k", "bob", "1000"]).starts_with("TRYAGAIN"));
+    config_set(&mut c, "dlock.quarantine-ms", "0").unwrap();
+    assert!(acquire(&mut c, "k", "bob", 1_000).is_some());
+}
+
+#[test]
+fn options_from_the_command_line_show_in_config_get() {
+    let server = Server::builder()
+        .config("dlock.max-ttl-ms", "5000")
+        .config("dlock.clock-floor", "no")
+        .start();
+    let mut c = server.conn();
+    assert_eq!(config_get(&mut c, "dlock.max-ttl-ms"), "5000");
+    assert_eq!(config_get(&mut c, "dlock.clock-floor"), "no");
+    assert_eq!(config_get(&mut c, "dlock.quarantine-ms"), "0");
+    assert!(error_of(&mut c, &["DLOCK.ACQUIRE", "k", "o", "5001"]).contains("from 1 to 5000"));
+    assert_eq!(
+        acquire(&mut c, "k", "o", 5_000),
+        Some(1),
+        "no clock floor: counter starts at 1"
+    );
+}
+
+#[test]
+fn config_set_max_ttl_applies_at_once_and_rejects_bad_values() {
+    let server = Server::start();
+    let mut c = server.conn();
+    assert_eq!(config_get(&mut c, "dlock.max-ttl-ms"), "86400000");
+    config_set(&mut c, "dlock.max-ttl-ms", "1000").unwrap();
+    assert!(error_of(&mut c, &["DLOCK.ACQUIRE", "k", "o", "1001"]).contains("from 1 to 1000"));
+    assert!(error_of(&mut c, &["DLOCK.EXTEND", "k", "o", "1001"]).contains("from 1 to 1000"));
+    assert!(acquire(&mut c, "k", "o", 1_000).is_some());
+    for bad in ["0", "-1", "abc", "315360000001"] {
+        assert!(
+            config_set(&mut c, "dlock.max-ttl-ms", bad).is_err(),
+            "{bad} accepted"
+        );
+    }
+    assert_eq!(config_get(&mut c, "dlock.max-ttl-ms"), "1000");
+}
+
+#[test]
+fn config_set_clock_floor_switches_token_style() {
+    let server = Server::start();
+    let mut c = server.conn();
+    config_set(&mut c, "dlock.clock-floor", "no").unwrap();
+    let a = acquire(&mut c, "a", "o", 1_000).unwrap();
+    let b = acquire(&mut c, "b", "o", 1_000).unwrap();
+    assert_eq!((a, b), (1, 2), "plain counter");
+    config_set(&mut c, "dlock.clock-floor", "yes").unwrap();
+    let now_us = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as i64;
+    let floored = acquire(&mut c, "c", "o", 1_000).unwrap();
+    assert!(
+        floored >= now_us - 1_000_000,
+        "floored to wall clock: {floored}"
+    );
+    assert!(config_set(&mut c, "dlock.clock-floor", "maybe").is_err());
+}
+
+#[test]
+fn config_set_quarantine_counts_from_module_load() {
+    let server = Server::start();
+    let mut c = server.conn();
+    assert!(acquire(&mut c, "a", "o", 1_000).is_some());
+    config_set(&mut c, "dlock.quarantine-ms", "600000").unwrap();
+    assert!(error_of(&mut c, &["DLOCK.ACQUIRE", "b", "o", "1000"]).starts_with("TRYAGAIN"));
+    config_set(&mut c, "dlock.quarantine-ms", "0").unwrap();
+    assert!(acquire(&mut c, "b", "o", 1_000).is_some());
+    assert!(config_set(&mut c, "dlock.quarantine-ms", "-1").is_err());
+}

@@ -1,0 +1,152 @@
+//! A real replica (`replicaof`) holds the same locks with the same tokens and expiries, follows
+//! every change, and refuses lock writes itself.
+
+mod common;
+use common::*;
+
+fn replica_of(master: &Server) -> Server {
+    let replica = Server::builder()
+        .config("replicaof", &format!("127.0.0.1 {}", master.port()))
+        .start();
+    let mut c = replica.conn();
+    eventually("replica link up", 10_000, || {
+        let info: String = redis::cmd("INFO").arg("replication").query(&mut c).unwrap();
+        info.contains("master_link_status:up")
+    });
+    replica
+}
+
+/// Waits until the replica has everything the master wrote so far.
+fn sync(master: &mut Connection) {
+    let acked: i64 = redis::cmd("WAIT").arg(1).arg(5_000).query(master).unwrap();
+    assert_eq!(acked, 1, "replica acknowledged");
+}
+
+#[test]
+fn replica_mirrors_locks_tokens_and_expiry() {
+    let master = Server::start();
+    let replica = replica_of(&master);
+    let (mut m, mut r) = (master.conn(), replica.conn());
+
+    let token = acquire(&mut m, "res", "alice", 60_000).unwrap();
+    acquire_reentrant(&mut m, "re", "bob", 60_000).unwrap();
+    acquire_reentrant(&mut m, "re", "bob", 60_000).unwrap();
+    sync(&mut m);
+    let (owner, got, ttl, holds) = status(&mut r, "res").expect("lock on replica");
+    assert_eq!((owner.as_str(), got, holds), ("alice", token, 1));
+    assert!(
+        (ttl - pttl(&mut m, "res")).abs() < 1_000,
+        "same absolute expiry"
+    );
+    assert_eq!(status(&mut r, "re").unwrap().3, 2, "hold count replicated");
+    assert_eq!(counter(&mut r), counter(&mut m), "counter replicated");
+
+    extend(&mut m, "res", "alice", 5_000);
+    let fenced = counter(&mut m) + 1_000;
+    fence(&mut m, "res", "alice", fenced);
+    release(&mut m, "re", "bob");
+    sync(&mut m);
+    let (_, got, ttl, _) = status(&mut r, "res").unwrap();
+    assert_eq!(got, fenced, "fenced token replicated");
+    assert!(ttl <= 5_000, "extension replicated: {ttl}");
+    assert_eq!(counter(&mut r), fenced);
+    assert_eq!(
+        status(&mut r, "re").unwrap().3,
+        1,
+        "release of one hold replicated"
+    );
+
+    release(&mut m, "res", "alice");
+    redis::cmd("DLOCK.FORCERELEASE")
+        .arg("re")
+        .exec(&mut m)
+        .unwrap();
+    sync(&mut m);
+    assert_eq!(status(&mut r, "res"), None);
+    assert_eq!(status(&mut r, "re"), None);
+}
+
+#[test]
+fn replica_refuses_lock_writes() {
+    let master = Server::start();
+    let replica = replica_of(&master);
+    let mut r = replica.conn();
+    for args in [
+        &["DLOCK.ACQUIRE", "k", "o", "1000"][..],
+        &["DLOCK.RELEASE", "k", "o"],
+        &["DLOCK.EXTEND", "k", "o", "1000"],
+        &["DLOCK.FENCE", "k", "o", "5"],
+        &["DLOCK.FORCERELEASE", "k"],
+    ] {
+        let error = error_of(&mut r, args);
+        assert!(error.starts_with("READONLY"), "{args:?}: {error}");
+    }
+    assert_eq!(status(&mut r, "k"), None, "STATUS is allowed on a replica");
+}
+
+#[test]
+fn expiry_on_the_master_reaches_the_replica() {
+    let master = Server::start();
+    let replica = replica_of(&master);
+    let (mut m, mut r) = (master.conn(), replica.conn());
+    acquire(&mut m, "short", "alice", 50).unwrap();
+    sync(&mut m);
+    eventually("master expires the lock", 2_000, || {
+        status(&mut m, "short").is_none()
+    });
+    sync(&mut m);
+    let exists: i64 = redis::cmd("EXISTS").arg("short").query(&mut r).unwrap();
+    assert_eq!(exists, 0, "the master's DEL reached the replica");
+}
+
+#[test]
+fn full_sync_carries_locks_and_the_counter_to_a_new_replica() {
+    let master = Server::builder().config("dlock.clock-floor", "no").start();
+    let mut m = master.conn();
+    let token = acquire(&mut m, "res", "alice", 60_000).unwrap();
+    acquire(&mut m, "gone", "bob", 60_000).unwrap();
+    fence(&mut m, "gone", "bob", 4_242);
+    release(&mut m, "gone", "bob");
+    // The replica attaches after the fact: it learns everything from the master's RDB.
+    let replica = Server::builder()
+        .config("dlock.clock-floor", "no")
+        .config("replicaof", &format!("127.0.0.1 {}", master.port()))
+        .start();
+    let mut r = replica.conn();
+    eventually("replica link up", 10_000, || {
+        let info: String = redis::cmd("INFO").arg("replication").query(&mut r).unwrap();
+        info.contains("master_link_status:up")
+    });
+    assert_eq!(status(&mut r, "res").unwrap().1, token);
+    assert_eq!(
+        counter(&mut r),
+        4_242,
+        "counter came with the RDB, without any lock holding it"
+    );
+}
+
+#[test]
+fn a_promoted_replica_continues_the_token_sequence() {
+    let master = Server::builder().config("dlock.clock-floor", "no").start();
+    let replica = Server::builder()
+        .config("dlock.clock-floor", "no")
+        .config("replicaof", &format!("127.0.0.1 {}", master.port()))
+        .start();
+    let (mut m, mut r) = (master.conn(), replica.conn());
+    eventually("replica link up", 10_000, || {
+        let info: String = redis::cmd("INFO").arg("replication").query(&mut r).unwrap();
+        info.contains("master_link_status:up")
+    });
+    let mut last = 0;
+    for i in 0..20 {
+        last = acquire(&mut m, &format!("k{i}"), "o", 60_000).unwrap();
+    }
+    sync(&mut m);
+    redis::cmd("REPLICAOF")
+        .arg("NO")
+        .arg("ONE")
+        .exec(&mut r)
+        .unwrap();
+    let next = acquire(&mut r, "new", "o", 60_000).unwrap();
+    assert!(next > last, "promoted replica issued {next} after {last}");
+}
