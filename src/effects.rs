@@ -1,49 +1,90 @@
 //! What reaches replicas and the AOF: the *effect* of a command, with absolute expiry and the
 //! token chosen on this node, so a replica or an AOF replay never re-runs time- or
 //! counter-dependent logic.
+//!
+//! Calls `RedisModule_Replicate` with a format string directly: no argument vectors or
+//! temporary strings on the hot path (this is most of what separates ACQUIRE from `SET NX PX`).
 
-use redis_module::{Context, RedisString};
+use std::os::raw::c_longlong;
+
+use redis_module::{raw, Context, RedisString};
 
 use crate::store::StoredLock;
 
+type ReplicateFn = unsafe extern "C" fn(
+    *mut raw::RedisModuleCtx,
+    *const std::os::raw::c_char,
+    *const std::os::raw::c_char,
+    ...
+) -> std::os::raw::c_int;
+
+fn replicate() -> Option<ReplicateFn> {
+    // Set by Redis when the module loads, before any command can run.
+    unsafe { raw::RedisModule_Replicate }
+}
+
 /// `DLOCK.APPLY key owner token holds [PXAT unix-ms]` (without PXAT the expiry is kept).
 pub fn store(ctx: &Context, key: &RedisString, lock: StoredLock, expire_at: Option<u64>) {
-    let token = lock.token().to_string();
-    let holds = lock.holds().to_string();
-    let (key, owner) = (key.as_slice(), lock.owner());
-    match expire_at {
-        Some(at) => {
-            let at = at.to_string();
-            let args: [&[u8]; 6] = [
-                key,
-                owner,
-                token.as_bytes(),
-                holds.as_bytes(),
-                b"PXAT",
-                at.as_bytes(),
-            ];
-            ctx.replicate("DLOCK.APPLY", &args);
-        }
-        None => {
-            let args: [&[u8]; 4] = [key, owner, token.as_bytes(), holds.as_bytes()];
-            ctx.replicate("DLOCK.APPLY", &args);
-        }
+    let Some(replicate) = replicate() else { return };
+    let owner = lock.owner();
+    let (token, holds) = (lock.token() as c_longlong, c_longlong::from(lock.holds()));
+    unsafe {
+        match expire_at {
+            Some(at) => replicate(
+                ctx.ctx,
+                c"DLOCK.APPLY".as_ptr(),
+                c"sbllcl".as_ptr(),
+                key.inner,
+                owner.as_ptr(),
+                owner.len(),
+                token,
+                holds,
+                c"PXAT".as_ptr(),
+                at as c_longlong,
+            ),
+            None => replicate(
+                ctx.ctx,
+                c"DLOCK.APPLY".as_ptr(),
+                c"sbll".as_ptr(),
+                key.inner,
+                owner.as_ptr(),
+                owner.len(),
+                token,
+                holds,
+            ),
+        };
     }
 }
 
 /// `PEXPIREAT key unix-ms`.
 pub fn expire_at(ctx: &Context, key: &RedisString, unix_ms: u64) {
-    let at = unix_ms.to_string();
-    ctx.replicate("PEXPIREAT", &[key.as_slice(), at.as_bytes()]);
+    let Some(replicate) = replicate() else { return };
+    unsafe {
+        replicate(
+            ctx.ctx,
+            c"PEXPIREAT".as_ptr(),
+            c"sl".as_ptr(),
+            key.inner,
+            unix_ms as c_longlong,
+        )
+    };
 }
 
 /// `DEL key`.
 pub fn delete(ctx: &Context, key: &RedisString) {
-    ctx.replicate("DEL", &[key.as_slice()]);
+    let Some(replicate) = replicate() else { return };
+    unsafe { replicate(ctx.ctx, c"DEL".as_ptr(), c"s".as_ptr(), key.inner) };
 }
 
 /// `DLOCK.RAISE counter`: carries the node counter to replicas and into the AOF.
 pub fn raise_counter(ctx: &Context, counter: u64) {
-    let counter = counter.to_string();
-    ctx.replicate("DLOCK.RAISE", &[counter.as_bytes()]);
+    let Some(replicate) = replicate() else { return };
+    unsafe {
+        replicate(
+            ctx.ctx,
+            c"DLOCK.RAISE".as_ptr(),
+            c"l".as_ptr(),
+            counter as c_longlong,
+        )
+    };
 }
