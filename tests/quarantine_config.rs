@@ -133,3 +133,29 @@ fn config_set_quarantine_counts_from_module_load() {
     assert!(acquire(&mut c, "b", "o", 1_000).is_some());
     assert!(config_set(&mut c, "dlock.quarantine-ms", "-1").is_err());
 }
+
+#[test]
+fn redis_conf_example_loads_and_sets_every_option() {
+    let example = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/redis.conf.example"))
+        .expect("redis.conf.example");
+    let module = dlock_testkit::module_path();
+    let conf = example.replace(
+        "/path/to/dlock/target/release/libdlock.so",
+        module.to_str().unwrap(),
+    );
+    assert_ne!(conf, example, "the loadmodule line is where the example says");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("redis.conf");
+    std::fs::write(&path, conf).unwrap();
+    let server = Server::builder().config_file(&path).start();
+    let mut c = server.conn();
+    for (name, value) in [
+        ("dlock.max-ttl-ms", "86400000"),
+        ("dlock.quarantine-ms", "0"),
+        ("dlock.clock-floor", "yes"),
+    ] {
+        assert_eq!(config_get(&mut c, name), value, "{name}");
+        assert!(example.contains(&format!("\n{name} {value}\n")), "{name} documented");
+    }
+    assert!(acquire(&mut c, "k", "o", 1_000).is_some());
+}

@@ -38,6 +38,7 @@ pub struct Builder {
     wrapper: Vec<OsString>,
     with_module: bool,
     port: Option<u16>,
+    config_file: Option<PathBuf>,
 }
 
 impl Builder {
@@ -62,6 +63,14 @@ impl Builder {
 
     /// Starts a plain Redis, without the module (for side-by-side comparisons).
     pub fn without_module(mut self) -> Self {
+        self.with_module = false;
+        self
+    }
+
+    /// Starts from this redis.conf (command-line options still apply on top). The file is
+    /// expected to load the module itself, so the builder does not add `--loadmodule`.
+    pub fn config_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.config_file = Some(path.into());
         self.with_module = false;
         self
     }
@@ -111,6 +120,7 @@ impl Server {
             wrapper: Vec::new(),
             with_module: true,
             port: None,
+            config_file: None,
         }
     }
 
@@ -224,6 +234,9 @@ impl Server {
         argv.push("redis-server".into());
         let mut cmd = Command::new(&argv[0]);
         cmd.args(&argv[1..]);
+        if let Some(file) = &b.config_file {
+            cmd.arg(file);
+        }
         cmd.arg("--port").arg(self.port.to_string());
         cmd.arg("--bind").arg("127.0.0.1");
         cmd.arg("--dir").arg(self.dir.path());
