@@ -1,7 +1,9 @@
 //! The DLOCK.* commands: parse, read the stored lock, ask the rules in [`crate::lock`], apply the
 //! answer, and replicate its *effect* (absolute expiry, chosen token), never the logic.
 
-use redis_module::{Context, RedisResult, RedisString, RedisValue};
+use redis_module::{Context, RedisResult, RedisValue};
+
+use crate::argv::Arg;
 
 use crate::lock::{self, Acquire, Fence, Release};
 use crate::node::node;
@@ -10,8 +12,8 @@ use crate::store::{LockKey, StoredLock};
 use crate::{args, config, effects, errors};
 
 /// `DLOCK.ACQUIRE key owner ttl-ms [REENTRANT]` -> token, or nil when held by another owner.
-pub fn acquire(ctx: &Context, argv: Vec<RedisString>) -> RedisResult {
-    args::arity(&argv, 4, 5, "DLOCK.ACQUIRE", "key owner ttl-ms [REENTRANT]")?;
+pub fn acquire(ctx: &Context, argv: &[Arg]) -> RedisResult {
+    args::arity(argv, 4, 5, "DLOCK.ACQUIRE", "key owner ttl-ms [REENTRANT]")?;
     let owner = args::owner(&argv[2])?;
     let ttl_ms = args::ttl_ms(&argv[3])?;
     let reentrant = args::flag(argv.get(4), "REENTRANT")?;
@@ -57,8 +59,8 @@ pub fn acquire(ctx: &Context, argv: Vec<RedisString>) -> RedisResult {
 }
 
 /// `DLOCK.RELEASE key owner` -> 1 if `owner` held it, else 0.
-pub fn release(ctx: &Context, argv: Vec<RedisString>) -> RedisResult {
-    args::arity(&argv, 3, 3, "DLOCK.RELEASE", "key owner")?;
+pub fn release(ctx: &Context, argv: &[Arg]) -> RedisResult {
+    args::arity(argv, 3, 3, "DLOCK.RELEASE", "key owner")?;
     let owner = args::owner(&argv[2])?;
     let key = LockKey::open(ctx, &argv[1], true);
     let stored = key.lock()?;
@@ -78,8 +80,8 @@ pub fn release(ctx: &Context, argv: Vec<RedisString>) -> RedisResult {
 }
 
 /// `DLOCK.EXTEND key owner ttl-ms` -> 1 if held by `owner` (TTL reset), else 0.
-pub fn extend(ctx: &Context, argv: Vec<RedisString>) -> RedisResult {
-    args::arity(&argv, 4, 4, "DLOCK.EXTEND", "key owner ttl-ms")?;
+pub fn extend(ctx: &Context, argv: &[Arg]) -> RedisResult {
+    args::arity(argv, 4, 4, "DLOCK.EXTEND", "key owner ttl-ms")?;
     let owner = args::owner(&argv[2])?;
     let ttl_ms = args::ttl_ms(&argv[3])?;
     let key = LockKey::open(ctx, &argv[1], true);
@@ -95,8 +97,8 @@ pub fn extend(ctx: &Context, argv: Vec<RedisString>) -> RedisResult {
 }
 
 /// `DLOCK.FENCE key owner token` -> 1 if held by `owner` (counter raised, token stored), else 0.
-pub fn fence(ctx: &Context, argv: Vec<RedisString>) -> RedisResult {
-    args::arity(&argv, 4, 4, "DLOCK.FENCE", "key owner token")?;
+pub fn fence(ctx: &Context, argv: &[Arg]) -> RedisResult {
+    args::arity(argv, 4, 4, "DLOCK.FENCE", "key owner token")?;
     let owner = args::owner(&argv[2])?;
     let token = args::token(&argv[3])?;
     let key = LockKey::open(ctx, &argv[1], true);
@@ -114,8 +116,8 @@ pub fn fence(ctx: &Context, argv: Vec<RedisString>) -> RedisResult {
 }
 
 /// `DLOCK.STATUS key` -> nil, or `owner <bytes> token <int> ttl <ms> holds <int>` as a map.
-pub fn status(ctx: &Context, argv: Vec<RedisString>) -> RedisResult {
-    args::arity(&argv, 2, 2, "DLOCK.STATUS", "key")?;
+pub fn status(ctx: &Context, argv: &[Arg]) -> RedisResult {
+    args::arity(argv, 2, 2, "DLOCK.STATUS", "key")?;
     let key = LockKey::open(ctx, &argv[1], false);
     let Some(lock) = key.lock()? else {
         return Ok(RedisValue::Null);
@@ -137,8 +139,8 @@ pub fn status(ctx: &Context, argv: Vec<RedisString>) -> RedisResult {
 }
 
 /// `DLOCK.FORCERELEASE key` -> 1 if a lock was removed, else 0 (operator escape hatch).
-pub fn force_release(ctx: &Context, argv: Vec<RedisString>) -> RedisResult {
-    args::arity(&argv, 2, 2, "DLOCK.FORCERELEASE", "key")?;
+pub fn force_release(ctx: &Context, argv: &[Arg]) -> RedisResult {
+    args::arity(argv, 2, 2, "DLOCK.FORCERELEASE", "key")?;
     let key = LockKey::open(ctx, &argv[1], true);
     if key.lock()?.is_none() {
         return Ok(RedisValue::Integer(0));

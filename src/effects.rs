@@ -7,7 +7,9 @@
 
 use std::os::raw::c_longlong;
 
-use redis_module::{raw, Context, RedisString};
+use redis_module::{raw, Context};
+
+use crate::argv::Arg;
 
 use crate::store::StoredLock;
 
@@ -24,7 +26,7 @@ fn replicate() -> Option<ReplicateFn> {
 }
 
 /// `DLOCK.APPLY key owner token holds [PXAT unix-ms]` (without PXAT the expiry is kept).
-pub fn store(ctx: &Context, key: &RedisString, lock: StoredLock, expire_at: Option<u64>) {
+pub fn store(ctx: &Context, key: &Arg, lock: StoredLock, expire_at: Option<u64>) {
     let Some(replicate) = replicate() else { return };
     let owner = lock.owner();
     let (token, holds) = (lock.token() as c_longlong, c_longlong::from(lock.holds()));
@@ -34,7 +36,7 @@ pub fn store(ctx: &Context, key: &RedisString, lock: StoredLock, expire_at: Opti
                 ctx.ctx,
                 c"DLOCK.APPLY".as_ptr(),
                 c"sbllcl".as_ptr(),
-                key.inner,
+                key.as_ptr(),
                 owner.as_ptr(),
                 owner.len(),
                 token,
@@ -46,7 +48,7 @@ pub fn store(ctx: &Context, key: &RedisString, lock: StoredLock, expire_at: Opti
                 ctx.ctx,
                 c"DLOCK.APPLY".as_ptr(),
                 c"sbll".as_ptr(),
-                key.inner,
+                key.as_ptr(),
                 owner.as_ptr(),
                 owner.len(),
                 token,
@@ -57,23 +59,23 @@ pub fn store(ctx: &Context, key: &RedisString, lock: StoredLock, expire_at: Opti
 }
 
 /// `PEXPIREAT key unix-ms`.
-pub fn expire_at(ctx: &Context, key: &RedisString, unix_ms: u64) {
+pub fn expire_at(ctx: &Context, key: &Arg, unix_ms: u64) {
     let Some(replicate) = replicate() else { return };
     unsafe {
         replicate(
             ctx.ctx,
             c"PEXPIREAT".as_ptr(),
             c"sl".as_ptr(),
-            key.inner,
+            key.as_ptr(),
             unix_ms as c_longlong,
         )
     };
 }
 
 /// `DEL key`.
-pub fn delete(ctx: &Context, key: &RedisString) {
+pub fn delete(ctx: &Context, key: &Arg) {
     let Some(replicate) = replicate() else { return };
-    unsafe { replicate(ctx.ctx, c"DEL".as_ptr(), c"s".as_ptr(), key.inner) };
+    unsafe { replicate(ctx.ctx, c"DEL".as_ptr(), c"s".as_ptr(), key.as_ptr()) };
 }
 
 /// `DLOCK.RAISE counter`: carries the node counter to replicas and into the AOF.

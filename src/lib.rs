@@ -1,11 +1,13 @@
 //! dlock: distributed locks with fencing tokens, as a native Redis module.
 //!
 //! - [`lock`]: the lock rules, free of the Redis API.
-//! - [`commands`], [`node_commands`]: the thin command layer; [`args`] parses, [`errors`] holds
-//!   every client-visible error string, [`effects`] is what replicas and the AOF receive.
+//! - [`commands`], [`node_commands`]: the thin command layer; [`argv`] dispatches, [`args`]
+//!   validates, [`errors`] holds every client-visible error string, [`effects`] is what
+//!   replicas and the AOF receive.
 //! - [`store`], [`types`]: how a lock lives in the keyspace and on disk.
 
 pub mod args;
+pub mod argv;
 pub mod commands;
 pub mod config;
 pub mod effects;
@@ -30,6 +32,61 @@ use crate::types::LOCK_TYPE;
 
 fn init(ctx: &Context, _args: &[RedisString]) -> Status {
     node::start(); // the restart quarantine counts from here
+                   // Registered here rather than in `redis_module!` so commands get their arguments without a
+                   // per-call vector of retained strings (see argv.rs).
+    let commands = register_commands!(
+        ctx,
+        [
+            //  name                   handler                       flags                   keys
+            [
+                c"dlock.acquire",
+                commands::acquire,
+                c"write deny-oom fast",
+                1,
+                1,
+                1
+            ],
+            [c"dlock.release", commands::release, c"write fast", 1, 1, 1],
+            [
+                c"dlock.extend",
+                commands::extend,
+                c"write deny-oom fast",
+                1,
+                1,
+                1
+            ],
+            [
+                c"dlock.fence",
+                commands::fence,
+                c"write deny-oom fast",
+                1,
+                1,
+                1
+            ],
+            [c"dlock.status", commands::status, c"readonly fast", 1, 1, 1],
+            [
+                c"dlock.forcerelease",
+                commands::force_release,
+                c"write fast",
+                1,
+                1,
+                1
+            ],
+            [c"dlock.apply", node_commands::apply, c"write", 1, 1, 1],
+            [
+                c"dlock.counter",
+                node_commands::counter,
+                c"readonly fast",
+                0,
+                0,
+                0
+            ],
+            [c"dlock.raise", node_commands::raise, c"write fast", 0, 0, 0],
+        ]
+    );
+    if commands == Status::Err {
+        return Status::Err;
+    }
     match events::subscribe(ctx) {
         Ok(()) => Status::Ok,
         Err(e) => {
@@ -48,18 +105,6 @@ redis_module! {
     data_types: [LOCK_TYPE],
     init: init,
     info: add_info,
-    commands: [
-        //  name                  handler                        flags                    keys
-        ["dlock.acquire",      commands::acquire,             "write deny-oom fast",   1, 1, 1, ""],
-        ["dlock.release",      commands::release,             "write fast",            1, 1, 1, ""],
-        ["dlock.extend",       commands::extend,              "write deny-oom fast",   1, 1, 1, ""],
-        ["dlock.fence",        commands::fence,               "write deny-oom fast",   1, 1, 1, ""],
-        ["dlock.status",       commands::status,              "readonly fast",         1, 1, 1, ""],
-        ["dlock.forcerelease", commands::force_release,       "write fast",            1, 1, 1, ""],
-        ["dlock.apply",        node_commands::apply,          "write",                 1, 1, 1, ""],
-        ["dlock.counter",      node_commands::counter,        "readonly fast",         0, 0, 0, ""],
-        ["dlock.raise",        node_commands::raise,          "write fast",            0, 0, 0, ""],
-    ],
     event_handlers: [
         [@EXPIRED: events::on_keyspace_event],
     ],

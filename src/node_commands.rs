@@ -1,22 +1,24 @@
 //! Node-level commands: the fencing counter, and `DLOCK.APPLY`, the effect form of a lock
 //! write that replicas and the AOF replay.
 
-use redis_module::{Context, RedisResult, RedisString, RedisValue};
+use redis_module::{Context, RedisResult, RedisValue};
+
+use crate::argv::Arg;
 
 use crate::node::node;
 use crate::store::LockKey;
 use crate::{args, effects};
 
 /// `DLOCK.COUNTER` -> the node's fencing counter (the highest token issued or fenced).
-pub fn counter(_ctx: &Context, argv: Vec<RedisString>) -> RedisResult {
-    args::arity(&argv, 1, 1, "DLOCK.COUNTER", "")?;
+pub fn counter(_ctx: &Context, argv: &[Arg]) -> RedisResult {
+    args::arity(argv, 1, 1, "DLOCK.COUNTER", "")?;
     Ok(RedisValue::Integer(node().counter() as i64))
 }
 
 /// `DLOCK.RAISE token` -> the counter after raising it to at least `token` (never lowers).
 /// Replicas and the AOF receive it; operators can use it after restoring an old backup.
-pub fn raise(ctx: &Context, argv: Vec<RedisString>) -> RedisResult {
-    args::arity(&argv, 2, 2, "DLOCK.RAISE", "token")?;
+pub fn raise(ctx: &Context, argv: &[Arg]) -> RedisResult {
+    args::arity(argv, 2, 2, "DLOCK.RAISE", "token")?;
     let token = args::token(&argv[1])?;
     let counter = {
         let mut node = node();
@@ -29,10 +31,10 @@ pub fn raise(ctx: &Context, argv: Vec<RedisString>) -> RedisResult {
 
 /// `DLOCK.APPLY key owner token holds [PXAT unix-ms]` -> OK. Stores a lock as given and raises
 /// the counter to its token. Written by the module for replicas and the AOF; not for clients.
-pub fn apply(ctx: &Context, argv: Vec<RedisString>) -> RedisResult {
+pub fn apply(ctx: &Context, argv: &[Arg]) -> RedisResult {
     const USAGE: &str = "key owner token holds [PXAT unix-ms]";
     if argv.len() != 5 && argv.len() != 7 {
-        args::arity(&argv, usize::MAX, 0, "DLOCK.APPLY", USAGE)?;
+        args::arity(argv, usize::MAX, 0, "DLOCK.APPLY", USAGE)?;
     }
     let owner = args::owner(&argv[2])?;
     let token = args::token(&argv[3])?;

@@ -5,7 +5,9 @@
 use std::os::raw::c_void;
 use std::ptr::NonNull;
 
-use redis_module::{raw, Context, RedisError, RedisString};
+use redis_module::{raw, Context, RedisError};
+
+use crate::argv::Arg;
 
 use crate::errors;
 use crate::lock::Held;
@@ -107,14 +109,18 @@ pub struct LockKey {
 }
 
 impl LockKey {
-    pub fn open(ctx: &Context, name: &RedisString, write: bool) -> LockKey {
+    pub fn open(ctx: &Context, name: &Arg, write: bool) -> LockKey {
         let mode = if write {
             raw::REDISMODULE_READ | raw::REDISMODULE_WRITE
         } else {
             raw::REDISMODULE_READ
         };
         let key = unsafe {
-            raw::RedisModule_OpenKey.expect("RedisModule_OpenKey")(ctx.ctx, name.inner, mode as i32)
+            raw::RedisModule_OpenKey.expect("RedisModule_OpenKey")(
+                ctx.ctx,
+                name.as_ptr(),
+                mode as i32,
+            )
         };
         LockKey { key }
     }
