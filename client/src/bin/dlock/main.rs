@@ -1,0 +1,186 @@
+//! `dlock`: take a lock across N Redis masters running the dlock module, from the shell.
+
+mod run;
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use dlock_client::{Error, LockManager};
+
+/// Exit codes of dlock itself (`run` otherwise exits with the command's own status).
+pub mod exit {
+    /// Bad command line (clap's convention).
+    pub const USAGE: u8 = 2;
+    /// The lock is held by another owner and was not acquired within --wait.
+    pub const CONTENDED: u8 = 3;
+    /// No quorum: too few nodes reachable (the message names them and why).
+    pub const NO_QUORUM: u8 = 4;
+    /// `run`: the lock was lost while the command ran; the command got SIGTERM.
+    pub const LOST: u8 = 5;
+    /// `release` / `extend`: OWNER does not hold the lock on a majority.
+    pub const NOT_HELD: u8 = 6;
+    /// `run`: the command could not be started.
+    pub const CANNOT_RUN: u8 = 127;
+    /// `run`: interrupted (SIGINT); the command was stopped and the lock released.
+    pub const INTERRUPTED: u8 = 130;
+}
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0    success (run: the command exited 0; otherwise run exits with the command's status,
+       or 128+N if a signal N killed it)
+  2    bad command line
+  3    lock held by another owner, not acquired within --wait (the command was not run)
+  4    no quorum: too few nodes reachable, or validity ran out while acquiring
+  5    run: lock lost while the command ran (the command got SIGTERM)
+  6    release/extend: OWNER does not hold the lock on a majority
+  127  run: the command could not be started
+  130  run: interrupted (Ctrl-C); command stopped, lock released";
+
+#[derive(Parser)]
+#[command(name = "dlock", version, about = "Distributed locks with fencing tokens across Redis masters running the dlock module", after_help = EXIT_CODES)]
+struct Cli {
+    /// Comma-separated redis:// URLs of the masters.
+    #[arg(
+        long,
+        env = "DLOCK_NODES",
+        default_value = "redis://127.0.0.1:6379",
+        value_delimiter = ',',
+        global = true
+    )]
+    nodes: Vec<String>,
+    /// Per-node timeout for each call.
+    #[arg(long, default_value = "50ms", value_parser = humantime::parse_duration, global = true)]
+    timeout: Duration,
+    /// Disable quorum fencing (one round trip less; tokens then come from a single node).
+    #[arg(long, global = true)]
+    no_fencing: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run CMD while holding RESOURCE (extended while it runs, released when it exits).
+    /// CMD sees DLOCK_TOKEN, DLOCK_OWNER and DLOCK_RESOURCE in its environment.
+    Run {
+        resource: String,
+        #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+        ttl: Duration,
+        #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+        wait: Duration,
+        #[arg(last = true, required = true)]
+        cmd: Vec<String>,
+    },
+    /// Acquire and keep RESOURCE; prints `OWNER TOKEN VALIDITY_MS`.
+    Acquire {
+        resource: String,
+        #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+        ttl: Duration,
+        #[arg(long, default_value = "0s", value_parser = humantime::parse_duration)]
+        wait: Duration,
+    },
+    /// Release OWNER's lock on RESOURCE on every node.
+    Release { resource: String, owner: String },
+    /// Reset the TTL of OWNER's lock on RESOURCE; prints the new VALIDITY_MS.
+    Extend {
+        resource: String,
+        owner: String,
+        #[arg(long, value_parser = humantime::parse_duration)]
+        ttl: Duration,
+    },
+    /// Show each node's view of RESOURCE.
+    Status { resource: String },
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let manager = match LockManager::builder(&cli.nodes)
+        .timeout(cli.timeout)
+        .fencing(!cli.no_fencing)
+        .build()
+    {
+        Ok(manager) => manager,
+        Err(e) => return fail(&e),
+    };
+    ExitCode::from(dispatch(&manager, cli.command).await)
+}
+
+async fn dispatch(manager: &LockManager, command: Command) -> u8 {
+    match command {
+        Command::Run {
+            resource,
+            ttl,
+            wait,
+            cmd,
+        } => run::run(manager, &resource, ttl, wait, &cmd).await,
+        Command::Acquire {
+            resource,
+            ttl,
+            wait,
+        } => match manager.lock(&resource, ttl, wait).await {
+            Ok(guard) => {
+                let (owner, token, validity) = guard.detach();
+                println!("{owner} {token} {}", validity.as_millis());
+                0
+            }
+            Err(e) => code_of(&e),
+        },
+        Command::Release { resource, owner } => {
+            match manager.release_owner(&resource, &owner).await {
+                Ok(0) => not_held(&resource, &owner),
+                Ok(_) => 0,
+                Err(e) => code_of(&e),
+            }
+        }
+        Command::Extend {
+            resource,
+            owner,
+            ttl,
+        } => match manager.extend_owner(&resource, &owner, ttl).await {
+            Ok(validity) => {
+                println!("{}", validity.as_millis());
+                0
+            }
+            Err(Error::LockLost { .. }) => not_held(&resource, &owner),
+            Err(e) => code_of(&e),
+        },
+        Command::Status { resource } => status(manager, &resource).await,
+    }
+}
+
+async fn status(manager: &LockManager, resource: &str) -> u8 {
+    for node in manager.status(resource).await {
+        match node.state {
+            Ok(Some(lock)) => println!(
+                "{} owner={} token={} ttl={}ms holds={}",
+                node.node, lock.owner, lock.token, lock.ttl_ms, lock.holds
+            ),
+            Ok(None) => println!("{} free", node.node),
+            Err(reason) => println!("{} unreachable: {reason}", node.node),
+        }
+    }
+    0
+}
+
+fn not_held(resource: &str, owner: &str) -> u8 {
+    eprintln!("dlock: {owner} does not hold {resource:?} on a majority");
+    exit::NOT_HELD
+}
+
+/// Prints the one-line reason and returns the documented exit code.
+pub fn code_of(e: &Error) -> u8 {
+    eprintln!("dlock: {e}");
+    match e {
+        Error::Contended { .. } => exit::CONTENDED,
+        Error::NoQuorum { .. } | Error::ValidityExpired { .. } => exit::NO_QUORUM,
+        Error::LockLost { .. } => exit::LOST,
+        Error::InvalidArgument(_) => exit::USAGE,
+    }
+}
+
+fn fail(e: &Error) -> ExitCode {
+    ExitCode::from(code_of(e))
+}

@@ -1,0 +1,95 @@
+//! `dlock run`: flock(1) for a fleet.
+
+use std::process::ExitStatus;
+use std::time::Duration;
+
+use dlock_client::{LockGuard, LockManager};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use tokio::process::{Child, Command};
+use tokio::signal::unix::{signal, SignalKind};
+
+use crate::{code_of, exit};
+
+/// How long a command may take to exit after SIGTERM before it gets SIGKILL.
+const GRACE: Duration = Duration::from_secs(10);
+
+pub async fn run(
+    manager: &LockManager,
+    resource: &str,
+    ttl: Duration,
+    wait: Duration,
+    argv: &[String],
+) -> u8 {
+    let guard = match manager.lock(resource, ttl, wait).await {
+        Ok(guard) => guard,
+        Err(e) => return code_of(&e),
+    };
+    let mut child = match spawn(argv, &guard) {
+        Ok(child) => child,
+        Err(e) => {
+            eprintln!("dlock: cannot run {:?}: {e}", argv[0]);
+            let _ = guard.release().await;
+            return exit::CANNOT_RUN;
+        }
+    };
+    let watchdog = guard.watchdog(ttl);
+    let lock = watchdog.context();
+    let (mut interrupt, mut terminate) = match (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) {
+        (Ok(i), Ok(t)) => (i, t),
+        _ => {
+            eprintln!("dlock: cannot install signal handlers");
+            stop(&mut child).await;
+            let _ = guard.release().await;
+            return exit::CANNOT_RUN;
+        }
+    };
+    let code = tokio::select! {
+        status = child.wait() => status.map_or(exit::CANNOT_RUN, status_code),
+        _ = lock.lost() => {
+            eprintln!("dlock: lock {resource:?} lost while the command ran; sending SIGTERM");
+            stop(&mut child).await;
+            exit::LOST
+        }
+        _ = interrupt.recv() => { stop(&mut child).await; exit::INTERRUPTED }
+        _ = terminate.recv() => { stop(&mut child).await; 128 + Signal::SIGTERM as u8 }
+    };
+    watchdog.stop().await;
+    if let Err(e) = guard.release().await {
+        eprintln!("dlock: release: {e} (the lock expires after its TTL)");
+    }
+    code
+}
+
+fn spawn(argv: &[String], guard: &LockGuard) -> std::io::Result<Child> {
+    Command::new(&argv[0])
+        .args(&argv[1..])
+        .env("DLOCK_TOKEN", guard.token().to_string())
+        .env("DLOCK_OWNER", guard.owner())
+        .env("DLOCK_RESOURCE", guard.resource())
+        .kill_on_drop(true)
+        .spawn()
+}
+
+/// SIGTERM, then SIGKILL if it is still running after the grace period.
+async fn stop(child: &mut Child) {
+    if let Some(pid) = child.id() {
+        let _ = kill(Pid::from_raw(pid as i32), Signal::SIGTERM);
+    }
+    if tokio::time::timeout(GRACE, child.wait()).await.is_err() {
+        let _ = child.kill().await;
+    }
+}
+
+/// The command's exit code, or 128 + signal like a shell.
+fn status_code(status: ExitStatus) -> u8 {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => code as u8,
+        (None, Some(signal)) => 128u8.wrapping_add(signal as u8),
+        _ => exit::CANNOT_RUN,
+    }
+}

@@ -1,0 +1,71 @@
+//! What can go wrong, in terms a caller can act on.
+
+use std::fmt;
+
+/// Why one node did not count towards a quorum.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeFailure {
+    pub node: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error {
+    /// Held by another owner on a majority until the wait ran out.
+    Contended { resource: String, attempts: u32 },
+    /// Fewer than a majority answered usefully: which nodes failed and why.
+    NoQuorum {
+        resource: String,
+        needed: usize,
+        failures: Vec<NodeFailure>,
+    },
+    /// A majority granted, but the time spent left no validity (slow nodes, tiny TTL).
+    ValidityExpired { resource: String },
+    /// The lock is no longer held on a majority (extension failed or validity ran out).
+    LockLost { resource: String },
+    /// Bad arguments: no nodes, bad URL, zero TTL.
+    InvalidArgument(String),
+}
+
+impl Error {
+    /// True when the resource was simply busy (as opposed to nodes being unreachable).
+    pub fn is_contended(&self) -> bool {
+        matches!(self, Error::Contended { .. })
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Contended { resource, attempts } => write!(
+                f,
+                "lock {resource:?} is held by another owner ({attempts} attempts)"
+            ),
+            Error::NoQuorum {
+                resource,
+                needed,
+                failures,
+            } => {
+                write!(f, "no quorum for {resource:?} (needed {needed} nodes); ")?;
+                let list: Vec<String> = failures
+                    .iter()
+                    .map(|n| format!("{}: {}", n.node, n.reason))
+                    .collect();
+                write!(f, "failed: {}", list.join(", "))
+            }
+            Error::ValidityExpired { resource } => write!(
+                f,
+                "lock {resource:?} was granted but its validity ran out during acquisition"
+            ),
+            Error::LockLost { resource } => {
+                write!(
+                    f,
+                    "lock {resource:?} was lost (no longer held on a majority)"
+                )
+            }
+            Error::InvalidArgument(why) => write!(f, "invalid argument: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}

@@ -1,0 +1,251 @@
+//! A held lock ([`LockGuard`]), its auto-extension ([`Watchdog`]) and what work running under
+//! it can see ([`LockContext`]).
+
+use std::time::{Duration, Instant};
+
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::Error;
+use crate::manager::LockManager;
+use crate::quorum::{self, Granted};
+use crate::timing::quorum as majority;
+
+/// A lock held on a majority. Release it with [`LockGuard::release`]; dropping it releases in
+/// the background (best effort) if a Tokio runtime is running.
+pub struct LockGuard {
+    manager: LockManager,
+    resource: String,
+    owner: String,
+    token: u64,
+    valid_until: Instant,
+    released: bool,
+}
+
+impl LockGuard {
+    pub(crate) fn new(manager: LockManager, resource: &str, owner: &str, granted: Granted) -> Self {
+        LockGuard {
+            manager,
+            resource: resource.to_string(),
+            owner: owner.to_string(),
+            token: granted.token,
+            valid_until: granted.valid_until,
+            released: false,
+        }
+    }
+
+    /// The fencing token: pass it to the protected resource, which must reject lower ones.
+    pub fn token(&self) -> u64 {
+        self.token
+    }
+
+    pub fn owner(&self) -> &str {
+        &self.owner
+    }
+
+    pub fn resource(&self) -> &str {
+        &self.resource
+    }
+
+    /// Time left before the lock may be held by someone else (zero when over).
+    pub fn validity(&self) -> Duration {
+        let now = self.manager.inner.clock.now();
+        self.valid_until.saturating_duration_since(now)
+    }
+
+    /// Resets the TTL on all nodes; fails with [`Error::LockLost`] if a majority did not
+    /// extend within the new validity.
+    pub async fn extend(&mut self, ttl: Duration) -> Result<(), Error> {
+        let inner = &self.manager.inner;
+        let extended = quorum::extend(
+            &inner.nodes,
+            &self.resource,
+            &self.owner,
+            ttl,
+            &inner.opts.rounds,
+            inner.clock.as_ref(),
+        )
+        .await;
+        match extended {
+            Ok(valid_until) => {
+                self.valid_until = valid_until;
+                Ok(())
+            }
+            Err(_) => Err(Error::LockLost {
+                resource: self.resource.clone(),
+            }),
+        }
+    }
+
+    /// Releases on all nodes; fails with [`Error::NoQuorum`] if fewer than a majority could be
+    /// reached (the lock then lingers there until its TTL).
+    pub async fn release(mut self) -> Result<(), Error> {
+        self.released = true;
+        let inner = &self.manager.inner;
+        let timeout = inner.opts.rounds.timeout;
+        let (answered, _) =
+            quorum::release(&inner.nodes, &self.resource, &self.owner, timeout).await;
+        let needed = majority(inner.nodes.len());
+        if answered >= needed {
+            return Ok(());
+        }
+        Err(Error::NoQuorum {
+            resource: self.resource.clone(),
+            needed,
+            failures: Vec::new(),
+        })
+    }
+
+    /// Keeps the lock held after the guard is gone (no release on drop): for handing it to
+    /// another process, as `dlock acquire` does. Returns (owner, token, validity).
+    pub fn detach(mut self) -> (String, u64, Duration) {
+        self.released = true;
+        (self.owner.clone(), self.token, self.validity())
+    }
+
+    /// Starts extending this lock every `extend_interval` (default ttl / 3) until stopped.
+    pub fn watchdog(&self, ttl: Duration) -> Watchdog {
+        let interval = self.manager.inner.opts.extend_interval.unwrap_or(ttl / 3);
+        let lost = CancellationToken::new();
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(keep_extended(
+            self.manager.clone(),
+            self.resource.clone(),
+            self.owner.clone(),
+            (ttl, interval.max(Duration::from_millis(1))),
+            self.valid_until,
+            (lost.clone(), stop.clone()),
+        ));
+        Watchdog {
+            context: LockContext {
+                token: self.token,
+                owner: self.owner.clone(),
+                resource: self.resource.clone(),
+                lost,
+            },
+            stop,
+            task,
+        }
+    }
+}
+
+impl std::fmt::Debug for LockGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LockGuard")
+            .field("resource", &self.resource)
+            .field("owner", &self.owner)
+            .field("token", &self.token)
+            .field("validity", &self.validity())
+            .finish()
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        if self.released {
+            return;
+        }
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let (manager, resource, owner) = (
+                self.manager.clone(),
+                self.resource.clone(),
+                self.owner.clone(),
+            );
+            runtime.spawn(async move {
+                let inner = &manager.inner;
+                quorum::release(&inner.nodes, &resource, &owner, inner.opts.rounds.timeout).await;
+            });
+        }
+    }
+}
+
+/// The watchdog loop: extend before validity runs out; signal `lost` on the first failure.
+async fn keep_extended(
+    manager: LockManager,
+    resource: String,
+    owner: String,
+    (ttl, interval): (Duration, Duration),
+    mut valid_until: Instant,
+    (lost, stop): (CancellationToken, CancellationToken),
+) {
+    let inner = &manager.inner;
+    loop {
+        let next = (inner.clock.now() + interval).min(valid_until);
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep_until(next.into()) => {}
+        }
+        if inner.clock.now() >= valid_until {
+            lost.cancel();
+            return;
+        }
+        let rounds = &inner.opts.rounds;
+        let clock = inner.clock.as_ref();
+        match quorum::extend(&inner.nodes, &resource, &owner, ttl, rounds, clock).await {
+            Ok(until) => valid_until = until,
+            Err(_) => {
+                lost.cancel();
+                return;
+            }
+        }
+    }
+}
+
+/// A running auto-extension. [`Watchdog::stop`] ends it and tells whether the lock was lost.
+pub struct Watchdog {
+    context: LockContext,
+    stop: CancellationToken,
+    task: JoinHandle<()>,
+}
+
+impl Watchdog {
+    /// What the protected work sees: token, owner, and the loss signal.
+    pub fn context(&self) -> LockContext {
+        self.context.clone()
+    }
+
+    /// Stops extending; returns true if the lock was lost before that.
+    pub async fn stop(self) -> bool {
+        self.stop.cancel();
+        let _ = self.task.await;
+        self.context.is_lost()
+    }
+}
+
+/// Handed to work running under a lock.
+#[derive(Clone, Debug)]
+pub struct LockContext {
+    token: u64,
+    owner: String,
+    resource: String,
+    lost: CancellationToken,
+}
+
+impl LockContext {
+    pub fn token(&self) -> u64 {
+        self.token
+    }
+
+    pub fn owner(&self) -> &str {
+        &self.owner
+    }
+
+    pub fn resource(&self) -> &str {
+        &self.resource
+    }
+
+    /// True once the lock is lost (no majority extended, or validity ran out).
+    pub fn is_lost(&self) -> bool {
+        self.lost.is_cancelled()
+    }
+
+    /// Resolves when the lock is lost: `tokio::select!` on it to stop work at once.
+    pub async fn lost(&self) {
+        self.lost.cancelled().await
+    }
+
+    /// The same signal as a cancellation token, to hand to other tasks.
+    pub fn cancellation_token(&self) -> CancellationToken {
+        self.lost.clone()
+    }
+}

@@ -1,0 +1,27 @@
+//! Redlock across N independent Redis masters running the dlock module, with quorum fencing
+//! tokens that stay ordered when Redlock's timing assumptions break (protocol.md §3–4).
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), dlock_client::Error> {
+//! use std::time::Duration;
+//! let locks = dlock_client::LockManager::new([
+//!     "redis://127.0.0.1:7001", "redis://127.0.0.1:7002", "redis://127.0.0.1:7003",
+//! ])?;
+//! let guard = locks.lock("orders:42", Duration::from_secs(10), Duration::from_secs(5)).await?;
+//! println!("token {} valid for {:?}", guard.token(), guard.validity());
+//! guard.release().await?;
+//! # Ok(()) }
+//! ```
+
+mod admin;
+mod error;
+mod guard;
+mod manager;
+mod node;
+mod quorum;
+pub mod timing;
+
+pub use admin::{LockInfo, NodeStatus};
+pub use error::{Error, NodeFailure};
+pub use guard::{LockContext, LockGuard, Watchdog};
+pub use manager::{LockManager, LockManagerBuilder};

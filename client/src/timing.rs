@@ -1,0 +1,128 @@
+//! Redlock's arithmetic, free of I/O: quorum size, clock drift allowance and validity.
+//! Time comes from a [`Clock`] so the rules are unit-tested with a fake one.
+
+use std::time::{Duration, Instant};
+
+/// Monotonic time as the algorithm sees it.
+pub trait Clock: Send + Sync {
+    fn now(&self) -> Instant;
+}
+
+/// The process's monotonic clock.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+}
+
+/// Majority of `nodes`: N/2 + 1.
+pub fn quorum(nodes: usize) -> usize {
+    nodes / 2 + 1
+}
+
+/// How much the nodes' clocks may disagree over a TTL: `ttl * factor + constant`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Drift {
+    pub factor: f64,
+    pub constant: Duration,
+}
+
+impl Default for Drift {
+    /// The Redlock paper's allowance: 1% of the TTL plus 2 ms.
+    fn default() -> Self {
+        Drift {
+            factor: 0.01,
+            constant: Duration::from_millis(2),
+        }
+    }
+}
+
+impl Drift {
+    pub fn over(&self, ttl: Duration) -> Duration {
+        ttl.mul_f64(self.factor.max(0.0)) + self.constant
+    }
+}
+
+/// Time the lock is still safe to use after an operation that started at `started`:
+/// `ttl - elapsed - drift`, or `None` if nothing is left.
+pub fn validity(ttl: Duration, started: Instant, now: Instant, drift: &Drift) -> Option<Duration> {
+    let elapsed = now.saturating_duration_since(started);
+    ttl.checked_sub(elapsed)?
+        .checked_sub(drift.over(ttl))
+        .filter(|left| !left.is_zero())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// A clock that moves only when told to.
+    struct FakeClock(Mutex<Instant>);
+
+    impl FakeClock {
+        fn new() -> Self {
+            FakeClock(Mutex::new(Instant::now()))
+        }
+        fn advance(&self, by: Duration) {
+            *self.0.lock().unwrap() += by;
+        }
+    }
+
+    impl Clock for FakeClock {
+        fn now(&self) -> Instant {
+            *self.0.lock().unwrap()
+        }
+    }
+
+    const MS: fn(u64) -> Duration = Duration::from_millis;
+
+    #[test]
+    fn quorum_is_a_strict_majority() {
+        assert_eq!([1, 2, 3, 4, 5, 6, 7].map(quorum), [1, 2, 2, 3, 3, 4, 4]);
+    }
+
+    #[test]
+    fn drift_is_one_percent_plus_two_ms_by_default() {
+        assert_eq!(Drift::default().over(MS(10_000)), MS(102));
+        assert_eq!(Drift::default().over(MS(100)), MS(3));
+    }
+
+    #[test]
+    fn validity_subtracts_elapsed_time_and_drift() {
+        let clock = FakeClock::new();
+        let started = clock.now();
+        clock.advance(MS(30));
+        let left = validity(MS(10_000), started, clock.now(), &Drift::default());
+        assert_eq!(left, Some(MS(10_000 - 30 - 102)));
+    }
+
+    #[test]
+    fn no_validity_once_elapsed_plus_drift_reaches_the_ttl() {
+        let clock = FakeClock::new();
+        let started = clock.now();
+        let drift = Drift::default();
+        clock.advance(MS(97)); // 100 ms TTL: drift 3 ms, 97 ms elapsed -> exactly 0 left
+        assert_eq!(validity(MS(100), started, clock.now(), &drift), None);
+        clock.advance(MS(1_000));
+        assert_eq!(validity(MS(100), started, clock.now(), &drift), None);
+    }
+
+    #[test]
+    fn custom_drift_is_honoured() {
+        let clock = FakeClock::new();
+        let started = clock.now();
+        let drift = Drift {
+            factor: 0.1,
+            constant: MS(0),
+        };
+        clock.advance(MS(100));
+        assert_eq!(
+            validity(MS(1_000), started, clock.now(), &drift),
+            Some(MS(800))
+        );
+    }
+}

@@ -1,0 +1,26 @@
+//! Real redis-server nodes with the module for the client tests.
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+pub use dlock_testkit::Server;
+
+pub fn nodes(n: usize) -> Vec<Server> {
+    (0..n).map(|_| Server::start()).collect()
+}
+
+pub fn urls(servers: &[Server]) -> Vec<String> {
+    servers.iter().map(Server::url).collect()
+}
+
+/// `DLOCK.STATUS` token on one node, `None` when free there.
+pub fn token_on(server: &Server, resource: &str) -> Option<u64> {
+    let reply: Option<Vec<redis::Value>> = redis::cmd("DLOCK.STATUS")
+        .arg(resource)
+        .query(&mut server.conn())
+        .expect("DLOCK.STATUS");
+    let fields = reply?;
+    Some(redis::from_redis_value_ref(&fields[3]).expect("token"))
+}
+
+pub const TTL: Duration = Duration::from_secs(10);

@@ -1,0 +1,287 @@
+//! The Redlock algorithm against real nodes: quorum, failures, pauses, contention, fencing.
+
+mod common;
+use common::*;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use dlock_client::{Error, LockManager};
+
+#[tokio::test]
+async fn five_nodes_grant_and_commit_one_token_everywhere() {
+    let servers = nodes(5);
+    let locks = LockManager::new(urls(&servers)).unwrap();
+    let guard = locks.try_lock("res", TTL).await.expect("granted");
+    for server in &servers {
+        assert_eq!(
+            token_on(server, "res"),
+            Some(guard.token()),
+            "fenced token on every node"
+        );
+    }
+    let validity = guard.validity();
+    assert!(
+        validity > TTL - Duration::from_millis(300) && validity < TTL,
+        "{validity:?}"
+    );
+    assert!(locks.try_lock("res", TTL).await.unwrap_err().is_contended());
+    guard.release().await.unwrap();
+    assert!(
+        servers.iter().all(|s| token_on(s, "res").is_none()),
+        "released everywhere"
+    );
+}
+
+#[tokio::test]
+async fn two_of_five_down_still_works() {
+    let mut servers = nodes(5);
+    servers[0].kill();
+    servers[3].kill();
+    let locks = LockManager::new(urls(&servers)).unwrap();
+    let guard = locks
+        .lock("res", TTL, Duration::from_secs(2))
+        .await
+        .expect("majority of 3");
+    assert!(guard.token() > 0);
+    guard.release().await.expect("release reaches a majority");
+}
+
+#[tokio::test]
+async fn three_of_five_down_is_a_no_quorum_error_naming_them() {
+    let mut servers = nodes(5);
+    let down: Vec<String> = [0, 2, 4].iter().map(|&i| servers[i].url()).collect();
+    for i in [0, 2, 4] {
+        servers[i].kill();
+    }
+    let locks = LockManager::new(urls(&servers)).unwrap();
+    let started = Instant::now();
+    let error = locks
+        .lock("res", TTL, Duration::from_millis(300))
+        .await
+        .unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(2));
+    let Error::NoQuorum {
+        needed, failures, ..
+    } = &error
+    else {
+        panic!("expected NoQuorum, got {error}")
+    };
+    assert_eq!(*needed, 3);
+    let failed: Vec<&str> = failures.iter().map(|f| f.node.as_str()).collect();
+    assert_eq!(failed, down.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(error.to_string().contains("cannot connect"), "{error}");
+    for i in [1, 3] {
+        assert_eq!(
+            token_on(&servers[i], "res"),
+            None,
+            "partial grants were released"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_paused_node_costs_at_most_the_per_node_timeout() {
+    let servers = nodes(5);
+    let locks = LockManager::builder(urls(&servers))
+        .timeout(Duration::from_millis(50))
+        .build()
+        .unwrap();
+    locks
+        .try_lock("warm-up", TTL)
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+    servers[2].pause();
+    let started = Instant::now();
+    let guard = locks.try_lock("res", TTL).await.expect("4 of 5 grant");
+    let elapsed = started.elapsed();
+    servers[2].resume();
+    assert!(
+        elapsed < Duration::from_millis(50 + 100),
+        "took {elapsed:?}"
+    );
+    guard.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_contending_tasks_never_overlap_and_tokens_increase() {
+    let servers = nodes(5);
+    let locks = LockManager::new(urls(&servers)).unwrap();
+    let inside = Arc::new(AtomicBool::new(false));
+    let tokens = Arc::new(Mutex::new(Vec::new()));
+    let tasks: Vec<_> = (0..20)
+        .map(|_| {
+            let (locks, inside, tokens) = (locks.clone(), inside.clone(), tokens.clone());
+            tokio::spawn(async move {
+                for _ in 0..3 {
+                    let guard = locks
+                        .lock("shared", TTL, Duration::from_secs(30))
+                        .await
+                        .expect("lock");
+                    assert!(!inside.swap(true, Ordering::SeqCst), "two holders at once");
+                    tokens.lock().unwrap().push(guard.token());
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                    inside.store(false, Ordering::SeqCst);
+                    guard.release().await.expect("release");
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.expect("task did not panic");
+    }
+    let tokens = tokens.lock().unwrap();
+    assert_eq!(tokens.len(), 60);
+    assert!(
+        tokens.windows(2).all(|w| w[0] < w[1]),
+        "tokens not increasing: {tokens:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn losing_the_majority_to_wiped_restarts_is_signalled() {
+    let servers = Arc::new(Mutex::new(nodes(5)));
+    let urls = urls(&servers.lock().unwrap());
+    let locks = LockManager::new(urls).unwrap();
+    let ttl = Duration::from_millis(900);
+    let wiper = servers.clone();
+    let result = locks
+        .with_lock("res", ttl, Duration::from_secs(1), |lock| async move {
+            assert!(!lock.is_lost());
+            tokio::task::spawn_blocking(move || {
+                let mut servers = wiper.lock().unwrap();
+                for i in 0..3 {
+                    servers[i].restart_empty();
+                }
+            })
+            .await
+            .unwrap();
+            let signalled = tokio::time::timeout(Duration::from_secs(3), lock.lost()).await;
+            assert!(signalled.is_ok(), "loss not signalled within 3 s");
+            lock.is_lost()
+        })
+        .await;
+    assert_eq!(
+        result,
+        Err(Error::LockLost {
+            resource: "res".into()
+        })
+    );
+}
+
+#[tokio::test]
+async fn with_lock_keeps_the_lock_past_its_ttl_and_releases_after() {
+    let servers = nodes(3);
+    let locks = LockManager::new(urls(&servers)).unwrap();
+    let ttl = Duration::from_millis(300);
+    let token = locks
+        .with_lock("res", ttl, Duration::from_secs(1), |lock| async move {
+            tokio::time::sleep(Duration::from_millis(1_000)).await; // > 3 TTLs
+            assert!(!lock.is_lost());
+            lock.token()
+        })
+        .await
+        .expect("not lost");
+    assert!(token > 0);
+    assert!(
+        servers.iter().all(|s| token_on(s, "res").is_none()),
+        "released after the work"
+    );
+}
+
+#[tokio::test]
+async fn guard_extend_resets_validity_and_release_frees() {
+    let servers = nodes(3);
+    let locks = LockManager::new(urls(&servers)).unwrap();
+    let mut guard = locks
+        .try_lock("res", Duration::from_millis(500))
+        .await
+        .unwrap();
+    guard.extend(Duration::from_secs(20)).await.unwrap();
+    assert!(guard.validity() > Duration::from_secs(19));
+    guard.release().await.unwrap();
+    assert!(locks.try_lock("res", TTL).await.is_ok());
+}
+
+#[tokio::test]
+async fn a_ttl_too_short_for_the_round_trip_is_validity_expired() {
+    let servers = nodes(3);
+    let locks = LockManager::new(urls(&servers)).unwrap();
+    let error = locks
+        .try_lock("res", Duration::from_millis(2))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error,
+        Error::ValidityExpired {
+            resource: "res".into()
+        }
+    );
+    assert!(
+        servers.iter().all(|s| token_on(s, "res").is_none()),
+        "grants released"
+    );
+}
+
+/// protocol.md §4: node A far ahead, B and C behind. Without the FENCE phase a later holder
+/// that misses A gets a smaller token; with it, tokens stay ordered.
+#[tokio::test]
+async fn quorum_fencing_keeps_tokens_ordered_when_nodes_disagree() {
+    for fencing in [true, false] {
+        let mut servers = nodes(3);
+        let ahead = 4_000_000_000_000_000u64; // far above any clock-floored token
+        redis::cmd("DLOCK.RAISE")
+            .arg(ahead)
+            .exec(&mut servers[0].conn())
+            .unwrap();
+        let locks = LockManager::builder(urls(&servers))
+            .fencing(fencing)
+            .build()
+            .unwrap();
+        let first = locks.try_lock("res", TTL).await.unwrap();
+        let t1 = first.token();
+        assert!(t1 > ahead);
+        first.release().await.unwrap();
+        servers[0].kill();
+        let second = locks.try_lock("res", TTL).await.expect("B and C grant");
+        if fencing {
+            assert!(second.token() > t1, "fenced: {} > {t1}", second.token());
+        } else {
+            assert!(
+                second.token() < t1,
+                "the counterexample: unfenced tokens go backwards"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn one_node_returns_its_own_token_without_fencing() {
+    let servers = nodes(1);
+    let locks = LockManager::new(urls(&servers)).unwrap();
+    let guard = locks.try_lock("res", TTL).await.unwrap();
+    assert_eq!(token_on(&servers[0], "res"), Some(guard.token()));
+    let info: String = redis::cmd("INFO")
+        .arg("dlock")
+        .query(&mut servers[0].conn())
+        .unwrap();
+    assert!(
+        info.contains("dlock_fences:0"),
+        "no FENCE round with one node"
+    );
+}
+
+#[tokio::test]
+async fn a_node_in_quarantine_counts_as_failed_with_its_reason() {
+    let server = Server::builder()
+        .config("dlock.quarantine-ms", "60000")
+        .start();
+    let locks = LockManager::new([server.url()]).unwrap();
+    let error = locks.try_lock("res", TTL).await.unwrap_err();
+    assert!(matches!(error, Error::NoQuorum { .. }), "{error}");
+    assert!(error.to_string().contains("TRYAGAIN"), "{error}");
+}
