@@ -1,0 +1,204 @@
+//! The `dlock` binary against real nodes: exit codes, environment, loss, Ctrl-C.
+
+mod common;
+use common::*;
+
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn dlock(servers: &[Server], args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dlock"))
+        .env("DLOCK_NODES", urls(servers).join(","))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run dlock")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).trim().to_string()
+}
+
+#[test]
+fn run_passes_the_lock_in_the_environment_and_exits_with_the_commands_status() {
+    let servers = nodes(3);
+    let out = dlock(
+        &servers,
+        &[
+            "run",
+            "job",
+            "--",
+            "sh",
+            "-c",
+            "echo $DLOCK_TOKEN $DLOCK_OWNER $DLOCK_RESOURCE; exit 7",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(7), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let fields: Vec<&str> = stdout.split_whitespace().collect();
+    assert_eq!(fields.len(), 3, "{stdout}");
+    assert!(fields[0].parse::<u64>().unwrap() > 0);
+    assert_eq!(fields[1].len(), 32, "owner is 128 random bits in hex");
+    assert_eq!(fields[2], "job");
+    assert!(
+        servers.iter().all(|s| token_on(s, "job").is_none()),
+        "released after the command"
+    );
+}
+
+#[test]
+fn run_does_not_start_the_command_when_the_lock_is_held() {
+    let servers = nodes(3);
+    let held = dlock(&servers, &["acquire", "job", "--ttl", "30s"]);
+    assert_eq!(held.status.code(), Some(0));
+    let marker = tempfile::NamedTempFile::new().unwrap().into_temp_path();
+    std::fs::remove_file(&marker).unwrap();
+    let touch = format!("touch {}", marker.display());
+    let out = dlock(
+        &servers,
+        &["run", "job", "--wait", "200ms", "--", "sh", "-c", &touch],
+    );
+    assert_eq!(out.status.code(), Some(3));
+    assert!(!marker.exists(), "the command ran");
+    let stderr = text(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("held by another owner"), "{stderr}");
+}
+
+#[test]
+fn run_with_unreachable_nodes_says_which_and_exits_4() {
+    let mut servers = nodes(3);
+    servers[0].kill();
+    servers[1].kill();
+    let started = Instant::now();
+    let out = dlock(&servers, &["run", "job", "--wait", "100ms", "--", "true"]);
+    assert_eq!(out.status.code(), Some(4));
+    assert!(started.elapsed() < Duration::from_secs(3));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(&servers[0].url()) && stderr.contains(&servers[1].url()),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn run_sends_sigterm_and_exits_5_when_the_lock_is_lost() {
+    let mut servers = nodes(5);
+    let marker = tempfile::tempdir().unwrap();
+    let mark = marker.path().join("term");
+    let script = format!(
+        "trap 'echo got-term > {}; exit 0' TERM; sleep 30 & wait",
+        mark.display()
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dlock"))
+        .env("DLOCK_NODES", urls(&servers).join(","))
+        .args(["run", "job", "--ttl", "900ms", "--", "sh", "-c", &script])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while token_on(&servers[4], "job").is_none() {
+        assert!(Instant::now() < deadline, "dlock never took the lock");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for server in &mut servers[..3] {
+        server.restart_empty();
+    }
+    let started = Instant::now();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(5));
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(std::fs::read_to_string(&mark).unwrap().trim(), "got-term");
+}
+
+#[test]
+fn interrupting_dlock_run_stops_the_command_and_releases() {
+    let servers = nodes(3);
+    let child = Command::new(env!("CARGO_BIN_EXE_dlock"))
+        .env("DLOCK_NODES", urls(&servers).join(","))
+        .args(["run", "job", "--", "sleep", "30"])
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while token_on(&servers[0], "job").is_none() {
+        assert!(Instant::now() < deadline, "dlock never took the lock");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let status = child.wait_with_output().unwrap().status;
+    assert_eq!(status.code(), Some(130));
+    assert!(
+        servers.iter().all(|s| token_on(s, "job").is_none()),
+        "released on Ctrl-C"
+    );
+}
+
+#[test]
+fn acquire_extend_release_and_status_for_scripts() {
+    let servers = nodes(3);
+    let out = dlock(&servers, &["acquire", "job", "--ttl", "20s"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let line = text(&out.stdout);
+    let [owner, token, validity]: [&str; 3] =
+        line.split(' ').collect::<Vec<_>>().try_into().unwrap();
+    assert!(validity.parse::<u64>().unwrap() > 19_000, "{line}");
+
+    let status = text(&dlock(&servers, &["status", "job"]).stdout);
+    assert_eq!(status.lines().count(), 3);
+    assert!(
+        status
+            .lines()
+            .all(|l| l.contains(&format!("owner={owner} token={token}"))),
+        "{status}"
+    );
+
+    let extended = dlock(&servers, &["extend", "job", owner, "--ttl", "60s"]);
+    assert_eq!(extended.status.code(), Some(0));
+    assert!(text(&extended.stdout).parse::<u64>().unwrap() > 59_000);
+    assert_eq!(
+        dlock(&servers, &["extend", "job", "someone-else", "--ttl", "1s"])
+            .status
+            .code(),
+        Some(6)
+    );
+
+    assert_eq!(
+        dlock(&servers, &["release", "job", owner]).status.code(),
+        Some(0)
+    );
+    assert_eq!(
+        dlock(&servers, &["release", "job", owner]).status.code(),
+        Some(6)
+    );
+    let status = text(&dlock(&servers, &["status", "job"]).stdout);
+    assert!(status.lines().all(|l| l.ends_with(" free")), "{status}");
+}
+
+#[test]
+fn status_marks_unreachable_nodes_and_help_documents_exit_codes() {
+    let mut servers = nodes(2);
+    servers[1].kill();
+    let status = text(&dlock(&servers, &["status", "job"]).stdout);
+    assert!(
+        status.lines().nth(1).unwrap().contains("unreachable"),
+        "{status}"
+    );
+    let help = text(&dlock(&servers, &["--help"]).stdout);
+    for code in ["3 ", "4 ", "5 ", "6 ", "127", "130"] {
+        assert!(
+            help.contains(&format!("\n  {code}")),
+            "--help lacks exit code {code}"
+        );
+    }
+    assert_eq!(
+        dlock(&servers, &["run", "job", "--ttl", "soon", "--", "true"])
+            .status
+            .code(),
+        Some(2)
+    );
+}
