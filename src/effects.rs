@@ -2,8 +2,8 @@
 //! token chosen on this node, so a replica or an AOF replay never re-runs time- or
 //! counter-dependent logic.
 //!
-//! Calls `RedisModule_Replicate` with a format string directly: no argument vectors or
-//! temporary strings on the hot path (this is most of what separates ACQUIRE from `SET NX PX`).
+//! Calls `RedisModule_Replicate` with a format string directly (no argument vectors or
+//! temporary strings), and only when something can receive it (see propagation.rs).
 
 use std::os::raw::c_longlong;
 
@@ -20,14 +20,20 @@ type ReplicateFn = unsafe extern "C" fn(
     ...
 ) -> std::os::raw::c_int;
 
-fn replicate() -> Option<ReplicateFn> {
+/// `RedisModule_Replicate`, or `None` when nothing could receive the effect.
+fn replicate(ctx: &Context) -> Option<ReplicateFn> {
+    if !crate::propagation::needed(ctx) {
+        return None;
+    }
     // Set by Redis when the module loads, before any command can run.
     unsafe { raw::RedisModule_Replicate }
 }
 
 /// `DLOCK.APPLY key owner token holds [PXAT unix-ms]` (without PXAT the expiry is kept).
 pub fn store(ctx: &Context, key: &Arg, lock: StoredLock, expire_at: Option<u64>) {
-    let Some(replicate) = replicate() else { return };
+    let Some(replicate) = replicate(ctx) else {
+        return;
+    };
     let owner = lock.owner();
     let (token, holds) = (lock.token() as c_longlong, c_longlong::from(lock.holds()));
     unsafe {
@@ -60,7 +66,9 @@ pub fn store(ctx: &Context, key: &Arg, lock: StoredLock, expire_at: Option<u64>)
 
 /// `PEXPIREAT key unix-ms`.
 pub fn expire_at(ctx: &Context, key: &Arg, unix_ms: u64) {
-    let Some(replicate) = replicate() else { return };
+    let Some(replicate) = replicate(ctx) else {
+        return;
+    };
     unsafe {
         replicate(
             ctx.ctx,
@@ -74,13 +82,17 @@ pub fn expire_at(ctx: &Context, key: &Arg, unix_ms: u64) {
 
 /// `DEL key`.
 pub fn delete(ctx: &Context, key: &Arg) {
-    let Some(replicate) = replicate() else { return };
+    let Some(replicate) = replicate(ctx) else {
+        return;
+    };
     unsafe { replicate(ctx.ctx, c"DEL".as_ptr(), c"s".as_ptr(), key.as_ptr()) };
 }
 
 /// `DLOCK.RAISE counter`: carries the node counter to replicas and into the AOF.
 pub fn raise_counter(ctx: &Context, counter: u64) {
-    let Some(replicate) = replicate() else { return };
+    let Some(replicate) = replicate(ctx) else {
+        return;
+    };
     unsafe {
         replicate(
             ctx.ctx,

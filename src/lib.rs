@@ -17,6 +17,7 @@ pub mod info;
 pub mod lock;
 pub mod node;
 pub mod node_commands;
+pub mod propagation;
 pub mod stats;
 pub mod store;
 pub mod types;
@@ -87,7 +88,7 @@ fn init(ctx: &Context, _args: &[RedisString]) -> Status {
     if commands == Status::Err {
         return Status::Err;
     }
-    match events::subscribe(ctx) {
+    match events::subscribe(ctx).and_then(|()| propagation::watch(ctx)) {
         Ok(()) => Status::Ok,
         Err(e) => {
             ctx.log_warning(e);

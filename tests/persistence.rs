@@ -155,3 +155,42 @@ fn a_lock_that_expires_while_the_server_is_down_is_free_after_restart() {
     let token = acquire(&mut c, "short", "bob", 1_000).unwrap();
     assert!(token > 1, "the counter came back: token {token}");
 }
+
+#[test]
+fn turning_aof_on_at_runtime_captures_locks_from_before_and_after() {
+    // Before `appendonly yes` nothing receives effects (propagation.rs skips building them);
+    // the rewrite that starts the AOF must still capture those locks, and later ones follow.
+    let mut server = no_floor().start();
+    let mut c = server.conn();
+    acquire(&mut c, "before", "alice", 60_000).unwrap();
+    redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("appendonly")
+        .arg("yes")
+        .exec(&mut c)
+        .unwrap();
+    redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("appendfsync")
+        .arg("always")
+        .exec(&mut c)
+        .unwrap();
+    eventually("AOF on", 10_000, || {
+        let info: String = redis::cmd("INFO").arg("persistence").query(&mut c).unwrap();
+        info.contains("aof_enabled:1") && info.contains("aof_rewrite_in_progress:0")
+    });
+    acquire(&mut c, "after", "bob", 60_000).unwrap();
+    fence(&mut c, "after", "bob", 9_000);
+    server.kill();
+    // Restart with the AOF on (the config change was not written to a redis.conf).
+    let mut server = Server::builder()
+        .config("dlock.clock-floor", "no")
+        .config("appendonly", "yes")
+        .port(server.port())
+        .start_in(server.into_dir());
+    let mut c = server.conn();
+    assert_eq!(status(&mut c, "before").unwrap().0, "alice");
+    assert_eq!(status(&mut c, "after").unwrap().1, 9_000);
+    assert!(counter(&mut c) >= 9_000);
+    server.kill();
+}

@@ -136,14 +136,18 @@ fn config_set_quarantine_counts_from_module_load() {
 
 #[test]
 fn redis_conf_example_loads_and_sets_every_option() {
-    let example = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/redis.conf.example"))
-        .expect("redis.conf.example");
+    let example =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/redis.conf.example"))
+            .expect("redis.conf.example");
     let module = dlock_testkit::module_path();
     let conf = example.replace(
         "/path/to/dlock/target/release/libdlock.so",
         module.to_str().unwrap(),
     );
-    assert_ne!(conf, example, "the loadmodule line is where the example says");
+    assert_ne!(
+        conf, example,
+        "the loadmodule line is where the example says"
+    );
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("redis.conf");
     std::fs::write(&path, conf).unwrap();
@@ -155,7 +159,10 @@ fn redis_conf_example_loads_and_sets_every_option() {
         ("dlock.clock-floor", "yes"),
     ] {
         assert_eq!(config_get(&mut c, name), value, "{name}");
-        assert!(example.contains(&format!("\n{name} {value}\n")), "{name} documented");
+        assert!(
+            example.contains(&format!("\n{name} {value}\n")),
+            "{name} documented"
+        );
     }
     assert!(acquire(&mut c, "k", "o", 1_000).is_some());
 }

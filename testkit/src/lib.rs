@@ -87,6 +87,12 @@ impl Builder {
             .prefix("dlock-redis-")
             .tempdir()
             .expect("create temp dir");
+        self.start_in(dir)
+    }
+
+    /// Starts the server on the data of an earlier one (see [`Server::into_dir`]), e.g. to
+    /// restart it with other options.
+    pub fn start_in(self, dir: tempfile::TempDir) -> Server {
         let port = self.port.unwrap_or_else(free_port);
         let mut server = Server {
             builder: self,
@@ -157,6 +163,13 @@ impl Server {
         let log = std::fs::read_to_string(self.dir.path().join("redis.log")).unwrap_or_default();
         let lines: Vec<&str> = log.lines().collect();
         lines[lines.len().saturating_sub(30)..].join("\n")
+    }
+
+    /// Kills the server and hands over its data dir, for [`Builder::start_in`].
+    pub fn into_dir(mut self) -> tempfile::TempDir {
+        self.kill();
+        let empty = tempfile::tempdir().expect("create temp dir");
+        std::mem::replace(&mut self.dir, empty)
     }
 
     /// SIGKILL, no chance to save: what a crash or power loss looks like.

@@ -1,0 +1,231 @@
+//! `make bench-server`: server CPU per call (INFO commandstats usec_per_call) of the DLOCK
+//! commands next to what people run today, on one server in one run, and bytes per held lock.
+//! Ratios, not absolute times: the machine is noisy, both sides share the noise.
+
+use dlock_bench::median;
+use dlock_testkit::Server;
+use redis::Connection;
+
+const KEYS: usize = 100_000;
+const ROUNDS: usize = 3;
+const MEMORY_LOCKS: usize = 1_000_000;
+const OWNER: &str = "6f1c2a9e-3b7d-4c5e-9a8f-0d2e4b6c8a1f"; // 36 bytes, a UUID
+const TTL_MS: u64 = 3_600_000;
+
+/// Compare-and-delete and compare-and-pexpire, the scripts every Redis lock library ships.
+const RELEASE_SCRIPT: &str =
+    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
+const EXTEND_SCRIPT: &str = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end";
+
+/// One compared pair: our command, the alternative, their per-round usec/call, the goal ratio.
+struct Row {
+    ours: &'static str,
+    theirs: &'static str,
+    ours_us: Vec<f64>,
+    theirs_us: Vec<f64>,
+    goal: f64,
+}
+
+/// A command stat name and how to make its `i`-th call.
+type Phase = (&'static str, Box<dyn Fn(usize) -> redis::Cmd>);
+
+fn main() {
+    for (setup, server) in [
+        ("in memory (no AOF, no replica)", Server::start()),
+        (
+            "appendonly yes, appendfsync everysec (both sides propagate)",
+            Server::builder()
+                .config("appendonly", "yes")
+                .config("appendfsync", "everysec")
+                .start(),
+        ),
+    ] {
+        let rows = cpu_rounds(&mut server.conn());
+        print_cpu_table(setup, &rows);
+    }
+    print_memory(&mut Server::start().conn());
+}
+
+fn row(ours: &'static str, theirs: &'static str, goal: f64) -> Row {
+    Row {
+        ours,
+        theirs,
+        ours_us: Vec::new(),
+        theirs_us: Vec::new(),
+        goal,
+    }
+}
+
+fn cpu_rounds(c: &mut Connection) -> Vec<Row> {
+    let release_sha = load_script(c, RELEASE_SCRIPT);
+    let extend_sha = load_script(c, EXTEND_SCRIPT);
+    let mut rows = vec![
+        row("DLOCK.ACQUIRE", "SET key owner NX PX", 1.0),
+        row("DLOCK.EXTEND", "EVALSHA compare-and-pexpire", 0.6),
+        row("DLOCK.RELEASE", "EVALSHA compare-and-delete", 0.6),
+    ];
+    for round in 1..=ROUNDS {
+        eprintln!("bench-server: round {round}/{ROUNDS} ({KEYS} keys per command)");
+        redis::cmd("FLUSHALL").exec(c).unwrap();
+        let phases: [[Phase; 2]; 3] = [
+            [
+                (
+                    "dlock.acquire",
+                    Box::new(|i| {
+                        cmd(&[
+                            "DLOCK.ACQUIRE",
+                            &format!("d:{i}"),
+                            OWNER,
+                            &TTL_MS.to_string(),
+                        ])
+                    }),
+                ),
+                (
+                    "set",
+                    Box::new(|i| {
+                        cmd(&[
+                            "SET",
+                            &format!("s:{i}"),
+                            OWNER,
+                            "NX",
+                            "PX",
+                            &TTL_MS.to_string(),
+                        ])
+                    }),
+                ),
+            ],
+            [
+                (
+                    "dlock.extend",
+                    Box::new(|i| cmd(&["DLOCK.EXTEND", &format!("d:{i}"), OWNER, "60000"])),
+                ),
+                (
+                    "evalsha",
+                    Box::new({
+                        let sha = extend_sha.clone();
+                        move |i| cmd(&["EVALSHA", &sha, "1", &format!("s:{i}"), OWNER, "60000"])
+                    }),
+                ),
+            ],
+            [
+                (
+                    "dlock.release",
+                    Box::new(|i| cmd(&["DLOCK.RELEASE", &format!("d:{i}"), OWNER])),
+                ),
+                (
+                    "evalsha",
+                    Box::new({
+                        let sha = release_sha.clone();
+                        move |i| cmd(&["EVALSHA", &sha, "1", &format!("s:{i}"), OWNER])
+                    }),
+                ),
+            ],
+        ];
+        for (row, [(ours, ours_cmd), (theirs, theirs_cmd)]) in rows.iter_mut().zip(phases.iter()) {
+            row.ours_us.push(usec_per_call(c, ours, ours_cmd));
+            row.theirs_us.push(usec_per_call(c, theirs, theirs_cmd));
+        }
+    }
+    rows
+}
+
+fn cmd(args: &[&str]) -> redis::Cmd {
+    let mut cmd = redis::cmd(args[0]);
+    for arg in &args[1..] {
+        cmd.arg(*arg);
+    }
+    cmd
+}
+
+fn load_script(c: &mut Connection, body: &str) -> String {
+    redis::cmd("SCRIPT")
+        .arg("LOAD")
+        .arg(body)
+        .query(c)
+        .expect("SCRIPT LOAD")
+}
+
+/// Runs `make(i)` for every key, pipelined, and returns the server's usec_per_call for `stat`.
+fn usec_per_call(c: &mut Connection, stat: &str, make: &dyn Fn(usize) -> redis::Cmd) -> f64 {
+    redis::cmd("CONFIG").arg("RESETSTAT").exec(c).unwrap();
+    for chunk in (0..KEYS).collect::<Vec<_>>().chunks(1_000) {
+        let mut pipe = redis::pipe();
+        for &i in chunk {
+            pipe.add_command(make(i)).ignore();
+        }
+        pipe.exec(c).unwrap_or_else(|e| panic!("{stat}: {e}"));
+    }
+    let stats: String = redis::cmd("INFO").arg("commandstats").query(c).unwrap();
+    let line = stats
+        .lines()
+        .find(|l| l.starts_with(&format!("cmdstat_{stat}:")))
+        .unwrap_or_else(|| panic!("no cmdstat_{stat}"));
+    let field = line
+        .split(',')
+        .find_map(|f| f.strip_prefix("usec_per_call="))
+        .unwrap();
+    field.parse().unwrap()
+}
+
+fn print_cpu_table(setup: &str, rows: &[Row]) {
+    println!("\nServer CPU per call (INFO commandstats usec_per_call), {setup}, {KEYS} distinct keys, median of {ROUNDS} rounds:\n");
+    println!("| dlock | usec/call | alternative | usec/call | ratio | goal |");
+    println!("|---|---|---|---|---|---|");
+    for r in rows {
+        let (a, b) = (median(r.ours_us.clone()), median(r.theirs_us.clone()));
+        let verdict = if a / b <= r.goal { "met" } else { "missed" };
+        println!(
+            "| `{}` | {a:.2} | `{}` | {b:.2} | **{:.2}x** | <= {}x: {verdict} |",
+            r.ours,
+            r.theirs,
+            a / b,
+            r.goal
+        );
+    }
+}
+
+fn used_memory(c: &mut Connection) -> i64 {
+    let info: String = redis::cmd("INFO").arg("memory").query(c).unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix("used_memory:"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("used_memory")
+}
+
+/// `used_memory` growth per key for `MEMORY_LOCKS` keys made by `make(i)`.
+fn bytes_per_key(c: &mut Connection, make: &dyn Fn(usize) -> redis::Cmd) -> f64 {
+    redis::cmd("FLUSHALL").exec(c).unwrap();
+    let before = used_memory(c);
+    for chunk in (0..MEMORY_LOCKS).collect::<Vec<_>>().chunks(10_000) {
+        let mut pipe = redis::pipe();
+        for &i in chunk {
+            pipe.add_command(make(i)).ignore();
+        }
+        pipe.exec(c).unwrap();
+    }
+    (used_memory(c) - before) as f64 / MEMORY_LOCKS as f64
+}
+
+fn print_memory(c: &mut Connection) {
+    eprintln!("bench-server: memory, {MEMORY_LOCKS} locks each way");
+    let ttl = TTL_MS.to_string();
+    let ours = bytes_per_key(c, &|i| {
+        cmd(&["DLOCK.ACQUIRE", &format!("lock:{i}"), OWNER, &ttl])
+    });
+    let theirs = bytes_per_key(c, &|i| {
+        cmd(&["SET", &format!("lock:{i}"), OWNER, "PX", &ttl])
+    });
+    println!("\nMemory per held lock (INFO used_memory delta over {MEMORY_LOCKS} locks, 36-byte owner, key `lock:<n>`):\n");
+    println!("| dlock lock | `SET key owner PX` key | ratio | goal |");
+    println!("|---|---|---|---|");
+    let verdict = if ours / theirs <= 1.1 {
+        "met"
+    } else {
+        "missed"
+    };
+    println!(
+        "| {ours:.1} B | {theirs:.1} B | **{:.3}x** | <= 1.1x: {verdict} |",
+        ours / theirs
+    );
+    println!("\nReproduce: `make bench-server`");
+}
