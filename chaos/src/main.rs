@@ -1,0 +1,223 @@
+//! `make chaos` / `make chaos-quick`: five real nodes, K workers taking one lock through
+//! dlock-client, a fencing resource server, and one fault per scenario. Exits non-zero if a
+//! pass criterion fails (docs/safety.md).
+
+mod checker;
+mod proxy;
+mod resource;
+mod scenario;
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use dlock_client::LockManager;
+
+use checker::Figures;
+use resource::{Resource, Section};
+use scenario::{Fault, Fixture, Scenario, NODES};
+
+const WORKERS: usize = 4;
+
+#[derive(Parser)]
+#[command(about = "dlock fault-injection safety suite")]
+struct Args {
+    /// Short run for CI (about 10 s per scenario instead of 60 s).
+    #[arg(long)]
+    quick: bool,
+    /// Run only these scenario numbers (1-8).
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<u8>,
+}
+
+fn main() -> std::process::ExitCode {
+    let args = Args::parse();
+    let duration = Duration::from_secs(if args.quick { 8 } else { 60 });
+    let shim_dir = tempfile::tempdir().expect("temp dir");
+    let shim = build_clock_shim(&shim_dir.path().join("clockshift.so"));
+    let mut results = Vec::new();
+    for sc in scenario::all() {
+        if !args.only.is_empty() && !args.only.contains(&sc.number) {
+            continue;
+        }
+        let started = Instant::now();
+        let figures = run(&sc, duration, shim.clone());
+        let verdict = judge(&sc, &figures);
+        eprintln!(
+            "[{}/8] {}: {} grants, {} overlaps, {} fencing rejections, {} accepted stale, {} order violations ({:.0?}) -> {}",
+            sc.number, sc.name, figures.grants, figures.overlaps, figures.rejections,
+            figures.accepted_stale, figures.order_violations, started.elapsed(),
+            verdict.as_deref().unwrap_or("ok"),
+        );
+        results.push((sc, figures, verdict));
+    }
+    report(&results)
+}
+
+/// Compiles the wall-clock shim for scenario 7 (see shim/clockshift.c for why not libfaketime).
+fn build_clock_shim(out: &std::path::Path) -> Option<PathBuf> {
+    let source = concat!(env!("CARGO_MANIFEST_DIR"), "/shim/clockshift.c");
+    let built = std::process::Command::new("cc")
+        .args(["-shared", "-fPIC", "-O2", "-o"])
+        .arg(out)
+        .arg(source)
+        .status();
+    match built {
+        Ok(status) if status.success() => Some(out.to_path_buf()),
+        _ => {
+            eprintln!("chaos: cannot compile {source}; scenario 7 will fail");
+            None
+        }
+    }
+}
+
+/// A failed criterion, or `None`.
+fn judge(sc: &Scenario, f: &Figures) -> Option<String> {
+    if f.grants == 0 {
+        return Some("FAILED: no grants (the scenario made no progress)".into());
+    }
+    if f.order_violations > 0 {
+        return Some("FAILED: token-order violations".into());
+    }
+    if f.accepted_stale > 0 {
+        return Some("FAILED: stale writes accepted".into());
+    }
+    if f.overlaps > 0 && !sc.overlaps_allowed {
+        return Some("FAILED: overlapping critical sections".into());
+    }
+    None
+}
+
+fn run(sc: &Scenario, duration: Duration, shim: Option<PathBuf>) -> Figures {
+    let offset_dir = tempfile::tempdir().expect("temp dir");
+    let offset_file = offset_dir.path().join("clock-offset-ms");
+    std::fs::write(&offset_file, "0").expect("offset file");
+    let shim_for_node = shim.map(|library| (library, offset_file.clone()));
+    let servers: Vec<_> = (0..NODES)
+        .map(|i| scenario::node_builder(sc.fault, sc.ttl, i, &shim_for_node).start())
+        .collect();
+    let mut urls: Vec<String> = servers.iter().map(|s| s.url()).collect();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let link = Arc::new(proxy::Link::default());
+    if sc.fault == Fault::SlowLink {
+        let port = runtime
+            .block_on(proxy::start(servers[0].port(), link.clone()))
+            .expect("start proxy");
+        urls[0] = format!("redis://127.0.0.1:{port}/");
+    }
+    let fixture = Arc::new(Fixture {
+        servers: Mutex::new(servers),
+        link,
+        clock_offset: (sc.fault == Fault::ClockJump).then_some(offset_file),
+    });
+    let resource = Arc::new(Resource::default());
+    let deadline = Instant::now() + duration;
+    let faults = {
+        let (fixture, fault, ttl) = (fixture.clone(), sc.fault, sc.ttl);
+        std::thread::spawn(move || scenario::inject(fault, &fixture, ttl, deadline))
+    };
+    runtime.block_on(run_workers(sc, &urls, resource.clone(), deadline));
+    let _ = faults.join();
+    let (sections, writes) = resource.take();
+    checker::check(&sections, &writes)
+}
+
+async fn run_workers(sc: &Scenario, urls: &[String], resource: Arc<Resource>, deadline: Instant) {
+    let manager = LockManager::builder(urls)
+        .timeout(Duration::from_millis(50))
+        .build()
+        .expect("lock manager");
+    let plan = Plan {
+        ttl: sc.ttl,
+        hold: sc.hold,
+        writes: sc.writes,
+        pauses: sc.fault == Fault::PauseWorker,
+        deadline,
+    };
+    let workers: Vec<_> = (0..WORKERS)
+        .map(|id| tokio::spawn(worker(id, manager.clone(), resource.clone(), plan)))
+        .collect();
+    for w in workers {
+        let _ = w.await;
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Plan {
+    ttl: Duration,
+    hold: Duration,
+    writes: u32,
+    /// Worker 0 freezes past its TTL in every other section (scenario 5).
+    pauses: bool,
+    deadline: Instant,
+}
+
+/// Takes the lock over and over until the deadline; each section writes `writes` times.
+async fn worker(id: usize, manager: LockManager, resource: Arc<Resource>, plan: Plan) {
+    let mut sections = 0u32;
+    while Instant::now() < plan.deadline {
+        let Ok(guard) = manager
+            .lock("chaos", plan.ttl, Duration::from_secs(1))
+            .await
+        else {
+            continue;
+        };
+        sections += 1;
+        let (token, granted_at, start) = (guard.token(), Instant::now(), resource.now());
+        for write in 0..plan.writes {
+            resource.write(token); // a rejection is the fencing check doing its job
+            if plan.pauses && id == 0 && sections.is_multiple_of(2) && write == 0 {
+                // The GC-pause timeline: frozen past the TTL, then resumes its writes.
+                tokio::time::sleep(plan.ttl + Duration::from_millis(300)).await;
+            } else if write + 1 < plan.writes {
+                tokio::time::sleep(plan.hold / plan.writes).await;
+            }
+        }
+        let end = resource.now();
+        resource.record(Section {
+            token,
+            granted_at,
+            start,
+            end,
+        });
+        let _ = guard.release().await;
+    }
+}
+
+fn report(results: &[(Scenario, Figures, Option<String>)]) -> std::process::ExitCode {
+    println!("| # | scenario | assumption broken | grants | overlaps | fencing rejections | accepted stale | order violations | result |");
+    println!("|---|---|---|---|---|---|---|---|---|");
+    let mut total = Figures::default();
+    for (sc, f, verdict) in results {
+        println!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            sc.number,
+            sc.name,
+            sc.breaks,
+            f.grants,
+            f.overlaps,
+            f.rejections,
+            f.accepted_stale,
+            f.order_violations,
+            verdict.as_deref().unwrap_or("pass"),
+        );
+        total.grants += f.grants;
+        total.overlaps += f.overlaps;
+        total.accepted_stale += f.accepted_stale;
+        total.order_violations += f.order_violations;
+    }
+    println!(
+        "chaos: {} scenarios, {} grants, {} overlaps, {} accepted stale writes, {} token-order violations",
+        results.len(), total.grants, total.overlaps, total.accepted_stale, total.order_violations
+    );
+    if results.iter().any(|(_, _, verdict)| verdict.is_some()) {
+        std::process::ExitCode::FAILURE
+    } else {
+        std::process::ExitCode::SUCCESS
+    }
+}
