@@ -1,16 +1,34 @@
 //! Shared pieces of the dlock benchmarks.
 
-/// Median of a small sample (the middle value; the upper middle for even counts).
-pub fn median(mut values: Vec<f64>) -> f64 {
+pub mod contenders;
+pub mod external;
+pub mod report;
+
+/// Median of a small sample (the upper middle for even counts).
+pub fn median(values: Vec<f64>) -> f64 {
+    percentile(values, 50.0)
+}
+
+/// Nearest-rank percentile; NaN for an empty sample.
+pub fn percentile(mut values: Vec<f64>, p: f64) -> f64 {
+    if values.is_empty() {
+        return f64::NAN;
+    }
     values.sort_by(f64::total_cmp);
-    values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
+    let rank = ((p / 100.0) * values.len() as f64).ceil() as usize;
+    values[rank.clamp(1, values.len()) - 1]
 }
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
-    fn median_picks_the_middle() {
-        assert_eq!(super::median(vec![3.0, 1.0, 2.0]), 2.0);
-        assert!(super::median(vec![]).is_nan());
+    fn median_and_percentiles_by_nearest_rank() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        let hundred: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(percentile(hundred.clone(), 99.0), 99.0);
+        assert_eq!(percentile(hundred, 50.0), 50.0);
+        assert!(median(vec![]).is_nan());
     }
 }

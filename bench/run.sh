@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# `make bench` / `make bench-quick`: installs the external contenders (node-redlock via npm,
+# pottery via pip) into bench/, then runs the benchmark driver. A contender whose registry is
+# unreachable is skipped with a notice, never silently.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+if command -v npm >/dev/null 2>&1; then
+  (cd "$here/harness" && npm ci --no-audit --no-fund --silent >/dev/null 2>&1) \
+    || echo "bench: npm install of node-redlock failed (registry unreachable?): node-redlock skipped" >&2
+else
+  echo "bench: npm not found: node-redlock skipped" >&2
+fi
+if [ ! -x "$here/.venv/bin/python" ]; then
+  python3 -m venv "$here/.venv" >/dev/null 2>&1 || echo "bench: python3 -m venv failed: pottery skipped" >&2
+fi
+if [ -x "$here/.venv/bin/pip" ]; then
+  "$here/.venv/bin/pip" install -q -r "$here/harness/requirements.txt" >/dev/null 2>&1 \
+    || { echo "bench: pip install of pottery failed (PyPI unreachable?): pottery skipped" >&2; rm -rf "$here/.venv"; }
+fi
+cd "$here/.." && cargo run --release -q -p dlock-bench --bin bench -- "$@"

@@ -1,0 +1,403 @@
+//! `make bench` / `make bench-quick`: dlock next to the locks people use today, measured in the
+//! same run on the same five local nodes, contenders alternating round by round.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use dlock_bench::contenders::Contender;
+use dlock_bench::external::{self, External};
+use dlock_bench::report::{latency_svg, LatencyTable, RateTable};
+use dlock_bench::{median, percentile};
+use dlock_testkit::Server;
+
+struct Plan {
+    rounds: usize,
+    n: usize,
+    duration: Duration,
+}
+
+type Named = Vec<(String, Contender)>;
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let plan = if quick {
+        Plan {
+            rounds: 2,
+            n: 100,
+            duration: Duration::from_millis(1_000),
+        }
+    } else {
+        Plan {
+            rounds: 4,
+            n: 300,
+            duration: Duration::from_millis(3_000),
+        }
+    };
+    let servers: Vec<Server> = (0..5).map(|_| Server::start()).collect();
+    let five: Vec<String> = servers.iter().map(Server::url).collect();
+    let single = Server::start();
+    let one = vec![single.url()];
+    let externals = external::available();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let started = Instant::now();
+
+    let s1_five = runtime.block_on(latency(
+        "1. acquire+release, 5 nodes",
+        &plan,
+        &five,
+        &externals,
+        false,
+    ));
+    let s1_one = runtime.block_on(latency(
+        "1. acquire+release, 1 node",
+        &plan,
+        &one,
+        &externals,
+        true,
+    ));
+    let s2 = runtime.block_on(throughput(&plan, &five, &externals));
+    let s3 = runtime.block_on(contention(&plan, &five));
+    let s4 = runtime.block_on(extension(&plan, &five));
+    let md = results_markdown(
+        &plan,
+        quick,
+        &[&s1_five, &s1_one],
+        &s2,
+        &s3,
+        &s4,
+        &externals,
+    );
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    std::fs::write(dir.join("results.md"), &md).expect("write results.md");
+    let chart = latency_svg(
+        "Uncontended acquire+release, 5 nodes (µs, lower is better)",
+        &s1_five,
+    );
+    std::fs::write(dir.join("latency.svg"), chart).expect("write latency.svg");
+    println!("{md}");
+    eprintln!(
+        "bench: done in {:.0?}; wrote bench/results.md and bench/latency.svg",
+        started.elapsed()
+    );
+}
+
+async fn rust_contenders(nodes: &[String], single: bool) -> Named {
+    let mut list: Named = if single {
+        vec![
+            ("dlock-client".into(), Contender::dlock(nodes, true)),
+            (
+                "DLOCK.ACQUIRE + DLOCK.RELEASE".into(),
+                Contender::raw_dlock(&nodes[0]).await,
+            ),
+            (
+                "SET NX PX + Lua compare-and-delete".into(),
+                Contender::raw_set_lua(&nodes[0]).await,
+            ),
+        ]
+    } else {
+        vec![
+            ("dlock (fencing on)".into(), Contender::dlock(nodes, true)),
+            ("dlock (fencing off)".into(), Contender::dlock(nodes, false)),
+        ]
+    };
+    list.push((
+        "PING fan-out (1 RTT floor)".into(),
+        Contender::ping_floor(nodes).await,
+    ));
+    list.push(("rslock".into(), Contender::rslock(nodes)));
+    list
+}
+
+async fn latency(
+    title: &str,
+    plan: &Plan,
+    nodes: &[String],
+    externals: &[External],
+    single: bool,
+) -> LatencyTable {
+    let contenders = rust_contenders(nodes, single).await;
+    let mut table = LatencyTable::default();
+    for round in 0..plan.rounds {
+        for (name, c) in &contenders {
+            let mut samples = Vec::with_capacity(plan.n);
+            for i in 0..plan.n {
+                let t = Instant::now();
+                c.cycle(&format!("lat:{round}:{i}"))
+                    .await
+                    .unwrap_or_else(|e| panic!("{name}: {e}"));
+                samples.push(t.elapsed().as_micros() as f64);
+            }
+            progress(title, round, plan, name, &samples);
+            table.add(name, samples);
+        }
+        for ext in externals {
+            let prefix = format!("{}:{round}", ext.name);
+            match ext.run(nodes, "latency", plan.n, 1, 0, &prefix) {
+                Ok(m) => {
+                    progress(title, round, plan, ext.name, &m.latencies_us);
+                    table.add(ext.name, m.latencies_us);
+                }
+                Err(e) => eprintln!("bench: {e}"),
+            }
+        }
+    }
+    table
+}
+
+fn progress(title: &str, round: usize, plan: &Plan, name: &str, samples: &[f64]) {
+    eprintln!(
+        "bench: [{title}] round {}/{} {name}: p50 {:.0} µs",
+        round + 1,
+        plan.rounds,
+        median(samples.to_vec())
+    );
+}
+
+async fn throughput(plan: &Plan, nodes: &[String], externals: &[External]) -> RateTable {
+    const TASKS: usize = 64;
+    let contenders: Named = vec![
+        ("dlock (fencing on)".into(), Contender::dlock(nodes, true)),
+        ("dlock (fencing off)".into(), Contender::dlock(nodes, false)),
+        ("rslock".into(), Contender::rslock(nodes)),
+    ];
+    let mut table = RateTable::default();
+    for round in 0..plan.rounds {
+        for (name, c) in &contenders {
+            let c = Arc::new(c);
+            let ops = AtomicU64::new(0);
+            let deadline = Instant::now() + plan.duration;
+            let t = Instant::now();
+            let tasks = (0..TASKS).map(|task| {
+                let (c, ops) = (c.clone(), &ops);
+                async move {
+                    for i in 0.. {
+                        if Instant::now() >= deadline {
+                            break;
+                        }
+                        if c.cycle(&format!("tp:{round}:{task}:{i}")).await.is_ok() {
+                            ops.fetch_add(1, Relaxed);
+                        }
+                    }
+                }
+            });
+            futures::future::join_all(tasks).await;
+            let rate = ops.load(Relaxed) as f64 / t.elapsed().as_secs_f64();
+            eprintln!(
+                "bench: [2. throughput, {TASKS} tasks] round {}/{} {name}: {rate:.0}/s",
+                round + 1,
+                plan.rounds
+            );
+            table.add(name, rate);
+        }
+        for ext in externals {
+            let prefix = format!("tp:{}:{round}", ext.name);
+            match ext.run(
+                nodes,
+                "throughput",
+                0,
+                TASKS,
+                plan.duration.as_millis() as u64,
+                &prefix,
+            ) {
+                Ok(m) => {
+                    let rate = m.ops / m.seconds;
+                    eprintln!(
+                        "bench: [2. throughput, {TASKS} tasks] round {}/{} {}: {rate:.0}/s",
+                        round + 1,
+                        plan.rounds,
+                        ext.name
+                    );
+                    table.add(ext.name, rate);
+                }
+                Err(e) => eprintln!("bench: {e}"),
+            }
+        }
+    }
+    table
+}
+
+/// Handoffs per second and the wait distribution, per contender.
+struct ContentionRow {
+    name: String,
+    handoffs: Vec<f64>,
+    waits_us: Vec<f64>,
+}
+
+async fn contention(plan: &Plan, nodes: &[String]) -> Vec<ContentionRow> {
+    const TASKS: usize = 32;
+    let hold = Duration::from_millis(1);
+    let contenders: Named = vec![
+        ("dlock (fencing on)".into(), Contender::dlock(nodes, true)),
+        ("rslock".into(), Contender::rslock(nodes)),
+    ];
+    let mut rows: Vec<ContentionRow> = contenders
+        .iter()
+        .map(|(name, _)| ContentionRow {
+            name: name.clone(),
+            handoffs: vec![],
+            waits_us: vec![],
+        })
+        .collect();
+    for round in 0..plan.rounds {
+        for ((name, c), row) in contenders.iter().zip(rows.iter_mut()) {
+            let key = format!("contended:{round}:{name}");
+            let waits = Mutex::new(Vec::new());
+            let deadline = Instant::now() + plan.duration;
+            let t = Instant::now();
+            let tasks = (0..TASKS).map(|_| async {
+                while Instant::now() < deadline {
+                    if let Ok(w) = c.contend(&key, hold).await {
+                        waits.lock().unwrap().push(w.as_micros() as f64);
+                    }
+                }
+            });
+            futures::future::join_all(tasks).await;
+            let waits = waits.into_inner().unwrap();
+            let rate = waits.len() as f64 / t.elapsed().as_secs_f64();
+            eprintln!(
+                "bench: [3. contention, {TASKS} tasks] round {}/{} {name}: {rate:.0} handoffs/s",
+                round + 1,
+                plan.rounds
+            );
+            row.handoffs.push(rate);
+            row.waits_us.extend(waits);
+        }
+    }
+    rows
+}
+
+async fn extension(plan: &Plan, nodes: &[String]) -> LatencyTable {
+    let contenders: Named = vec![
+        ("dlock".into(), Contender::dlock(nodes, true)),
+        (
+            "PING fan-out (1 RTT floor)".into(),
+            Contender::ping_floor(nodes).await,
+        ),
+        ("rslock".into(), Contender::rslock(nodes)),
+    ];
+    let mut table = LatencyTable::default();
+    for round in 0..plan.rounds {
+        for (name, c) in &contenders {
+            let samples = match c {
+                Contender::PingFloor(_) => {
+                    let mut s = Vec::new();
+                    for _ in 0..plan.n {
+                        let t = Instant::now();
+                        let _ = c.cycle("").await;
+                        s.push(t.elapsed().as_micros() as f64);
+                    }
+                    s
+                }
+                _ => c
+                    .extensions(&format!("ext:{round}"), plan.n)
+                    .await
+                    .unwrap_or_else(|e| panic!("{name}: {e}")),
+            };
+            progress("4. extend, 5 nodes", round, plan, name, &samples);
+            table.add(name, samples);
+        }
+    }
+    table
+}
+
+fn results_markdown(
+    plan: &Plan,
+    quick: bool,
+    latency_tables: &[&LatencyTable; 2],
+    s2: &RateTable,
+    s3: &[ContentionRow],
+    s4: &LatencyTable,
+    externals: &[External],
+) -> String {
+    let cmd = if quick {
+        "make bench-quick"
+    } else {
+        "make bench"
+    };
+    let mut md = format!(
+        "# dlock benchmark results\n\nReproduce: `{cmd}` ({} rounds, contenders alternating each round; {} ops per latency batch; {:?} per throughput/contention batch). \
+         Five redis-server 7.0 masters with the module on loopback, 2-core machine. Latencies are client-observed, pooled over rounds.\n\n",
+        plan.rounds, plan.n, plan.duration
+    );
+    let names: Vec<&str> = externals.iter().map(|e| e.name).collect();
+    md += &format!(
+        "External contenders installed: {}\n\n",
+        if names.is_empty() {
+            "none".into()
+        } else {
+            names.join(", ")
+        }
+    );
+    md += "## 1. Uncontended acquire+release, 5 nodes\n\n";
+    md += &latency_tables[0].markdown("PING fan-out (1 RTT floor)");
+    md += "\n## 1. Uncontended acquire+release, 1 node\n\n";
+    md += &latency_tables[1].markdown("PING fan-out (1 RTT floor)");
+    md += "\n## 2. Throughput: 64 concurrent tasks, distinct resources, acquire+release pairs\n\n";
+    md += &s2.markdown("pairs/s");
+    md += "\n## 3. Contention: 32 tasks, one resource, each holds it 1 ms\n\n| contender | handoffs/s (median) | wait p50 µs | wait p99 µs | fairness p99/p50 |\n|---|---|---|---|---|\n";
+    for row in s3 {
+        let (p50, p99) = (
+            median(row.waits_us.clone()),
+            percentile(row.waits_us.clone(), 99.0),
+        );
+        md += &format!(
+            "| {} | {:.0} | {p50:.0} | {p99:.0} | {:.1} |\n",
+            row.name,
+            median(row.handoffs.clone()),
+            p99 / p50
+        );
+    }
+    md += "\n## 4. Extension, 5 nodes\n\n";
+    md += &s4.markdown("PING fan-out (1 RTT floor)");
+    md += &goals(latency_tables[0], s2);
+    md
+}
+
+fn goals(s1: &LatencyTable, s2: &RateTable) -> String {
+    let floor = s1.p50("PING fan-out (1 RTT floor)").unwrap_or(f64::NAN);
+    let on = s1.p50("dlock (fencing on)").unwrap_or(f64::NAN);
+    let off = s1.p50("dlock (fencing off)").unwrap_or(f64::NAN);
+    let verdict = |ok: bool| if ok { "met" } else { "missed" };
+    let mut md = String::from(
+        "\n## Goals (ratios from this run)\n\n| goal | measured | result |\n|---|---|---|\n",
+    );
+    md += &format!(
+        "| fencing off <= 1.2x floor x 2 RTT | {:.2}x | {} |\n",
+        off / (2.0 * floor),
+        verdict(off <= 2.4 * floor)
+    );
+    md += &format!(
+        "| fencing on <= 1.2x floor x 3 RTT | {:.2}x | {} |\n",
+        on / (3.0 * floor),
+        verdict(on <= 3.6 * floor)
+    );
+    for other in ["rslock", "node-redlock", "pottery"] {
+        if let Some(p50) = s1.p50(other) {
+            md += &format!(
+                "| p50 >= 2x faster than {other} (5 nodes) | {:.2}x | {} |\n",
+                p50 / on,
+                verdict(p50 >= 2.0 * on)
+            );
+        }
+    }
+    let ours = s2.median_of("dlock (fencing on)").unwrap_or(0.0);
+    let best = ["rslock", "node-redlock", "pottery"]
+        .iter()
+        .filter_map(|n| s2.median_of(n).map(|r| (n, r)))
+        .fold(
+            ("none", 0.0),
+            |best, (n, r)| if r > best.1 { (n, r) } else { best },
+        );
+    md += &format!(
+        "| throughput >= 2x the best other ({}) | {:.2}x | {} |\n",
+        best.0,
+        ours / best.1,
+        verdict(ours >= 2.0 * best.1)
+    );
+    md
+}

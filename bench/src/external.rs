@@ -1,0 +1,118 @@
+//! node-redlock and pottery, driven through the harness scripts in bench/harness/. Each run is
+//! one process that measures itself and prints one JSON line.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// An installed external contender.
+#[derive(Clone, Debug)]
+pub struct External {
+    pub name: &'static str,
+    program: PathBuf,
+    script: PathBuf,
+}
+
+fn harness_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("harness")
+}
+
+/// The external contenders whose dependencies bench/run.sh managed to install.
+pub fn available() -> Vec<External> {
+    let dir = harness_dir();
+    let mut found = Vec::new();
+    if dir.join("node_modules/redlock").exists() {
+        found.push(External {
+            name: "node-redlock",
+            program: "node".into(),
+            script: dir.join("redlock.mjs"),
+        });
+    } else {
+        eprintln!("bench: node-redlock not installed (npm unreachable?): skipped");
+    }
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
+    if python.exists() {
+        found.push(External {
+            name: "pottery",
+            program: python,
+            script: dir.join("pottery_bench.py"),
+        });
+    } else {
+        eprintln!("bench: pottery not installed (PyPI unreachable?): skipped");
+    }
+    found
+}
+
+/// What one harness run reports.
+#[derive(Debug, Default)]
+pub struct Measured {
+    pub latencies_us: Vec<f64>,
+    pub ops: f64,
+    pub seconds: f64,
+}
+
+impl External {
+    /// Runs `scenario` (`latency` or `throughput`) against `nodes`.
+    pub fn run(
+        &self,
+        nodes: &[String],
+        scenario: &str,
+        n: usize,
+        concurrency: usize,
+        duration_ms: u64,
+        prefix: &str,
+    ) -> Result<Measured, String> {
+        let out = Command::new(&self.program)
+            .arg(&self.script)
+            .args(["--nodes", &nodes.join(","), "--scenario", scenario])
+            .args([
+                "--n",
+                &n.to_string(),
+                "--concurrency",
+                &concurrency.to_string(),
+            ])
+            .args([
+                "--duration-ms",
+                &duration_ms.to_string(),
+                "--prefix",
+                prefix,
+            ])
+            .output()
+            .map_err(|e| format!("{}: {e}", self.name))?;
+        if !out.status.success() {
+            return Err(format!(
+                "{} failed: {}",
+                self.name,
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        parse(&String::from_utf8_lossy(&out.stdout))
+            .ok_or_else(|| format!("{}: unreadable output", self.name))
+    }
+}
+
+/// Reads `{"latencies_us":[..]}` or `{"ops":n,"seconds":s}`.
+fn parse(line: &str) -> Option<Measured> {
+    let value: serde_json::Value = serde_json::from_str(line.trim()).ok()?;
+    if let Some(list) = value.get("latencies_us").and_then(|v| v.as_array()) {
+        return Some(Measured {
+            latencies_us: list.iter().filter_map(|v| v.as_f64()).collect(),
+            ..Measured::default()
+        });
+    }
+    Some(Measured {
+        ops: value.get("ops")?.as_f64()?,
+        seconds: value.get("seconds")?.as_f64()?,
+        ..Measured::default()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn reads_both_result_shapes() {
+        let l = super::parse("{\"latencies_us\": [5, 7,9]}").unwrap();
+        assert_eq!(l.latencies_us, vec![5.0, 7.0, 9.0]);
+        let t = super::parse("{\"ops\": 300, \"seconds\": 1.5}").unwrap();
+        assert_eq!((t.ops, t.seconds), (300.0, 1.5));
+    }
+}
