@@ -4,18 +4,18 @@
 CARGO        ?= cargo
 MODULE       := target/release/libdlock.so
 REDIS_PORT   ?= 6379
-APT_PACKAGES := redis-server libclang-dev faketime
 
-.PHONY: all deps build run test unit chaos chaos-quick bench bench-quick bench-server cluster fmt lint clean
+.PHONY: all deps build run test chaos chaos-quick bench bench-quick bench-server cluster fmt lint clean
 
 all: build
 
-# Installs Debian packages that are missing (root or passwordless sudo needed only when something is).
+# Installs Debian packages that are missing (root or passwordless sudo needed only when something
+# is): redis-server, libclang-dev (bindgen), gcc (the chaos suite's clock shim).
 deps:
 	@missing=""; \
 	command -v redis-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
 	dpkg -s libclang-dev >/dev/null 2>&1 || missing="$$missing libclang-dev"; \
-	command -v faketime >/dev/null 2>&1 || missing="$$missing faketime"; \
+	command -v cc >/dev/null 2>&1 || missing="$$missing gcc"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
