@@ -7,7 +7,7 @@ use crate::argv::Arg;
 
 use crate::node::node;
 use crate::store::LockKey;
-use crate::{args, effects};
+use crate::{args, effects, errors};
 
 /// `DLOCK.COUNTER` -> the node's fencing counter (the highest token issued or fenced).
 pub fn counter(_ctx: &Context, argv: &[Arg]) -> RedisResult {
@@ -34,7 +34,7 @@ pub fn raise(ctx: &Context, argv: &[Arg]) -> RedisResult {
 pub fn apply(ctx: &Context, argv: &[Arg]) -> RedisResult {
     const USAGE: &str = "key owner token holds [PXAT unix-ms]";
     if argv.len() != 5 && argv.len() != 7 {
-        args::arity(argv, usize::MAX, 0, "DLOCK.APPLY", USAGE)?;
+        return Err(errors::arity("DLOCK.APPLY", USAGE));
     }
     let owner = args::owner(&argv[2])?;
     let token = args::token(&argv[3])?;

@@ -215,7 +215,12 @@ fn report(results: &[(Scenario, Figures, Option<String>)]) -> std::process::Exit
         "chaos: {} scenarios, {} grants, {} overlaps, {} accepted stale writes, {} token-order violations",
         results.len(), total.grants, total.overlaps, total.accepted_stale, total.order_violations
     );
-    if results.iter().any(|(_, _, verdict)| verdict.is_some()) {
+    let failed = results
+        .iter()
+        .filter(|(_, _, verdict)| verdict.is_some())
+        .count();
+    println!("chaos: {} passed, {failed} failed", results.len() - failed);
+    if failed > 0 {
         std::process::ExitCode::FAILURE
     } else {
         std::process::ExitCode::SUCCESS

@@ -161,15 +161,12 @@ async fn fence(
 ) -> Result<(), AttemptError> {
     let mut cmd = redis::cmd("DLOCK.FENCE");
     cmd.arg(resource).arg(owner).arg(token);
-    let cmd = &cmd;
-    let replies = join_all(grants.iter().map(|&(i, _)| async move {
-        let node = &nodes[i];
-        match node.call::<i64>(cmd, opts.timeout).await {
-            Ok(1) => Ok(()),
-            Ok(_) => Err(node.failure("fence refused: lock no longer held".into())),
-            Err(failure) => Err(failure),
-        }
-    }))
+    let refused = "fence refused: lock no longer held";
+    let replies = join_all(
+        grants
+            .iter()
+            .map(|&(i, _)| nodes[i].confirm(&cmd, opts.timeout, refused)),
+    )
     .await;
     let failures: Vec<NodeFailure> = replies.into_iter().filter_map(Result::err).collect();
     if grants.len() - failures.len() >= quorum(nodes.len()) {
@@ -207,14 +204,8 @@ pub async fn extend(
     let started = clock.now();
     let mut cmd = redis::cmd("DLOCK.EXTEND");
     cmd.arg(resource).arg(owner).arg(ttl.as_millis() as u64);
-    let replies = join_all(nodes.iter().map(|n| async {
-        match n.call::<i64>(&cmd, opts.timeout).await {
-            Ok(1) => Ok(()),
-            Ok(_) => Err(n.failure("not held by this owner".into())),
-            Err(failure) => Err(failure),
-        }
-    }))
-    .await;
+    let refused = "not held by this owner";
+    let replies = join_all(nodes.iter().map(|n| n.confirm(&cmd, opts.timeout, refused))).await;
     let failures: Vec<NodeFailure> = replies.into_iter().filter_map(Result::err).collect();
     let extended = nodes.len() - failures.len();
     match validity(ttl, started, clock.now(), &opts.drift) {
