@@ -1,6 +1,6 @@
 """pottery (Python Redlock) contender for `make bench`: runs one scenario, prints one JSON line.
 
-Usage: python pottery_bench.py --nodes URL,URL --scenario latency|throughput --n N
+Usage: python pottery_bench.py --nodes URL,URL --scenario latency|throughput|contention|extend --n N
        --concurrency C --duration-ms D --prefix P
 """
 import argparse
@@ -29,7 +29,39 @@ def main() -> None:
             raise RuntimeError(f"not acquired: {key}")
         lock.release()
 
-    if a.scenario == "throughput":
+    if a.scenario == "contention":
+        waits: list = []
+        deadline = time.monotonic() + a.duration_ms / 1000
+
+        def contend() -> None:
+            while time.monotonic() < deadline:
+                lock = Redlock(key=f"{a.prefix}:contended", masters=masters, auto_release_time=10)
+                start = time.perf_counter_ns()
+                lock.acquire()
+                waits.append((time.perf_counter_ns() - start) // 1000)
+                time.sleep(0.001)
+                lock.release()
+
+        start = time.monotonic()
+        threads = [threading.Thread(target=contend) for _ in range(a.concurrency)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        print(json.dumps({"latencies_us": waits, "ops": len(waits), "seconds": time.monotonic() - start}))
+    elif a.scenario == "extend":
+        lock = Redlock(
+            key=f"{a.prefix}:extended", masters=masters, auto_release_time=10, num_extensions=a.n + 1
+        )
+        lock.acquire()
+        samples = []
+        for _ in range(a.n):
+            start = time.perf_counter_ns()
+            lock.extend()
+            samples.append((time.perf_counter_ns() - start) // 1000)
+        lock.release()
+        print(json.dumps({"latencies_us": samples}))
+    elif a.scenario == "throughput":
         ops = [0] * a.concurrency
         deadline = time.monotonic() + a.duration_ms / 1000
 

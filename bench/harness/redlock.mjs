@@ -1,5 +1,5 @@
 // node-redlock contender for `make bench`: runs one scenario, prints one JSON line.
-// Usage: node redlock.mjs --nodes URL,URL --scenario latency|throughput|extend --n N --concurrency C --duration-ms D --prefix P
+// Usage: node redlock.mjs --nodes URL,URL --scenario latency|throughput|contention|extend --n N --concurrency C --duration-ms D --prefix P
 import Redis from "ioredis";
 import Redlock from "redlock";
 
@@ -41,6 +41,37 @@ async function throughput() {
   return { ops, seconds: (nowUs() - start) / 1e6 };
 }
 
-const result = args.scenario === "throughput" ? await throughput() : await latency();
+// Contention: `concurrency` tasks on one resource, each holding it 1 ms; waits and handoffs.
+async function contention() {
+  const waiting = new Redlock(clients, { driftFactor: 0.01, retryCount: -1, retryDelay: 25, retryJitter: 25 });
+  const waits = [];
+  const deadline = Date.now() + durationMs;
+  const start = nowUs();
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (Date.now() < deadline) {
+      const t = nowUs();
+      const lock = await waiting.acquire([`${prefix}:contended`], ttl);
+      waits.push(nowUs() - t);
+      await new Promise((r) => setTimeout(r, 1));
+      await lock.release();
+    }
+  }));
+  return { latencies_us: waits, ops: waits.length, seconds: (nowUs() - start) / 1e6 };
+}
+
+async function extend() {
+  let lock = await redlock.acquire([`${prefix}:extended`], ttl);
+  const samples = [];
+  for (let i = 0; i < n; i++) {
+    const start = nowUs();
+    lock = await lock.extend(ttl);
+    samples.push(nowUs() - start);
+  }
+  await lock.release();
+  return { latencies_us: samples };
+}
+
+const scenarios = { latency, throughput, contention, extend };
+const result = await (scenarios[args.scenario] ?? latency)();
 console.log(JSON.stringify(result));
 await Promise.all(clients.map((c) => c.quit()));

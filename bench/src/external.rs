@@ -51,7 +51,7 @@ pub struct Measured {
 }
 
 impl External {
-    /// Runs `scenario` (`latency` or `throughput`) against `nodes`.
+    /// Runs `scenario` (`latency`, `throughput`, `contention` or `extend`) against `nodes`.
     pub fn run(
         &self,
         nodes: &[String],
@@ -90,20 +90,18 @@ impl External {
     }
 }
 
-/// Reads `{"latencies_us":[..]}` or `{"ops":n,"seconds":s}`.
+/// Reads `{"latencies_us":[..]}`, `{"ops":n,"seconds":s}`, or both (contention).
 fn parse(line: &str) -> Option<Measured> {
     let value: serde_json::Value = serde_json::from_str(line.trim()).ok()?;
-    if let Some(list) = value.get("latencies_us").and_then(|v| v.as_array()) {
-        return Some(Measured {
-            latencies_us: list.iter().filter_map(|v| v.as_f64()).collect(),
-            ..Measured::default()
-        });
-    }
-    Some(Measured {
-        ops: value.get("ops")?.as_f64()?,
-        seconds: value.get("seconds")?.as_f64()?,
-        ..Measured::default()
-    })
+    let number = |name: &str| value.get(name).and_then(|v| v.as_f64());
+    let latencies = value.get("latencies_us").and_then(|v| v.as_array());
+    let measured = Measured {
+        latencies_us: latencies
+            .map_or_else(Vec::new, |l| l.iter().filter_map(|v| v.as_f64()).collect()),
+        ops: number("ops").unwrap_or(0.0),
+        seconds: number("seconds").unwrap_or(0.0),
+    };
+    (latencies.is_some() || measured.seconds > 0.0).then_some(measured)
 }
 
 #[cfg(test)]

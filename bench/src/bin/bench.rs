@@ -61,8 +61,8 @@ fn main() {
         true,
     ));
     let s2 = runtime.block_on(throughput(&plan, &five, &externals));
-    let s3 = runtime.block_on(contention(&plan, &five));
-    let s4 = runtime.block_on(extension(&plan, &five));
+    let s3 = runtime.block_on(contention(&plan, &five, &externals));
+    let s4 = runtime.block_on(extension(&plan, &five, &externals));
     let md = results_markdown(
         &plan,
         quick,
@@ -228,7 +228,7 @@ struct ContentionRow {
     waits_us: Vec<f64>,
 }
 
-async fn contention(plan: &Plan, nodes: &[String]) -> Vec<ContentionRow> {
+async fn contention(plan: &Plan, nodes: &[String], externals: &[External]) -> Vec<ContentionRow> {
     const TASKS: usize = 32;
     let hold = Duration::from_millis(1);
     let contenders: Named = vec![
@@ -237,8 +237,10 @@ async fn contention(plan: &Plan, nodes: &[String]) -> Vec<ContentionRow> {
     ];
     let mut rows: Vec<ContentionRow> = contenders
         .iter()
-        .map(|(name, _)| ContentionRow {
-            name: name.clone(),
+        .map(|(name, _)| name.clone())
+        .chain(externals.iter().map(|e| e.name.to_string()))
+        .map(|name| ContentionRow {
+            name,
             handoffs: vec![],
             waits_us: vec![],
         })
@@ -267,11 +269,31 @@ async fn contention(plan: &Plan, nodes: &[String]) -> Vec<ContentionRow> {
             row.handoffs.push(rate);
             row.waits_us.extend(waits);
         }
+        for (ext, row) in externals.iter().zip(rows.iter_mut().skip(contenders.len())) {
+            let prefix = format!("contended:{round}:{}", ext.name);
+            match ext.run(
+                nodes,
+                "contention",
+                0,
+                TASKS,
+                plan.duration.as_millis() as u64,
+                &prefix,
+            ) {
+                Ok(m) => {
+                    let rate = m.ops / m.seconds;
+                    eprintln!("bench: [3. contention, {TASKS} tasks] round {}/{} {}: {rate:.0} handoffs/s", round + 1, plan.rounds, ext.name);
+                    row.handoffs.push(rate);
+                    row.waits_us.extend(m.latencies_us);
+                }
+                Err(e) => eprintln!("bench: {e}"),
+            }
+        }
     }
+    rows.retain(|row| !row.handoffs.is_empty());
     rows
 }
 
-async fn extension(plan: &Plan, nodes: &[String]) -> LatencyTable {
+async fn extension(plan: &Plan, nodes: &[String], externals: &[External]) -> LatencyTable {
     let contenders: Named = vec![
         ("dlock".into(), Contender::dlock(nodes, true)),
         (
@@ -300,6 +322,22 @@ async fn extension(plan: &Plan, nodes: &[String]) -> LatencyTable {
             };
             progress("4. extend, 5 nodes", round, plan, name, &samples);
             table.add(name, samples);
+        }
+        for ext in externals {
+            match ext.run(
+                nodes,
+                "extend",
+                plan.n,
+                1,
+                0,
+                &format!("ext:{round}:{}", ext.name),
+            ) {
+                Ok(m) => {
+                    progress("4. extend, 5 nodes", round, plan, ext.name, &m.latencies_us);
+                    table.add(ext.name, m.latencies_us);
+                }
+                Err(e) => eprintln!("bench: {e}"),
+            }
         }
     }
     table
