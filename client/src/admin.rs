@@ -7,7 +7,7 @@ use futures::future::join_all;
 use redis::Value;
 
 use crate::error::Error;
-use crate::manager::LockManager;
+use crate::manager::{check_ttl, LockManager};
 use crate::quorum;
 use crate::timing::quorum as majority;
 
@@ -29,29 +29,26 @@ pub struct LockInfo {
 
 impl LockManager {
     /// Releases `owner`'s lock on all nodes. Ok(number of nodes that released it);
-    /// [`Error::NoQuorum`] if fewer than a majority answered.
+    /// [`Error::NoQuorum`] naming the unreachable nodes if fewer than a majority answered.
     pub async fn release_owner(&self, resource: &str, owner: &str) -> Result<usize, Error> {
         let inner = &self.inner;
         let timeout = inner.opts.rounds.timeout;
-        let (answered, released) = quorum::release(&inner.nodes, resource, owner, timeout).await;
-        let needed = majority(inner.nodes.len());
-        if answered < needed {
-            return Err(Error::NoQuorum {
-                resource: resource.to_string(),
-                needed,
-                failures: Vec::new(),
-            });
+        let tally = quorum::release(&inner.nodes, resource, owner, timeout).await;
+        if tally.answered() < majority(inner.nodes.len()) {
+            return Err(tally.no_quorum(resource, inner.nodes.len()));
         }
-        Ok(released)
+        Ok(tally.done)
     }
 
-    /// Extends `owner`'s lock on all nodes; the new validity, or [`Error::LockLost`].
+    /// Extends `owner`'s lock on all nodes; the new validity. [`Error::NoQuorum`] if too few
+    /// nodes answered, [`Error::LockLost`] if a majority answered but did not extend.
     pub async fn extend_owner(
         &self,
         resource: &str,
         owner: &str,
         ttl: Duration,
     ) -> Result<Duration, Error> {
+        check_ttl(ttl)?;
         let inner = &self.inner;
         let clock = inner.clock.as_ref();
         quorum::extend(
@@ -64,9 +61,7 @@ impl LockManager {
         )
         .await
         .map(|until| until.saturating_duration_since(clock.now()))
-        .map_err(|_| Error::LockLost {
-            resource: resource.to_string(),
-        })
+        .map_err(|tally| tally.extend_error(resource, inner.nodes.len()))
     }
 
     /// `DLOCK.STATUS` on every node.

@@ -7,7 +7,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::Error;
-use crate::manager::LockManager;
+use crate::manager::{check_ttl, LockManager};
 use crate::quorum::{self, Granted};
 use crate::timing::quorum as majority;
 
@@ -53,9 +53,12 @@ impl LockGuard {
         self.valid_until.saturating_duration_since(now)
     }
 
-    /// Resets the TTL on all nodes; fails with [`Error::LockLost`] if a majority did not
-    /// extend within the new validity.
+    /// Resets the TTL on all nodes. Fails with [`Error::NoQuorum`] if too few nodes answered,
+    /// or [`Error::LockLost`] if they answered but a majority did not extend within the new
+    /// validity. After a failure [`LockGuard::validity`] still tells how long the earlier grant
+    /// lasts.
     pub async fn extend(&mut self, ttl: Duration) -> Result<(), Error> {
+        check_ttl(ttl)?;
         let inner = &self.manager.inner;
         let extended = quorum::extend(
             &inner.nodes,
@@ -71,29 +74,21 @@ impl LockGuard {
                 self.valid_until = valid_until;
                 Ok(())
             }
-            Err(_) => Err(Error::LockLost {
-                resource: self.resource.clone(),
-            }),
+            Err(tally) => Err(tally.extend_error(&self.resource, inner.nodes.len())),
         }
     }
 
-    /// Releases on all nodes; fails with [`Error::NoQuorum`] if fewer than a majority could be
-    /// reached (the lock then lingers there until its TTL).
+    /// Releases on all nodes; fails with [`Error::NoQuorum`] naming the unreachable nodes if
+    /// fewer than a majority answered (the lock then lingers there until its TTL).
     pub async fn release(mut self) -> Result<(), Error> {
         self.released = true;
         let inner = &self.manager.inner;
         let timeout = inner.opts.rounds.timeout;
-        let (answered, _) =
-            quorum::release(&inner.nodes, &self.resource, &self.owner, timeout).await;
-        let needed = majority(inner.nodes.len());
-        if answered >= needed {
+        let tally = quorum::release(&inner.nodes, &self.resource, &self.owner, timeout).await;
+        if tally.answered() >= majority(inner.nodes.len()) {
             return Ok(());
         }
-        Err(Error::NoQuorum {
-            resource: self.resource.clone(),
-            needed,
-            failures: Vec::new(),
-        })
+        Err(tally.no_quorum(&self.resource, inner.nodes.len()))
     }
 
     /// Keeps the lock held after the guard is gone (no release on drop): for handing it to

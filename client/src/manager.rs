@@ -250,7 +250,8 @@ impl LockManager {
     }
 }
 
-fn check_ttl(ttl: Duration) -> Result<(), Error> {
+/// The nodes take whole milliseconds, at least 1.
+pub(crate) fn check_ttl(ttl: Duration) -> Result<(), Error> {
     if ttl.as_millis() == 0 {
         return Err(Error::InvalidArgument("ttl must be at least 1 ms".into()));
     }

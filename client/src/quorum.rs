@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use futures::future::join_all;
 
-use crate::error::NodeFailure;
+use crate::error::{Error, NodeFailure};
 use crate::node::Node;
 use crate::timing::{quorum, validity, Clock, Drift};
 
@@ -41,6 +41,12 @@ enum Vote {
     Failed(NodeFailure),
 }
 
+/// The TTL as the nodes apply it: whole milliseconds, rounded down. Validity is computed from
+/// this, never from the finer caller value, or it would claim time the nodes did not grant.
+fn whole_ms(ttl: Duration) -> Duration {
+    Duration::from_millis(ttl.as_millis() as u64)
+}
+
 fn acquire_cmd(resource: &str, owner: &str, ttl: Duration) -> redis::Cmd {
     let mut cmd = redis::cmd("DLOCK.ACQUIRE");
     cmd.arg(resource).arg(owner).arg(ttl.as_millis() as u64);
@@ -64,32 +70,68 @@ pub async fn acquire(
     opts: &RoundOptions,
     clock: &dyn Clock,
 ) -> Result<Granted, AttemptError> {
+    let ttl = whole_ms(ttl);
     let started = clock.now();
+    let has_validity = || validity(ttl, started, clock.now(), &opts.drift).is_some();
     let cmd = acquire_cmd(resource, owner, ttl);
     let mut votes = join_all(nodes.iter().map(|n| ask(n, &cmd, opts.timeout))).await;
     ask_failed_again(nodes, &cmd, opts, &mut votes).await;
 
-    let grants: Vec<(usize, u64)> = votes
-        .iter()
-        .enumerate()
-        .filter_map(|(i, v)| match v {
-            Vote::Granted(token) => Some((i, *token)),
-            _ => None,
-        })
-        .collect();
-    let outcome = decide(nodes, resource, owner, opts, &votes, &grants).await;
-    let result = outcome.and_then(|token| {
-        let left = validity(ttl, started, clock.now(), &opts.drift);
-        left.map(|left| Granted {
+    let round = Round {
+        nodes,
+        resource,
+        owner,
+        opts,
+    };
+    let count = Count::of(votes);
+    let result = async {
+        let token = majority_token(nodes.len(), &count)?;
+        if opts.fencing && nodes.len() > 1 {
+            commit(&round, token, &count, has_validity).await?;
+        }
+        let now = clock.now();
+        let left = validity(ttl, started, now, &opts.drift).ok_or(AttemptError::ValidityExpired)?;
+        Ok(Granted {
             token,
-            valid_until: clock.now() + left,
+            valid_until: now + left,
         })
-        .ok_or(AttemptError::ValidityExpired)
-    });
+    }
+    .await;
     if result.is_err() {
         release(nodes, resource, owner, opts.timeout).await;
     }
     result
+}
+
+/// The lock and nodes one attempt is about.
+struct Round<'a> {
+    nodes: &'a [Node],
+    resource: &'a str,
+    owner: &'a str,
+    opts: &'a RoundOptions,
+}
+
+/// What the ACQUIRE votes came to: granting nodes with their tokens, and the nodes that failed.
+struct Count {
+    grants: Vec<(usize, u64)>,
+    failures: Vec<NodeFailure>,
+}
+
+impl Count {
+    fn of(votes: Vec<Vote>) -> Count {
+        let mut count = Count {
+            grants: Vec::new(),
+            failures: Vec::new(),
+        };
+        for (i, vote) in votes.into_iter().enumerate() {
+            match vote {
+                Vote::Granted(token) => count.grants.push((i, token)),
+                Vote::Failed(failure) => count.failures.push(failure),
+                Vote::Refused => {}
+            }
+        }
+        count
+    }
 }
 
 /// A node that failed (timeout, dropped connection) may be asked again within the same
@@ -117,82 +159,127 @@ async fn ask_failed_again(
     }
 }
 
-/// Turns the votes into the token to return (after fencing, if on) or the reason to fail.
-async fn decide(
-    nodes: &[Node],
-    resource: &str,
-    owner: &str,
-    opts: &RoundOptions,
-    votes: &[Vote],
-    grants: &[(usize, u64)],
-) -> Result<u64, AttemptError> {
-    let needed = quorum(nodes.len());
-    if grants.len() < needed {
-        let failures: Vec<NodeFailure> = votes
-            .iter()
-            .filter_map(|v| match v {
-                Vote::Failed(f) => Some(f.clone()),
-                _ => None,
-            })
-            .collect();
-        return Err(if nodes.len() - failures.len() < needed {
-            AttemptError::NoQuorum(failures)
-        } else {
-            AttemptError::Contended
-        });
+/// Phase 1's verdict: the largest granted token if a majority granted, else why not (too few
+/// nodes answered at all: no quorum; enough answered but others hold it: contended).
+fn majority_token(nodes: usize, count: &Count) -> Result<u64, AttemptError> {
+    let needed = quorum(nodes);
+    match count.grants.iter().map(|&(_, token)| token).max() {
+        Some(top) if count.grants.len() >= needed => Ok(top),
+        _ if nodes - count.failures.len() < needed => {
+            Err(AttemptError::NoQuorum(count.failures.clone()))
+        }
+        _ => Err(AttemptError::Contended),
     }
-    let top = grants.iter().map(|&(_, token)| token).max().unwrap_or(0);
-    if !opts.fencing || nodes.len() == 1 {
-        return Ok(top);
-    }
-    fence(nodes, resource, owner, top, grants, opts)
-        .await
-        .map(|()| top)
 }
 
-/// Phase 2 of quorum fencing: commit `token` on the granting nodes; a majority must accept.
+/// Phase 2 of quorum fencing, skipped when phase 1 already used up the validity: the nodes would
+/// only refuse a commit for a lock that expired there. A refusal caused by expiry is reported as
+/// such; otherwise every node that kept us from a majority is named, not only the refusals.
+async fn commit(
+    round: &Round<'_>,
+    token: u64,
+    count: &Count,
+    has_validity: impl Fn() -> bool,
+) -> Result<(), AttemptError> {
+    if !has_validity() {
+        return Err(AttemptError::ValidityExpired);
+    }
+    fence(round, token, &count.grants)
+        .await
+        .map_err(|fence_failures| {
+            if !has_validity() {
+                return AttemptError::ValidityExpired;
+            }
+            let mut failures = count.failures.clone();
+            failures.extend(fence_failures);
+            AttemptError::NoQuorum(failures)
+        })
+}
+
+/// Commits `token` on the granting nodes; a majority must accept. On failure, the nodes that
+/// did not commit and why.
 async fn fence(
-    nodes: &[Node],
-    resource: &str,
-    owner: &str,
+    round: &Round<'_>,
     token: u64,
     grants: &[(usize, u64)],
-    opts: &RoundOptions,
-) -> Result<(), AttemptError> {
+) -> Result<(), Vec<NodeFailure>> {
     let mut cmd = redis::cmd("DLOCK.FENCE");
-    cmd.arg(resource).arg(owner).arg(token);
+    cmd.arg(round.resource).arg(round.owner).arg(token);
     let refused = "fence refused: lock no longer held";
+    let timeout = round.opts.timeout;
     let replies = join_all(
         grants
             .iter()
-            .map(|&(i, _)| nodes[i].confirm(&cmd, opts.timeout, refused)),
+            .map(|&(i, _)| round.nodes[i].confirm(&cmd, timeout, refused)),
     )
     .await;
     let failures: Vec<NodeFailure> = replies.into_iter().filter_map(Result::err).collect();
-    if grants.len() - failures.len() >= quorum(nodes.len()) {
+    if grants.len() - failures.len() >= quorum(round.nodes.len()) {
         Ok(())
     } else {
-        Err(AttemptError::NoQuorum(failures))
+        Err(failures)
     }
 }
 
-/// RELEASE on every node in parallel (a grant whose reply was lost is still a grant).
-/// Returns how many nodes answered and how many of them released.
-pub async fn release(
-    nodes: &[Node],
-    resource: &str,
-    owner: &str,
-    timeout: Duration,
-) -> (usize, usize) {
-    let mut cmd = redis::cmd("DLOCK.RELEASE");
-    cmd.arg(resource).arg(owner);
-    let replies = join_all(nodes.iter().map(|n| n.call::<i64>(&cmd, timeout))).await;
-    let answered = replies.iter().filter(|r| r.is_ok()).count();
-    let released = replies.iter().filter(|r| matches!(r, Ok(1))).count();
-    (answered, released)
+/// What a round sent to every node (RELEASE, EXTEND) found: how many nodes did it, how many
+/// answered but refused (not held by this owner), and the ones that could not be reached.
+#[derive(Debug, Clone, Default)]
+pub struct Tally {
+    pub done: usize,
+    pub refused: usize,
+    pub unreachable: Vec<NodeFailure>,
 }
 
-/// EXTEND on every node; the new deadline if a majority extended within the new validity.
+impl Tally {
+    /// Nodes that gave an answer, yes or no.
+    pub fn answered(&self) -> usize {
+        self.done + self.refused
+    }
+
+    /// Too few nodes answered for a majority to be possible: say which and why.
+    pub fn no_quorum(self, resource: &str, nodes: usize) -> Error {
+        Error::NoQuorum {
+            resource: resource.to_string(),
+            needed: quorum(nodes),
+            failures: self.unreachable,
+        }
+    }
+
+    /// A failed extension: `NoQuorum` when too few nodes answered to tell, otherwise the lock is
+    /// no longer held (or not long enough) on a majority: `LockLost`.
+    pub fn extend_error(self, resource: &str, nodes: usize) -> Error {
+        if self.answered() < quorum(nodes) {
+            return self.no_quorum(resource, nodes);
+        }
+        Error::LockLost {
+            resource: resource.to_string(),
+        }
+    }
+}
+
+/// Sends a command answering 1 (done) or 0 (refused) to every node in parallel.
+async fn tally(nodes: &[Node], cmd: &redis::Cmd, timeout: Duration) -> Tally {
+    let replies = join_all(nodes.iter().map(|n| n.call::<i64>(cmd, timeout))).await;
+    let mut tally = Tally::default();
+    for reply in replies {
+        match reply {
+            Ok(1) => tally.done += 1,
+            Ok(_) => tally.refused += 1,
+            Err(failure) => tally.unreachable.push(failure),
+        }
+    }
+    tally
+}
+
+/// RELEASE on every node in parallel (a grant whose reply was lost is still a grant).
+pub async fn release(nodes: &[Node], resource: &str, owner: &str, timeout: Duration) -> Tally {
+    let mut cmd = redis::cmd("DLOCK.RELEASE");
+    cmd.arg(resource).arg(owner);
+    tally(nodes, &cmd, timeout).await
+}
+
+/// EXTEND on every node; the new deadline if a majority extended within the new validity,
+/// else what each node said.
 pub async fn extend(
     nodes: &[Node],
     resource: &str,
@@ -200,16 +287,30 @@ pub async fn extend(
     ttl: Duration,
     opts: &RoundOptions,
     clock: &dyn Clock,
-) -> Result<Instant, Vec<NodeFailure>> {
+) -> Result<Instant, Tally> {
+    let ttl = whole_ms(ttl);
     let started = clock.now();
     let mut cmd = redis::cmd("DLOCK.EXTEND");
     cmd.arg(resource).arg(owner).arg(ttl.as_millis() as u64);
-    let refused = "not held by this owner";
-    let replies = join_all(nodes.iter().map(|n| n.confirm(&cmd, opts.timeout, refused))).await;
-    let failures: Vec<NodeFailure> = replies.into_iter().filter_map(Result::err).collect();
-    let extended = nodes.len() - failures.len();
-    match validity(ttl, started, clock.now(), &opts.drift) {
-        Some(left) if extended >= quorum(nodes.len()) => Ok(clock.now() + left),
-        _ => Err(failures),
+    let tally = tally(nodes, &cmd, opts.timeout).await;
+    let now = clock.now();
+    match validity(ttl, started, now, &opts.drift) {
+        Some(left) if tally.done >= quorum(nodes.len()) => Ok(now + left),
+        _ => Err(tally),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::whole_ms;
+    use std::time::Duration;
+
+    #[test]
+    fn ttl_is_rounded_down_to_what_the_nodes_apply() {
+        assert_eq!(
+            whole_ms(Duration::from_micros(10_900)),
+            Duration::from_millis(10)
+        );
+        assert_eq!(whole_ms(Duration::from_secs(3)), Duration::from_secs(3));
     }
 }

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 fn dlock(servers: &[Server], args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_dlock"))
         .env("DLOCK_NODES", urls(servers).join(","))
+        .env("DLOCK_TIMEOUT", "500ms") // see common::PATIENT
         .args(args)
         .stdin(Stdio::null())
         .output()
@@ -92,6 +93,7 @@ fn run_sends_sigterm_and_exits_5_when_the_lock_is_lost() {
     );
     let mut child = Command::new(env!("CARGO_BIN_EXE_dlock"))
         .env("DLOCK_NODES", urls(&servers).join(","))
+        .env("DLOCK_TIMEOUT", "500ms")
         .args(["run", "job", "--ttl", "900ms", "--", "sh", "-c", &script])
         .stderr(Stdio::piped())
         .spawn()
@@ -120,6 +122,7 @@ fn interrupting_dlock_run_stops_the_command_and_releases() {
     let servers = nodes(3);
     let child = Command::new(env!("CARGO_BIN_EXE_dlock"))
         .env("DLOCK_NODES", urls(&servers).join(","))
+        .env("DLOCK_TIMEOUT", "500ms")
         .args(["run", "job", "--", "sleep", "30"])
         .spawn()
         .unwrap();
@@ -188,6 +191,15 @@ fn status_marks_unreachable_nodes_and_help_documents_exit_codes() {
         status.lines().nth(1).unwrap().contains("unreachable"),
         "{status}"
     );
+    // One of two nodes down: extend and release cannot reach a majority (4), not "not held" (6).
+    for args in [
+        &["extend", "job", "someone", "--ttl", "1s"][..],
+        &["release", "job", "someone"][..],
+    ] {
+        let out = dlock(&servers, args);
+        assert_eq!(out.status.code(), Some(4), "{args:?}");
+        assert!(text(&out.stderr).contains(&servers[1].url()), "{args:?}");
+    }
     let help = text(&dlock(&servers, &["--help"]).stdout);
     for code in ["3 ", "4 ", "5 ", "6 ", "127", "130"] {
         assert!(

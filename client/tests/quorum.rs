@@ -12,7 +12,7 @@ use dlock_client::{Error, LockManager};
 #[tokio::test]
 async fn five_nodes_grant_and_commit_one_token_everywhere() {
     let servers = nodes(5);
-    let locks = LockManager::new(urls(&servers)).unwrap();
+    let locks = manager(&servers);
     let guard = locks.try_lock("res", TTL).await.expect("granted");
     for server in &servers {
         assert_eq!(
@@ -39,7 +39,7 @@ async fn two_of_five_down_still_works() {
     let mut servers = nodes(5);
     servers[0].kill();
     servers[3].kill();
-    let locks = LockManager::new(urls(&servers)).unwrap();
+    let locks = manager(&servers);
     let guard = locks
         .lock("res", TTL, Duration::from_secs(2))
         .await
@@ -55,7 +55,7 @@ async fn three_of_five_down_is_a_no_quorum_error_naming_them() {
     for i in [0, 2, 4] {
         servers[i].kill();
     }
-    let locks = LockManager::new(urls(&servers)).unwrap();
+    let locks = manager(&servers);
     let started = Instant::now();
     let error = locks
         .lock("res", TTL, Duration::from_millis(300))
@@ -110,7 +110,7 @@ async fn a_paused_node_costs_at_most_the_per_node_timeout() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn twenty_contending_tasks_never_overlap_and_tokens_increase() {
     let servers = nodes(5);
-    let locks = LockManager::new(urls(&servers)).unwrap();
+    let locks = manager(&servers);
     let inside = Arc::new(AtomicBool::new(false));
     let tokens = Arc::new(Mutex::new(Vec::new()));
     let tasks: Vec<_> = (0..20)
@@ -145,8 +145,7 @@ async fn twenty_contending_tasks_never_overlap_and_tokens_increase() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn losing_the_majority_to_wiped_restarts_is_signalled() {
     let servers = Arc::new(Mutex::new(nodes(5)));
-    let urls = urls(&servers.lock().unwrap());
-    let locks = LockManager::new(urls).unwrap();
+    let locks = manager(&servers.lock().unwrap());
     let ttl = Duration::from_millis(900);
     let wiper = servers.clone();
     let result = locks
@@ -176,7 +175,7 @@ async fn losing_the_majority_to_wiped_restarts_is_signalled() {
 #[tokio::test]
 async fn with_lock_keeps_the_lock_past_its_ttl_and_releases_after() {
     let servers = nodes(3);
-    let locks = LockManager::new(urls(&servers)).unwrap();
+    let locks = manager(&servers);
     let ttl = Duration::from_millis(300);
     let token = locks
         .with_lock("res", ttl, Duration::from_secs(1), |lock| async move {
@@ -196,7 +195,7 @@ async fn with_lock_keeps_the_lock_past_its_ttl_and_releases_after() {
 #[tokio::test]
 async fn guard_extend_resets_validity_and_release_frees() {
     let servers = nodes(3);
-    let locks = LockManager::new(urls(&servers)).unwrap();
+    let locks = manager(&servers);
     let mut guard = locks
         .try_lock("res", Duration::from_millis(500))
         .await
@@ -208,9 +207,43 @@ async fn guard_extend_resets_validity_and_release_frees() {
 }
 
 #[tokio::test]
+async fn extend_and_release_without_a_majority_name_the_unreachable_nodes() {
+    let mut servers = nodes(3);
+    let locks = manager(&servers);
+    let mut guard = locks.try_lock("res", TTL).await.unwrap();
+    let held_on = guard.validity();
+    servers[0].kill();
+    servers[2].kill();
+    let down = [servers[0].url(), servers[2].url()];
+    let failed_nodes = |error: &Error| -> Vec<String> {
+        match error {
+            Error::NoQuorum { failures, .. } => failures.iter().map(|f| f.node.clone()).collect(),
+            other => panic!("expected NoQuorum, got {other}"),
+        }
+    };
+    let error = guard.extend(TTL).await.unwrap_err();
+    assert_eq!(failed_nodes(&error), down.to_vec(), "{error}");
+    assert!(
+        guard.validity() <= held_on,
+        "a failed extend keeps the old deadline"
+    );
+    // Back up (empty): a majority answers "not yours", a lost lock rather than a quorum problem.
+    servers[0].restart();
+    servers[2].restart();
+    assert!(matches!(
+        locks.extend_owner("res", "someone-else", TTL).await,
+        Err(Error::LockLost { .. })
+    ));
+    servers[0].kill();
+    servers[2].kill();
+    let error = guard.release().await.unwrap_err();
+    assert_eq!(failed_nodes(&error), down.to_vec(), "{error}");
+}
+
+#[tokio::test]
 async fn a_ttl_too_short_for_the_round_trip_is_validity_expired() {
     let servers = nodes(3);
-    let locks = LockManager::new(urls(&servers)).unwrap();
+    let locks = manager(&servers);
     let error = locks
         .try_lock("res", Duration::from_millis(2))
         .await
@@ -239,6 +272,7 @@ async fn quorum_fencing_keeps_tokens_ordered_when_nodes_disagree() {
             .exec(&mut servers[0].conn())
             .unwrap();
         let locks = LockManager::builder(urls(&servers))
+            .timeout(PATIENT)
             .fencing(fencing)
             .build()
             .unwrap();
@@ -262,7 +296,7 @@ async fn quorum_fencing_keeps_tokens_ordered_when_nodes_disagree() {
 #[tokio::test]
 async fn one_node_returns_its_own_token_without_fencing() {
     let servers = nodes(1);
-    let locks = LockManager::new(urls(&servers)).unwrap();
+    let locks = manager(&servers);
     let guard = locks.try_lock("res", TTL).await.unwrap();
     assert_eq!(token_on(&servers[0], "res"), Some(guard.token()));
     let info: String = redis::cmd("INFO")

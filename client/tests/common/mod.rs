@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use dlock_client::LockManager;
 pub use dlock_testkit::Server;
 
 pub fn nodes(n: usize) -> Vec<Server> {
@@ -24,3 +25,16 @@ pub fn token_on(server: &Server, resource: &str) -> Option<u64> {
 }
 
 pub const TTL: Duration = Duration::from_secs(10);
+
+/// Per-node timeout for tests whose subject is not timing: generous, so that on a loaded 2-core
+/// machine (parallel builds, other tests' servers) a slow reply is not mistaken for a down node.
+/// The tests about timing set the 50 ms default explicitly.
+pub const PATIENT: Duration = Duration::from_millis(500);
+
+/// A manager for `servers` with [`PATIENT`] per-node timeouts, other options at their defaults.
+pub fn manager(servers: &[Server]) -> LockManager {
+    LockManager::builder(urls(servers))
+        .timeout(PATIENT)
+        .build()
+        .expect("valid node URLs")
+}

@@ -51,7 +51,7 @@ struct Cli {
     )]
     nodes: Vec<String>,
     /// Per-node timeout for each call.
-    #[arg(long, default_value = "50ms", value_parser = humantime::parse_duration, global = true)]
+    #[arg(long, env = "DLOCK_TIMEOUT", default_value = "50ms", value_parser = humantime::parse_duration, global = true)]
     timeout: Duration,
     /// Disable quorum fencing (one round trip less; tokens then come from a single node).
     #[arg(long, global = true)]

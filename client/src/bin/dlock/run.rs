@@ -7,7 +7,7 @@ use dlock_client::{LockGuard, LockManager};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use tokio::process::{Child, Command};
-use tokio::signal::unix::{signal, SignalKind};
+use tokio::signal::unix::{signal, Signal as UnixSignal, SignalKind};
 
 use crate::{code_of, exit};
 
@@ -25,6 +25,15 @@ pub async fn run(
         Ok(guard) => guard,
         Err(e) => return code_of(&e),
     };
+    // Handlers go in before the command starts: a Ctrl-C from then on releases the lock.
+    let (mut interrupt, mut terminate) = match stop_signals() {
+        Ok(handlers) => handlers,
+        Err(e) => {
+            eprintln!("dlock: cannot install signal handlers: {e}");
+            let _ = guard.release().await;
+            return exit::CANNOT_RUN;
+        }
+    };
     let mut child = match spawn(argv, &guard) {
         Ok(child) => child,
         Err(e) => {
@@ -35,18 +44,6 @@ pub async fn run(
     };
     let watchdog = guard.watchdog(ttl);
     let lock = watchdog.context();
-    let (mut interrupt, mut terminate) = match (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-    ) {
-        (Ok(i), Ok(t)) => (i, t),
-        _ => {
-            eprintln!("dlock: cannot install signal handlers");
-            stop(&mut child).await;
-            let _ = guard.release().await;
-            return exit::CANNOT_RUN;
-        }
-    };
     let code = tokio::select! {
         status = child.wait() => status.map_or(exit::CANNOT_RUN, status_code),
         _ = lock.lost() => {
@@ -62,6 +59,14 @@ pub async fn run(
         eprintln!("dlock: release: {e} (the lock expires after its TTL)");
     }
     code
+}
+
+/// SIGINT and SIGTERM, caught so that dlock can stop the command and release first.
+fn stop_signals() -> std::io::Result<(UnixSignal, UnixSignal)> {
+    Ok((
+        signal(SignalKind::interrupt())?,
+        signal(SignalKind::terminate())?,
+    ))
 }
 
 fn spawn(argv: &[String], guard: &LockGuard) -> std::io::Result<Child> {
