@@ -55,7 +55,7 @@ impl Builder {
         self
     }
 
-    /// Runs the server under a wrapper program, e.g. `["faketime", "-f", "+0s"]`.
+    /// Runs the server under a wrapper program that execs it (same pid), e.g. `["nice", "-n", "5"]`.
     pub fn wrapper<I: IntoIterator<Item = S>, S: Into<OsString>>(mut self, argv: I) -> Self {
         self.wrapper = argv.into_iter().map(Into::into).collect();
         self
@@ -93,13 +93,22 @@ impl Builder {
     /// Starts the server on the data of an earlier one (see [`Server::into_dir`]), e.g. to
     /// restart it with other options.
     pub fn start_in(self, dir: tempfile::TempDir) -> Server {
-        let port = self.port.unwrap_or_else(free_port);
+        let fixed = self.port;
         let mut server = Server {
+            port: fixed.unwrap_or_else(free_port),
             builder: self,
             dir,
-            port,
             child: None,
         };
+        // A free port can be taken by another process between the check and redis binding it;
+        // then our server exits and a random port is tried again.
+        for _ in 0..5 {
+            match server.try_spawn() {
+                Ok(()) => return server,
+                Err(_) if fixed.is_none() => server.port = free_port(),
+                Err(why) => panic!("{why}"),
+            }
+        }
         server.spawn();
         server
     }
@@ -270,39 +279,58 @@ impl Server {
     }
 
     fn spawn(&mut self) {
+        if let Err(why) = self.try_spawn() {
+            panic!("{why}");
+        }
+    }
+
+    fn try_spawn(&mut self) -> Result<(), String> {
         let child = self
             .command()
             .spawn()
             .expect("spawn redis-server (is it installed? `make test` installs it)");
         self.child = Some(child);
-        self.wait_ready();
+        self.wait_ready()
     }
 
-    /// Waits until PING answers (loading an RDB or AOF answers LOADING, so PING fails until done).
-    fn wait_ready(&mut self) {
+    /// Waits until *our* process answers (loading an RDB or AOF answers LOADING, so PING fails
+    /// until done). The reply's `process_id` must be our child: another test's server may hold
+    /// the port if ours failed to bind it.
+    fn wait_ready(&mut self) -> Result<(), String> {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             if let Some(Ok(Some(status))) = self.child.as_mut().map(|c| c.try_wait()) {
-                panic!(
+                self.child = None;
+                return Err(format!(
                     "redis-server on port {} exited with {status}:\n{}",
                     self.port,
                     self.log_tail()
-                );
+                ));
             }
-            let pong = redis::Client::open(self.url())
-                .and_then(|c| c.get_connection_with_timeout(Duration::from_millis(200)))
-                .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c));
-            if pong.is_ok() {
-                return;
+            if self.answering_pid() == self.pid() {
+                return Ok(());
             }
-            assert!(
-                Instant::now() < deadline,
-                "redis-server on port {} not ready in 20s:\n{}",
-                self.port,
-                self.log_tail()
-            );
+            if Instant::now() > deadline {
+                self.kill();
+                return Err(format!(
+                    "redis-server on port {} not ready in 20s:\n{}",
+                    self.port,
+                    self.log_tail()
+                ));
+            }
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// The pid of whatever redis-server answers on our port, if any does.
+    fn answering_pid(&self) -> Option<u32> {
+        let info: String = redis::Client::open(self.url())
+            .and_then(|c| c.get_connection_with_timeout(Duration::from_millis(200)))
+            .and_then(|mut c| redis::cmd("INFO").arg("server").query(&mut c))
+            .ok()?;
+        info.lines()
+            .find_map(|l| l.strip_prefix("process_id:"))
+            .and_then(|pid| pid.trim().parse().ok())
     }
 }
 
