@@ -119,26 +119,29 @@ fn run_sends_sigterm_and_exits_5_when_the_lock_is_lost() {
 
 #[test]
 fn interrupting_dlock_run_stops_the_command_and_releases() {
+    use nix::sys::signal::Signal;
     let servers = nodes(3);
-    let child = Command::new(env!("CARGO_BIN_EXE_dlock"))
-        .env("DLOCK_NODES", urls(&servers).join(","))
-        .env("DLOCK_TIMEOUT", "500ms")
-        .args(["run", "job", "--", "sleep", "30"])
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while token_on(&servers[0], "job").is_none() {
-        assert!(Instant::now() < deadline, "dlock never took the lock");
-        std::thread::sleep(Duration::from_millis(20));
+    for (signal, code) in [(Signal::SIGINT, 130), (Signal::SIGTERM, 143)] {
+        let child = Command::new(env!("CARGO_BIN_EXE_dlock"))
+            .env("DLOCK_NODES", urls(&servers).join(","))
+            .env("DLOCK_TIMEOUT", "500ms")
+            .args(["run", "job", "--", "sleep", "30"])
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while token_on(&servers[0], "job").is_none() {
+            assert!(Instant::now() < deadline, "dlock never took the lock");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+        nix::sys::signal::kill(pid, signal).unwrap();
+        let status = child.wait_with_output().unwrap().status;
+        assert_eq!(status.code(), Some(code), "{signal}");
+        assert!(
+            servers.iter().all(|s| token_on(s, "job").is_none()),
+            "released on {signal}"
+        );
     }
-    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
-    let status = child.wait_with_output().unwrap().status;
-    assert_eq!(status.code(), Some(130));
-    assert!(
-        servers.iter().all(|s| token_on(s, "job").is_none()),
-        "released on Ctrl-C"
-    );
 }
 
 #[test]

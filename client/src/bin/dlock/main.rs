@@ -36,7 +36,8 @@ Exit codes:
   5    run: lock lost while the command ran (the command got SIGTERM)
   6    release/extend: OWNER does not hold the lock on a majority
   127  run: the command could not be started
-  130  run: interrupted (Ctrl-C); command stopped, lock released";
+  130  run: interrupted (Ctrl-C); command stopped, lock released
+  143  run: dlock got SIGTERM; command stopped, lock released";
 
 #[derive(Parser)]
 #[command(name = "dlock", version, about = "Distributed locks with fencing tokens across Redis masters running the dlock module", after_help = EXIT_CODES)]
