@@ -237,7 +237,10 @@ fn info_section_counts_every_outcome() {
     extend(&mut c, "a", "x", 10_000);
     let top = counter(&mut c) + 5;
     fence(&mut c, "a", "x", top);
-    eventually("b expires", 2_000, || status(&mut c, "b").is_none());
+    eventually("b is free", 2_000, || status(&mut c, "b").is_none());
+    eventually("Redis reclaimed b's key", 5_000, || {
+        redis::cmd("EXISTS").arg("b").query::<i64>(&mut c).unwrap() == 0
+    });
     assert_eq!(info_field(&mut c, "grants"), 2);
     assert_eq!(info_field(&mut c, "contended"), 1);
     assert_eq!(info_field(&mut c, "extends"), 1);

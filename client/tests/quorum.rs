@@ -266,7 +266,12 @@ async fn a_ttl_too_short_for_the_round_trip_is_validity_expired() {
 async fn quorum_fencing_keeps_tokens_ordered_when_nodes_disagree() {
     for fencing in [true, false] {
         let mut servers = nodes(3);
-        let ahead = 4_000_000_000_000_000u64; // far above any clock-floored token
+        // Half a year above any clock-floored token (nodes accept at most a year of lead).
+        let now_us = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_micros() as u64;
+        let ahead = now_us + 182 * 24 * 3600 * 1_000_000;
         redis::cmd("DLOCK.RAISE")
             .arg(ahead)
             .exec(&mut servers[0].conn())

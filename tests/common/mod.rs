@@ -121,3 +121,13 @@ pub fn eventually(what: &str, timeout_ms: u64, mut check: impl FnMut() -> bool) 
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// Redis 8+ hides the module's effect commands (DLOCK.APPLY, DLOCK.RAISE) from clients.
+pub fn effects_are_internal(c: &mut Connection) -> bool {
+    let info: Vec<Value> = redis::cmd("COMMAND")
+        .arg("INFO")
+        .arg("dlock.apply")
+        .query(c)
+        .expect("COMMAND INFO");
+    matches!(info.first(), Some(Value::Nil) | None)
+}

@@ -1,4 +1,5 @@
 //! Counters behind `INFO dlock`. Atomics, because Redis may free values on its lazyfree thread.
+//! They saturate at `u64::MAX` instead of wrapping.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -9,11 +10,13 @@ pub static EXTENDS: AtomicU64 = AtomicU64::new(0);
 pub static FENCES: AtomicU64 = AtomicU64::new(0);
 pub static FORCED: AtomicU64 = AtomicU64::new(0);
 pub static EXPIRED: AtomicU64 = AtomicU64::new(0);
+/// Grants refused because the eviction policy could drop lock keys.
+pub static EVICTION_REFUSALS: AtomicU64 = AtomicU64::new(0);
 static CREATED: AtomicU64 = AtomicU64::new(0);
 static FREED: AtomicU64 = AtomicU64::new(0);
 
 pub fn count(stat: &AtomicU64) {
-    stat.fetch_add(1, Relaxed);
+    let _ = stat.fetch_update(Relaxed, Relaxed, |n| n.checked_add(1));
 }
 
 pub fn get(stat: &AtomicU64) -> u64 {
@@ -22,12 +25,12 @@ pub fn get(stat: &AtomicU64) -> u64 {
 
 /// A lock value entered the keyspace (grant, load, replication).
 pub fn lock_created() {
-    CREATED.fetch_add(1, Relaxed);
+    count(&CREATED);
 }
 
 /// A lock value was freed (release, expiry, DEL, flush, overwrite).
 pub fn lock_freed() {
-    FREED.fetch_add(1, Relaxed);
+    count(&FREED);
 }
 
 /// Lock values in the keyspace now (expired ones count until Redis reclaims them).

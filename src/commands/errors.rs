@@ -1,0 +1,116 @@
+//! Every error string a client can see, in one place. Each starts with a Redis error code
+//! (`ERR`, `WRONGTYPE`, `TRYAGAIN`) and names the argument and what is allowed.
+
+use dlock_core::lock::{MAX_HOLDS, MAX_OWNER_LEN};
+use dlock_core::MAX_TOKEN;
+use redis_module::RedisError;
+
+fn err(message: String) -> RedisError {
+    RedisError::String(message)
+}
+
+/// The same words Redis uses for its own commands.
+pub fn arity(command: &str) -> RedisError {
+    err(format!(
+        "ERR wrong number of arguments for '{command}' command"
+    ))
+}
+
+pub fn ttl(name: &str, got: &[u8], max_ttl_ms: i64) -> RedisError {
+    err(format!(
+        "ERR {name} must be an integer from 1 to {max_ttl_ms} (dlock.max-ttl-ms), got '{}'",
+        shown(got)
+    ))
+}
+
+pub fn owner(len: usize) -> RedisError {
+    err(format!(
+        "ERR owner must be 1 to {MAX_OWNER_LEN} bytes, got {len} bytes"
+    ))
+}
+
+pub fn token(got: &[u8]) -> RedisError {
+    err(format!(
+        "ERR token must be an integer from 1 to {MAX_TOKEN}, got '{}'",
+        shown(got)
+    ))
+}
+
+pub fn token_too_far(token: u64, limit: u64) -> RedisError {
+    err(format!(
+        "ERR token {token} is beyond what this node accepts ({limit}: its counter, or its clock plus one year)"
+    ))
+}
+
+pub fn token_lowers(token: u64, current: u64) -> RedisError {
+    err(format!(
+        "ERR token {token} is below the lock's token {current}: FENCE never lowers a token"
+    ))
+}
+
+pub fn expiry(got: &[u8]) -> RedisError {
+    err(format!(
+        "ERR PXAT must be a unix time in milliseconds from 1 to {MAX_TOKEN}, got '{}'",
+        shown(got)
+    ))
+}
+
+pub fn holds(got: &[u8]) -> RedisError {
+    err(format!(
+        "ERR holds must be an integer from 1 to {MAX_HOLDS}, got '{}'",
+        shown(got)
+    ))
+}
+
+pub fn option(got: &[u8], allowed: &str) -> RedisError {
+    err(format!(
+        "ERR unknown option '{}', allowed: {allowed}",
+        shown(got)
+    ))
+}
+
+pub fn duplicate_option(name: &str) -> RedisError {
+    err(format!("ERR option {name} given more than once"))
+}
+
+pub fn missing_value(name: &str) -> RedisError {
+    err(format!("ERR option {name} needs a value"))
+}
+
+pub fn hold_limit() -> RedisError {
+    err(format!(
+        "ERR reentrant hold count is already at its maximum of {MAX_HOLDS}"
+    ))
+}
+
+pub fn quarantined(ms_left: u64) -> RedisError {
+    err(format!(
+        "TRYAGAIN dlock is in restart quarantine for {ms_left} more ms (dlock.quarantine-ms): no new grants yet"
+    ))
+}
+
+pub fn exhausted() -> RedisError {
+    err(format!(
+        "ERR the fencing counter reached its maximum ({MAX_TOKEN}): this node can grant no more locks"
+    ))
+}
+
+pub fn eviction(policy: &str) -> RedisError {
+    err(format!(
+        "ERR dlock refuses new locks: maxmemory-policy {policy} can evict lock keys; set maxmemory-policy noeviction, or dlock.allow-eviction yes to accept the risk"
+    ))
+}
+
+pub fn cannot_store() -> RedisError {
+    err("ERR dlock could not store the lock".to_string())
+}
+
+pub fn wrong_type() -> RedisError {
+    RedisError::WrongType
+}
+
+/// At most 64 bytes of what the client sent, escaped to printable ASCII (`\xff`, `\n`), so an
+/// error stays one short line that every client can decode.
+fn shown(got: &[u8]) -> String {
+    got[..got.len().min(64)].escape_ascii().to_string()
+}

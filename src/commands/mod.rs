@@ -1,0 +1,217 @@
+//! The DLOCK.* commands. [`COMMANDS`] is the one place each command's facts live: registration,
+//! arity checks, `COMMAND DOCS` / `COMMAND INFO` metadata, ACL categories and the README's
+//! command reference are all derived from it ([`register`], and the README test).
+
+pub mod args;
+pub mod errors;
+mod lock;
+mod node;
+mod register;
+
+use std::ffi::CStr;
+use std::os::raw::c_int;
+
+use redis_module::{raw, Context, RedisResult};
+
+pub use register::register;
+
+/// One argument of the current command, borrowed from Redis for the duration of the call.
+#[repr(transparent)]
+pub struct Arg(*mut raw::RedisModuleString);
+
+impl Arg {
+    pub fn as_bytes(&self) -> &[u8] {
+        redis_module::RedisString::string_as_slice(self.0)
+    }
+
+    pub fn as_ptr(&self) -> *mut raw::RedisModuleString {
+        self.0
+    }
+}
+
+/// A command body: the arguments (name included) in, the reply out.
+pub type Handler = fn(&Context, &[Arg]) -> RedisResult;
+
+/// How a command uses its key (argument 1), for key specs and cluster routing.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum KeyUse {
+    None,
+    Read,
+    Update,
+    Delete,
+    Overwrite,
+}
+
+/// How an argument is shown by `COMMAND DOCS`.
+#[derive(Clone, Copy)]
+pub enum ArgKind {
+    Key,
+    String,
+    Integer,
+    /// A bare option such as `REENTRANT`.
+    Flag,
+    /// `TOKEN value`, optional.
+    Option,
+}
+
+pub struct ArgDoc {
+    pub name: &'static CStr,
+    pub kind: ArgKind,
+}
+
+/// Who may call a command.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Audience {
+    /// Applications: ACL category `@dlock`.
+    App,
+    /// Operators: ACL category `@dangerous`.
+    Operator,
+    /// The module's own replicated effects: internal on Redis 8+, `@dangerous` elsewhere.
+    Effect,
+}
+
+/// Everything about one command.
+pub struct Command {
+    /// Lowercase, as Redis shows it.
+    pub name: &'static str,
+    pub handler: Handler,
+    pub flags: &'static str,
+    pub key: KeyUse,
+    /// Redis arity: exact when positive, a minimum when negative; the name counts.
+    pub arity: i32,
+    /// Read by the README test (the command reference is generated from the table).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub usage: &'static str,
+    pub summary: &'static str,
+    pub since: &'static str,
+    pub args: &'static [ArgDoc],
+    pub audience: Audience,
+}
+
+use ArgKind::{Flag, Integer, Key, Option as Opt, String as Str};
+use Audience::{App, Effect, Operator};
+
+macro_rules! args {
+    ($($name:literal: $kind:expr),* $(,)?) => { &[$(ArgDoc { name: $name, kind: $kind }),*] };
+}
+
+#[rustfmt::skip]
+pub static COMMANDS: &[Command] = &[
+    Command { name: "dlock.acquire", handler: lock::acquire, flags: "write deny-oom fast", key: KeyUse::Update, arity: -4, since: "0.1.0", audience: App,
+        usage: "key owner ttl-ms [REENTRANT]",
+        summary: "Takes the lock, or renews it for the same owner. Replies the fencing token, or nil when another owner holds it.",
+        args: args![c"key": Key, c"owner": Str, c"ttl-ms": Integer, c"REENTRANT": Flag] },
+    Command { name: "dlock.release", handler: lock::release, flags: "write fast", key: KeyUse::Delete, arity: 3, since: "0.1.0", audience: App,
+        usage: "key owner",
+        summary: "Releases one hold of owner's lock. Replies 1 if owner held it, else 0.",
+        args: args![c"key": Key, c"owner": Str] },
+    Command { name: "dlock.extend", handler: lock::extend, flags: "write deny-oom fast", key: KeyUse::Update, arity: 4, since: "0.1.0", audience: App,
+        usage: "key owner ttl-ms",
+        summary: "Resets the TTL of owner's lock. Replies 1 if owner held it, else 0; never revives an expired lock.",
+        args: args![c"key": Key, c"owner": Str, c"ttl-ms": Integer] },
+    Command { name: "dlock.fence", handler: lock::fence, flags: "write deny-oom fast", key: KeyUse::Update, arity: 4, since: "0.1.0", audience: App,
+        usage: "key owner token",
+        summary: "Commits a quorum token: if owner holds the lock, its token becomes token (never lower) and the node counter rises to it. Replies 1, else 0.",
+        args: args![c"key": Key, c"owner": Str, c"token": Integer] },
+    Command { name: "dlock.status", handler: lock::status, flags: "readonly fast", key: KeyUse::Read, arity: 2, since: "0.1.0", audience: App,
+        usage: "key",
+        summary: "Replies nil when free, else owner, token, ttl (ms left) and holds.",
+        args: args![c"key": Key] },
+    Command { name: "dlock.counter", handler: node::counter, flags: "readonly fast", key: KeyUse::None, arity: 1, since: "0.1.0", audience: App,
+        usage: "",
+        summary: "Replies the node's fencing counter: the highest token issued, fenced or loaded.",
+        args: args![] },
+    Command { name: "dlock.forcerelease", handler: lock::force_release, flags: "write fast", key: KeyUse::Delete, arity: 2, since: "0.1.0", audience: Operator,
+        usage: "key",
+        summary: "Removes whatever lock the key holds (operator escape hatch). Replies 1 if a lock was held, else 0.",
+        args: args![c"key": Key] },
+    Command { name: "dlock.raise", handler: node::raise, flags: "write fast", key: KeyUse::None, arity: 2, since: "0.1.0", audience: Effect,
+        usage: "token",
+        summary: "Raises the node counter to at least token (never lowers it). Replicated effect; not for applications.",
+        args: args![c"token": Integer] },
+    Command { name: "dlock.apply", handler: node::apply, flags: "write", key: KeyUse::Overwrite, arity: -5, since: "0.1.0", audience: Effect,
+        usage: "key owner token holds [PXAT unix-ms]",
+        summary: "Stores a lock exactly as given. The replicated effect of every lock write; not for applications.",
+        args: args![c"key": Key, c"owner": Str, c"token": Integer, c"holds": Integer, c"PXAT": Opt] },
+];
+
+impl Command {
+    fn arity_ok(&self, argc: usize) -> bool {
+        let needed = self.arity.unsigned_abs() as usize;
+        if self.arity < 0 {
+            argc >= needed
+        } else {
+            argc == needed
+        }
+    }
+
+    /// `DLOCK.ACQUIRE key owner ttl-ms [REENTRANT]`
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub fn synopsis(&self) -> String {
+        format!("{} {}", self.name.to_ascii_uppercase(), self.usage)
+            .trim_end()
+            .to_string()
+    }
+}
+
+/// Runs the command at `index` for a call from Redis and sends its reply.
+///
+/// # Safety
+/// `ctx`, `argv` and `argc` must be what Redis passed to the command callback.
+unsafe fn dispatch(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+    index: usize,
+) -> c_int {
+    let context = Context::new(ctx);
+    let args: &[Arg] = match usize::try_from(argc) {
+        // SAFETY: Redis passes `argc` valid argument pointers; `Arg` is a transparent wrapper.
+        Ok(len) if !argv.is_null() => unsafe {
+            std::slice::from_raw_parts(argv.cast::<Arg>(), len)
+        },
+        _ => &[],
+    };
+    let reply = match COMMANDS.get(index) {
+        Some(command) if command.arity_ok(args.len()) => (command.handler)(&context, args),
+        Some(command) => Err(errors::arity(command.name)),
+        None => Err(errors::cannot_store()),
+    };
+    context.reply(reply) as c_int
+}
+
+/// Replies a map in field order (RESP3 map, RESP2 flat array); the crate's map types would
+/// reorder the fields.
+fn reply_map(ctx: &Context, fields: &[(&'static str, redis_module::RedisValue)]) {
+    if let Some(reply_with_map) = crate::api!(RedisModule_ReplyWithMap) {
+        // SAFETY: the context of the running command.
+        unsafe { reply_with_map(ctx.ctx, fields.len() as std::os::raw::c_long) };
+    }
+    for (name, value) in fields {
+        ctx.reply(Ok(redis_module::RedisValue::SimpleStringStatic(name)));
+        ctx.reply(Ok(value.clone()));
+    }
+}
+
+type Callback =
+    extern "C" fn(*mut raw::RedisModuleCtx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
+
+/// Redis passes no user data to a command callback, so each table row gets its own entry
+/// point; these are the first [`CALLBACKS`]`.len()` of them.
+extern "C" fn call<const I: usize>(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    // SAFETY: registered as a command callback, so Redis passes its own ctx/argv/argc.
+    unsafe { dispatch(ctx, argv, argc, I) }
+}
+
+static CALLBACKS: [Callback; 16] = [
+    call::<0>, call::<1>, call::<2>, call::<3>, call::<4>, call::<5>, call::<6>, call::<7>,
+    call::<8>, call::<9>, call::<10>, call::<11>, call::<12>, call::<13>, call::<14>, call::<15>,
+];
+
+#[cfg(test)]
+#[path = "table_tests.rs"]
+mod tests;

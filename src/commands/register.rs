@@ -1,0 +1,198 @@
+//! Registers [`COMMANDS`] with Redis: the command itself, then (where the server has the API)
+//! its `COMMAND DOCS` / `COMMAND INFO` metadata, its ACL category, and the `internal` flag for
+//! the replicated-effect commands on Redis 8+. Missing APIs are skipped, never a load failure.
+
+use std::ffi::{CStr, CString};
+use std::os::raw::c_int;
+use std::ptr;
+
+use redis_module::{raw, Context};
+
+use super::{ArgDoc, ArgKind, Audience, Command, KeyUse, CALLBACKS, COMMANDS};
+use crate::server;
+
+/// The ACL category of the application commands (Redis 7.2+).
+pub const ACL_CATEGORY: &CStr = c"dlock";
+
+pub fn register(ctx: &Context) -> Result<(), String> {
+    let categories = add_acl_category(ctx);
+    let internal = server::has_internal_commands();
+    for (command, callback) in COMMANDS.iter().zip(CALLBACKS) {
+        let name = CString::new(command.name).map_err(|e| e.to_string())?;
+        create(ctx, &name, callback, command, internal)?;
+        // SAFETY: the load context and a name just registered.
+        let handle =
+            crate::api!(RedisModule_GetCommand).map(|get| unsafe { get(ctx.ctx, name.as_ptr()) });
+        let Some(handle) = handle.filter(|h| !h.is_null()) else {
+            continue;
+        };
+        set_info(handle, command)?;
+        if categories {
+            set_categories(handle, command)?;
+        }
+    }
+    if COMMANDS.len() > CALLBACKS.len() {
+        return Err(format!(
+            "{} commands but {} callbacks",
+            COMMANDS.len(),
+            CALLBACKS.len()
+        ));
+    }
+    Ok(())
+}
+
+fn create(
+    ctx: &Context,
+    name: &CStr,
+    callback: super::Callback,
+    command: &Command,
+    internal: bool,
+) -> Result<(), String> {
+    let create = crate::api!(RedisModule_CreateCommand).ok_or("no RedisModule_CreateCommand")?;
+    let mut flags = command.flags.to_string();
+    if internal && command.audience == Audience::Effect {
+        flags.push_str(" internal");
+    }
+    let flags = CString::new(flags).map_err(|e| e.to_string())?;
+    let key = c_int::from(command.key != KeyUse::None);
+    // SAFETY: the load context, NUL-terminated strings, a static callback.
+    let created = unsafe {
+        create(
+            ctx.ctx,
+            name.as_ptr(),
+            Some(callback),
+            flags.as_ptr(),
+            key,
+            key,
+            key,
+        )
+    };
+    if created == raw::REDISMODULE_OK as c_int {
+        Ok(())
+    } else {
+        Err(format!("cannot create command {}", command.name))
+    }
+}
+
+static INFO_VERSION: raw::RedisModuleCommandInfoVersion = raw::RedisModuleCommandInfoVersion {
+    version: 1,
+    sizeof_historyentry: std::mem::size_of::<raw::RedisModuleCommandHistoryEntry>(),
+    sizeof_keyspec: std::mem::size_of::<raw::RedisModuleCommandKeySpec>(),
+    sizeof_arg: std::mem::size_of::<raw::RedisModuleCommandArg>(),
+};
+
+/// Summary, since, arity, key spec and arguments (Redis copies all of it).
+fn set_info(handle: *mut raw::RedisModuleCommand, command: &Command) -> Result<(), String> {
+    let Some(set) = crate::api!(RedisModule_SetCommandInfo) else {
+        return Ok(()); // before 7.0: no metadata, the command still works
+    };
+    let summary = CString::new(command.summary).map_err(|e| e.to_string())?;
+    let since = CString::new(command.since).map_err(|e| e.to_string())?;
+    let mut key_specs = vec![key_spec(command.key), zeroed_key_spec()];
+    if command.key == KeyUse::None {
+        key_specs.remove(0);
+    }
+    let mut args: Vec<raw::RedisModuleCommandArg> = command.args.iter().map(arg).collect();
+    args.push(zeroed_arg());
+    let info = raw::RedisModuleCommandInfo {
+        version: &INFO_VERSION,
+        summary: summary.as_ptr(),
+        complexity: c"O(1)".as_ptr(),
+        since: since.as_ptr(),
+        history: ptr::null_mut(),
+        tips: ptr::null(),
+        arity: command.arity,
+        key_specs: key_specs.as_mut_ptr(),
+        args: args.as_mut_ptr(),
+    };
+    // SAFETY: a command of this module; every pointer lives until the call returns and the
+    // arrays end with a zeroed entry, as the API requires.
+    match unsafe { set(handle, &info) } {
+        0 => Ok(()),
+        _ => Err(format!("cannot set the metadata of {}", command.name)),
+    }
+}
+
+fn key_spec(key: KeyUse) -> raw::RedisModuleCommandKeySpec {
+    let flags = match key {
+        KeyUse::Read => raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS,
+        KeyUse::Update => raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_UPDATE,
+        KeyUse::Delete => raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_DELETE,
+        KeyUse::Overwrite | KeyUse::None => {
+            raw::REDISMODULE_CMD_KEY_OW | raw::REDISMODULE_CMD_KEY_UPDATE
+        }
+    };
+    let mut spec = zeroed_key_spec();
+    spec.flags = u64::from(flags);
+    spec.begin_search_type = raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX;
+    spec.bs.index.pos = 1;
+    spec.find_keys_type = raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE;
+    spec.fk.range = raw::RedisModuleCommandKeySpec__bindgen_ty_2__bindgen_ty_1 {
+        lastkey: 0,
+        keystep: 1,
+        limit: 0,
+    };
+    spec
+}
+
+fn arg(doc: &ArgDoc) -> raw::RedisModuleCommandArg {
+    let mut arg = zeroed_arg();
+    arg.name = doc.name.as_ptr();
+    arg.key_spec_index = -1;
+    arg.type_ = match doc.kind {
+        ArgKind::Key => {
+            arg.key_spec_index = 0;
+            raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_KEY
+        }
+        ArgKind::String => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_STRING,
+        ArgKind::Integer => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER,
+        ArgKind::Flag => {
+            arg.token = doc.name.as_ptr();
+            arg.flags = raw::REDISMODULE_CMD_ARG_OPTIONAL as c_int;
+            raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_PURE_TOKEN
+        }
+        ArgKind::Option => {
+            arg.token = doc.name.as_ptr();
+            arg.flags = raw::REDISMODULE_CMD_ARG_OPTIONAL as c_int;
+            raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER
+        }
+    };
+    arg
+}
+
+fn zeroed_key_spec() -> raw::RedisModuleCommandKeySpec {
+    // SAFETY: a plain C struct of pointers, integers and unions of integers: all-zero is valid
+    // (and is the array terminator the API expects).
+    unsafe { std::mem::zeroed() }
+}
+
+fn zeroed_arg() -> raw::RedisModuleCommandArg {
+    // SAFETY: as above; null pointers and zero integers.
+    unsafe { std::mem::zeroed() }
+}
+
+/// Adds `@dlock` where the server supports module ACL categories (7.2+).
+fn add_acl_category(ctx: &Context) -> bool {
+    let Some(add) = crate::api!(RedisModule_AddACLCategory) else {
+        return false;
+    };
+    // SAFETY: the load context and a static name.
+    unsafe { add(ctx.ctx, ACL_CATEGORY.as_ptr()) == raw::REDISMODULE_OK as c_int }
+}
+
+/// Applications' commands join `@dlock`; the operator escape hatch and the replicated effects
+/// join `@dangerous`, so `+@dlock` (or `+@all -@dangerous`) never grants them.
+fn set_categories(handle: *mut raw::RedisModuleCommand, command: &Command) -> Result<(), String> {
+    let Some(set) = crate::api!(RedisModule_SetCommandACLCategories) else {
+        return Ok(());
+    };
+    let categories = match command.audience {
+        Audience::App => ACL_CATEGORY,
+        Audience::Operator | Audience::Effect => c"dangerous",
+    };
+    // SAFETY: a command of this module and a static category list.
+    match unsafe { set(handle, categories.as_ptr()) } {
+        0 => Ok(()),
+        _ => Err(format!("cannot set the ACL categories of {}", command.name)),
+    }
+}

@@ -1,0 +1,171 @@
+//! An open key that holds, or is about to hold, a lock: reads it (refusing keys of other types),
+//! stores and changes it, and keeps the key's TTL in step with the lock's deadline.
+
+use std::os::raw::c_int;
+use std::ptr::NonNull;
+
+use dlock_core::Held;
+use redis_module::{raw, Context, RedisError};
+
+use super::value::{LockMut, LockRef, OwnedLock, Record};
+use super::{persistence, place, FOLLOW_KEY_TTL};
+use crate::commands::{errors, Arg};
+
+/// An open key, closed on drop.
+pub struct LockKey<'a> {
+    ctx: &'a Context,
+    name: &'a Arg,
+    key: Option<NonNull<raw::RedisModuleKey>>,
+    place: u64,
+}
+
+impl<'a> LockKey<'a> {
+    pub fn open(ctx: &'a Context, name: &'a Arg, write: bool) -> LockKey<'a> {
+        let mode = if write {
+            raw::REDISMODULE_READ | raw::REDISMODULE_WRITE
+        } else {
+            raw::REDISMODULE_READ
+        };
+        let key = crate::api!(RedisModule_OpenKey).and_then(|open| {
+            // SAFETY: ctx is the live context of the running command and the name a live
+            // argument of it; the key is closed in Drop before either goes away.
+            NonNull::new(unsafe { open(ctx.ctx, name.as_ptr(), mode as c_int) })
+        });
+        LockKey {
+            ctx,
+            name,
+            key,
+            place: place(selected_db(ctx), name.as_bytes()),
+        }
+    }
+
+    pub fn name(&self) -> &'a Arg {
+        self.name
+    }
+
+    /// Where a lock stored under this key now must have been granted to count (see
+    /// [`super::place`]).
+    pub fn place(&self) -> u64 {
+        self.place
+    }
+
+    /// The lock value stored here, whatever its state; `None` if the key is empty, WRONGTYPE if
+    /// it holds another type.
+    pub fn stored(&self) -> Result<Option<LockRef<'_>>, RedisError> {
+        let Some(key) = self.key else {
+            return Ok(None);
+        };
+        match persistence::value_of(key)? {
+            // SAFETY: a value of our type in an open key stays put until the key is written,
+            // which needs `&mut self` and so ends this borrow first.
+            Some(value) => Ok(Some(unsafe { LockRef::new(value) })),
+            None => Ok(None),
+        }
+    }
+
+    /// The lock held here at `now_ms`: stored, granted under this very key, and before its
+    /// deadline. Anything else is a free lock.
+    pub fn held(&self, now_ms: u64) -> Result<Option<Held<'_>>, RedisError> {
+        let Some(value) = self.stored()? else {
+            return Ok(None);
+        };
+        let record = value.record();
+        if record.place != self.place {
+            return Ok(None); // moved here by RENAME, MOVE, SWAPDB or RESTORE: never held
+        }
+        let deadline_ms = match record.deadline_ms {
+            FOLLOW_KEY_TTL => self.abs_expire_ms().unwrap_or(u64::MAX),
+            deadline => deadline,
+        };
+        let held = Held {
+            owner: record.owner,
+            token: record.token,
+            holds: record.holds,
+            deadline_ms,
+        };
+        Ok(dlock_core::lock::live(Some(held), now_ms))
+    }
+
+    /// Stores a new lock (replacing whatever the key held) with its TTL at the deadline (none
+    /// for [`FOLLOW_KEY_TTL`]: the caller sets the key's TTL).
+    pub fn put(
+        &mut self,
+        owner: &[u8],
+        token: u64,
+        holds: u16,
+        deadline_ms: u64,
+    ) -> Result<(), RedisError> {
+        let record = Record {
+            owner,
+            token,
+            holds,
+            deadline_ms,
+            place: self.place,
+        };
+        let lock = OwnedLock::new(&record).ok_or_else(errors::cannot_store)?;
+        let key = self.key.ok_or_else(errors::cannot_store)?;
+        persistence::set_value(key, lock)?;
+        if deadline_ms != FOLLOW_KEY_TTL {
+            self.expire_at(deadline_ms);
+        }
+        Ok(())
+    }
+
+    /// The stored value, to change in place.
+    pub fn value_mut(&mut self) -> Option<LockMut<'_>> {
+        let value = persistence::value_of(self.key?).ok()??;
+        // SAFETY: `&mut self` is the only way to the value while this borrow lasts.
+        Some(unsafe { LockMut::new(value) })
+    }
+
+    /// Sets a new deadline on the stored lock and the key's TTL with it.
+    pub fn set_deadline(&mut self, deadline_ms: u64) {
+        if let Some(mut value) = self.value_mut() {
+            value.set_deadline(deadline_ms);
+        }
+        self.expire_at(deadline_ms);
+    }
+
+    pub fn delete(&mut self) {
+        if let (Some(key), Some(delete)) = (self.key, crate::api!(RedisModule_DeleteKey)) {
+            // SAFETY: an open key of this command.
+            unsafe { delete(key.as_ptr()) };
+        }
+    }
+
+    /// Tells Redis the key changed: invalidates WATCH (the module opts out of the implicit
+    /// signal, so that a refused ACQUIRE leaves a WATCH intact) and sends the keyspace event.
+    pub fn changed(&self, event: &std::ffi::CStr) {
+        crate::replication::notify::changed(self.ctx, self.name, event);
+    }
+
+    fn expire_at(&mut self, unix_ms: u64) {
+        let at = i64::try_from(unix_ms).unwrap_or(i64::MAX);
+        if let (Some(key), Some(set)) = (self.key, crate::api!(RedisModule_SetAbsExpire)) {
+            // SAFETY: an open key of this command.
+            unsafe { set(key.as_ptr(), at) };
+        }
+    }
+
+    fn abs_expire_ms(&self) -> Option<u64> {
+        let get = crate::api!(RedisModule_GetAbsExpire)?;
+        // SAFETY: an open key of this command.
+        let at = unsafe { get(self.key?.as_ptr()) };
+        u64::try_from(at).ok()
+    }
+}
+
+impl Drop for LockKey<'_> {
+    fn drop(&mut self) {
+        if let (Some(key), Some(close)) = (self.key, crate::api!(RedisModule_CloseKey)) {
+            // SAFETY: opened by `open` and closed only here.
+            unsafe { close(key.as_ptr()) };
+        }
+    }
+}
+
+/// The database the command's client has selected.
+pub fn selected_db(ctx: &Context) -> i32 {
+    // SAFETY: the context of a running command or callback.
+    crate::api!(RedisModule_GetSelectedDb).map_or(0, |get| unsafe { get(ctx.ctx) })
+}

@@ -1,0 +1,164 @@
+//! One lock as it lives in Redis memory: a single allocation from Redis's allocator (so
+//! `used_memory` and `MEMORY USAGE` see it), laid out as
+//!
+//! `token u64 | deadline u64 | place u64 | holds u16 | owner length u16 | owner bytes`
+//!
+//! (little-endian, 28 bytes of header). A lock with a 36-byte owner fills jemalloc's 64-byte
+//! class exactly.
+
+use std::marker::PhantomData;
+use std::os::raw::c_void;
+use std::ptr::NonNull;
+
+const TOKEN_AT: usize = 0;
+const DEADLINE_AT: usize = 8;
+const PLACE_AT: usize = 16;
+const HOLDS_AT: usize = 24;
+const LEN_AT: usize = 26;
+const OWNER_AT: usize = 28;
+
+/// A lock's fields, as the keyspace, the RDB codec and the replication effects exchange them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Record<'a> {
+    pub owner: &'a [u8],
+    pub token: u64,
+    pub holds: u16,
+    /// Unix ms; [`super::FOLLOW_KEY_TTL`] for locks loaded from a version-1 RDB, which had none.
+    pub deadline_ms: u64,
+    /// Where the lock was granted (see [`super::place`]); [`super::MOVED`] once it was moved.
+    pub place: u64,
+}
+
+/// A lock value read through a shared borrow of the key (or of a type callback's argument).
+#[derive(Clone, Copy)]
+pub struct LockRef<'a> {
+    ptr: NonNull<u8>,
+    _value: PhantomData<&'a [u8]>,
+}
+
+impl<'a> LockRef<'a> {
+    /// # Safety
+    /// `ptr` must point to a dlock value that stays alive and unmodified for `'a`.
+    pub unsafe fn new(ptr: NonNull<c_void>) -> Self {
+        LockRef {
+            ptr: ptr.cast(),
+            _value: PhantomData,
+        }
+    }
+
+    pub fn owner(&self) -> &'a [u8] {
+        let len = usize::from(u16::from_le_bytes(self.read(LEN_AT)));
+        // SAFETY: the value was allocated with OWNER_AT + len bytes (see `OwnedLock::new`) and
+        // lives for 'a (the contract of `LockRef::new`).
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().add(OWNER_AT), len) }
+    }
+
+    pub fn record(&self) -> Record<'a> {
+        Record {
+            owner: self.owner(),
+            token: u64::from_le_bytes(self.read(TOKEN_AT)),
+            holds: u16::from_le_bytes(self.read(HOLDS_AT)),
+            deadline_ms: u64::from_le_bytes(self.read(DEADLINE_AT)),
+            place: u64::from_le_bytes(self.read(PLACE_AT)),
+        }
+    }
+
+    /// Bytes allocated for this lock (what `MEMORY USAGE` reports for the value).
+    pub fn allocated_size(&self) -> usize {
+        OWNER_AT + self.owner().len()
+    }
+
+    fn read<const N: usize>(&self, at: usize) -> [u8; N] {
+        let mut out = [0u8; N];
+        // SAFETY: every field offset + N lies inside the header of a live value.
+        unsafe { std::ptr::copy_nonoverlapping(self.ptr.as_ptr().add(at), out.as_mut_ptr(), N) };
+        out
+    }
+}
+
+/// A lock value changed in place through an exclusive borrow of its open key.
+pub struct LockMut<'a> {
+    ptr: NonNull<u8>,
+    _value: PhantomData<&'a mut [u8]>,
+}
+
+impl LockMut<'_> {
+    /// # Safety
+    /// `ptr` must point to a dlock value that nothing else reads or writes for the borrow.
+    pub unsafe fn new(ptr: NonNull<c_void>) -> Self {
+        LockMut {
+            ptr: ptr.cast(),
+            _value: PhantomData,
+        }
+    }
+
+    pub fn set_token(&mut self, token: u64) {
+        self.write(TOKEN_AT, &token.to_le_bytes());
+    }
+
+    pub fn set_holds(&mut self, holds: u16) {
+        self.write(HOLDS_AT, &holds.to_le_bytes());
+    }
+
+    pub fn set_deadline(&mut self, deadline_ms: u64) {
+        self.write(DEADLINE_AT, &deadline_ms.to_le_bytes());
+    }
+
+    pub fn set_place(&mut self, place: u64) {
+        self.write(PLACE_AT, &place.to_le_bytes());
+    }
+
+    fn write(&mut self, at: usize, bytes: &[u8]) {
+        // SAFETY: header fields lie inside the allocation; the borrow is exclusive.
+        unsafe {
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.ptr.as_ptr().add(at), bytes.len())
+        }
+    }
+}
+
+/// A lock value not yet handed to Redis: freed on drop unless [`OwnedLock::into_raw`] gave it
+/// to the keyspace.
+pub struct OwnedLock(NonNull<u8>);
+
+impl OwnedLock {
+    /// Allocates a lock from Redis's allocator. `record.owner` is at most 256 bytes (validated
+    /// by every caller); `None` if the allocator is unavailable.
+    pub fn new(record: &Record<'_>) -> Option<OwnedLock> {
+        let len = u16::try_from(record.owner.len()).ok()?;
+        let alloc = crate::api!(RedisModule_Alloc)?;
+        // SAFETY: RedisModule_Alloc is Redis's zmalloc: a valid allocation of the given size, or
+        // an abort on out-of-memory like every other Redis allocation.
+        let ptr = NonNull::new(unsafe { alloc(OWNER_AT + record.owner.len()) })?;
+        // SAFETY: freshly allocated with room for the header and the owner; nobody else has it.
+        let mut lock = unsafe { LockMut::new(ptr) };
+        lock.write(LEN_AT, &len.to_le_bytes());
+        lock.write(OWNER_AT, record.owner);
+        lock.set_token(record.token);
+        lock.set_holds(record.holds);
+        lock.set_deadline(record.deadline_ms);
+        lock.set_place(record.place);
+        Some(OwnedLock(ptr.cast()))
+    }
+
+    /// Hands the allocation over (to the keyspace, or to Redis from `rdb_load`).
+    pub fn into_raw(self) -> *mut c_void {
+        let ptr = self.0.as_ptr().cast();
+        std::mem::forget(self);
+        ptr
+    }
+
+    /// # Safety
+    /// `ptr` must be a dlock value Redis gave back to the module to free (the `free` callback).
+    pub unsafe fn from_raw(ptr: NonNull<c_void>) -> OwnedLock {
+        OwnedLock(ptr.cast())
+    }
+}
+
+impl Drop for OwnedLock {
+    fn drop(&mut self) {
+        if let Some(free) = crate::api!(RedisModule_Free) {
+            // SAFETY: allocated by RedisModule_Alloc and owned by us (never handed over).
+            unsafe { free(self.0.as_ptr().cast()) };
+        }
+    }
+}

@@ -1,0 +1,49 @@
+//! Telling Redis a lock key changed: `WATCH` is invalidated, and a keyspace event of the module
+//! class (`notify-keyspace-events` with `d`) named after the operation is sent.
+//!
+//! The module opts out of Redis's implicit signal on closing a key opened for writing
+//! (`REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED`), so that an ACQUIRE that found the lock
+//! held by another owner, and changed nothing, leaves a client's WATCH intact.
+
+use std::ffi::CStr;
+use std::os::raw::c_int;
+
+use redis_module::{raw, Context};
+
+use crate::commands::Arg;
+
+/// Event names, one per kind of change.
+pub const ACQUIRE: &CStr = c"dlock.acquire";
+pub const RELEASE: &CStr = c"dlock.release";
+pub const EXTEND: &CStr = c"dlock.extend";
+pub const FENCE: &CStr = c"dlock.fence";
+pub const FORCE_RELEASE: &CStr = c"dlock.forcerelease";
+
+pub fn changed(ctx: &Context, key: &Arg, event: &CStr) {
+    if let Some(signal) = crate::api!(RedisModule_SignalModifiedKey) {
+        // SAFETY: a live command context and key name.
+        unsafe { signal(ctx.ctx, key.as_ptr()) };
+    }
+    if let Some(notify) = crate::api!(RedisModule_NotifyKeyspaceEvent) {
+        // SAFETY: as above, with a static event name.
+        unsafe {
+            notify(
+                ctx.ctx,
+                raw::REDISMODULE_NOTIFY_MODULE as c_int,
+                event.as_ptr(),
+                key.as_ptr(),
+            )
+        };
+    }
+}
+
+/// Opts out of the implicit WATCH signal and declares that RDB loading errors are handled;
+/// called once at load.
+pub fn set_module_options(ctx: &Context) {
+    if let Some(set) = crate::api!(RedisModule_SetModuleOptions) {
+        let options = raw::REDISMODULE_OPTIONS_HANDLE_IO_ERRORS
+            | raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED;
+        // SAFETY: the load context.
+        unsafe { set(ctx.ctx, options as c_int) };
+    }
+}

@@ -1,0 +1,117 @@
+//! Whether anything can receive what the module replicates. `RedisModule_Replicate` builds its
+//! argument objects and looks the command up even when Redis then drops the result (no AOF, no
+//! replica, no backlog): about half of DLOCK.ACQUIRE's CPU on a standalone in-memory node. So
+//! effects are built only when an AOF is on, or once replication is or was possible on this node
+//! — decided conservatively, and never switched back off:
+//!
+//! - on first use after the server finished loading (and the module was loaded), the server
+//!   is asked whether a replication backlog exists, replicas are attached, or it is a replica:
+//!   a master restarted from an RDB restores its backlog, and a module loaded at runtime may
+//!   join a master that already has replicas;
+//! - a `SYNC`/`PSYNC` arrives (seen by a command filter *before* Redis handles it, so the
+//!   replica's snapshot and the stream after it are complete);
+//! - the node changes role, or a replica comes online.
+
+use std::ffi::CStr;
+use std::os::raw::c_void;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+
+use redis_module::{raw, Context};
+
+use crate::server;
+
+static POSSIBLE: AtomicBool = AtomicBool::new(false);
+/// The server was asked once, after loading (until then the answer could still change).
+static ASKED: AtomicBool = AtomicBool::new(false);
+
+/// True when replicated effects can reach an AOF, a replica or a replication backlog.
+pub fn needed(ctx: &Context) -> bool {
+    server::flag(
+        server::context_flags(ctx.ctx),
+        raw::REDISMODULE_CTX_FLAGS_AOF,
+    ) || possible(ctx)
+}
+
+fn possible(ctx: &Context) -> bool {
+    if POSSIBLE.load(Relaxed) {
+        return true;
+    }
+    if !ASKED.load(Relaxed) && !server::is_loading() {
+        ASKED.store(true, Relaxed);
+        if server_replicates(ctx) {
+            POSSIBLE.store(true, Relaxed);
+        }
+    }
+    POSSIBLE.load(Relaxed)
+}
+
+/// `INFO replication`: a backlog, attached replicas, or the replica role.
+fn server_replicates(ctx: &Context) -> bool {
+    let (Some(get), Some(field), Some(free)) = (
+        crate::api!(RedisModule_GetServerInfo),
+        crate::api!(RedisModule_ServerInfoGetFieldSigned),
+        crate::api!(RedisModule_FreeServerInfo),
+    ) else {
+        return true; // cannot tell: replicate
+    };
+    // SAFETY: a live context; the info is freed below and the field names are static.
+    unsafe {
+        let info = get(ctx.ctx, c"replication".as_ptr());
+        if info.is_null() {
+            return true;
+        }
+        let signed = |name: &CStr| field(info, name.as_ptr(), std::ptr::null_mut());
+        let replicates = signed(c"repl_backlog_active") != 0 || signed(c"connected_slaves") != 0;
+        free(ctx.ctx, info);
+        replicates
+            || server::flag(
+                server::context_flags(ctx.ctx),
+                raw::REDISMODULE_CTX_FLAGS_SLAVE,
+            )
+    }
+}
+
+/// Installs the watchers; called once when the module loads.
+pub fn watch(ctx: &Context) {
+    let filter = crate::api!(RedisModule_RegisterCommandFilter)
+        // SAFETY: the load context and a static callback.
+        .map(|register| unsafe { register(ctx.ctx, Some(on_command), 0) });
+    let role = subscribe(ctx, raw::REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED);
+    let replica = subscribe(ctx, raw::REDISMODULE_EVENT_REPLICA_CHANGE);
+    if !matches!(filter, Some(f) if !f.is_null()) || !role || !replica {
+        POSSIBLE.store(true, Relaxed); // cannot watch: always replicate
+    }
+}
+
+fn subscribe(ctx: &Context, id: u64) -> bool {
+    let event = raw::RedisModuleEvent { id, dataver: 1 };
+    raw::subscribe_to_server_event(ctx.ctx, event, Some(on_event)) == raw::Status::Ok
+}
+
+/// Runs before every command Redis receives; must stay cheap.
+extern "C" fn on_command(filter: *mut raw::RedisModuleCommandFilterCtx) {
+    if POSSIBLE.load(Relaxed) {
+        return;
+    }
+    let Some(arg) = crate::api!(RedisModule_CommandFilterArgGet) else {
+        return;
+    };
+    // SAFETY: the filter context Redis passes for this call.
+    let name = unsafe { arg(filter, 0) };
+    if name.is_null() {
+        return;
+    }
+    let name = redis_module::RedisString::string_as_slice(name);
+    if name.eq_ignore_ascii_case(b"psync") || name.eq_ignore_ascii_case(b"sync") {
+        POSSIBLE.store(true, Relaxed);
+    }
+}
+
+extern "C" fn on_event(
+    _ctx: *mut raw::RedisModuleCtx,
+    _event: raw::RedisModuleEvent,
+    _sub: u64,
+    _data: *mut c_void,
+) {
+    POSSIBLE.store(true, Relaxed);
+}

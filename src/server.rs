@@ -1,0 +1,79 @@
+//! Facts about the running server that decide what the module may do: which newer APIs it
+//! has, whether writes are paused, whether it is loading, and whether it may evict lock keys.
+
+use std::os::raw::c_int;
+
+use redis_module::{raw, Context};
+
+/// A Redis module API function pointer, `None` when this server lacks it.
+#[macro_export]
+macro_rules! api {
+    ($name:ident) => {
+        // SAFETY: Redis's API pointers are written once, by RedisModule_Init at the start of
+        // RedisModule_OnLoad, before any other module code runs; afterwards they are only read.
+        unsafe { redis_module::raw::$name }
+    };
+}
+
+/// The server's version as `0x00MMmmpp`; Valkey reports the Redis version it is compatible
+/// with (7.2.4 for Valkey 8).
+pub fn version() -> u32 {
+    // SAFETY: a plain getter without arguments.
+    crate::api!(RedisModule_GetServerVersion).map_or(0, |get| unsafe { get() } as u32)
+}
+
+/// Redis 8.0+ has internal commands (the `internal` command flag).
+pub fn has_internal_commands() -> bool {
+    version() >= 0x0008_0000
+}
+
+/// `RedisModule_GetContextFlags`; `ctx` may be null for the server-wide flags.
+pub fn context_flags(ctx: *mut raw::RedisModuleCtx) -> c_int {
+    // Unknown (API missing): every flag set, so that every guard errs on the safe side.
+    // SAFETY: a live context, or null, which the API accepts for server-wide flags.
+    crate::api!(RedisModule_GetContextFlags).map_or(!0, |get| unsafe { get(ctx) })
+}
+
+pub fn flag(flags: c_int, which: u32) -> bool {
+    flags & which as c_int != 0
+}
+
+/// The server is loading its own data (startup, a full sync, DEBUG RELOAD), as opposed to a
+/// client's RESTORE.
+pub fn is_loading() -> bool {
+    let flags = context_flags(std::ptr::null_mut());
+    flag(flags, raw::REDISMODULE_CTX_FLAGS_LOADING)
+        || flag(flags, raw::REDISMODULE_CTX_FLAGS_ASYNC_LOADING)
+}
+
+/// Writes are paused (CLIENT PAUSE, and SHUTDOWN or FAILOVER waiting for replicas): anything
+/// the module replicates now would abort the server, so work that replicates waits.
+pub fn writes_paused() -> bool {
+    // SAFETY: a plain getter without arguments.
+    crate::api!(RedisModule_AvoidReplicaTraffic).is_some_and(|paused| unsafe { paused() } != 0)
+}
+
+/// `maxmemory` is set with a policy that may evict keys, and lock keys are keys with a TTL:
+/// both `allkeys-*` and `volatile-*` policies can evict them.
+pub fn may_evict(flags: c_int) -> bool {
+    flag(flags, raw::REDISMODULE_CTX_FLAGS_MAXMEMORY)
+        && flag(flags, raw::REDISMODULE_CTX_FLAGS_EVICT)
+}
+
+/// `CONFIG GET maxmemory-policy`, for error messages.
+pub fn eviction_policy(ctx: &Context) -> String {
+    match ctx.call("CONFIG", &["GET", "maxmemory-policy"]) {
+        Ok(redis_module::RedisValue::Array(items)) => match items.get(1) {
+            Some(redis_module::RedisValue::SimpleString(s)) => s.clone(),
+            Some(redis_module::RedisValue::BulkString(s)) => s.clone(),
+            Some(redis_module::RedisValue::BulkRedisString(s)) => s.to_string_lossy(),
+            _ => "an evicting policy".to_string(),
+        },
+        _ => "an evicting policy".to_string(),
+    }
+}
+
+/// The wall clock in unix ms (what deadlines are compared with).
+pub fn now_ms() -> u64 {
+    dlock_core::Clock::now_ms(&dlock_core::SystemClock)
+}
