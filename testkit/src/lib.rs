@@ -23,6 +23,25 @@ pub fn module_path() -> PathBuf {
     path.canonicalize().unwrap_or(path)
 }
 
+/// The server binary: `$DLOCK_REDIS_SERVER` (what `make compat` sets for each build it tests),
+/// else `redis-server` from the PATH.
+pub fn server_binary() -> OsString {
+    std::env::var_os("DLOCK_REDIS_SERVER").unwrap_or_else(|| "redis-server".into())
+}
+
+/// The server's version as (major, minor); Valkey reports the Redis version it is compatible
+/// with in `redis_version`, so Valkey 8 reads as 7.2.
+pub fn server_version(c: &mut redis::Connection) -> (u32, u32) {
+    let info: String = redis::cmd("INFO").arg("server").query(c).expect("INFO server");
+    let version = info
+        .lines()
+        .find_map(|l| l.strip_prefix("redis_version:"))
+        .unwrap_or("0.0.0")
+        .trim();
+    let mut parts = version.split('.').map(|p| p.parse().unwrap_or(0));
+    (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
+}
+
 /// A loopback port that was free a moment ago.
 pub fn free_port() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
@@ -37,6 +56,7 @@ pub struct Builder {
     env: Vec<(OsString, OsString)>,
     wrapper: Vec<OsString>,
     with_module: bool,
+    module_args: Vec<String>,
     port: Option<u16>,
     config_file: Option<PathBuf>,
 }
@@ -59,6 +79,31 @@ impl Builder {
     pub fn wrapper<I: IntoIterator<Item = S>, S: Into<OsString>>(mut self, argv: I) -> Self {
         self.wrapper = argv.into_iter().map(Into::into).collect();
         self
+    }
+
+    /// Arguments after the module path on `--loadmodule` (`max-ttl-ms 5000`, ...).
+    pub fn module_args<I: IntoIterator<Item = S>, S: Into<String>>(mut self, args: I) -> Self {
+        self.module_args = args.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Starts a server that is expected to refuse to start; returns its exit status and log.
+    pub fn start_failing(self) -> (std::process::ExitStatus, String) {
+        let dir = tempfile::Builder::new()
+            .prefix("dlock-redis-")
+            .tempdir()
+            .expect("create temp dir");
+        let mut server = Server {
+            port: self.port.unwrap_or_else(free_port),
+            builder: self,
+            dir,
+            child: None,
+            exit_status: None,
+        };
+        match server.try_spawn() {
+            Ok(()) => panic!("the server started, expected it to refuse:\n{}", server.log_tail()),
+            Err(_) => (server.exit_status.expect("exit status"), server.log()),
+        }
     }
 
     /// Starts a plain Redis, without the module (for side-by-side comparisons).
@@ -99,6 +144,7 @@ impl Builder {
             builder: self,
             dir,
             child: None,
+            exit_status: None,
         };
         // A free port can be taken by another process between the check and redis binding it;
         // then our server exits and a random port is tried again.
@@ -120,6 +166,7 @@ pub struct Server {
     dir: tempfile::TempDir,
     port: u16,
     child: Option<Child>,
+    exit_status: Option<std::process::ExitStatus>,
 }
 
 impl Server {
@@ -134,6 +181,7 @@ impl Server {
             env: Vec::new(),
             wrapper: Vec::new(),
             with_module: true,
+            module_args: Vec::new(),
             port: None,
             config_file: None,
         }
@@ -167,9 +215,47 @@ impl Server {
             .unwrap_or_else(|e| panic!("connect to {}: {e}\n{}", self.url(), self.log_tail()))
     }
 
+    /// The whole server log.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("redis.log")).unwrap_or_default()
+    }
+
+    /// True while the process runs (it may have exited on its own, e.g. after SHUTDOWN).
+    pub fn is_running(&mut self) -> bool {
+        match self.child.as_mut().map(Child::try_wait) {
+            Some(Ok(None)) => true,
+            Some(Ok(Some(status))) => {
+                self.exit_status = Some(status);
+                self.child = None;
+                false
+            }
+            _ => false,
+        }
+    }
+
+    /// Waits (bounded) for the process to exit on its own; its status (`None` on timeout).
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if !self.is_running() {
+                return self.exit_status;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
+    /// Panics if the log shows the server aborting or the module panicking.
+    pub fn assert_no_crash(&self) {
+        let log = self.log();
+        for sign in ["ASSERTION FAILED", "crashed by signal", "Guru Meditation", "dlock panicked"] {
+            assert!(!log.contains(sign), "the server log shows {sign:?}:\n{}", self.log_tail());
+        }
+    }
+
     /// The last lines of the server log, for failure messages.
     pub fn log_tail(&self) -> String {
-        let log = std::fs::read_to_string(self.dir.path().join("redis.log")).unwrap_or_default();
+        let log = self.log();
         let lines: Vec<&str> = log.lines().collect();
         lines[lines.len().saturating_sub(30)..].join("\n")
     }
@@ -253,7 +339,7 @@ impl Server {
     fn command(&self) -> Command {
         let b = &self.builder;
         let mut argv: Vec<OsString> = b.wrapper.clone();
-        argv.push("redis-server".into());
+        argv.push(server_binary());
         let mut cmd = Command::new(&argv[0]);
         cmd.args(&argv[1..]);
         if let Some(file) = &b.config_file {
@@ -265,8 +351,10 @@ impl Server {
         cmd.arg("--logfile").arg("redis.log");
         cmd.arg("--daemonize").arg("no");
         if b.with_module {
-            cmd.arg("--loadmodule").arg(module_path());
-            cmd.arg("--dlock.quarantine-ms").arg("0");
+            cmd.arg("--loadmodule").arg(module_path()).args(&b.module_args);
+            if !b.module_args.iter().any(|a| a.contains("quarantine")) {
+                cmd.arg("--dlock.quarantine-ms").arg("0");
+            }
         }
         for (name, value) in &b.config {
             cmd.arg(format!("--{name}")).arg(value);
@@ -301,6 +389,7 @@ impl Server {
         loop {
             if let Some(Ok(Some(status))) = self.child.as_mut().map(|c| c.try_wait()) {
                 self.child = None;
+                self.exit_status = Some(status);
                 return Err(format!(
                     "redis-server on port {} exited with {status}:\n{}",
                     self.port,
