@@ -37,12 +37,15 @@ pub fn changed(ctx: &Context, key: &Arg, event: &CStr) {
     }
 }
 
-/// Opts out of the implicit WATCH signal and declares that RDB loading errors are handled;
-/// called once at load.
+/// Called once at load: opts out of the implicit WATCH signal, and declares that RDB loading
+/// errors are handled (a malformed value fails its load instead of aborting the server) and
+/// that a replica may load a full sync in the background (`repl-diskless-load swapdb`): loading
+/// only ever raises the node counter, which is safe even for a load that is then discarded.
 pub fn set_module_options(ctx: &Context) {
     if let Some(set) = crate::api!(RedisModule_SetModuleOptions) {
         let options = raw::REDISMODULE_OPTIONS_HANDLE_IO_ERRORS
-            | raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED;
+            | raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED
+            | raw::REDISMODULE_OPTIONS_HANDLE_REPL_ASYNC_LOAD;
         // SAFETY: the load context.
         unsafe { set(ctx.ctx, options as c_int) };
     }

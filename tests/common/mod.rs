@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests: typed wrappers over the DLOCK.* commands.
 #![allow(dead_code)]
 
+pub mod dump;
+
 pub use dlock_testkit::Server;
 pub use redis::{Connection, Value};
 
