@@ -150,3 +150,52 @@ fn a_promoted_replica_continues_the_token_sequence() {
     let next = acquire(&mut r, "new", "o", 60_000).unwrap();
     assert!(next > last, "promoted replica issued {next} after {last}");
 }
+
+/// `SHUTDOWN SAVE` and wait for the exit.
+fn shutdown_saving(server: &mut Server) {
+    let _ = redis::cmd("SHUTDOWN").arg("SAVE").exec(&mut server.conn());
+    server.wait_exit(std::time::Duration::from_secs(10)).expect("shut down");
+}
+
+#[test]
+fn a_master_restarted_from_rdb_replicates_grants_made_before_its_replica_returns() {
+    let mut master = Server::builder().config("dlock.clock-floor", "no").start();
+    let mut replica = replica_of(&master);
+    let mut m = master.conn();
+    acquire(&mut m, "before", "alice", 60_000).unwrap();
+    sync(&mut m);
+    shutdown_saving(&mut replica);
+    shutdown_saving(&mut master);
+    master.restart();
+    // Redis restored the master's backlog from its RDB: this grant goes into it.
+    let mut m = master.conn();
+    let token = acquire(&mut m, "after", "bob", 60_000).unwrap();
+    replica.restart();
+    let mut r = replica.conn();
+    eventually("replica link up", 10_000, || {
+        let info: String = redis::cmd("INFO").arg("replication").query(&mut r).unwrap();
+        info.contains("master_link_status:up")
+    });
+    sync(&mut m);
+    let info: String = redis::cmd("INFO").arg("stats").query(&mut m).unwrap();
+    assert!(info.contains("sync_partial_ok:1"), "a partial resync, as in production:\n{info}");
+    assert_eq!(status(&mut r, "after").map(|s| (s.0, s.1)), Some(("bob".to_string(), token)));
+    redis::cmd("REPLICAOF").arg("NO").arg("ONE").exec(&mut r).unwrap();
+    assert_eq!(acquire(&mut r, "after", "carol", 60_000), None, "held after promotion");
+}
+
+#[test]
+fn a_module_loaded_at_runtime_on_a_master_with_replicas_replicates_at_once() {
+    let master = Server::builder().without_module().config("enable-module-command", "yes").start();
+    let replica = replica_of(&master);
+    let mut m = master.conn();
+    redis::cmd("MODULE")
+        .arg("LOAD")
+        .arg(dlock_testkit::module_path().to_str().expect("a UTF-8 path"))
+        .exec(&mut m)
+        .unwrap();
+    let token = acquire(&mut m, "k", "alice", 60_000).unwrap();
+    sync(&mut m);
+    let mut r = replica.conn();
+    assert_eq!(status(&mut r, "k").map(|s| (s.0, s.1)), Some(("alice".to_string(), token)));
+}

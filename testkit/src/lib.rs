@@ -87,6 +87,22 @@ impl Builder {
         self
     }
 
+    /// Starts on an earlier server's data, expecting the server to refuse to start; the
+    /// returned server is not running (see [`Server::log`]).
+    pub fn start_in_failing(self, dir: tempfile::TempDir) -> Server {
+        let mut server = Server {
+            port: self.port.unwrap_or_else(free_port),
+            builder: self,
+            dir,
+            child: None,
+            exit_status: None,
+        };
+        if server.try_spawn().is_ok() {
+            panic!("the server started, expected it to refuse:\n{}", server.log_tail());
+        }
+        server
+    }
+
     /// Starts a server that is expected to refuse to start; returns its exit status and log.
     pub fn start_failing(self) -> (std::process::ExitStatus, String) {
         let dir = tempfile::Builder::new()
