@@ -5,7 +5,7 @@ CARGO        ?= cargo
 MODULE       := target/release/libdlock.so
 REDIS_PORT   ?= 6379
 
-.PHONY: all deps build run test chaos chaos-quick bench bench-quick bench-server cluster fmt lint clean
+.PHONY: all deps build run test compat compat-servers chaos chaos-quick bench bench-quick bench-server cluster fmt lint clean
 
 all: build
 
@@ -36,6 +36,14 @@ run: build
 test: build
 	$(CARGO) test --release --workspace
 	$(MAKE) --no-print-directory chaos-quick
+
+# The integration tests against other server builds: DLOCK_REDIS_SERVERS="path/redis-server ..."
+# (default: the redis-server on the PATH). `make compat-servers` builds Redis 8 and Valkey 8.
+compat: build
+	bash scripts/compat.sh
+
+compat-servers:
+	bash scripts/compat-servers.sh
 
 chaos-quick: build
 	$(CARGO) run --release -q -p dlock-chaos -- --quick

@@ -15,15 +15,15 @@ macro_rules! api {
     };
 }
 
-/// The server's version as `0x00MMmmpp`; Valkey reports the Redis version it is compatible
-/// with (7.2.4 for Valkey 8).
+/// The server's version as `0x00MMmmpp` (Valkey reports its own version, 8.x for Valkey 8).
 pub fn version() -> u32 {
     // SAFETY: a plain getter without arguments.
     crate::api!(RedisModule_GetServerVersion).map_or(0, |get| unsafe { get() } as u32)
 }
 
-/// Redis 8.0+ has internal commands (the `internal` command flag).
-pub fn has_internal_commands() -> bool {
+/// Internal commands (the `internal` command flag) came with Redis 8.0; Valkey 8 reports the
+/// same major version without them, so callers try the flag and fall back.
+pub fn may_have_internal_commands() -> bool {
     version() >= 0x0008_0000
 }
 

@@ -171,36 +171,68 @@ fn redis_conf_example_loads_and_sets_every_option() {
 #[test]
 fn module_arguments_are_applied_with_or_without_the_prefix() {
     let server = Server::builder()
-        .module_args(["max-ttl-ms", "5000", "dlock.quarantine-ms", "30000", "clock-floor", "no"])
+        .module_args([
+            "max-ttl-ms",
+            "5000",
+            "dlock.quarantine-ms",
+            "30000",
+            "clock-floor",
+            "no",
+        ])
         .start();
     let mut c = server.conn();
     assert_eq!(config_get(&mut c, "dlock.max-ttl-ms"), "5000");
     assert_eq!(config_get(&mut c, "dlock.quarantine-ms"), "30000");
     assert_eq!(config_get(&mut c, "dlock.clock-floor"), "no");
     let error = error_of(&mut c, &["DLOCK.ACQUIRE", "k", "o", "1000"]);
-    assert!(error.starts_with("TRYAGAIN"), "the quarantine applies: {error}");
+    assert!(
+        error.starts_with("TRYAGAIN"),
+        "the quarantine applies: {error}"
+    );
 }
 
 #[test]
 fn a_bad_module_argument_stops_the_load_naming_it() {
     let cases: &[(&[&str], &str)] = &[
-        (&["clock-floor", "on"], "module argument 'clock-floor on' refused: must be yes or no"),
-        (&["max-ttl-ms", "0"], "module argument 'max-ttl-ms 0' refused: must be an integer from 1 to 315360000000"),
-        (&["max-ttl-ms", "9223372036854775807"], "refused: must be an integer from 1 to 315360000000"),
-        (&["dlock.quarantine-ms", "-5"], "module argument 'dlock.quarantine-ms -5' refused"),
+        (
+            &["clock-floor", "on"],
+            "module argument 'clock-floor on' refused: must be yes or no",
+        ),
+        (
+            &["max-ttl-ms", "0"],
+            "module argument 'max-ttl-ms 0' refused: must be an integer from 1 to 315360000000",
+        ),
+        (
+            &["max-ttl-ms", "9223372036854775807"],
+            "refused: must be an integer from 1 to 315360000000",
+        ),
+        (
+            &["dlock.quarantine-ms", "-5"],
+            "module argument 'dlock.quarantine-ms -5' refused",
+        ),
         (&["max-ttl"], "come in 'name value' pairs"),
-        (&["no-such-option", "1"], "unknown module argument 'no-such-option'"),
+        (
+            &["no-such-option", "1"],
+            "unknown module argument 'no-such-option'",
+        ),
     ];
     for (args, expected) in cases {
-        let (status, log) = Server::builder().module_args(args.iter().copied()).start_failing();
+        let (status, log) = Server::builder()
+            .module_args(args.iter().copied())
+            .start_failing();
         assert!(!status.success(), "{args:?}");
-        assert!(log.contains(expected), "{args:?}: the log lacks {expected:?}:\n{log}");
+        assert!(
+            log.contains(expected),
+            "{args:?}: the log lacks {expected:?}:\n{log}"
+        );
     }
 }
 
 #[test]
 fn a_bad_setting_in_the_server_configuration_stops_the_load() {
-    let (status, log) = Server::builder().config("dlock.max-ttl-ms", "0").start_failing();
+    let (status, log) = Server::builder()
+        .config("dlock.max-ttl-ms", "0")
+        .start_failing();
     assert!(!status.success());
     assert!(log.contains("dlock.max-ttl-ms"), "{log}");
 }

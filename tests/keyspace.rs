@@ -24,13 +24,20 @@ fn persist_and_pexpire_cannot_stretch_a_lock_past_its_deadline() {
     acquire(&mut c, "stretched", "a", 300).unwrap();
     run(&mut c, &["PERSIST", "persisted"]);
     run(&mut c, &["PEXPIRE", "stretched", "600000"]);
-    assert_eq!(pttl(&mut c, "persisted"), -1, "the key itself is eternal now");
+    assert_eq!(
+        pttl(&mut c, "persisted"),
+        -1,
+        "the key itself is eternal now"
+    );
     sleep(Duration::from_millis(400));
     for key in ["persisted", "stretched"] {
         assert_eq!(status(&mut c, key), None, "{key}: free after its deadline");
         let next = acquire(&mut c, key, "b", 60_000).expect("another owner gets it");
         assert!(next > first);
-        assert!(pttl(&mut c, key) > 50_000, "{key}: the new grant sets its own TTL");
+        assert!(
+            pttl(&mut c, key) > 50_000,
+            "{key}: the new grant sets its own TTL"
+        );
     }
 }
 
@@ -42,10 +49,18 @@ fn a_renamed_lock_is_never_held_under_its_new_name_or_again_under_its_old_one() 
     let newer = acquire(&mut c, "lock:c", "c", 60_000).unwrap();
     assert_eq!(release(&mut c, "lock:c", "c"), 1);
     run(&mut c, &["RENAME", "lock:a", "lock:c"]);
-    assert_eq!(status(&mut c, "lock:c"), None, "token {older} was issued for lock:a, and lock:c already had {newer}");
+    assert_eq!(
+        status(&mut c, "lock:c"),
+        None,
+        "token {older} was issued for lock:a, and lock:c already had {newer}"
+    );
     assert_eq!(release(&mut c, "lock:c", "a"), 0);
     run(&mut c, &["RENAME", "lock:c", "lock:a"]);
-    assert_eq!(status(&mut c, "lock:a"), None, "moving it back does not revive it");
+    assert_eq!(
+        status(&mut c, "lock:a"),
+        None,
+        "moving it back does not revive it"
+    );
     let next = acquire(&mut c, "lock:a", "d", 60_000).unwrap();
     assert!(next > newer, "a fresh grant: {next} > {newer}");
 }
@@ -59,8 +74,16 @@ fn move_swapdb_and_restore_under_another_name_leave_no_lock_held() {
     acquire(&mut c, "dumped", "a", 60_000).unwrap();
     let payload = common::dump::dump(&mut c, "dumped");
     assert_eq!(common::dump::restore(&mut c, "elsewhere", &payload), None);
-    assert_eq!(status(&mut c, "elsewhere"), None, "RESTORE under another name");
-    assert_eq!(status(&mut c, "dumped").unwrap().0, "a", "the original stays held");
+    assert_eq!(
+        status(&mut c, "elsewhere"),
+        None,
+        "RESTORE under another name"
+    );
+    assert_eq!(
+        status(&mut c, "dumped").unwrap().0,
+        "a",
+        "the original stays held"
+    );
 
     run(&mut c, &["MOVE", "moved", "1"]);
     run(&mut c, &["SWAPDB", "0", "2"]);
@@ -75,7 +98,11 @@ fn move_swapdb_and_restore_under_another_name_leave_no_lock_held() {
     run(&mut c, &["SELECT", "0"]);
     assert_eq!(status(&mut c, "moved"), None, "moved back: not revived");
     assert_eq!(status(&mut c, "swapped"), None, "swapped back: not revived");
-    assert_eq!(status(&mut c, "dumped"), None, "it was in the swapped database too");
+    assert_eq!(
+        status(&mut c, "dumped"),
+        None,
+        "it was in the swapped database too"
+    );
 }
 
 #[test]
@@ -99,23 +126,37 @@ fn a_refused_acquire_leaves_watch_intact_and_a_grant_invalidates_it() {
     assert_eq!(extend(&mut other, "k", "b", 1_000), 0);
     run(&mut watcher, &["MULTI"]);
     run(&mut watcher, &["SET", "x", "1"]);
-    assert_ne!(run(&mut watcher, &["EXEC"]), Value::Nil, "nothing changed k: EXEC runs");
+    assert_ne!(
+        run(&mut watcher, &["EXEC"]),
+        Value::Nil,
+        "nothing changed k: EXEC runs"
+    );
 
     run(&mut watcher, &["WATCH", "k"]);
     assert_eq!(release(&mut holder, "k", "a"), 1);
     run(&mut watcher, &["MULTI"]);
     run(&mut watcher, &["SET", "x", "2"]);
-    assert_eq!(run(&mut watcher, &["EXEC"]), Value::Nil, "a release changed k: EXEC aborts");
+    assert_eq!(
+        run(&mut watcher, &["EXEC"]),
+        Value::Nil,
+        "a release changed k: EXEC aborts"
+    );
 }
 
 #[test]
 fn debug_digest_tells_locks_apart() {
-    let server = Server::builder().config("enable-debug-command", "yes").start();
+    let server = Server::builder()
+        .config("enable-debug-command", "yes")
+        .start();
     let mut c = server.conn();
     acquire(&mut c, "a", "alice", 60_000).unwrap();
     acquire(&mut c, "b", "bob", 60_000).unwrap();
     let digest = |c: &mut Connection, key: &str| -> String {
-        let v: Vec<String> = redis::cmd("DEBUG").arg("DIGEST-VALUE").arg(key).query(c).unwrap();
+        let v: Vec<String> = redis::cmd("DEBUG")
+            .arg("DIGEST-VALUE")
+            .arg(key)
+            .query(c)
+            .unwrap();
         v[0].clone()
     };
     let (a, b) = (digest(&mut c, "a"), digest(&mut c, "b"));
@@ -140,8 +181,14 @@ fn a_server_that_never_issued_a_token_can_drop_the_module() {
     run(&mut c, &["SET", "plain", "1"]);
     run(&mut c, &["SAVE"]);
     let dir = server.into_dir();
-    let plain = Server::builder().without_module().config("dbfilename", "dump.rdb").start_in(dir);
-    let value: String = redis::cmd("GET").arg("plain").query(&mut plain.conn()).unwrap();
+    let plain = Server::builder()
+        .without_module()
+        .config("dbfilename", "dump.rdb")
+        .start_in(dir);
+    let value: String = redis::cmd("GET")
+        .arg("plain")
+        .query(&mut plain.conn())
+        .unwrap();
     assert_eq!(value, "1", "the RDB loaded without the module");
 }
 
@@ -154,7 +201,10 @@ fn the_acl_recipe_for_application_users() {
     let recipe = "on >secret resetkeys ~app:* +@all -@dangerous -dlock.apply -dlock.raise -dlock.forcerelease \
                   (~lock:* -@all +dlock.acquire +dlock.release +dlock.extend +dlock.fence +dlock.status +dlock.counter)";
     let mut setuser = redis::cmd("ACL");
-    setuser.arg("SETUSER").arg("app").arg(recipe.split_whitespace().collect::<Vec<_>>());
+    setuser
+        .arg("SETUSER")
+        .arg("app")
+        .arg(recipe.split_whitespace().collect::<Vec<_>>());
     setuser.exec(&mut admin).unwrap();
     let mut app = redis::Client::open(format!("redis://app:secret@127.0.0.1:{}/", server.port()))
         .unwrap()
@@ -182,7 +232,10 @@ fn the_acl_recipe_for_application_users() {
         &["FLUSHALL"],
     ] {
         let error = error_of(&mut app, denied);
-        assert!(error.starts_with("NOPERM") || error.starts_with("ERR unknown command"), "{denied:?}: {error}");
+        assert!(
+            error.starts_with("NOPERM") || error.starts_with("ERR unknown command"),
+            "{denied:?}: {error}"
+        );
     }
     assert_eq!(release(&mut app, "lock:1", "o"), 1);
 }

@@ -26,7 +26,9 @@ fn wait_no_child(c: &mut Connection) {
 /// Alive, no assertion in the log, and answering again once the pause is over.
 fn assert_survived(server: &Server) {
     let mut c = server.conn();
-    eventually("the pause is over", 10_000, || redis::cmd("DLOCK.COUNTER").query::<i64>(&mut c).is_ok());
+    eventually("the pause is over", 10_000, || {
+        redis::cmd("DLOCK.COUNTER").query::<i64>(&mut c).is_ok()
+    });
     server.assert_no_crash();
 }
 
@@ -63,12 +65,19 @@ fn bgrewriteaof_during_a_pause_still_carries_the_counter_into_a_plain_aof() {
     std::thread::sleep(Duration::from_millis(100)); // the deferred counter write retries every 10 ms
     server.kill();
     server.restart();
-    assert_eq!(counter(&mut server.conn()), 5_000, "the counter survived the plain rewrite");
+    assert_eq!(
+        counter(&mut server.conn()),
+        5_000,
+        "the counter survived the plain rewrite"
+    );
 }
 
 #[test]
 fn automatic_snapshot_during_client_pause_all() {
-    let server = Server::builder().config("save", "1 1").config("appendonly", "yes").start();
+    let server = Server::builder()
+        .config("save", "1 1")
+        .config("appendonly", "yes")
+        .start();
     let mut c = server.conn();
     acquire(&mut c, "k", "o", 60_000).unwrap();
     cmd(&mut c, &["CLIENT", "PAUSE", "2500", "ALL"]);
@@ -89,7 +98,9 @@ fn a_first_replica_syncing_during_a_write_pause() {
     std::thread::sleep(Duration::from_millis(500));
     assert_survived(&master);
     let mut r = replica.conn();
-    eventually("the replica has the lock", 10_000, || status(&mut r, "k").is_some());
+    eventually("the replica has the lock", 10_000, || {
+        status(&mut r, "k").is_some()
+    });
 }
 
 #[test]
@@ -134,9 +145,15 @@ fn shutdown_waiting_for_a_lagging_replica_while_another_syncs() {
         .start(); // its full sync forks while SHUTDOWN has writes paused
     std::thread::sleep(Duration::from_millis(500));
     let _ = shutdown.join();
-    let status = master.wait_exit(Duration::from_secs(15)).expect("the master shut down");
+    let status = master
+        .wait_exit(Duration::from_secs(15))
+        .expect("the master shut down");
     lagging.resume();
-    assert!(status.success(), "a clean shutdown, not an abort: {status:?}\n{}", master.log_tail());
+    assert!(
+        status.success(),
+        "a clean shutdown, not an abort: {status:?}\n{}",
+        master.log_tail()
+    );
     master.assert_no_crash();
     drop(second);
 }

@@ -154,7 +154,9 @@ fn a_promoted_replica_continues_the_token_sequence() {
 /// `SHUTDOWN SAVE` and wait for the exit.
 fn shutdown_saving(server: &mut Server) {
     let _ = redis::cmd("SHUTDOWN").arg("SAVE").exec(&mut server.conn());
-    server.wait_exit(std::time::Duration::from_secs(10)).expect("shut down");
+    server
+        .wait_exit(std::time::Duration::from_secs(10))
+        .expect("shut down");
 }
 
 #[test]
@@ -178,15 +180,32 @@ fn a_master_restarted_from_rdb_replicates_grants_made_before_its_replica_returns
     });
     sync(&mut m);
     let info: String = redis::cmd("INFO").arg("stats").query(&mut m).unwrap();
-    assert!(info.contains("sync_partial_ok:1"), "a partial resync, as in production:\n{info}");
-    assert_eq!(status(&mut r, "after").map(|s| (s.0, s.1)), Some(("bob".to_string(), token)));
-    redis::cmd("REPLICAOF").arg("NO").arg("ONE").exec(&mut r).unwrap();
-    assert_eq!(acquire(&mut r, "after", "carol", 60_000), None, "held after promotion");
+    assert!(
+        info.contains("sync_partial_ok:1"),
+        "a partial resync, as in production:\n{info}"
+    );
+    assert_eq!(
+        status(&mut r, "after").map(|s| (s.0, s.1)),
+        Some(("bob".to_string(), token))
+    );
+    redis::cmd("REPLICAOF")
+        .arg("NO")
+        .arg("ONE")
+        .exec(&mut r)
+        .unwrap();
+    assert_eq!(
+        acquire(&mut r, "after", "carol", 60_000),
+        None,
+        "held after promotion"
+    );
 }
 
 #[test]
 fn a_module_loaded_at_runtime_on_a_master_with_replicas_replicates_at_once() {
-    let master = Server::builder().without_module().config("enable-module-command", "yes").start();
+    let master = Server::builder()
+        .without_module()
+        .config("enable-module-command", "yes")
+        .start();
     let replica = replica_of(&master);
     let mut m = master.conn();
     redis::cmd("MODULE")
@@ -197,5 +216,8 @@ fn a_module_loaded_at_runtime_on_a_master_with_replicas_replicates_at_once() {
     let token = acquire(&mut m, "k", "alice", 60_000).unwrap();
     sync(&mut m);
     let mut r = replica.conn();
-    assert_eq!(status(&mut r, "k").map(|s| (s.0, s.1)), Some(("alice".to_string(), token)));
+    assert_eq!(
+        status(&mut r, "k").map(|s| (s.0, s.1)),
+        Some(("alice".to_string(), token))
+    );
 }

@@ -25,7 +25,11 @@ fn the_payload_encoder_matches_what_the_module_dumps() {
     let fields = &payload[10..n - 11];
     assert_eq!(parts.payload(&parts.header, fields, true), payload);
     assert_eq!(fields[..8], string(b"owner1")[..]);
-    assert_eq!(fields[8..10], uint(1)[..], "token 1 without the clock floor");
+    assert_eq!(
+        fields[8..10],
+        uint(1)[..],
+        "token 1 without the clock floor"
+    );
 }
 
 #[test]
@@ -41,33 +45,77 @@ fn crafted_values_are_refused_and_change_nothing() {
     let huge_owner = [vec![dump::STRING], dump::len(1 << 40), b"xx".to_vec()].concat();
     let cases: Vec<(&str, Vec<u8>)> = vec![
         ("missing field", parts.payload(&h, &without_place, true)),
-        ("wrong field marker", parts.payload(&h, &token_as_string, true)),
+        (
+            "wrong field marker",
+            parts.payload(&h, &token_as_string, true),
+        ),
         ("owner length 2^40", parts.payload(&h, &huge_owner, true)),
-        ("empty owner", parts.payload(&h, &lock_fields(b"", 5, 1, NOW_MS, 99), true)),
-        ("owner of 257 bytes", parts.payload(&h, &lock_fields(&[b'x'; 257], 5, 1, NOW_MS, 99), true)),
+        (
+            "empty owner",
+            parts.payload(&h, &lock_fields(b"", 5, 1, NOW_MS, 99), true),
+        ),
+        (
+            "owner of 257 bytes",
+            parts.payload(&h, &lock_fields(&[b'x'; 257], 5, 1, NOW_MS, 99), true),
+        ),
         ("token 0", parts.payload(&h, &good(0), true)),
         ("token 2^64-1", parts.payload(&h, &good(u64::MAX), true)),
         ("token 2^63", parts.payload(&h, &good(1 << 63), true)),
-        ("token i64::MAX (far beyond the clock)", parts.payload(&h, &good(i64::MAX as u64), true)),
-        ("holds 0", parts.payload(&h, &lock_fields(b"o", 5, 0, NOW_MS, 99), true)),
-        ("holds 65536", parts.payload(&h, &lock_fields(b"o", 5, 65_536, NOW_MS, 99), true)),
-        ("deadline 0", parts.payload(&h, &lock_fields(b"o", 5, 1, 0, 99), true)),
-        ("encoding version 3", parts.payload(&parts.with_encver(3), &good(5), true)),
-        ("encoding version 0", parts.payload(&parts.with_encver(0), &good(5), true)),
-        ("truncated", dump::seal(payload[..20].to_vec(), parts.version)),
+        (
+            "token i64::MAX (far beyond the clock)",
+            parts.payload(&h, &good(i64::MAX as u64), true),
+        ),
+        (
+            "holds 0",
+            parts.payload(&h, &lock_fields(b"o", 5, 0, NOW_MS, 99), true),
+        ),
+        (
+            "holds 65536",
+            parts.payload(&h, &lock_fields(b"o", 5, 65_536, NOW_MS, 99), true),
+        ),
+        (
+            "deadline 0",
+            parts.payload(&h, &lock_fields(b"o", 5, 1, 0, 99), true),
+        ),
+        (
+            "encoding version 3",
+            parts.payload(&parts.with_encver(3), &good(5), true),
+        ),
+        (
+            "encoding version 0",
+            parts.payload(&parts.with_encver(0), &good(5), true),
+        ),
+        (
+            "truncated",
+            dump::seal(payload[..20].to_vec(), parts.version),
+        ),
         // The value itself loads, then Redis finds no end marker and drops it: the counter must
         // not have moved for the dropped value (it used to rise before the check).
-        ("no end marker", parts.payload(&h, &good(counter_before as u64 + 1_000_000), false)),
-        ("an extra field", parts.payload(&h, &[good(counter_before as u64 + 1_000_000), uint(7)].concat(), true)),
+        (
+            "no end marker",
+            parts.payload(&h, &good(counter_before as u64 + 1_000_000), false),
+        ),
+        (
+            "an extra field",
+            parts.payload(
+                &h,
+                &[good(counter_before as u64 + 1_000_000), uint(7)].concat(),
+                true,
+            ),
+        ),
     ];
     for (what, payload) in cases {
-        let error = dump::restore(&mut c, "lock:b", &payload).unwrap_or_else(|| panic!("{what}: accepted"));
+        let error =
+            dump::restore(&mut c, "lock:b", &payload).unwrap_or_else(|| panic!("{what}: accepted"));
         assert!(error.contains("Bad data format"), "{what}: {error}");
         assert_eq!(counter(&mut c), counter_before, "{what}: the counter moved");
         let exists: i64 = redis::cmd("EXISTS").arg("lock:b").query(&mut c).unwrap();
         assert_eq!(exists, 0, "{what}: a key was created");
     }
-    assert!(status(&mut c, "lock:a").is_some(), "the original lock is untouched");
+    assert!(
+        status(&mut c, "lock:a").is_some(),
+        "the original lock is untouched"
+    );
     server.assert_no_crash();
 }
 
@@ -77,13 +125,28 @@ fn a_valid_restore_under_the_same_name_holds_and_raises_the_counter() {
     let mut c = server.conn();
     let (payload, _) = dumped(&mut c, "lock:a");
     let parts = Parts::of(&payload);
-    let place = u64::from_be_bytes(payload[payload.len() - 19..payload.len() - 11].try_into().unwrap());
+    let place = u64::from_be_bytes(
+        payload[payload.len() - 19..payload.len() - 11]
+            .try_into()
+            .unwrap(),
+    );
     let token = counter(&mut c) as u64 + 1_000_000; // within a year of the clock
-    let forged = parts.payload(&parts.header, &lock_fields(b"owner2", token, 2, NOW_MS * 2, place), true);
+    let forged = parts.payload(
+        &parts.header,
+        &lock_fields(b"owner2", token, 2, NOW_MS * 2, place),
+        true,
+    );
     assert_eq!(dump::restore(&mut c, "lock:a", &forged), None);
     let (owner, restored_token, _, holds) = status(&mut c, "lock:a").expect("held");
-    assert_eq!((owner.as_str(), restored_token as u64, holds), ("owner2", token, 2));
-    assert_eq!(counter(&mut c) as u64, token, "the counter rose once the key was in");
+    assert_eq!(
+        (owner.as_str(), restored_token as u64, holds),
+        ("owner2", token, 2)
+    );
+    assert_eq!(
+        counter(&mut c) as u64,
+        token,
+        "the counter rose once the key was in"
+    );
 }
 
 #[test]
@@ -92,12 +155,23 @@ fn a_version_one_value_still_loads_with_its_key_ttl_as_deadline() {
     let mut c = server.conn();
     let (payload, _) = dumped(&mut c, "lock:a");
     let parts = Parts::of(&payload);
-    let v1 = parts.payload(&parts.with_encver(1), &[string(b"old"), uint(42), uint(1)].concat(), true);
-    let restored: redis::RedisResult<()> = redis::cmd("RESTORE").arg("lock:old").arg(5_000).arg(&v1[..]).exec(&mut c);
+    let v1 = parts.payload(
+        &parts.with_encver(1),
+        &[string(b"old"), uint(42), uint(1)].concat(),
+        true,
+    );
+    let restored: redis::RedisResult<()> = redis::cmd("RESTORE")
+        .arg("lock:old")
+        .arg(5_000)
+        .arg(&v1[..])
+        .exec(&mut c);
     restored.expect("a version-1 value restores");
     let (owner, token, ttl, _) = status(&mut c, "lock:old").expect("held");
     assert_eq!((owner.as_str(), token), ("old", 42));
-    assert!((1..=5_000).contains(&ttl), "the key's TTL is the deadline: {ttl}");
+    assert!(
+        (1..=5_000).contains(&ttl),
+        "the key's TTL is the deadline: {ttl}"
+    );
 }
 
 #[test]
@@ -109,20 +183,33 @@ fn a_truncated_rdb_fails_to_load_cleanly() {
     server.kill();
     let path = server.dir().join("dump.rdb");
     let bytes = std::fs::read(&path).unwrap();
-    let at = bytes.windows(10).position(|w| w == b"owner-with").expect("the owner in the file");
+    let at = bytes
+        .windows(10)
+        .position(|w| w == b"owner-with")
+        .expect("the owner in the file");
     std::fs::write(&path, &bytes[..at + 5]).unwrap(); // cut inside the lock value
     let log_before = server.log().len();
     let started = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| server.restart()));
     assert!(started.is_err(), "the server refused the truncated file");
     let log = server.log()[log_before..].to_string();
-    assert!(!log.contains("Guru Meditation") && !log.contains("crashed by signal"), "an abort:\n{log}");
-    assert!(log.contains("Short read") || log.contains("short read") || log.contains("Terminating server"), "{log}");
+    assert!(
+        !log.contains("Guru Meditation") && !log.contains("crashed by signal"),
+        "an abort:\n{log}"
+    );
+    assert!(
+        log.contains("Short read")
+            || log.contains("short read")
+            || log.contains("Terminating server"),
+        "{log}"
+    );
 }
 
 #[test]
 fn replicas_keep_diskless_loading() {
     for mode in ["on-empty-db", "swapdb"] {
-        let master = Server::builder().config("repl-diskless-sync", "yes").start();
+        let master = Server::builder()
+            .config("repl-diskless-sync", "yes")
+            .start();
         let mut c = master.conn();
         acquire(&mut c, "lock:a", "o", 60_000).unwrap();
         let replica = Server::builder()
@@ -131,9 +218,20 @@ fn replicas_keep_diskless_loading() {
             .start();
         let mut r = replica.conn();
         eventually("synced", 10_000, || status(&mut r, "lock:a").is_some());
-        assert_eq!(counter(&mut r), counter(&mut c), "{mode}: the counter came along");
+        assert_eq!(
+            counter(&mut r),
+            counter(&mut c),
+            "{mode}: the counter came along"
+        );
         let log = replica.log();
-        assert!(!log.contains("Skipping diskless-load"), "{mode}: fell back to disk:\n{log}");
-        assert!(log.contains("Loading DB in memory"), "{mode}: {}", replica.log_tail());
+        assert!(
+            !log.contains("Skipping diskless-load"),
+            "{mode}: fell back to disk:\n{log}"
+        );
+        assert!(
+            log.contains("Loading DB in memory"),
+            "{mode}: {}",
+            replica.log_tail()
+        );
     }
 }

@@ -49,13 +49,18 @@ fn mutate(rng: &mut StdRng, base: &[u8]) -> Vec<u8> {
 
 #[test]
 fn mutated_dump_payloads_never_take_the_server_down() {
-    let server = Server::builder().config("enable-debug-command", "yes").start();
+    let server = Server::builder()
+        .config("enable-debug-command", "yes")
+        .start();
     let mut c = server.conn();
     acquire(&mut c, "base:short", "o", 60_000).unwrap();
     acquire(&mut c, "base:long", &"owner-".repeat(40), 60_000).unwrap();
     acquire_reentrant(&mut c, "base:holds", "re", 60_000).unwrap();
     acquire_reentrant(&mut c, "base:holds", "re", 60_000).unwrap();
-    let bases: Vec<Vec<u8>> = ["base:short", "base:long", "base:holds"].iter().map(|k| dump::dump(&mut c, k)).collect();
+    let bases: Vec<Vec<u8>> = ["base:short", "base:long", "base:holds"]
+        .iter()
+        .map(|k| dump::dump(&mut c, k))
+        .collect();
     Parts::of(&bases[0]); // a module value, as expected
     let seed = rand::random::<u64>();
     let mut rng = StdRng::seed_from_u64(seed);
@@ -66,20 +71,31 @@ fn mutated_dump_payloads_never_take_the_server_down() {
             accepted += 1;
         }
         if i % 1_000 == 0 {
-            let pong: String = redis::cmd("PING").query(&mut c).unwrap_or_else(|e| panic!("seed {seed}, input {i}: {e}"));
+            let pong: String = redis::cmd("PING")
+                .query(&mut c)
+                .unwrap_or_else(|e| panic!("seed {seed}, input {i}: {e}"));
             assert_eq!(pong, "PONG");
         }
     }
     // Whatever was accepted is usable and survives a save and load.
     for i in 0..64 {
         let key = format!("fuzz:{i}");
-        for args in [vec!["DLOCK.STATUS", &key], vec!["DLOCK.ACQUIRE", &key, "x", "1000"], vec!["DLOCK.RELEASE", &key, "x"]] {
+        for args in [
+            vec!["DLOCK.STATUS", &key],
+            vec!["DLOCK.ACQUIRE", &key, "x", "1000"],
+            vec!["DLOCK.RELEASE", &key, "x"],
+        ] {
             let mut cmd = redis::cmd(args[0]);
             cmd.arg(&args[1..]);
             let _ = cmd.query::<Value>(&mut c); // WRONGTYPE for mutated types is fine
         }
     }
-    redis::cmd("DEBUG").arg("RELOAD").exec(&mut c).unwrap_or_else(|e| panic!("seed {seed}: reload: {e}"));
+    redis::cmd("DEBUG")
+        .arg("RELOAD")
+        .exec(&mut c)
+        .unwrap_or_else(|e| panic!("seed {seed}: reload: {e}"));
     server.assert_no_crash();
-    eprintln!("restore fuzz: {INPUTS} mutated payloads (seed {seed}), {accepted} accepted, server alive");
+    eprintln!(
+        "restore fuzz: {INPUTS} mutated payloads (seed {seed}), {accepted} accepted, server alive"
+    );
 }

@@ -272,9 +272,22 @@ async fn quorum_fencing_keeps_tokens_ordered_when_nodes_disagree() {
             .unwrap()
             .as_micros() as u64;
         let ahead = now_us + 182 * 24 * 3600 * 1_000_000;
-        redis::cmd("DLOCK.RAISE")
+        // Raise node A's counter the public way: fence a throwaway lock high, release it.
+        let mut a = servers[0].conn();
+        let _: i64 = redis::cmd("DLOCK.ACQUIRE")
+            .arg(&["setup", "x", "60000"])
+            .query(&mut a)
+            .unwrap();
+        let fenced: i64 = redis::cmd("DLOCK.FENCE")
+            .arg("setup")
+            .arg("x")
             .arg(ahead)
-            .exec(&mut servers[0].conn())
+            .query(&mut a)
+            .unwrap();
+        assert_eq!(fenced, 1);
+        let _: i64 = redis::cmd("DLOCK.RELEASE")
+            .arg(&["setup", "x"])
+            .query(&mut a)
             .unwrap();
         let locks = LockManager::builder(urls(&servers))
             .timeout(PATIENT)

@@ -16,7 +16,7 @@ pub const ACL_CATEGORY: &CStr = c"dlock";
 
 pub fn register(ctx: &Context) -> Result<(), String> {
     let categories = add_acl_category(ctx);
-    let internal = server::has_internal_commands();
+    let internal = server::may_have_internal_commands();
     for (command, callback) in COMMANDS.iter().zip(CALLBACKS) {
         let name = CString::new(command.name).map_err(|e| e.to_string())?;
         create(ctx, &name, callback, command, internal)?;
@@ -41,6 +41,8 @@ pub fn register(ctx: &Context) -> Result<(), String> {
     Ok(())
 }
 
+/// Creates the command; an effect command is first tried as `internal` (Redis 8+), and created
+/// without the flag where the server does not know it (older Redis, Valkey).
 fn create(
     ctx: &Context,
     name: &CStr,
@@ -49,29 +51,30 @@ fn create(
     internal: bool,
 ) -> Result<(), String> {
     let create = crate::api!(RedisModule_CreateCommand).ok_or("no RedisModule_CreateCommand")?;
-    let mut flags = command.flags.to_string();
-    if internal && command.audience == Audience::Effect {
-        flags.push_str(" internal");
-    }
-    let flags = CString::new(flags).map_err(|e| e.to_string())?;
     let key = c_int::from(command.key != KeyUse::None);
-    // SAFETY: the load context, NUL-terminated strings, a static callback.
-    let created = unsafe {
-        create(
-            ctx.ctx,
-            name.as_ptr(),
-            Some(callback),
-            flags.as_ptr(),
-            key,
-            key,
-            key,
-        )
-    };
-    if created == raw::REDISMODULE_OK as c_int {
-        Ok(())
-    } else {
-        Err(format!("cannot create command {}", command.name))
+    let mut attempts = vec![command.flags.to_string()];
+    if internal && command.audience == Audience::Effect {
+        attempts.insert(0, format!("{} internal", command.flags));
     }
+    for flags in attempts {
+        let flags = CString::new(flags).map_err(|e| e.to_string())?;
+        // SAFETY: the load context, NUL-terminated strings, a static callback.
+        let created = unsafe {
+            create(
+                ctx.ctx,
+                name.as_ptr(),
+                Some(callback),
+                flags.as_ptr(),
+                key,
+                key,
+                key,
+            )
+        };
+        if created == raw::REDISMODULE_OK as c_int {
+            return Ok(());
+        }
+    }
+    Err(format!("cannot create command {}", command.name))
 }
 
 static INFO_VERSION: raw::RedisModuleCommandInfoVersion = raw::RedisModuleCommandInfoVersion {

@@ -32,7 +32,10 @@ pub fn server_binary() -> OsString {
 /// The server's version as (major, minor); Valkey reports the Redis version it is compatible
 /// with in `redis_version`, so Valkey 8 reads as 7.2.
 pub fn server_version(c: &mut redis::Connection) -> (u32, u32) {
-    let info: String = redis::cmd("INFO").arg("server").query(c).expect("INFO server");
+    let info: String = redis::cmd("INFO")
+        .arg("server")
+        .query(c)
+        .expect("INFO server");
     let version = info
         .lines()
         .find_map(|l| l.strip_prefix("redis_version:"))
@@ -98,7 +101,10 @@ impl Builder {
             exit_status: None,
         };
         if server.try_spawn().is_ok() {
-            panic!("the server started, expected it to refuse:\n{}", server.log_tail());
+            panic!(
+                "the server started, expected it to refuse:\n{}",
+                server.log_tail()
+            );
         }
         server
     }
@@ -117,7 +123,10 @@ impl Builder {
             exit_status: None,
         };
         match server.try_spawn() {
-            Ok(()) => panic!("the server started, expected it to refuse:\n{}", server.log_tail()),
+            Ok(()) => panic!(
+                "the server started, expected it to refuse:\n{}",
+                server.log_tail()
+            ),
             Err(_) => (server.exit_status.expect("exit status"), server.log()),
         }
     }
@@ -264,8 +273,17 @@ impl Server {
     /// Panics if the log shows the server aborting or the module panicking.
     pub fn assert_no_crash(&self) {
         let log = self.log();
-        for sign in ["ASSERTION FAILED", "crashed by signal", "Guru Meditation", "dlock panicked"] {
-            assert!(!log.contains(sign), "the server log shows {sign:?}:\n{}", self.log_tail());
+        for sign in [
+            "ASSERTION FAILED",
+            "crashed by signal",
+            "Guru Meditation",
+            "dlock panicked",
+        ] {
+            assert!(
+                !log.contains(sign),
+                "the server log shows {sign:?}:\n{}",
+                self.log_tail()
+            );
         }
     }
 
@@ -367,7 +385,9 @@ impl Server {
         cmd.arg("--logfile").arg("redis.log");
         cmd.arg("--daemonize").arg("no");
         if b.with_module {
-            cmd.arg("--loadmodule").arg(module_path()).args(&b.module_args);
+            cmd.arg("--loadmodule")
+                .arg(module_path())
+                .args(&b.module_args);
             if !b.module_args.iter().any(|a| a.contains("quarantine")) {
                 cmd.arg("--dlock.quarantine-ms").arg("0");
             }

@@ -90,12 +90,22 @@ pub fn seal(mut body: Vec<u8>, version: [u8; 2]) -> Vec<u8> {
 /// Re-seals a payload whose body (everything before version + CRC) was changed.
 pub fn reseal(payload: &[u8]) -> Vec<u8> {
     let n = payload.len();
-    seal(payload[..n - 10].to_vec(), [payload[n - 10], payload[n - 9]])
+    seal(
+        payload[..n - 10].to_vec(),
+        [payload[n - 10], payload[n - 9]],
+    )
 }
 
 /// The five version-2 fields of a lock.
 pub fn lock_fields(owner: &[u8], token: u64, holds: u64, deadline_ms: u64, place: u64) -> Vec<u8> {
-    [string(owner), uint(token), uint(holds), uint(deadline_ms), uint(place)].concat()
+    [
+        string(owner),
+        uint(token),
+        uint(holds),
+        uint(deadline_ms),
+        uint(place),
+    ]
+    .concat()
 }
 
 pub fn dump(c: &mut redis::Connection, key: &str) -> Vec<u8> {
@@ -104,6 +114,15 @@ pub fn dump(c: &mut redis::Connection, key: &str) -> Vec<u8> {
 
 /// RESTORE key 0 payload REPLACE: the error text, or None on success.
 pub fn restore(c: &mut redis::Connection, key: &str, payload: &[u8]) -> Option<String> {
-    let result: redis::RedisResult<redis::Value> = redis::cmd("RESTORE").arg(key).arg(0).arg(payload).arg("REPLACE").query(c);
-    result.err().map(|e| format!("{} {}", e.code().unwrap_or(""), e.detail().unwrap_or("")).trim().to_string())
+    let result: redis::RedisResult<redis::Value> = redis::cmd("RESTORE")
+        .arg(key)
+        .arg(0)
+        .arg(payload)
+        .arg("REPLACE")
+        .query(c);
+    result.err().map(|e| {
+        format!("{} {}", e.code().unwrap_or(""), e.detail().unwrap_or(""))
+            .trim()
+            .to_string()
+    })
 }

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# `make compat`: the module's and the client's integration tests against every server binary in
+# DLOCK_REDIS_SERVERS (space-separated paths; default: the redis-server on the PATH). Prints one
+# line per server and exits non-zero if any failed. Build other servers with
+# `make compat-servers` (scripts/compat-servers.sh prints the line to use).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+servers=${DLOCK_REDIS_SERVERS:-$(command -v redis-server)}
+failed=0
+results=()
+for server in $servers; do
+  version=$("$server" --version | grep -o 'v=[^ ]*' | cut -c3-)
+  name=$(basename "$server" | sed 's/-server//')
+  log=$(mktemp -t dlock-compat.XXXXXX)
+  echo "== $name $version ($server)" >&2
+  if DLOCK_REDIS_SERVER="$server" cargo test --release -q --no-fail-fast -p dlock -p dlock-client --tests >"$log" 2>&1; then
+    passed=$(grep -o '[0-9]* passed' "$log" | awk '{s+=$1} END {print s}')
+    results+=("$name $version: pass ($passed tests)")
+  else
+    failed=1
+    results+=("$name $version: FAIL (log: $log)")
+    grep -E '^test .* FAILED|panicked at' "$log" | head -20 >&2
+  fi
+done
+printf '%s\n' "${results[@]}"
+exit $failed
