@@ -158,6 +158,7 @@ fn redis_conf_example_loads_and_sets_every_option() {
         ("dlock.max-ttl-ms", "86400000"),
         ("dlock.quarantine-ms", "0"),
         ("dlock.clock-floor", "yes"),
+        ("dlock.allow-eviction", "no"),
     ] {
         assert_eq!(config_get(&mut c, name), value, "{name}");
         assert!(

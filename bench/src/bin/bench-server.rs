@@ -7,7 +7,7 @@ use dlock_testkit::Server;
 use redis::Connection;
 
 const KEYS: usize = 100_000;
-const ROUNDS: usize = 3;
+const ROUNDS: usize = 4;
 const MEMORY_LOCKS: usize = 1_000_000;
 const OWNER: &str = "6f1c2a9e-3b7d-4c5e-9a8f-0d2e4b6c8a1f"; // 36 bytes, a UUID
 const TTL_MS: u64 = 3_600_000;
@@ -56,74 +56,85 @@ fn row(ours: &'static str, theirs: &'static str, goal: f64) -> Row {
     }
 }
 
-fn cpu_rounds(c: &mut Connection) -> Vec<Row> {
+/// The commands one side runs for each row, in row order (acquire, extend, release).
+type Side = [Phase; 3];
+
+fn sides(c: &mut Connection) -> [Side; 2] {
     let release_sha = load_script(c, RELEASE_SCRIPT);
     let extend_sha = load_script(c, EXTEND_SCRIPT);
+    let ttl = TTL_MS.to_string();
+    let ours: Side = [
+        (
+            "dlock.acquire",
+            Box::new(move |i| cmd(&["DLOCK.ACQUIRE", &format!("k:{i}"), OWNER, &ttl])),
+        ),
+        (
+            "dlock.extend",
+            Box::new(|i| cmd(&["DLOCK.EXTEND", &format!("k:{i}"), OWNER, "60000"])),
+        ),
+        (
+            "dlock.release",
+            Box::new(|i| cmd(&["DLOCK.RELEASE", &format!("k:{i}"), OWNER])),
+        ),
+    ];
+    let ttl = TTL_MS.to_string();
+    let theirs: Side = [
+        (
+            "set",
+            Box::new(move |i| cmd(&["SET", &format!("k:{i}"), OWNER, "NX", "PX", &ttl])),
+        ),
+        (
+            "evalsha",
+            Box::new(move |i| {
+                cmd(&[
+                    "EVALSHA",
+                    &extend_sha,
+                    "1",
+                    &format!("k:{i}"),
+                    OWNER,
+                    "60000",
+                ])
+            }),
+        ),
+        (
+            "evalsha",
+            Box::new(move |i| cmd(&["EVALSHA", &release_sha, "1", &format!("k:{i}"), OWNER])),
+        ),
+    ];
+    [ours, theirs]
+}
+
+/// Each side alone on a flushed keyspace (same key names, same sizes), the order of the sides
+/// alternating from round to round, so neither profits from the other's leftovers or from
+/// running first.
+fn cpu_rounds(c: &mut Connection) -> Vec<Row> {
+    let [ours, theirs] = sides(c);
     let mut rows = vec![
         row("DLOCK.ACQUIRE", "SET key owner NX PX", 1.0),
         row("DLOCK.EXTEND", "EVALSHA compare-and-pexpire", 0.6),
         row("DLOCK.RELEASE", "EVALSHA compare-and-delete", 0.6),
     ];
-    for round in 1..=ROUNDS {
-        eprintln!("bench-server: round {round}/{ROUNDS} ({KEYS} keys per command)");
-        redis::cmd("FLUSHALL").exec(c).unwrap();
-        let phases: [[Phase; 2]; 3] = [
-            [
-                (
-                    "dlock.acquire",
-                    Box::new(|i| {
-                        cmd(&[
-                            "DLOCK.ACQUIRE",
-                            &format!("d:{i}"),
-                            OWNER,
-                            &TTL_MS.to_string(),
-                        ])
-                    }),
-                ),
-                (
-                    "set",
-                    Box::new(|i| {
-                        cmd(&[
-                            "SET",
-                            &format!("s:{i}"),
-                            OWNER,
-                            "NX",
-                            "PX",
-                            &TTL_MS.to_string(),
-                        ])
-                    }),
-                ),
-            ],
-            [
-                (
-                    "dlock.extend",
-                    Box::new(|i| cmd(&["DLOCK.EXTEND", &format!("d:{i}"), OWNER, "60000"])),
-                ),
-                (
-                    "evalsha",
-                    Box::new({
-                        let sha = extend_sha.clone();
-                        move |i| cmd(&["EVALSHA", &sha, "1", &format!("s:{i}"), OWNER, "60000"])
-                    }),
-                ),
-            ],
-            [
-                (
-                    "dlock.release",
-                    Box::new(|i| cmd(&["DLOCK.RELEASE", &format!("d:{i}"), OWNER])),
-                ),
-                (
-                    "evalsha",
-                    Box::new({
-                        let sha = release_sha.clone();
-                        move |i| cmd(&["EVALSHA", &sha, "1", &format!("s:{i}"), OWNER])
-                    }),
-                ),
-            ],
-        ];
-        for (row, [(ours, ours_cmd), (theirs, theirs_cmd)]) in rows.iter_mut().zip(phases.iter()) {
-            row.ours_us.push(usec_per_call(c, ours, ours_cmd));
-            row.theirs_us.push(usec_per_call(c, theirs, theirs_cmd));
+    for round in 0..ROUNDS {
+        eprintln!(
+            "bench-server: round {}/{ROUNDS} ({KEYS} keys per command)",
+            round + 1
+        );
+        let order = if round % 2 == 0 {
+            [true, false]
+        } else {
+            [false, true]
+        };
+        for is_ours in order {
+            redis::cmd("FLUSHALL").exec(c).unwrap();
+            let side = if is_ours { &ours } else { &theirs };
+            for (row, (stat, make)) in rows.iter_mut().zip(side.iter()) {
+                let us = usec_per_call(c, stat, make.as_ref());
+                if is_ours {
+                    row.ours_us.push(us)
+                } else {
+                    row.theirs_us.push(us)
+                }
+            }
         }
     }
     rows
@@ -168,7 +179,7 @@ fn usec_per_call(c: &mut Connection, stat: &str, make: &dyn Fn(usize) -> redis::
 }
 
 fn print_cpu_table(setup: &str, rows: &[Row]) {
-    println!("\nServer CPU per call (INFO commandstats usec_per_call), {setup}, {KEYS} distinct keys, median of {ROUNDS} rounds:\n");
+    println!("\nServer CPU per call (INFO commandstats usec_per_call), {setup}, {KEYS} distinct keys, median of {ROUNDS} rounds, each side alone on a flushed keyspace, order alternated:\n");
     println!("| dlock | usec/call | alternative | usec/call | ratio | goal |");
     println!("|---|---|---|---|---|---|");
     for r in rows {
