@@ -172,7 +172,7 @@ fn debug_digest_tells_locks_apart() {
 
 #[test]
 fn a_server_that_never_issued_a_token_can_drop_the_module() {
-    let mut server = Server::builder().config("dbfilename", "dump.rdb").start();
+    let server = Server::builder().config("dbfilename", "dump.rdb").start();
     let mut c = server.conn();
     if dlock_testkit::server_version(&mut c) < (7, 2) {
         eprintln!("skipped: before Redis 7.2 every RDB carries module aux data (no aux_save2)");

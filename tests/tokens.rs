@@ -66,7 +66,7 @@ fn no_client_can_push_the_counter_to_its_maximum() {
 /// Saves an RDB with a counter, then rewrites the saved counter to `value` (aux data) with a
 /// valid file checksum.
 fn rdb_with_counter(value: u64) -> tempfile::TempDir {
-    let mut server = Server::builder().config("dbfilename", "dump.rdb").start();
+    let server = Server::builder().config("dbfilename", "dump.rdb").start();
     let mut c = server.conn();
     acquire(&mut c, "k", "o", 60_000).unwrap();
     let counter_now = counter(&mut c) as u64;

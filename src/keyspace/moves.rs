@@ -93,6 +93,7 @@ fn with_lock(
         // SAFETY: our value in a key opened just now; nothing else touches it during the call.
         let token = unsafe { LockRef::new(value) }.record().token;
         node().raise_counter(token);
+        // SAFETY: as above; the shared view above is no longer used.
         change(unsafe { LockMut::new(value) });
     }
     // SAFETY: opened above.

@@ -84,8 +84,8 @@ pub fn set_value(key: NonNull<raw::RedisModuleKey>, lock: OwnedLock) -> Result<(
         stats::lock_created();
         return Ok(());
     }
-    // SAFETY: not stored, so still ours; `into_raw` came from a live allocation.
     if let Some(ptr) = NonNull::new(raw_lock) {
+        // SAFETY: not stored, so still ours; `into_raw` came from a live allocation.
         drop(unsafe { OwnedLock::from_raw(ptr) });
     }
     Err(errors::cannot_store())
@@ -96,6 +96,7 @@ pub fn set_value(key: NonNull<raw::RedisModuleKey>, lock: OwnedLock) -> Result<(
 /// # Safety
 /// `value` must be a dlock value alive for the callback.
 unsafe fn lock_ref<'a>(value: *const c_void) -> Option<LockRef<'a>> {
+    // SAFETY: the caller's promise (a live dlock value) is `LockRef::new`'s contract.
     NonNull::new(value as *mut c_void).map(|ptr| unsafe { LockRef::new(ptr) })
 }
 
