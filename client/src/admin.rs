@@ -3,12 +3,11 @@
 
 use std::time::Duration;
 
-use futures::future::join_all;
 use redis::Value;
 
 use crate::error::Error;
-use crate::manager::{check_ttl, LockManager};
-use crate::quorum;
+use crate::manager::LockManager;
+use crate::shared::check_ttl;
 use crate::timing::quorum as majority;
 
 /// One node's view of a lock.
@@ -31,11 +30,10 @@ impl LockManager {
     /// Releases `owner`'s lock on all nodes. Ok(number of nodes that released it);
     /// [`Error::NoQuorum`] naming the unreachable nodes if fewer than a majority answered.
     pub async fn release_owner(&self, resource: &str, owner: &str) -> Result<usize, Error> {
-        let inner = &self.inner;
-        let timeout = inner.opts.rounds.timeout;
-        let tally = quorum::release(&inner.nodes, resource, owner, timeout).await;
-        if tally.answered() < majority(inner.nodes.len()) {
-            return Err(tally.no_quorum(resource, inner.nodes.len()));
+        let shared = &self.shared;
+        let tally = shared.round(resource, owner).release().await;
+        if tally.answered() < majority(shared.nodes()) {
+            return Err(tally.no_quorum(resource, shared.nodes()));
         }
         Ok(tally.done)
     }
@@ -49,35 +47,27 @@ impl LockManager {
         ttl: Duration,
     ) -> Result<Duration, Error> {
         check_ttl(ttl)?;
-        let inner = &self.inner;
-        let clock = inner.clock.as_ref();
-        quorum::extend(
-            &inner.nodes,
-            resource,
-            owner,
-            ttl,
-            &inner.opts.rounds,
-            clock,
-        )
-        .await
-        .map(|until| until.saturating_duration_since(clock.now()))
-        .map_err(|tally| tally.extend_error(resource, inner.nodes.len()))
+        let shared = &self.shared;
+        shared
+            .round(resource, owner)
+            .extend(ttl)
+            .await
+            .map(|until| until.saturating_duration_since(shared.clock.now()))
+            .map_err(|tally| tally.extend_error(resource, shared.nodes()))
     }
 
     /// `DLOCK.STATUS` on every node.
     pub async fn status(&self, resource: &str) -> Vec<NodeStatus> {
-        let inner = &self.inner;
-        let mut cmd = redis::cmd("DLOCK.STATUS");
-        cmd.arg(resource);
-        let cmd = &cmd;
-        join_all(inner.nodes.iter().map(|node| async move {
-            let reply = node.call::<Value>(cmd, inner.opts.rounds.timeout).await;
-            NodeStatus {
-                node: node.url().to_string(),
+        let shared = &self.shared;
+        let replies = shared.round(resource, "").status().await;
+        replies
+            .into_iter()
+            .enumerate()
+            .map(|(i, reply)| NodeStatus {
+                node: shared.transport.name(i).to_string(),
                 state: reply.map_err(|f| f.reason).and_then(parse_status),
-            }
-        }))
-        .await
+            })
+            .collect()
     }
 }
 

@@ -6,15 +6,17 @@ use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use std::sync::Arc;
+
 use crate::error::Error;
-use crate::manager::{check_ttl, LockManager};
-use crate::quorum::{self, Granted};
+use crate::round::Granted;
+use crate::shared::{check_ttl, Shared};
 use crate::timing::quorum as majority;
 
 /// A lock held on a majority. Release it with [`LockGuard::release`]; dropping it releases in
 /// the background (best effort) if a Tokio runtime is running.
 pub struct LockGuard {
-    manager: LockManager,
+    shared: Arc<Shared>,
     resource: String,
     owner: String,
     token: u64,
@@ -23,9 +25,9 @@ pub struct LockGuard {
 }
 
 impl LockGuard {
-    pub(crate) fn new(manager: LockManager, resource: &str, owner: &str, granted: Granted) -> Self {
+    pub(crate) fn new(shared: Arc<Shared>, resource: &str, owner: &str, granted: Granted) -> Self {
         LockGuard {
-            manager,
+            shared,
             resource: resource.to_string(),
             owner: owner.to_string(),
             token: granted.token,
@@ -49,7 +51,7 @@ impl LockGuard {
 
     /// Time left before the lock may be held by someone else (zero when over).
     pub fn validity(&self) -> Duration {
-        let now = self.manager.inner.clock.now();
+        let now = self.shared.clock.now();
         self.valid_until.saturating_duration_since(now)
     }
 
@@ -59,22 +61,17 @@ impl LockGuard {
     /// lasts.
     pub async fn extend(&mut self, ttl: Duration) -> Result<(), Error> {
         check_ttl(ttl)?;
-        let inner = &self.manager.inner;
-        let extended = quorum::extend(
-            &inner.nodes,
-            &self.resource,
-            &self.owner,
-            ttl,
-            &inner.opts.rounds,
-            inner.clock.as_ref(),
-        )
-        .await;
+        let extended = self
+            .shared
+            .round(&self.resource, &self.owner)
+            .extend(ttl)
+            .await;
         match extended {
             Ok(valid_until) => {
                 self.valid_until = valid_until;
                 Ok(())
             }
-            Err(tally) => Err(tally.extend_error(&self.resource, inner.nodes.len())),
+            Err(tally) => Err(tally.extend_error(&self.resource, self.shared.nodes())),
         }
     }
 
@@ -82,13 +79,15 @@ impl LockGuard {
     /// fewer than a majority answered (the lock then lingers there until its TTL).
     pub async fn release(mut self) -> Result<(), Error> {
         self.released = true;
-        let inner = &self.manager.inner;
-        let timeout = inner.opts.rounds.timeout;
-        let tally = quorum::release(&inner.nodes, &self.resource, &self.owner, timeout).await;
-        if tally.answered() >= majority(inner.nodes.len()) {
+        let tally = self
+            .shared
+            .round(&self.resource, &self.owner)
+            .release()
+            .await;
+        if tally.answered() >= majority(self.shared.nodes()) {
             return Ok(());
         }
-        Err(tally.no_quorum(&self.resource, inner.nodes.len()))
+        Err(tally.no_quorum(&self.resource, self.shared.nodes()))
     }
 
     /// Keeps the lock held after the guard is gone (no release on drop): for handing it to
@@ -100,11 +99,11 @@ impl LockGuard {
 
     /// Starts extending this lock every `extend_interval` (default ttl / 3) until stopped.
     pub fn watchdog(&self, ttl: Duration) -> Watchdog {
-        let interval = self.manager.inner.opts.extend_interval.unwrap_or(ttl / 3);
+        let interval = self.shared.opts.extend_interval.unwrap_or(ttl / 3);
         let lost = CancellationToken::new();
         let stop = CancellationToken::new();
         let task = tokio::spawn(keep_extended(
-            self.manager.clone(),
+            self.shared.clone(),
             self.resource.clone(),
             self.owner.clone(),
             (ttl, interval.max(Duration::from_millis(1))),
@@ -141,14 +140,13 @@ impl Drop for LockGuard {
             return;
         }
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            let (manager, resource, owner) = (
-                self.manager.clone(),
+            let (shared, resource, owner) = (
+                self.shared.clone(),
                 self.resource.clone(),
                 self.owner.clone(),
             );
             runtime.spawn(async move {
-                let inner = &manager.inner;
-                quorum::release(&inner.nodes, &resource, &owner, inner.opts.rounds.timeout).await;
+                shared.round(&resource, &owner).release().await;
             });
         }
     }
@@ -156,27 +154,24 @@ impl Drop for LockGuard {
 
 /// The watchdog loop: extend before validity runs out; signal `lost` on the first failure.
 async fn keep_extended(
-    manager: LockManager,
+    shared: Arc<Shared>,
     resource: String,
     owner: String,
     (ttl, interval): (Duration, Duration),
     mut valid_until: Instant,
     (lost, stop): (CancellationToken, CancellationToken),
 ) {
-    let inner = &manager.inner;
     loop {
-        let next = (inner.clock.now() + interval).min(valid_until);
+        let next = (shared.clock.now() + interval).min(valid_until);
         tokio::select! {
             _ = stop.cancelled() => return,
             _ = tokio::time::sleep_until(next.into()) => {}
         }
-        if inner.clock.now() >= valid_until {
+        if shared.clock.now() >= valid_until {
             lost.cancel();
             return;
         }
-        let rounds = &inner.opts.rounds;
-        let clock = inner.clock.as_ref();
-        match quorum::extend(&inner.nodes, &resource, &owner, ttl, rounds, clock).await {
+        match shared.round(&resource, &owner).extend(ttl).await {
             Ok(until) => valid_until = until,
             Err(_) => {
                 lost.cancel();

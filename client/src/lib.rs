@@ -1,5 +1,5 @@
 //! Redlock across N independent Redis masters running the dlock module, with quorum fencing
-//! tokens that stay ordered when Redlock's timing assumptions break (protocol.md §3–4).
+//! tokens that stay ordered when Redlock's timing assumptions break (docs/protocol.md).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), dlock_client::Error> {
@@ -17,9 +17,11 @@ mod admin;
 mod error;
 mod guard;
 mod manager;
-mod node;
-mod quorum;
+mod options;
+mod round;
+mod shared;
 pub mod timing;
+mod transport;
 
 pub use admin::{LockInfo, NodeStatus};
 pub use error::{Error, NodeFailure};

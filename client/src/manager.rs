@@ -8,77 +8,61 @@ use rand::Rng;
 
 use crate::error::Error;
 use crate::guard::{LockContext, LockGuard};
-use crate::node::Node;
-use crate::quorum::{self, AttemptError, RoundOptions};
-use crate::timing::{quorum as majority, Clock, Drift, SystemClock};
-
-/// Options with the defaults documented in docs/client.md.
-#[derive(Debug, Clone)]
-pub(crate) struct Options {
-    pub rounds: RoundOptions,
-    pub retry_count: u32,
-    pub retry_delay: Duration,
-    pub retry_jitter: Duration,
-    pub extend_interval: Option<Duration>,
-}
-
-pub(crate) struct Inner {
-    pub nodes: Vec<Node>,
-    pub opts: Options,
-    pub clock: Box<dyn Clock>,
-}
+use crate::options::Options;
+use crate::round::AttemptError;
+use crate::shared::{check_ttl, new_owner, Shared};
+use crate::timing::{quorum as majority, SystemClock};
+use crate::transport::{RedisTransport, Transport};
 
 /// Redlock across N independent masters running the dlock module. Cheap to clone.
 #[derive(Clone)]
 pub struct LockManager {
-    pub(crate) inner: Arc<Inner>,
+    pub(crate) shared: Arc<Shared>,
 }
 
-/// Builds a [`LockManager`]; see each method for its default.
+/// Builds a [`LockManager`]; every option starts at its default (docs/client.md lists them).
 pub struct LockManagerBuilder {
     urls: Vec<String>,
     opts: Options,
 }
 
 impl LockManagerBuilder {
-    /// Per-node timeout for every call, connecting included. Default 50 ms.
+    /// Per-node timeout for every call, connecting included.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.opts.rounds.timeout = timeout;
         self
     }
-    /// Most retries after the first attempt in [`LockManager::lock`]. Default unlimited
-    /// (bounded by `wait`).
+    /// Most retries after the first attempt in [`LockManager::lock`] (`wait` bounds them too).
     pub fn retry_count(mut self, count: u32) -> Self {
         self.opts.retry_count = count;
         self
     }
-    /// Pause between attempts. Default 25 ms.
+    /// Pause between attempts.
     pub fn retry_delay(mut self, delay: Duration) -> Self {
         self.opts.retry_delay = delay;
         self
     }
     /// Random extra pause, uniform in 0..jitter, so contenders do not retry in lockstep.
-    /// Default 25 ms.
     pub fn retry_jitter(mut self, jitter: Duration) -> Self {
         self.opts.retry_jitter = jitter;
         self
     }
-    /// Clock drift allowance as a fraction of the TTL. Default 0.01.
+    /// Clock drift allowance as a fraction of the TTL.
     pub fn drift_factor(mut self, factor: f64) -> Self {
         self.opts.rounds.drift.factor = factor;
         self
     }
-    /// Constant clock drift allowance. Default 2 ms.
+    /// Constant clock drift allowance.
     pub fn drift_constant(mut self, constant: Duration) -> Self {
         self.opts.rounds.drift.constant = constant;
         self
     }
-    /// Quorum fencing tokens (two-phase, protocol.md §4). Default on; no effect with one node.
+    /// Quorum fencing tokens (two-phase); no effect with one node.
     pub fn fencing(mut self, on: bool) -> Self {
         self.opts.rounds.fencing = on;
         self
     }
-    /// How often the watchdog of [`LockManager::with_lock`] extends. Default `None`: ttl / 3.
+    /// How often the watchdog of [`LockManager::with_lock`] extends (`None`: ttl / 3).
     pub fn extend_interval(mut self, interval: Option<Duration>) -> Self {
         self.opts.extend_interval = interval;
         self
@@ -86,21 +70,12 @@ impl LockManagerBuilder {
 
     /// Checks the URLs; connects lazily (nodes may be down now and come up later).
     pub fn build(self) -> Result<LockManager, Error> {
-        if self.urls.is_empty() {
-            return Err(Error::InvalidArgument("no nodes given".into()));
-        }
-        let nodes = self
-            .urls
-            .iter()
-            .map(|url| Node::new(url))
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(LockManager {
-            inner: Arc::new(Inner {
-                nodes,
-                opts: self.opts,
-                clock: Box::new(SystemClock),
-            }),
-        })
+        let transport = RedisTransport::new(&self.urls)?;
+        Ok(LockManager::with_transport(
+            Box::new(transport),
+            self.opts,
+            Box::new(SystemClock),
+        ))
     }
 }
 
@@ -112,17 +87,7 @@ impl LockManager {
     {
         LockManagerBuilder {
             urls: nodes.into_iter().map(|s| s.as_ref().to_string()).collect(),
-            opts: Options {
-                rounds: RoundOptions {
-                    timeout: Duration::from_millis(50),
-                    drift: Drift::default(),
-                    fencing: true,
-                },
-                retry_count: u32::MAX,
-                retry_delay: Duration::from_millis(25),
-                retry_jitter: Duration::from_millis(25),
-                extend_interval: None,
-            },
+            opts: Options::default(),
         }
     }
 
@@ -135,12 +100,24 @@ impl LockManager {
         Self::builder(nodes).build()
     }
 
+    /// A manager over any transport (the unit tests' scripted one, say).
+    pub(crate) fn with_transport(
+        transport: Box<dyn Transport>,
+        opts: Options,
+        clock: Box<dyn crate::timing::Clock>,
+    ) -> LockManager {
+        LockManager {
+            shared: Arc::new(Shared {
+                transport,
+                opts,
+                clock,
+            }),
+        }
+    }
+
     pub fn node_urls(&self) -> Vec<String> {
-        self.inner
-            .nodes
-            .iter()
-            .map(|n| n.url().to_string())
-            .collect()
+        let t = &self.shared.transport;
+        (0..t.nodes()).map(|i| t.name(i).to_string()).collect()
     }
 
     /// One attempt, with a fresh owner.
@@ -161,17 +138,17 @@ impl LockManager {
     ) -> Result<LockGuard, Error> {
         check_ttl(ttl)?;
         let owner = new_owner();
-        let deadline = self.inner.clock.now() + wait;
+        let deadline = self.shared.clock.now() + wait;
         let mut attempts = 0u32;
         loop {
-            attempts += 1;
+            attempts = attempts.saturating_add(1);
             let failure = match self.attempt(resource, &owner, ttl).await {
                 Ok(guard) => return Ok(guard),
                 Err(e) => e,
             };
             let pause = self.retry_pause();
-            let out_of_time = self.inner.clock.now() + pause > deadline;
-            if out_of_time || attempts > self.inner.opts.retry_count {
+            let out_of_time = self.shared.clock.now() + pause > deadline;
+            if out_of_time || attempts > self.shared.opts.retry_count {
                 return Err(self.to_error(resource, failure, attempts));
             }
             tokio::time::sleep(pause).await;
@@ -212,21 +189,17 @@ impl LockManager {
         owner: &str,
         ttl: Duration,
     ) -> Result<LockGuard, AttemptError> {
-        let inner = &self.inner;
-        let granted = quorum::acquire(
-            &inner.nodes,
+        let granted = self.shared.round(resource, owner).acquire(ttl).await?;
+        Ok(LockGuard::new(
+            self.shared.clone(),
             resource,
             owner,
-            ttl,
-            &inner.opts.rounds,
-            inner.clock.as_ref(),
-        )
-        .await?;
-        Ok(LockGuard::new(self.clone(), resource, owner, granted))
+            granted,
+        ))
     }
 
     fn retry_pause(&self) -> Duration {
-        let opts = &self.inner.opts;
+        let opts = &self.shared.opts;
         let jitter_ms = opts.retry_jitter.as_millis() as u64;
         let extra = if jitter_ms == 0 {
             0
@@ -236,13 +209,13 @@ impl LockManager {
         opts.retry_delay + Duration::from_millis(extra)
     }
 
-    fn to_error(&self, resource: &str, failure: AttemptError, attempts: u32) -> Error {
+    pub(crate) fn to_error(&self, resource: &str, failure: AttemptError, attempts: u32) -> Error {
         let resource = resource.to_string();
         match failure {
             AttemptError::Contended => Error::Contended { resource, attempts },
             AttemptError::NoQuorum(failures) => Error::NoQuorum {
                 resource,
-                needed: majority(self.inner.nodes.len()),
+                needed: majority(self.shared.nodes()),
                 failures,
             },
             AttemptError::ValidityExpired => Error::ValidityExpired { resource },
@@ -250,16 +223,84 @@ impl LockManager {
     }
 }
 
-/// The nodes take whole milliseconds, at least 1.
-pub(crate) fn check_ttl(ttl: Duration) -> Result<(), Error> {
-    if ttl.as_millis() == 0 {
-        return Err(Error::InvalidArgument("ttl must be at least 1 ms".into()));
-    }
-    Ok(())
-}
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
 
-/// A fresh owner: 128 random bits, hex. Unique per acquisition, as the protocol requires.
-pub(crate) fn new_owner() -> String {
-    let bits: u128 = rand::rng().random();
-    format!("{bits:032x}")
+    use redis::Value;
+
+    use super::*;
+    use crate::timing::testing::FakeClock;
+    use crate::transport::fake::FakeTransport;
+    use crate::transport::Request;
+
+    /// Held by someone else for the first `busy` attempts on every node, then granted.
+    fn manager(busy: usize, retry_count: u32) -> (LockManager, Arc<FakeClock>) {
+        let clock = Arc::new(FakeClock::new());
+        let transport = FakeTransport::new(3, clock.clone(), move |_, r, attempt| match r {
+            Request::Acquire { .. } if attempt < busy => Ok(Value::Nil),
+            Request::Acquire { .. } => Ok(Value::Int(7)),
+            _ => Ok(Value::Int(1)),
+        });
+        let opts = Options {
+            retry_count,
+            ..Options::default()
+        };
+        (
+            LockManager::with_transport(Box::new(transport), opts, Box::new(clock.clone())),
+            clock,
+        )
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn lock_retries_until_granted() {
+        let (locks, _) = manager(3, u32::MAX);
+        let guard = locks
+            .lock("res", Duration::from_secs(10), Duration::from_secs(5))
+            .await
+            .unwrap();
+        assert_eq!(guard.token(), 7);
+        guard.detach();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn lock_gives_up_after_retry_count_and_says_how_often_it_tried() {
+        let (locks, _) = manager(10, 2);
+        let error = locks
+            .lock("res", Duration::from_secs(10), Duration::from_secs(60))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            error,
+            Error::Contended {
+                resource: "res".into(),
+                attempts: 3
+            }
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn try_lock_is_one_attempt() {
+        let (locks, _) = manager(1, u32::MAX);
+        let error = locks
+            .try_lock("res", Duration::from_secs(10))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            error,
+            Error::Contended {
+                resource: "res".into(),
+                attempts: 1
+            }
+        );
+    }
+
+    #[tokio::test]
+    async fn a_zero_ttl_is_refused_before_anything_is_sent() {
+        let (locks, _) = manager(0, 0);
+        assert!(matches!(
+            locks.try_lock("res", Duration::ZERO).await,
+            Err(Error::InvalidArgument(_))
+        ));
+    }
 }

@@ -55,19 +55,27 @@ pub fn validity(ttl: Duration, started: Instant, now: Instant, drift: &Drift) ->
         .filter(|left| !left.is_zero())
 }
 
+/// A clock for unit tests that moves only when told to.
 #[cfg(test)]
-mod tests {
-    use super::*;
+pub mod testing {
+    use super::Clock;
     use std::sync::Mutex;
+    use std::time::{Duration, Instant};
 
-    /// A clock that moves only when told to.
-    struct FakeClock(Mutex<Instant>);
+    #[derive(Debug)]
+    pub struct FakeClock(Mutex<Instant>);
 
-    impl FakeClock {
-        fn new() -> Self {
+    impl Default for FakeClock {
+        fn default() -> Self {
             FakeClock(Mutex::new(Instant::now()))
         }
-        fn advance(&self, by: Duration) {
+    }
+
+    impl FakeClock {
+        pub fn new() -> Self {
+            Self::default()
+        }
+        pub fn advance(&self, by: Duration) {
             *self.0.lock().unwrap() += by;
         }
     }
@@ -77,6 +85,18 @@ mod tests {
             *self.0.lock().unwrap()
         }
     }
+
+    impl Clock for std::sync::Arc<FakeClock> {
+        fn now(&self) -> Instant {
+            self.as_ref().now()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::FakeClock;
+    use super::*;
 
     const MS: fn(u64) -> Duration = Duration::from_millis;
 

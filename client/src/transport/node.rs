@@ -42,20 +42,6 @@ impl Node {
         }
     }
 
-    /// Runs a command that answers 1 when it did its job; any other answer fails as `refused`.
-    pub async fn confirm(
-        &self,
-        cmd: &redis::Cmd,
-        timeout: Duration,
-        refused: &str,
-    ) -> Result<(), NodeFailure> {
-        match self.call::<i64>(cmd, timeout).await {
-            Ok(1) => Ok(()),
-            Ok(_) => Err(self.failure(refused.to_string())),
-            Err(failure) => Err(failure),
-        }
-    }
-
     async fn call_unbounded<T: FromRedisValue>(
         &self,
         cmd: &redis::Cmd,
@@ -91,7 +77,7 @@ impl Node {
         Ok(connection)
     }
 
-    pub fn failure(&self, reason: String) -> NodeFailure {
+    fn failure(&self, reason: String) -> NodeFailure {
         NodeFailure {
             node: self.url.clone(),
             reason,

@@ -1,0 +1,133 @@
+//! The manager's options and their defaults, stated once: the builder starts from
+//! [`Options::default`], and the table in docs/client.md is generated from the defaults by a test
+//! (a test keeps it in step).
+
+use std::time::Duration;
+
+use crate::timing::Drift;
+
+/// What every round needs.
+#[derive(Debug, Clone)]
+pub struct RoundOptions {
+    /// Per-node bound on every call, connecting included.
+    pub timeout: Duration,
+    pub drift: Drift,
+    /// Two-phase quorum fencing (ignored with one node).
+    pub fencing: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub rounds: RoundOptions,
+    /// Most retries after the first attempt in `lock`.
+    pub retry_count: u32,
+    pub retry_delay: Duration,
+    pub retry_jitter: Duration,
+    /// Watchdog period; `None`: ttl / 3.
+    pub extend_interval: Option<Duration>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            rounds: RoundOptions {
+                timeout: Duration::from_millis(50),
+                drift: Drift::default(),
+                fencing: true,
+            },
+            retry_count: u32::MAX,
+            retry_delay: Duration::from_millis(25),
+            retry_jitter: Duration::from_millis(25),
+            extend_interval: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `(builder call, default, meaning)` for each option, the defaults read from
+    /// [`Options::default`].
+    pub fn documented() -> Vec<(&'static str, String, &'static str)> {
+        let d = Options::default();
+        let ms = |d: Duration| format!("{} ms", d.as_millis());
+        let count = |n: u32| {
+            if n == u32::MAX {
+                "unlimited".to_string()
+            } else {
+                n.to_string()
+            }
+        };
+        let on = |b: bool| if b { "on" } else { "off" }.to_string();
+        vec![
+            (
+                "timeout(d)",
+                ms(d.rounds.timeout),
+                "per-node bound on every call, connecting included",
+            ),
+            (
+                "retry_count(n)",
+                count(d.retry_count),
+                "most retries after the first attempt in `lock` (`wait` bounds it anyway)",
+            ),
+            (
+                "retry_delay(d)",
+                ms(d.retry_delay),
+                "pause between attempts",
+            ),
+            (
+                "retry_jitter(d)",
+                ms(d.retry_jitter),
+                "extra random pause in 0..d so contenders do not retry in lockstep",
+            ),
+            (
+                "drift_factor(f)",
+                d.rounds.drift.factor.to_string(),
+                "clock drift allowance, fraction of the TTL",
+            ),
+            (
+                "drift_constant(d)",
+                ms(d.rounds.drift.constant),
+                "constant clock drift allowance",
+            ),
+            (
+                "fencing(bool)",
+                on(d.rounds.fencing),
+                "two-phase quorum fencing (ignored with one node)",
+            ),
+            (
+                "extend_interval(Some(d))",
+                d.extend_interval.map_or("ttl / 3".to_string(), ms),
+                "watchdog period in `with_lock`",
+            ),
+        ]
+    }
+
+    const START: &str = "<!-- options:start (generated from client/src/options.rs: DLOCK_BLESS=1 cargo test -p dlock-client options) -->\n";
+    const END: &str = "<!-- options:end -->";
+
+    #[test]
+    fn docs_client_md_options_table_matches_the_defaults() {
+        let mut table = String::from("| builder option | default | meaning |\n|---|---|---|\n");
+        for (call, default, meaning) in documented() {
+            table += &format!("| `{call}` | {default} | {meaning} |\n");
+        }
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/client.md");
+        let doc = std::fs::read_to_string(path).expect("docs/client.md");
+        let (Some(start), Some(end)) = (doc.find(START), doc.find(END)) else {
+            panic!("docs/client.md lacks the markers {START} ... {END}");
+        };
+        if doc[start + START.len()..end] != table {
+            if std::env::var_os("DLOCK_BLESS").is_some() {
+                std::fs::write(
+                    path,
+                    format!("{}{START}{table}{}", &doc[..start], &doc[end..]),
+                )
+                .unwrap();
+            } else {
+                panic!("docs/client.md options table is stale; run DLOCK_BLESS=1 cargo test -p dlock-client options\n{table}");
+            }
+        }
+    }
+}

@@ -1,0 +1,48 @@
+//! What a manager and the guards it hands out share: the nodes, the options and the clock.
+
+use std::time::Duration;
+
+use rand::Rng;
+
+use crate::error::Error;
+use crate::options::Options;
+use crate::round::Round;
+use crate::timing::Clock;
+use crate::transport::Transport;
+
+pub struct Shared {
+    pub transport: Box<dyn Transport>,
+    pub opts: Options,
+    pub clock: Box<dyn Clock>,
+}
+
+impl Shared {
+    /// The rounds of one lock.
+    pub fn round<'a>(&'a self, resource: &'a str, owner: &'a str) -> Round<'a> {
+        Round {
+            transport: self.transport.as_ref(),
+            clock: self.clock.as_ref(),
+            opts: &self.opts.rounds,
+            resource,
+            owner,
+        }
+    }
+
+    pub fn nodes(&self) -> usize {
+        self.transport.nodes()
+    }
+}
+
+/// The nodes take whole milliseconds, at least 1.
+pub fn check_ttl(ttl: Duration) -> Result<(), Error> {
+    if ttl.as_millis() == 0 {
+        return Err(Error::InvalidArgument("ttl must be at least 1 ms".into()));
+    }
+    Ok(())
+}
+
+/// A fresh owner: 128 random bits, hex. Unique per acquisition, as the protocol requires.
+pub fn new_owner() -> String {
+    let bits: u128 = rand::rng().random();
+    format!("{bits:032x}")
+}

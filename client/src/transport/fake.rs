@@ -1,0 +1,107 @@
+//! A scripted transport for unit tests, after the failure-injecting test store of
+//! brandur/redis-cell: each reply is whatever the script says for (node, request, attempt), the
+//! clock advances by a set latency per call, and every request is logged.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use redis::Value;
+
+use super::{Request, Transport};
+use crate::error::NodeFailure;
+use crate::timing::testing::FakeClock;
+
+/// What a scripted node answers: a reply, or a failure reason (timeout, refused connection).
+pub type Script = dyn Fn(usize, &Request<'_>, usize) -> Result<Value, String> + Send + Sync;
+
+pub struct FakeTransport {
+    names: Vec<String>,
+    script: Box<Script>,
+    clock: Arc<FakeClock>,
+    latency: Duration,
+    log: Mutex<Vec<(usize, String)>>,
+}
+
+impl FakeTransport {
+    /// `nodes` fake nodes answering by `script(node, request, attempt)`, where `attempt` counts
+    /// this node's earlier requests of the same kind.
+    pub fn new(
+        nodes: usize,
+        clock: Arc<FakeClock>,
+        script: impl Fn(usize, &Request<'_>, usize) -> Result<Value, String> + Send + Sync + 'static,
+    ) -> Self {
+        FakeTransport {
+            names: (0..nodes).map(|i| format!("fake://{i}")).collect(),
+            script: Box::new(script),
+            clock,
+            latency: Duration::from_millis(1),
+            log: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Each call moves the clock forward by `latency` (default 1 ms).
+    pub fn with_latency(mut self, latency: Duration) -> Self {
+        self.latency = latency;
+        self
+    }
+
+    /// The requests node `node` received, as `KIND args`.
+    pub fn sent_to(&self, node: usize) -> Vec<String> {
+        let log = self.log.lock().unwrap();
+        log.iter()
+            .filter(|(n, _)| *n == node)
+            .map(|(_, r)| r.clone())
+            .collect()
+    }
+
+    /// Every request, in order.
+    pub fn sent(&self) -> Vec<(usize, String)> {
+        self.log.lock().unwrap().clone()
+    }
+}
+
+fn describe(request: &Request<'_>) -> String {
+    match *request {
+        Request::Acquire { ttl_ms, .. } => format!("ACQUIRE {ttl_ms}"),
+        Request::Fence { token, .. } => format!("FENCE {token}"),
+        Request::Extend { ttl_ms, .. } => format!("EXTEND {ttl_ms}"),
+        Request::Release { .. } => "RELEASE".into(),
+        Request::Status { .. } => "STATUS".into(),
+    }
+}
+
+impl Transport for FakeTransport {
+    fn nodes(&self) -> usize {
+        self.names.len()
+    }
+
+    fn name(&self, node: usize) -> &str {
+        &self.names[node]
+    }
+
+    fn call<'a>(
+        &'a self,
+        node: usize,
+        request: Request<'a>,
+        _timeout: Duration,
+    ) -> BoxFuture<'a, Result<Value, NodeFailure>> {
+        let kind = describe(&request);
+        let attempt = {
+            let mut log = self.log.lock().unwrap();
+            let kind_word = kind.split(' ').next().unwrap().to_string();
+            let attempt = log
+                .iter()
+                .filter(|(n, r)| *n == node && r.starts_with(&kind_word))
+                .count();
+            log.push((node, kind));
+            attempt
+        };
+        self.clock.advance(self.latency);
+        let reply = (self.script)(node, &request, attempt).map_err(|reason| NodeFailure {
+            node: self.names[node].clone(),
+            reason,
+        });
+        Box::pin(async move { reply })
+    }
+}

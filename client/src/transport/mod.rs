@@ -1,0 +1,105 @@
+//! The seam between the quorum rounds and the network: "send this request to node i, within
+//! this time". [`RedisTransport`] talks to real masters; unit tests script a fake one, so the
+//! rounds' decisions (majorities, commit errors, re-asking a node whose reply was lost) are
+//! tested deterministically, failures included.
+
+mod node;
+mod redis_nodes;
+
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use redis::Value;
+
+use crate::error::NodeFailure;
+
+pub use redis_nodes::RedisTransport;
+
+/// What the rounds ask of one node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Request<'a> {
+    /// `DLOCK.ACQUIRE resource owner ttl-ms`: token, or nil when held by another owner.
+    Acquire {
+        resource: &'a str,
+        owner: &'a str,
+        ttl_ms: u64,
+    },
+    /// `DLOCK.FENCE resource owner token`: 1 committed, 0 not held.
+    Fence {
+        resource: &'a str,
+        owner: &'a str,
+        token: u64,
+    },
+    /// `DLOCK.EXTEND resource owner ttl-ms`: 1 extended, 0 not held.
+    Extend {
+        resource: &'a str,
+        owner: &'a str,
+        ttl_ms: u64,
+    },
+    /// `DLOCK.RELEASE resource owner`: 1 released, 0 not held.
+    Release { resource: &'a str, owner: &'a str },
+    /// `DLOCK.STATUS resource`.
+    Status { resource: &'a str },
+}
+
+impl Request<'_> {
+    /// The Redis command this request is.
+    pub fn to_cmd(self) -> redis::Cmd {
+        let mut cmd;
+        match self {
+            Request::Acquire {
+                resource,
+                owner,
+                ttl_ms,
+            } => {
+                cmd = redis::cmd("DLOCK.ACQUIRE");
+                cmd.arg(resource).arg(owner).arg(ttl_ms);
+            }
+            Request::Fence {
+                resource,
+                owner,
+                token,
+            } => {
+                cmd = redis::cmd("DLOCK.FENCE");
+                cmd.arg(resource).arg(owner).arg(token);
+            }
+            Request::Extend {
+                resource,
+                owner,
+                ttl_ms,
+            } => {
+                cmd = redis::cmd("DLOCK.EXTEND");
+                cmd.arg(resource).arg(owner).arg(ttl_ms);
+            }
+            Request::Release { resource, owner } => {
+                cmd = redis::cmd("DLOCK.RELEASE");
+                cmd.arg(resource).arg(owner);
+            }
+            Request::Status { resource } => {
+                cmd = redis::cmd("DLOCK.STATUS");
+                cmd.arg(resource);
+            }
+        }
+        cmd
+    }
+}
+
+/// Sends requests to the nodes of one lock manager.
+pub trait Transport: Send + Sync + 'static {
+    /// How many nodes there are (indices `0..nodes()`).
+    fn nodes(&self) -> usize;
+
+    /// How node `node` is named in errors (its URL).
+    fn name(&self, node: usize) -> &str;
+
+    /// Sends `request` to node `node`; everything, connecting included, within `timeout`.
+    fn call<'a>(
+        &'a self,
+        node: usize,
+        request: Request<'a>,
+        timeout: Duration,
+    ) -> BoxFuture<'a, Result<Value, NodeFailure>>;
+}
+
+#[cfg(test)]
+pub mod fake;
