@@ -48,10 +48,10 @@ pub enum ArgKind {
     Key,
     String,
     Integer,
-    /// A bare option such as `REENTRANT`.
-    Flag,
-    /// `TOKEN value`, optional.
-    Option,
+    /// A bare option such as `REENTRANT` (the token).
+    Flag(&'static CStr),
+    /// `TOKEN value`, optional (the token).
+    Option(&'static CStr),
 }
 
 pub struct ArgDoc {
@@ -100,7 +100,7 @@ pub static COMMANDS: &[Command] = &[
     Command { name: "dlock.acquire", handler: lock::acquire, flags: "write deny-oom fast", key: KeyUse::Update, arity: -4, since: "0.1.0", audience: App,
         usage: "key owner ttl-ms [REENTRANT]",
         summary: "Takes the lock, or renews it for the same owner. Replies the fencing token, or nil when another owner holds it.",
-        args: args![c"key": Key, c"owner": Str, c"ttl-ms": Integer, c"REENTRANT": Flag] },
+        args: args![c"key": Key, c"owner": Str, c"ttl-ms": Integer, c"reentrant": Flag(c"REENTRANT")] },
     Command { name: "dlock.release", handler: lock::release, flags: "write fast", key: KeyUse::Delete, arity: 3, since: "0.1.0", audience: App,
         usage: "key owner",
         summary: "Releases one hold of owner's lock. Replies 1 if owner held it, else 0.",
@@ -132,7 +132,7 @@ pub static COMMANDS: &[Command] = &[
     Command { name: "dlock.apply", handler: node::apply, flags: "write", key: KeyUse::Overwrite, arity: -5, since: "0.1.0", audience: Effect,
         usage: "key owner token holds [PXAT unix-ms]",
         summary: "Stores a lock exactly as given. The replicated effect of every lock write; not for applications.",
-        args: args![c"key": Key, c"owner": Str, c"token": Integer, c"holds": Integer, c"PXAT": Opt] },
+        args: args![c"key": Key, c"owner": Str, c"token": Integer, c"holds": Integer, c"unix-ms": Opt(c"PXAT")] },
 ];
 
 impl Command {

@@ -149,13 +149,13 @@ fn arg(doc: &ArgDoc) -> raw::RedisModuleCommandArg {
         }
         ArgKind::String => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_STRING,
         ArgKind::Integer => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER,
-        ArgKind::Flag => {
-            arg.token = doc.name.as_ptr();
+        ArgKind::Flag(token) => {
+            arg.token = token.as_ptr();
             arg.flags = raw::REDISMODULE_CMD_ARG_OPTIONAL as c_int;
             raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_PURE_TOKEN
         }
-        ArgKind::Option => {
-            arg.token = doc.name.as_ptr();
+        ArgKind::Option(token) => {
+            arg.token = token.as_ptr();
             arg.flags = raw::REDISMODULE_CMD_ARG_OPTIONAL as c_int;
             raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER
         }

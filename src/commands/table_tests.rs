@@ -77,10 +77,15 @@ fn every_command_has_a_callback_a_dotted_lowercase_name_and_consistent_arity() {
             "{}: key spec vs usage",
             c.name
         );
+        // `key owner ttl-ms [REENTRANT] [PXAT unix-ms]`: each argument's token, or its name.
         let documented: Vec<String> = c
             .args
             .iter()
-            .map(|a| a.name.to_string_lossy().to_string())
+            .map(|a| match a.kind {
+                ArgKind::Flag(token) | ArgKind::Option(token) => token,
+                _ => a.name,
+            })
+            .map(|name| name.to_string_lossy().to_string())
             .collect();
         let used: Vec<String> = c
             .usage
