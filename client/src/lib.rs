@@ -13,6 +13,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod acquisition;
 mod admin;
 mod error;
 mod guard;

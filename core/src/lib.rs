@@ -8,12 +8,14 @@
 //!   restart quarantine).
 //! - [`node`]: per-node state — the fencing counter and the quarantine — and token issuance.
 //! - [`lock`]: what ACQUIRE, RELEASE, EXTEND and FENCE do to one lock.
+//! - [`wait`]: fair waiting: the queue, who is served next, when a ticket wounds a grant.
 
 pub mod clock;
 pub mod lock;
 pub mod node;
 #[doc(hidden)]
 pub mod testing;
+pub mod wait;
 
 pub use clock::{Clock, SystemClock};
 pub use lock::{Acquire, Fence, Held, Release};

@@ -41,7 +41,7 @@ pub enum TokenRefused {
 }
 
 /// The fencing counter and quarantine clock of one node.
-#[derive(Debug)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Node<C: Clock> {
     clock: C,
     counter: u64,

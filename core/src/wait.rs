@@ -1,0 +1,211 @@
+//! Fair waiting: a per-key queue of waiters, who is served next, and when a waiting ticket may
+//! wound (revoke) a tentative grant.
+//!
+//! - Waiters are served by rank, ties by arrival. A ticketed waiter's rank is its ticket; an
+//!   un-ticketed one's is its arrival time in microseconds (so FIFO among themselves).
+//! - A grant to a ticketed request is *tentative* until FENCE commits it. A ticketed request
+//!   that finds the lock tentatively held for a larger ticket wounds it: the holder loses the
+//!   lock (its FENCE will answer 0) and the request is granted. A committed or un-ticketed grant
+//!   is never revoked.
+//! - A request never jumps the queue: a free lock with waiters ranked ahead goes to them.
+
+use crate::lock::{self, Acquire, Held};
+
+/// One queued request. `handle` is whatever the caller needs to answer it later (a blocked
+/// client in the module, a client id in the model).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Waiter<W> {
+    pub owner: Vec<u8>,
+    /// Served smallest first: the ticket, or the arrival time for an un-ticketed waiter.
+    pub rank: u64,
+    pub ticketed: bool,
+    /// Arrival order on this queue (ties between equal ranks).
+    pub seq: u64,
+    pub ttl_ms: u64,
+    pub handle: W,
+}
+
+/// The waiters of one key, kept in service order.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Queue<W> {
+    waiters: Vec<Waiter<W>>,
+    next_seq: u64,
+}
+
+impl<W> Default for Queue<W> {
+    fn default() -> Self {
+        Queue {
+            waiters: Vec::new(),
+            next_seq: 0,
+        }
+    }
+}
+
+impl<W> Queue<W> {
+    pub fn len(&self) -> usize {
+        self.waiters.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.waiters.is_empty()
+    }
+
+    /// In service order.
+    pub fn iter(&self) -> impl Iterator<Item = &Waiter<W>> {
+        self.waiters.iter()
+    }
+
+    /// True if a waiter is ranked ahead of a newcomer of rank `rank`.
+    pub fn has_ahead(&self, rank: u64) -> bool {
+        self.waiters.first().is_some_and(|w| w.rank <= rank)
+    }
+
+    /// Queues a request; a queued request of the same owner is replaced (a client asking again
+    /// keeps one place) and returned, so its old handle can be answered.
+    pub fn push(
+        &mut self,
+        owner: &[u8],
+        rank: u64,
+        ticketed: bool,
+        ttl_ms: u64,
+        handle: W,
+    ) -> Option<Waiter<W>> {
+        let replaced = self.remove_owner(owner);
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let at = self
+            .waiters
+            .partition_point(|w| (w.rank, w.seq) <= (rank, seq));
+        let waiter = Waiter {
+            owner: owner.to_vec(),
+            rank,
+            ticketed,
+            seq,
+            ttl_ms,
+            handle,
+        };
+        self.waiters.insert(at, waiter);
+        replaced
+    }
+
+    pub fn head(&self) -> Option<&Waiter<W>> {
+        self.waiters.first()
+    }
+
+    pub fn pop(&mut self) -> Option<Waiter<W>> {
+        (!self.waiters.is_empty()).then(|| self.waiters.remove(0))
+    }
+
+    /// Withdraws `owner`'s queued request (RELEASE cancels a wait this way).
+    pub fn remove_owner(&mut self, owner: &[u8]) -> Option<Waiter<W>> {
+        let at = self.waiters.iter().position(|w| w.owner == owner)?;
+        Some(self.waiters.remove(at))
+    }
+
+    /// Renumbers arrival order to 0..len, keeping the order: two queues with the same waiters in
+    /// the same order then compare equal. For the model checker's state space; the module never
+    /// needs it.
+    pub fn canonicalize(&mut self) {
+        for (seq, w) in self.waiters.iter_mut().enumerate() {
+            w.seq = seq as u64;
+        }
+        self.next_seq = self.waiters.len() as u64;
+    }
+
+    /// Removes the waiters `gone` says are gone (timed out, disconnected) and returns them.
+    pub fn remove_where(&mut self, mut gone: impl FnMut(&Waiter<W>) -> bool) -> Vec<Waiter<W>> {
+        let (out, keep) = std::mem::take(&mut self.waiters)
+            .into_iter()
+            .partition(|w| gone(w));
+        self.waiters = keep;
+        out
+    }
+}
+
+/// A grant not yet committed by FENCE, and the ticket it was made for. It describes the lock
+/// only while the lock's owner and token still match (the lock may have been released and
+/// granted again since).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Tentative {
+    pub owner: Vec<u8>,
+    pub token: u64,
+    pub ticket: u64,
+}
+
+impl Tentative {
+    pub fn describes(&self, held: &Held<'_>) -> bool {
+        self.owner == held.owner && self.token == held.token
+    }
+}
+
+/// An ACQUIRE as the wait rules see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Request<'a> {
+    pub owner: &'a [u8],
+    pub reentrant: bool,
+    /// `WAIT`: queue when the lock is not available (never inside MULTI, scripts or replicas).
+    pub wait: bool,
+    pub ticket: Option<u64>,
+    /// The service rank: the ticket, or the arrival time in microseconds.
+    pub rank: u64,
+}
+
+/// What an ACQUIRE does on a node with waiting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Free and nobody ranked ahead: grant now (tentatively if ticketed).
+    Grant,
+    /// Already ours: as [`Acquire::Renew`].
+    Renew { token: u64, holds: u16 },
+    /// Held tentatively for a larger ticket: revoke that grant, then grant this request.
+    Wound,
+    /// Queue the request.
+    Enqueue,
+    /// Not available and not waiting: nil.
+    Contended,
+    /// As [`Acquire::HoldLimit`].
+    HoldLimit,
+}
+
+/// `held` is the live lock; `tentative` the key's uncommitted-grant record, if any.
+pub fn acquire<W>(
+    held: Option<Held<'_>>,
+    tentative: Option<&Tentative>,
+    queue: &Queue<W>,
+    req: &Request<'_>,
+) -> Decision {
+    let not_available = if req.wait {
+        Decision::Enqueue
+    } else {
+        Decision::Contended
+    };
+    match lock::acquire(held, req.owner, req.reentrant) {
+        Acquire::Renew { token, holds } => Decision::Renew { token, holds },
+        Acquire::HoldLimit => Decision::HoldLimit,
+        Acquire::Grant if queue.has_ahead(req.rank) => not_available,
+        Acquire::Grant => Decision::Grant,
+        Acquire::Contended if wounds(held, tentative, req) => Decision::Wound,
+        Acquire::Contended => not_available,
+    }
+}
+
+/// A ticketed request wounds a tentative grant made for a larger ticket.
+fn wounds(held: Option<Held<'_>>, tentative: Option<&Tentative>, req: &Request<'_>) -> bool {
+    match (held, tentative, req.ticket) {
+        (Some(held), Some(t), Some(ticket)) => t.describes(&held) && ticket < t.ticket,
+        _ => false,
+    }
+}
+
+/// Who gets a lock that has become free (released, expired, deleted, revoked): the first
+/// waiter in service order. `None` while the lock is still held.
+pub fn next_holder<W>(held: Option<Held<'_>>, queue: &mut Queue<W>) -> Option<Waiter<W>> {
+    match held {
+        Some(_) => None,
+        None => queue.pop(),
+    }
+}
+
+#[cfg(test)]
+#[path = "wait_tests.rs"]
+mod tests;
