@@ -5,7 +5,7 @@ CARGO        ?= cargo
 MODULE       := target/release/libdlock.so
 REDIS_PORT   ?= 6379
 
-.PHONY: all deps build run test compat compat-servers chaos chaos-quick bench bench-quick bench-server cluster fmt lint clean
+.PHONY: all deps build run test model model-deep compat compat-servers chaos chaos-quick bench bench-quick bench-server cluster fmt lint clean
 
 all: build
 
@@ -32,10 +32,20 @@ run: build
 	redis-server --port $(REDIS_PORT) --bind 127.0.0.1 --save "" --appendonly no \
 	  --loadmodule $(CURDIR)/$(MODULE)
 
-# Unit and integration tests against real redis-server processes, then the quick chaos suite.
+# Unit and integration tests against real redis-server processes, the model check, then the
+# quick chaos suite.
 test: build
 	$(CARGO) test --release --workspace
+	$(MAKE) --no-print-directory model
 	$(MAKE) --no-print-directory chaos-quick
+
+# Model-checks the protocol (docs/protocol.md): bounded, about a minute on two cores.
+model: build
+	$(CARGO) run --release -q -p dlock-model
+
+# Larger bounds: about ten minutes on two cores.
+model-deep: build
+	$(CARGO) run --release -q -p dlock-model -- --deep
 
 # The integration tests against other server builds: DLOCK_REDIS_SERVERS="path/redis-server ..."
 # (default: the redis-server on the PATH). `make compat-servers` builds Redis 8 and Valkey 8.

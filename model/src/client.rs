@@ -1,0 +1,174 @@
+//! A client's side: the async client's own acquisition machine (`dlock_client::acquisition`),
+//! fed with the replies the network delivers. One acquisition per client: wait, commit, hold,
+//! release.
+
+use dlock_client::acquisition::{Acquisition, Event, Step};
+
+use crate::config::{Config, Mutant};
+use crate::system::{Hold, Msg, Phase, State, To};
+
+pub fn start(config: &Config, state: &mut State, client: usize) {
+    let (acquisition, steps) = Acquisition::start(config.nodes);
+    let c = &mut state.clients[client];
+    c.phase = Phase::Acquiring;
+    c.acquisition = Some(acquisition);
+    apply(config, state, client, steps);
+}
+
+pub fn on_message(config: &Config, state: &mut State, client: usize, msg: Msg) {
+    let c = &mut state.clients[client];
+    let Some(acquisition) = c.acquisition.as_mut() else {
+        return;
+    };
+    match (c.phase.clone(), msg) {
+        (Phase::Acquiring, _) => {}
+        // Done: a wait that reached a node after the final RELEASE was granted: release it.
+        (Phase::Done, Msg::Granted { node, round, .. }) => {
+            return state.send(To::Node(node), Msg::Release { client, round })
+        }
+        _ => return, // held: late replies are covered by the final RELEASE
+    }
+    let event = match msg {
+        Msg::Granted { node, round, token } => {
+            if round == acquisition.round() {
+                c.grants[node] = Some(token);
+            }
+            Event::Granted { node, round, token }
+        }
+        Msg::Unavailable { node, round } => Event::Unavailable { node, round },
+        Msg::Fenced { node, round, ok } => Event::Fenced {
+            node,
+            round,
+            committed: ok,
+        },
+        _ => return,
+    };
+    let before = acquisition.round();
+    let steps = acquisition.on(event);
+    if acquisition.round() != before {
+        c.grants = vec![None; config.nodes];
+        c.outlived_ttl = false;
+    }
+    apply(config, state, client, steps);
+}
+
+fn apply(config: &Config, state: &mut State, client: usize, steps: Vec<Step>) {
+    let ticket = state.clients[client].ticket;
+    for step in steps {
+        match step {
+            Step::Wait { round, nodes } => {
+                for node in nodes {
+                    state.send(
+                        To::Node(node),
+                        Msg::Acquire {
+                            client,
+                            round,
+                            ticket,
+                        },
+                    );
+                }
+            }
+            Step::Fence { token, nodes, .. } if config.mutant == Some(Mutant::NoCommit) => {
+                hold(state, client, token, nodes); // the largest token, uncommitted
+            }
+            Step::Fence {
+                round,
+                token,
+                nodes,
+            } => {
+                for node in nodes {
+                    state.send(
+                        To::Node(node),
+                        Msg::Fence {
+                            client,
+                            round,
+                            token,
+                        },
+                    );
+                }
+            }
+            Step::Release { round, nodes } => {
+                for node in nodes {
+                    state.send(To::Node(node), Msg::Release { client, round });
+                }
+            }
+            Step::Held { .. } if state.clients[client].outlived_ttl => {
+                // The validity check fails: give the round up everywhere.
+                let c = &mut state.clients[client];
+                c.phase = Phase::Done;
+                let round = c.acquisition.as_ref().map_or(0, Acquisition::round);
+                for node in 0..config.nodes {
+                    state.send(To::Node(node), Msg::Release { client, round });
+                }
+            }
+            Step::Held { token } => {
+                let on = state.clients[client]
+                    .acquisition
+                    .as_ref()
+                    .map(Acquisition::holding_nodes)
+                    .unwrap_or_default();
+                hold(state, client, token, on);
+            }
+            Step::Failed => state.clients[client].phase = Phase::Done,
+        }
+    }
+}
+
+fn hold(state: &mut State, client: usize, token: u64, on: Vec<usize>) {
+    let c = &mut state.clients[client];
+    c.phase = Phase::Holding;
+    let granted = on
+        .iter()
+        .filter_map(|&n| c.grants[n].map(|t| (n, t)))
+        .collect();
+    state.ghost.holds.push(Hold {
+        client,
+        token,
+        granted,
+    });
+}
+
+/// A lock `owner` held expired (or a quarantine outlasted it): if that owner's round is still
+/// being acquired, the round has outlived the TTL (see `ClientState::outlived_ttl`).
+pub fn outlive(state: &mut State, owner: &[u8]) {
+    let Some(c) = state.clients.get_mut(usize::from(owner[0])) else {
+        return; // an earlier holder
+    };
+    let round = c.acquisition.as_ref().map(Acquisition::round);
+    if c.phase == Phase::Acquiring && round == Some(u32::from(owner[1])) {
+        c.outlived_ttl = true;
+    }
+}
+
+/// The critical section is over: release on every node.
+pub fn finish(config: &Config, state: &mut State, client: usize) {
+    let c = &mut state.clients[client];
+    c.phase = Phase::Done;
+    let round = c.acquisition.as_ref().map_or(0, Acquisition::round);
+    for node in 0..config.nodes {
+        state.send(To::Node(node), Msg::Release { client, round });
+    }
+}
+
+/// A timed-out call: ask every node that has not granted this round again (idempotent).
+pub fn ask_again(config: &Config, state: &mut State, client: usize) {
+    state.budget.asks_again -= 1;
+    let c = &state.clients[client];
+    let Some(acquisition) = &c.acquisition else {
+        return;
+    };
+    let (round, ticket) = (acquisition.round(), c.ticket);
+    let silent: Vec<usize> = (0..config.nodes)
+        .filter(|&n| acquisition.granted_token(n).is_none())
+        .collect();
+    for node in silent {
+        state.send(
+            To::Node(node),
+            Msg::Acquire {
+                client,
+                round,
+                ticket,
+            },
+        );
+    }
+}

@@ -1,0 +1,118 @@
+//! What one model run explores: sizes, fault budgets, which assumptions hold, and (for the
+//! mutants) which rule is broken on purpose.
+
+use crate::system::Budget;
+
+/// When a lock's TTL may run out on a node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expiry {
+    Never,
+    /// Only when its owner is not in the critical section: holders never pause past the TTL
+    /// and clocks agree closely enough (Redlock's timing assumptions).
+    WhenNotHolding,
+    /// At any moment: a holder paused past its TTL, or a node's clock jumped.
+    Anytime,
+}
+
+/// How nodes crash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Crashes {
+    None,
+    /// Restart with the lock and the counter (persistence); waiters and tentative marks are gone.
+    KeepState,
+    /// Restart empty. The counter comes back above every token the node issued or was fenced
+    /// with (the clock floor, assuming clocks agree to within the restart time: see
+    /// docs/protocol.md).
+
+    /// floor: tokens are floored by a wall clock that moved on). With quarantine, the node
+    /// grants nothing until every lock it may have granted before is over.
+    LoseState {
+        quarantine: bool,
+    },
+}
+
+/// A rule broken on purpose, to show the properties catch it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mutant {
+    /// The client takes the largest granted token without the FENCE commit.
+    NoCommit,
+    /// FENCE applies without checking that the lock is still held by its owner.
+    FenceWithoutOwnerCheck,
+    /// A smaller ticket revokes committed grants too.
+    RevokeCommitted,
+    /// Waiters are served in arrival order instead of by ticket.
+    FifoQueue,
+}
+
+impl Mutant {
+    pub const ALL: [Mutant; 4] = [
+        Mutant::NoCommit,
+        Mutant::FenceWithoutOwnerCheck,
+        Mutant::RevokeCommitted,
+        Mutant::FifoQueue,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Mutant::NoCommit => "max token without the commit phase",
+            Mutant::FenceWithoutOwnerCheck => "FENCE without the still-held check",
+            Mutant::RevokeCommitted => "revoking a committed grant",
+            Mutant::FifoQueue => "serving tickets FIFO instead of by ticket",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub name: &'static str,
+    pub nodes: usize,
+    pub clients: usize,
+    /// Each client's ticket (smaller is served first).
+    pub tickets: Vec<u64>,
+    /// Each node's counter at the start (they disagree, as real nodes do).
+    pub counters: Vec<u64>,
+    pub expiry: Expiry,
+    pub crashes: Crashes,
+    pub budget: Budget,
+    pub mutant: Option<Mutant>,
+    /// Every node starts with the lock committed to an earlier holder that has crashed: its
+    /// TTL may run out at any moment. Both clients then queue behind it, so two clients suffice
+    /// to exercise the order in which a queue is served.
+    pub preheld: bool,
+    /// Explore every behaviour of at most this many steps (`None`: every behaviour).
+    pub max_depth: Option<usize>,
+}
+
+impl Config {
+    pub fn base(name: &'static str, nodes: usize, clients: usize) -> Config {
+        Config {
+            name,
+            nodes,
+            clients,
+            // Arrival and ticket order differ: the last client to start has the smallest ticket
+            // whenever clients start in index order.
+            tickets: (0..clients as u64).map(|i| 30 - 10 * i).collect(),
+            // Node 0 ahead of the others, as in the A-at-10 / B,C-at-5 example.
+            counters: (0..nodes).map(|i| if i == 0 { 10 } else { 5 }).collect(),
+            expiry: Expiry::Never,
+            crashes: Crashes::None,
+            budget: Budget {
+                drops: 0,
+                duplicates: 0,
+                crashes: 0,
+                asks_again: 0,
+                expiries: 0,
+            },
+            mutant: None,
+            preheld: false,
+            max_depth: None,
+        }
+    }
+
+    pub fn faultless(&self) -> bool {
+        self.expiry == Expiry::Never
+            && self.crashes == Crashes::None
+            && self.budget.drops == 0
+            && self.budget.duplicates == 0
+    }
+}

@@ -1,0 +1,177 @@
+//! The stateright `Model`: which actions each state allows, and what each does.
+//!
+//! Requests travel a network that delays, reorders, duplicates and loses them. Replies are read
+//! by their client in the step that sends them: a reply read late is the same as the client's
+//! next request leaving late, which the network already allows, and the client learns nothing
+//! from a reply's timing (a revocation, say, reaches it only through its FENCE being refused).
+//! This halves the interleavings without hiding a behaviour.
+
+use stateright::{Model, Property};
+
+use crate::config::{Config, Crashes, Expiry};
+use crate::system::{Action, Phase, State, To};
+use crate::{client, node, properties};
+
+pub struct DlockModel {
+    pub config: Config,
+    /// The properties checked in this run (by name).
+    pub checked: Vec<&'static str>,
+}
+
+impl Model for DlockModel {
+    type State = State;
+    type Action = Action;
+
+    fn init_states(&self) -> Vec<State> {
+        vec![State::initial(&self.config)]
+    }
+
+    fn actions(&self, s: &State, actions: &mut Vec<Action>) {
+        let cfg = &self.config;
+        for (i, c) in s.clients.iter().enumerate() {
+            match c.phase {
+                Phase::Idle => actions.push(Action::Start(i)),
+                Phase::Holding => actions.push(Action::Finish(i)),
+                Phase::Acquiring if s.budget.asks_again > 0 => actions.push(Action::AskAgain(i)),
+                _ => {}
+            }
+        }
+        for &(node, client, chan) in s.net.keys() {
+            actions.push(Action::Deliver(node, client, chan));
+            if s.budget.drops > 0 {
+                actions.push(Action::Drop(node, client, chan));
+            }
+            if s.budget.duplicates > 0 {
+                actions.push(Action::Duplicate(node, client, chan));
+            }
+        }
+        for (i, n) in s.nodes.iter().enumerate() {
+            if n.up && n.lock.is_some() && self.may_expire(s, i) {
+                actions.push(Action::Expire(i));
+            }
+            if cfg.crashes != Crashes::None {
+                if n.up && s.budget.crashes > 0 {
+                    actions.push(Action::Crash(i));
+                } else if !n.up {
+                    actions.push(Action::Restart(i));
+                }
+            }
+            if n.up && n.quarantined && self.quarantine_may_end(s, i) {
+                actions.push(Action::QuarantineEnds(i));
+            }
+        }
+    }
+
+    fn next_state(&self, last: &State, action: Action) -> Option<State> {
+        let cfg = &self.config;
+        let mut s = last.clone();
+        match action {
+            Action::Start(c) => client::start(cfg, &mut s, c),
+            Action::Finish(c) => client::finish(cfg, &mut s, c),
+            Action::AskAgain(c) => client::ask_again(cfg, &mut s, c),
+            Action::Deliver(n, c, chan) => {
+                if let Some(msg) = s.take((n, c, chan)) {
+                    if s.nodes[n].up {
+                        node::on_message(cfg, &mut s, n, msg); // a down node loses it
+                    }
+                }
+            }
+            Action::Drop(n, c, chan) => {
+                s.take((n, c, chan));
+                s.budget.drops -= 1;
+            }
+            Action::Duplicate(n, c, chan) => {
+                if let Some(&msg) = s.net.get(&(n, c, chan)).and_then(|q| q.first()) {
+                    s.send(To::Node(n), msg);
+                }
+                s.budget.duplicates -= 1;
+            }
+            Action::Expire(n) => {
+                let earlier = s.nodes[n]
+                    .lock
+                    .as_ref()
+                    .is_some_and(|(o, _)| o[0] == crate::system::EARLIER_HOLDER);
+                if !earlier {
+                    s.budget.expiries -= 1;
+                }
+                // A tentative grant that expires is refused by its FENCE; a committed one
+                // expiring before its owner holds means the commit round outlasted the TTL.
+                if node::committed(&s.nodes[n]) {
+                    if let Some((owner, _)) = s.nodes[n].lock.clone() {
+                        client::outlive(&mut s, &owner);
+                    }
+                }
+                node::expire(&mut s, n);
+            }
+            Action::Crash(n) => {
+                s.budget.crashes -= 1;
+                node::crash(cfg, &mut s, n);
+            }
+            Action::Restart(n) => node::restart(cfg, &mut s, n),
+            Action::QuarantineEnds(n) => {
+                s.nodes[n].quarantined = false;
+                // The quarantine lasted a TTL: every lock granted before the loss is over.
+                if let Some(owner) = s.nodes[n].forgotten.take() {
+                    client::outlive(&mut s, &owner);
+                }
+                node::hand_off(&mut s, n);
+            }
+        }
+        while !s.inbox.is_empty() {
+            for (c, msg) in std::mem::take(&mut s.inbox) {
+                client::on_message(cfg, &mut s, c, msg);
+            }
+        }
+        for n in &mut s.nodes {
+            n.highest_counter = n.highest_counter.max(n.node.counter());
+            n.queue.canonicalize();
+        }
+        (s != *last).then_some(s)
+    }
+
+    fn properties(&self) -> Vec<Property<Self>> {
+        self.checked
+            .iter()
+            .map(|&name| properties::property(name))
+            .collect()
+    }
+}
+
+impl DlockModel {
+    /// Whether the lock on `node` may expire now (see [`Expiry`]).
+    fn may_expire(&self, s: &State, node: usize) -> bool {
+        let earlier = s.nodes[node]
+            .lock
+            .as_ref()
+            .is_some_and(|(owner, _)| owner[0] == crate::system::EARLIER_HOLDER);
+        if earlier {
+            return true; // a crashed earlier holder's TTL runs out whenever
+        }
+        if s.budget.expiries == 0 {
+            return false;
+        }
+        match self.config.expiry {
+            Expiry::Never => false,
+            Expiry::Anytime => true,
+            Expiry::WhenNotHolding => {
+                let holder = s.nodes[node]
+                    .lock
+                    .as_ref()
+                    .map(|(owner, _)| usize::from(owner[0]));
+                holder.is_none_or(|c| s.clients[c].phase != Phase::Holding)
+            }
+        }
+    }
+
+    /// The quarantine's assumption: it lasts at least a TTL, so it ends only once the lock
+    /// the node forgot is over for its owner too (not held in that round any more).
+    fn quarantine_may_end(&self, s: &State, node: usize) -> bool {
+        s.nodes[node].forgotten.as_ref().is_none_or(|owner| {
+            let Some(c) = s.clients.get(usize::from(owner[0])) else {
+                return true; // an earlier holder
+            };
+            let round = c.acquisition.as_ref().map_or(0, |a| a.round());
+            !(c.phase == Phase::Holding && u32::from(owner[1]) == round)
+        })
+    }
+}

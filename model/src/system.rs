@@ -1,0 +1,239 @@
+//! The modelled system: N nodes and M clients exchanging messages over a network that may
+//! delay, reorder, duplicate and lose them; nodes that crash and restart; locks that expire.
+//! Every step is one [`Action`]; the checker explores every interleaving within the budgets.
+
+use std::collections::BTreeMap;
+
+use dlock_client::acquisition::Acquisition;
+use dlock_core::wait::{Queue, Tentative};
+use dlock_core::{Clock, Node};
+
+use crate::config::Config;
+
+/// Time does not exist in the model: tokens come from counters alone (no clock floor), and
+/// expiry and quarantine are events guarded by what they assume.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct NoClock;
+
+impl Clock for NoClock {
+    fn now_us(&self) -> u64 {
+        0
+    }
+    fn monotonic_ms(&self) -> u64 {
+        0
+    }
+}
+
+/// The two connections a client keeps to each node: one for its blocking wait, one for
+/// everything else. Each is FIFO (TCP); the two, and different nodes and clients, are not
+/// ordered with each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Chan {
+    Wait,
+    Command,
+}
+
+/// Who a message goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum To {
+    Node(usize),
+    Client(usize),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Msg {
+    /// `DLOCK.ACQUIRE key <client:round> ttl WAIT 0 TICKET ticket`.
+    Acquire {
+        client: usize,
+        round: u32,
+        ticket: u64,
+    },
+    /// `DLOCK.FENCE key <client:round> token`.
+    Fence {
+        client: usize,
+        round: u32,
+        token: u64,
+    },
+    /// `DLOCK.RELEASE key <client:round>`.
+    Release { client: usize, round: u32 },
+    /// A wait answered with a token.
+    Granted { node: usize, round: u32, token: u64 },
+    /// A wait ended without a grant (the node restarted under it).
+    Unavailable { node: usize, round: u32 },
+    /// A FENCE answered (1, or 0 / an error).
+    Fenced { node: usize, round: u32, ok: bool },
+}
+
+/// The owner of the earlier holder of a pre-held lock (see `Config::preheld`).
+pub const EARLIER_HOLDER: u8 = u8::MAX;
+
+/// The owner string of a client's round, as the node stores it.
+pub fn owner(client: usize, round: u32) -> Vec<u8> {
+    vec![client as u8, round as u8]
+}
+
+/// One node's key: the module's state for it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct NodeState {
+    pub up: bool,
+    pub node: Node<NoClock>,
+    /// The lock: owner and token (holds are always 1 here; deadlines are the expiry event).
+    pub lock: Option<(Vec<u8>, u64)>,
+    pub tentative: Option<Tentative>,
+    pub queue: Queue<()>,
+    pub quarantined: bool,
+    /// Ghost: the owner of the committed lock this node forgot when it last lost its state
+    /// (what the quarantine has to outlast).
+    pub forgotten: Option<Vec<u8>>,
+    /// Ghost: the largest counter this node ever had (for the clock floor).
+    pub highest_counter: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Phase {
+    Idle,
+    Acquiring,
+    /// In the critical section, holding `token`.
+    Holding,
+    Done,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ClientState {
+    pub phase: Phase,
+    pub ticket: u64,
+    pub acquisition: Option<Acquisition>,
+    /// Ghost: the grant tokens of the current round, per node (kept by the model because the
+    /// unfenced mutant bypasses the acquisition's commit).
+    pub grants: Vec<Option<u64>>,
+    /// Ghost: a committed lock of the current round expired (or a quarantine outlasted it)
+    /// while the client was still committing. Under the timing assumptions the commit round
+    /// then outlasted the TTL, and the client's validity check (time since the commit round
+    /// began, against the TTL the FENCE set) refuses to call it held.
+    pub outlived_ttl: bool,
+}
+
+/// One successful acquisition, for the token-order property: its token and, per node it held,
+/// the token that node granted it (node tokens increase, so they give the order of grants).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Hold {
+    pub client: usize,
+    pub token: u64,
+    pub granted: Vec<(usize, u64)>,
+}
+
+/// Facts the properties check, recorded as the system runs.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Ghost {
+    pub holds: Vec<Hold>,
+    pub committed_revoked: bool,
+    pub served_out_of_order: bool,
+    pub extra_rounds: Vec<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Budget {
+    pub drops: u8,
+    pub duplicates: u8,
+    pub crashes: u8,
+    pub asks_again: u8,
+    /// Expiries of a client's lock (an earlier holder's lock may always expire once).
+    pub expiries: u8,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct State {
+    pub nodes: Vec<NodeState>,
+    pub clients: Vec<ClientState>,
+    /// Requests in flight, per connection (node, client, channel), oldest first.
+    pub net: BTreeMap<(usize, usize, Chan), Vec<Msg>>,
+    /// Replies sent in this step, not yet read (always empty between steps).
+    pub inbox: Vec<(usize, Msg)>,
+    pub ghost: Ghost,
+    pub budget: Budget,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Action {
+    Start(usize),
+    /// The oldest request on a connection reaches its node.
+    Deliver(usize, usize, Chan),
+    /// The connection broke and the oldest request was lost.
+    Drop(usize, usize, Chan),
+    /// The oldest request is sent again (a client retrying a call).
+    Duplicate(usize, usize, Chan),
+    /// The lock's TTL ran out on a node.
+    Expire(usize),
+    Crash(usize),
+    Restart(usize),
+    QuarantineEnds(usize),
+    /// A client's call timed out: it sends its pending waits again.
+    AskAgain(usize),
+    /// The critical section ends: release everywhere.
+    Finish(usize),
+}
+
+impl State {
+    pub fn initial(config: &Config) -> State {
+        let nodes = (0..config.nodes)
+            .map(|i| {
+                let mut node = Node::new(NoClock);
+                node.raise_counter(config.counters.get(i).copied().unwrap_or(0));
+                let lock = config
+                    .preheld
+                    .then(|| (vec![EARLIER_HOLDER, 0], node.counter()));
+                NodeState {
+                    up: true,
+                    highest_counter: node.counter(),
+                    node,
+                    lock,
+                    tentative: None,
+                    queue: Queue::default(),
+                    quarantined: false,
+                    forgotten: None,
+                }
+            })
+            .collect();
+        let clients = (0..config.clients)
+            .map(|i| ClientState {
+                phase: Phase::Idle,
+                ticket: config.tickets[i],
+                acquisition: None,
+                grants: vec![None; config.nodes],
+                outlived_ttl: false,
+            })
+            .collect();
+        State {
+            nodes,
+            clients,
+            net: BTreeMap::new(),
+            inbox: Vec::new(),
+            ghost: Ghost::default(),
+            budget: config.budget.clone(),
+        }
+    }
+
+    /// A request goes onto the network; a reply goes to the client's inbox, read in the same
+    /// step (see the module docs of `model`).
+    pub fn send(&mut self, to: To, msg: Msg) {
+        let (node, client, chan) = match (to, msg) {
+            (To::Client(client), _) => return self.inbox.push((client, msg)),
+            (To::Node(node), Msg::Acquire { client, .. }) => (node, client, Chan::Wait),
+            (To::Node(node), Msg::Fence { client, .. } | Msg::Release { client, .. }) => {
+                (node, client, Chan::Command)
+            }
+            (To::Node(_), _) => return,
+        };
+        self.net.entry((node, client, chan)).or_default().push(msg);
+    }
+
+    /// Takes the oldest request off a connection.
+    pub fn take(&mut self, key: (usize, usize, Chan)) -> Option<Msg> {
+        let queue = self.net.get_mut(&key)?;
+        let msg = queue.remove(0);
+        if queue.is_empty() {
+            self.net.remove(&key);
+        }
+        Some(msg)
+    }
+}

@@ -1,0 +1,118 @@
+//! A counterexample, step by step, in words: each action and what it left behind.
+
+use stateright::Path;
+
+use crate::model::DlockModel;
+use crate::system::{Action, Msg, Phase, State};
+
+pub fn render(model: &DlockModel, path: Path<State, Action>) -> String {
+    let steps = path.into_vec();
+    let mut out = String::new();
+    let mut number = 0;
+    for window in steps.windows(2) {
+        let (before, action) = (&window[0].0, &window[0].1);
+        let after = &window[1].0;
+        let Some(action) = action else { continue };
+        number += 1;
+        out += &format!(
+            "  {number:>2}. {}\n      -> {}\n",
+            step(before, action),
+            summary(model, after)
+        );
+    }
+    out
+}
+
+fn owner(o: &[u8]) -> String {
+    if o[0] == crate::system::EARLIER_HOLDER {
+        "an earlier holder".into()
+    } else {
+        format!("c{}:{}", o[0], o[1])
+    }
+}
+
+fn step(before: &State, action: &Action) -> String {
+    match action {
+        Action::Start(c) => format!(
+            "c{c} (ticket {}) starts waiting on every node",
+            before.clients[*c].ticket
+        ),
+        Action::Finish(c) => format!("c{c} leaves its critical section and releases everywhere"),
+        Action::AskAgain(c) => format!("c{c} times out and asks again"),
+        Action::Deliver(n, c, chan) => {
+            let msg = before.net.get(&(*n, *c, *chan)).and_then(|q| q.first());
+            format!("node {n} receives {}", msg.map_or("?".into(), message))
+        }
+        Action::Drop(n, c, _) => format!("a request from c{c} to node {n} is lost"),
+        Action::Duplicate(n, c, _) => format!("a request from c{c} to node {n} is sent again"),
+        Action::Expire(n) => format!("the lock on node {n} expires"),
+        Action::Crash(n) => format!("node {n} crashes"),
+        Action::Restart(n) => format!("node {n} restarts"),
+        Action::QuarantineEnds(n) => format!("node {n}'s quarantine ends"),
+    }
+}
+
+fn message(msg: &Msg) -> String {
+    match *msg {
+        Msg::Acquire {
+            client,
+            round,
+            ticket,
+        } => format!("ACQUIRE c{client}:{round} WAIT TICKET {ticket}"),
+        Msg::Fence {
+            client,
+            round,
+            token,
+        } => format!("FENCE c{client}:{round} {token}"),
+        Msg::Release { client, round } => format!("RELEASE c{client}:{round}"),
+        other => format!("{other:?}"),
+    }
+}
+
+fn summary(model: &DlockModel, s: &State) -> String {
+    let nodes: Vec<String> = s
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let lock = match &n.lock {
+                None => "free".to_string(),
+                Some((o, t)) => {
+                    let tentative = n
+                        .tentative
+                        .as_ref()
+                        .is_some_and(|x| x.owner == *o && x.token == *t);
+                    format!("{} t{t}{}", owner(o), if tentative { "?" } else { "" })
+                }
+            };
+            let queue: Vec<String> = n.queue.iter().map(|w| owner(&w.owner)).collect();
+            let down = if n.up { "" } else { " DOWN" };
+            let q = if queue.is_empty() {
+                String::new()
+            } else {
+                format!(" [{}]", queue.join(","))
+            };
+            format!("n{i}: {lock}{q}{down}")
+        })
+        .collect();
+    let clients: Vec<String> = s
+        .clients
+        .iter()
+        .enumerate()
+        .map(|(i, c)| match c.phase {
+            Phase::Holding => {
+                let token = s
+                    .ghost
+                    .holds
+                    .iter()
+                    .rev()
+                    .find(|h| h.client == i)
+                    .map_or(0, |h| h.token);
+                format!("c{i} HOLDS t{token}")
+            }
+            ref p => format!("c{i} {p:?}"),
+        })
+        .collect();
+    let _ = model;
+    format!("{} | {}", nodes.join("  "), clients.join(", "))
+}
