@@ -21,6 +21,7 @@ pub static MAX_TTL_MS: AtomicI64 = AtomicI64::new(DEFAULT_MAX_TTL_MS);
 pub static QUARANTINE_MS: AtomicI64 = AtomicI64::new(0);
 pub static CLOCK_FLOOR: AtomicBool = AtomicBool::new(true);
 pub static ALLOW_EVICTION: AtomicBool = AtomicBool::new(false);
+pub static MAX_WAITERS: AtomicI64 = AtomicI64::new(10_000);
 
 enum Kind {
     Int {
@@ -42,10 +43,16 @@ const CONFIGS: &[(&str, Kind)] = &[
     ("quarantine-ms",  Kind::Int { var: &QUARANTINE_MS, default: 0,                  min: 0, max: LIMIT_MS }),
     ("clock-floor",    Kind::Bool { var: &CLOCK_FLOOR,    default: true }),
     ("allow-eviction", Kind::Bool { var: &ALLOW_EVICTION, default: false }),
+    ("max-waiters",    Kind::Int { var: &MAX_WAITERS,   default: 10_000,             min: 0, max: 100_000_000 }),
 ];
 
 pub fn max_ttl_ms() -> i64 {
     MAX_TTL_MS.load(Relaxed)
+}
+
+/// Clients that may wait on one key at once.
+pub fn max_waiters() -> usize {
+    usize::try_from(MAX_WAITERS.load(Relaxed)).unwrap_or(0)
 }
 
 pub fn allow_eviction() -> bool {
@@ -202,10 +209,11 @@ mod tests {
                 Some(Value::Int(60_000)),
                 Some(Value::Int(30_000)),
                 Some(Value::Bool(false)),
+                None,
                 None
             ]
         );
-        assert_eq!(parse(&[]).unwrap(), vec![None; 4]);
+        assert_eq!(parse(&[]).unwrap(), vec![None; 5]);
     }
 
     #[test]

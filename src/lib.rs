@@ -20,6 +20,7 @@ mod node;
 mod observability;
 mod replication;
 mod server;
+mod waiting;
 
 #[cfg(not(test))]
 mod module {
@@ -34,7 +35,8 @@ mod module {
         let loaded = crate::config::register(ctx, args)
             .and_then(|()| crate::commands::register(ctx))
             .and_then(|()| crate::keyspace::moves::watch(ctx.ctx).map_err(String::from))
-            .and_then(|()| crate::replication::fork::watch(ctx).map_err(String::from));
+            .and_then(|()| crate::replication::fork::watch(ctx).map_err(String::from))
+            .and_then(|()| crate::waiting::watch(ctx).map_err(String::from));
         crate::replication::propagation::watch(ctx);
         crate::observability::info::register(ctx);
         match loaded {

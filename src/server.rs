@@ -53,6 +53,11 @@ pub fn writes_paused() -> bool {
     crate::api!(RedisModule_AvoidReplicaTraffic).is_some_and(|paused| unsafe { paused() } != 0)
 }
 
+/// This node replicates from a master.
+pub fn is_replica(ctx: &Context) -> bool {
+    flag(context_flags(ctx.ctx), raw::REDISMODULE_CTX_FLAGS_SLAVE)
+}
+
 /// `maxmemory` is set with a policy that may evict keys, and lock keys are keys with a TTL:
 /// both `allkeys-*` and `volatile-*` policies can evict them.
 pub fn may_evict(flags: c_int) -> bool {

@@ -146,7 +146,7 @@ fn status_is_a_map_in_resp3() {
     let Value::Map(fields) = reply else {
         panic!("expected a RESP3 map, got {reply:?}")
     };
-    assert_eq!(fields.len(), 4);
+    assert_eq!(fields.len(), 5, "owner token ttl holds waiters");
 }
 
 #[test]

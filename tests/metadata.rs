@@ -108,6 +108,8 @@ fn dlock_acquire_docs_and_info() {
         ("owner", "string"),
         ("ttl-ms", "integer"),
         ("reentrant", "pure-token"),
+        ("timeout-ms", "integer"),
+        ("ticket", "integer"),
     ];
     assert_eq!(names, expected.map(|(n, t)| (n.to_string(), t.to_string())));
 
@@ -121,7 +123,7 @@ fn dlock_acquire_docs_and_info() {
     };
     assert_eq!(row[1], Value::Int(-4), "arity");
     let flags: Vec<String> = redis::from_redis_value_ref(&row[2]).unwrap();
-    for flag in ["write", "denyoom", "fast", "module"] {
+    for flag in ["write", "denyoom", "fast", "blocking", "module"] {
         assert!(flags.contains(&flag.to_string()), "{flags:?}");
     }
     assert_eq!(
@@ -160,6 +162,7 @@ fn the_dlock_acl_category_on_servers_that_have_module_categories() {
             "dlock.fence",
             "dlock.release",
             "dlock.status",
+            "dlock.waiters",
         ];
         let expected = if app.contains(&name.as_str()) {
             "@dlock"

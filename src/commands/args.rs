@@ -69,6 +69,17 @@ pub fn unix_ms(bytes: &[u8]) -> Result<u64, RedisError> {
     in_range(bytes, 1, MAX_TOKEN as i64).ok_or_else(|| errors::expiry(bytes))
 }
 
+/// `WAIT timeout-ms`: 0 (no limit, as Redis's blocking commands) up to `dlock.max-ttl-ms`'s
+/// ceiling.
+pub fn wait_timeout_ms(bytes: &[u8]) -> Result<u64, RedisError> {
+    in_range(bytes, 0, crate::config::LIMIT_MS).ok_or_else(|| errors::wait_timeout(bytes))
+}
+
+/// `TICKET n`: a positive integer.
+pub fn ticket(bytes: &[u8]) -> Result<u64, RedisError> {
+    in_range(bytes, 1, i64::MAX).ok_or_else(|| errors::ticket(bytes))
+}
+
 /// One optional argument a command accepts after its fixed ones: a bare flag or a `NAME value`.
 pub struct OptionSpec {
     pub name: &'static str,

@@ -77,6 +77,36 @@ pub fn missing_value(name: &str) -> RedisError {
     err(format!("ERR option {name} needs a value"))
 }
 
+pub fn wait_timeout(got: &[u8]) -> RedisError {
+    err(format!(
+        "ERR WAIT must be a timeout in ms from 0 (no limit) to {}, got '{}'",
+        crate::config::LIMIT_MS,
+        shown(got)
+    ))
+}
+
+pub fn ticket(got: &[u8]) -> RedisError {
+    err(format!(
+        "ERR TICKET must be an integer from 1 to {}, got '{}'",
+        i64::MAX,
+        shown(got)
+    ))
+}
+
+pub fn ticket_needs_wait() -> RedisError {
+    err("ERR TICKET needs WAIT: a ticket orders waiters".to_string())
+}
+
+pub fn too_many_waiters(limit: usize) -> RedisError {
+    err(format!(
+        "ERR too many clients wait for this lock already (dlock.max-waiters is {limit})"
+    ))
+}
+
+pub fn cannot_block() -> RedisError {
+    err("ERR this server cannot park the client".to_string())
+}
+
 pub fn hold_limit() -> RedisError {
     err(format!(
         "ERR reentrant hold count is already at its maximum of {MAX_HOLDS}"

@@ -27,6 +27,11 @@ impl Arg {
     pub fn as_ptr(&self) -> *mut raw::RedisModuleString {
         self.0
     }
+
+    /// Wraps a string the caller keeps alive while the `Arg` is used.
+    pub fn new(string: *mut raw::RedisModuleString) -> Arg {
+        Arg(string)
+    }
 }
 
 /// A command body: the arguments (name included) in, the reply out.
@@ -97,10 +102,10 @@ macro_rules! args {
 
 #[rustfmt::skip]
 pub static COMMANDS: &[Command] = &[
-    Command { name: "dlock.acquire", handler: lock::acquire, flags: "write deny-oom fast", key: KeyUse::Update, arity: -4, since: "0.1.0", audience: App,
-        usage: "key owner ttl-ms [REENTRANT]",
-        summary: "Takes the lock, or renews it for the same owner. Replies the fencing token, or nil when another owner holds it.",
-        args: args![c"key": Key, c"owner": Str, c"ttl-ms": Integer, c"reentrant": Flag(c"REENTRANT")] },
+    Command { name: "dlock.acquire", handler: lock::acquire, flags: "write deny-oom fast blocking", key: KeyUse::Update, arity: -4, since: "0.1.0", audience: App,
+        usage: "key owner ttl-ms [REENTRANT] [WAIT timeout-ms] [TICKET n]",
+        summary: "Takes the lock, or renews it for the same owner. Replies the fencing token, or nil when another owner holds it; with WAIT, queues until granted (nil at the timeout, 0 = none), served by TICKET then arrival.",
+        args: args![c"key": Key, c"owner": Str, c"ttl-ms": Integer, c"reentrant": Flag(c"REENTRANT"), c"timeout-ms": Opt(c"WAIT"), c"ticket": Opt(c"TICKET")] },
     Command { name: "dlock.release", handler: lock::release, flags: "write fast", key: KeyUse::Delete, arity: 3, since: "0.1.0", audience: App,
         usage: "key owner",
         summary: "Releases one hold of owner's lock. Replies 1 if owner held it, else 0.",
@@ -115,7 +120,11 @@ pub static COMMANDS: &[Command] = &[
         args: args![c"key": Key, c"owner": Str, c"token": Integer] },
     Command { name: "dlock.status", handler: lock::status, flags: "readonly fast", key: KeyUse::Read, arity: 2, since: "0.1.0", audience: App,
         usage: "key",
-        summary: "Replies nil when free, else owner, token, ttl (ms left) and holds.",
+        summary: "Replies nil when free, else owner, token, ttl (ms left), holds and waiters.",
+        args: args![c"key": Key] },
+    Command { name: "dlock.waiters", handler: lock::waiters, flags: "readonly fast", key: KeyUse::Read, arity: 2, since: "0.2.0", audience: App,
+        usage: "key",
+        summary: "Lists the clients waiting for the lock in service order: owner, ticket (or nil) and ms waited each.",
         args: args![c"key": Key] },
     Command { name: "dlock.counter", handler: node::counter, flags: "readonly fast", key: KeyUse::None, arity: 1, since: "0.1.0", audience: App,
         usage: "",

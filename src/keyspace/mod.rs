@@ -8,6 +8,7 @@ pub mod key;
 pub mod moves;
 pub mod persistence;
 pub mod value;
+pub mod writes;
 
 pub use key::LockKey;
 

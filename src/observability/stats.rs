@@ -12,6 +12,12 @@ pub static FORCED: AtomicU64 = AtomicU64::new(0);
 pub static EXPIRED: AtomicU64 = AtomicU64::new(0);
 /// Grants refused because the eviction policy could drop lock keys.
 pub static EVICTION_REFUSALS: AtomicU64 = AtomicU64::new(0);
+/// Locks handed to a waiter.
+pub static HANDOFFS: AtomicU64 = AtomicU64::new(0);
+/// Waits that ended at their timeout.
+pub static WAIT_TIMEOUTS: AtomicU64 = AtomicU64::new(0);
+/// Tentative grants revoked for a smaller ticket.
+pub static REVOCATIONS: AtomicU64 = AtomicU64::new(0);
 static CREATED: AtomicU64 = AtomicU64::new(0);
 static FREED: AtomicU64 = AtomicU64::new(0);
 

@@ -18,6 +18,8 @@ pub const RELEASE: &CStr = c"dlock.release";
 pub const EXTEND: &CStr = c"dlock.extend";
 pub const FENCE: &CStr = c"dlock.fence";
 pub const FORCE_RELEASE: &CStr = c"dlock.forcerelease";
+/// A tentative grant revoked for a smaller ticket.
+pub const REVOKE: &CStr = c"dlock.revoke";
 
 pub fn changed(ctx: &Context, key: &Arg, event: &CStr) {
     if let Some(signal) = crate::api!(RedisModule_SignalModifiedKey) {

@@ -71,7 +71,7 @@ pub fn status(c: &mut Connection, key: &str) -> Option<(String, i64, i64, i64)> 
     let names: Vec<String> = fields.iter().step_by(2).map(text).collect();
     assert_eq!(
         names,
-        ["owner", "token", "ttl", "holds"],
+        ["owner", "token", "ttl", "holds", "waiters"],
         "STATUS field order"
     );
     Some((

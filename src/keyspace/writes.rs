@@ -1,0 +1,95 @@
+//! The lock writes shared by the commands and the waiting queues: a fresh grant and a rewrite
+//! of the lock in place. Each stores the lock, replicates its effect and tells watchers.
+
+use std::ffi::CStr;
+
+use dlock_core::GrantRefused;
+use redis_module::{Context, RedisError};
+
+use super::value::Record;
+use super::LockKey;
+use crate::commands::errors;
+use crate::node::node;
+use crate::observability::stats::{self, EVICTION_REFUSALS, GRANTS};
+use crate::replication::{effects, notify};
+use crate::{config, server};
+
+/// A grant made: its token and deadline.
+pub struct Grant {
+    pub token: u64,
+    pub deadline_ms: u64,
+}
+
+/// Why a grant was not made.
+pub enum Refusal {
+    /// The restart quarantine: grants resume in `ms_left`.
+    Quarantined {
+        ms_left: u64,
+    },
+    Error(RedisError),
+}
+
+impl From<Refusal> for RedisError {
+    fn from(refusal: Refusal) -> RedisError {
+        match refusal {
+            Refusal::Quarantined { ms_left } => errors::quarantined(ms_left),
+            Refusal::Error(error) => error,
+        }
+    }
+}
+
+/// A fresh grant of a free lock: refused while the eviction policy could drop it, during the
+/// restart quarantine, and once the counter is exhausted.
+pub fn grant(
+    ctx: &Context,
+    key: &mut LockKey<'_>,
+    owner: &[u8],
+    ttl_ms: u64,
+) -> Result<Grant, Refusal> {
+    if server::may_evict(server::context_flags(ctx.ctx)) && !config::allow_eviction() {
+        stats::count(&EVICTION_REFUSALS);
+        let policy = server::eviction_policy(ctx);
+        return Err(Refusal::Error(errors::eviction(&policy)));
+    }
+    let (token, deadline_ms) = {
+        let mut node = node();
+        let token = node
+            .grant(&config::settings())
+            .map_err(|refused| match refused {
+                GrantRefused::Quarantined { ms_left } => Refusal::Quarantined { ms_left },
+                GrantRefused::Exhausted => Refusal::Error(errors::exhausted()),
+            })?;
+        (token, node.deadline_ms(ttl_ms))
+    };
+    key.put(owner, token, 1, deadline_ms)
+        .map_err(Refusal::Error)?;
+    let record = Record {
+        owner,
+        token,
+        holds: 1,
+        deadline_ms,
+        place: key.place(),
+    };
+    effects::apply(ctx, key.name(), &record);
+    key.changed(notify::ACQUIRE);
+    stats::count(&GRANTS);
+    Ok(Grant { token, deadline_ms })
+}
+
+/// Stores new holds, token and deadline in the lock already under `key`, and replicates it.
+pub fn rewrite(ctx: &Context, key: &mut LockKey<'_>, record: &Record<'_>, event: &CStr) {
+    if let Some(mut value) = key.value_mut() {
+        value.set_token(record.token);
+        value.set_holds(record.holds);
+    }
+    key.set_deadline(record.deadline_ms);
+    effects::apply(ctx, key.name(), record);
+    key.changed(event);
+}
+
+/// Deletes the lock under `key` and replicates the deletion.
+pub fn remove(ctx: &Context, key: &mut LockKey<'_>, event: &CStr) {
+    key.delete();
+    effects::delete(ctx, key.name());
+    key.changed(event);
+}

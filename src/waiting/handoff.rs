@@ -1,0 +1,122 @@
+//! Handing a lock that became free to the first waiter: a fresh grant, replicated like any
+//! other, and one parked client answered. Runs inside the command that freed the lock (RELEASE,
+//! FORCERELEASE), or from a timer: at the holder's deadline (so a lock with waiters passes on
+//! when its TTL ends, not when Redis's lazy or background expiry gets to it), right after a
+//! DEL / UNLINK / FLUSHALL (a keyspace notification must not write), and when a quarantine or
+//! a write pause ends.
+
+use std::time::Duration;
+
+use dlock_core::wait::Tentative;
+use redis_module::{raw, Context, RedisString};
+
+use super::blocked::Outcome;
+use super::queues::{self, Place};
+use crate::commands::Arg;
+use crate::keyspace::writes::{self, Refusal};
+use crate::keyspace::LockKey;
+use crate::observability::stats::{self, HANDOFFS};
+use crate::server;
+
+/// How soon a handoff held up by a write pause tries again.
+const PAUSED_RETRY: Duration = Duration::from_millis(5);
+
+/// Grants the lock under `name` to waiters in service order until one holds it, then watches
+/// the holder's deadline while others still wait.
+pub fn hand_off(ctx: &Context, place: &Place, name: &Arg) {
+    loop {
+        let mut key = LockKey::open(ctx, name, true);
+        let deadline_ms = match key.held(server::now_ms()) {
+            Ok(Some(held)) => Some(held.deadline_ms),
+            Ok(None) => None,
+            Err(_) => return fail_all(place, "ERR the key no longer holds a lock"),
+        };
+        if let Some(deadline_ms) = deadline_ms {
+            drop(key);
+            return watch(ctx, place, deadline_ms);
+        }
+        let Some(next) = queues::pop(place) else {
+            return;
+        };
+        match writes::grant(ctx, &mut key, &next.owner, next.ttl_ms) {
+            Ok(grant) => {
+                if next.ticketed {
+                    let tentative = Tentative {
+                        owner: next.owner.clone(),
+                        token: grant.token,
+                        ticket: next.rank,
+                    };
+                    queues::with_key(place, |k| k.tentative = Some(tentative));
+                }
+                stats::count(&HANDOFFS);
+                next.handle.answer(Outcome::Granted(grant.token));
+                drop(key);
+                return watch(ctx, place, grant.deadline_ms);
+            }
+            Err(Refusal::Quarantined { ms_left }) => {
+                queues::enqueue(
+                    place,
+                    &next.owner,
+                    next.rank,
+                    next.ticketed,
+                    next.ttl_ms,
+                    next.handle,
+                );
+                return schedule(ctx, place, Duration::from_millis(ms_left.saturating_add(1)));
+            }
+            Err(Refusal::Error(error)) => {
+                next.handle.answer(Outcome::Failed(error.to_string()));
+            }
+        }
+    }
+}
+
+/// Keeps one timer on a key with waiters, firing at the holder's deadline.
+pub fn watch(ctx: &Context, place: &Place, deadline_ms: u64) {
+    let waiting = queues::peek(place, |k| k.is_some_and(|k| !k.queue.is_empty()));
+    if !waiting {
+        return cancel_timer(ctx, place);
+    }
+    let wait_ms = deadline_ms.saturating_sub(server::now_ms());
+    schedule(ctx, place, Duration::from_millis(wait_ms.saturating_add(1)));
+}
+
+/// Runs a handoff of `place` after `after` (replacing the key's pending timer).
+pub fn schedule(ctx: &Context, place: &Place, after: Duration) {
+    cancel_timer(ctx, place);
+    let id = ctx.create_timer(after, on_timer, place.clone());
+    queues::with_key(place, |k| k.timer = Some(id));
+}
+
+fn cancel_timer(ctx: &Context, place: &Place) {
+    if let Some(id) = queues::with_key(place, |k| k.timer.take()) {
+        let _ = ctx.stop_timer::<Place>(id);
+    }
+}
+
+fn on_timer(ctx: &Context, place: Place) {
+    queues::with_key(&place, |k| k.timer = None);
+    if server::writes_paused() {
+        return schedule(ctx, &place, PAUSED_RETRY);
+    }
+    if server::is_replica(ctx) {
+        return;
+    }
+    let Some(select) = crate::api!(RedisModule_SelectDb) else {
+        return;
+    };
+    // SAFETY: the timer's own context; the database index was valid when the key was queued
+    // (SelectDb refuses an index out of range, and then nothing is granted).
+    if unsafe { select(ctx.ctx, place.0) } != raw::REDISMODULE_OK as i32 {
+        return fail_all(&place, "ERR the database is gone");
+    }
+    let name = RedisString::create_from_slice(ctx.ctx, &place.1); // binary-safe
+    hand_off(ctx, &place, &Arg::new(name.inner));
+}
+
+/// Answers every waiter of the key with an error (the key cannot be granted any more).
+fn fail_all(place: &Place, message: &str) {
+    while let Some(waiter) = queues::pop(place) {
+        waiter.handle.answer(Outcome::Failed(message.to_string()));
+    }
+}

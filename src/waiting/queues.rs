@@ -1,0 +1,140 @@
+//! The per-key waiting state, in module memory (never persisted or replicated): the queue of
+//! parked clients and the tentative mark of a ticketed grant not yet committed by FENCE.
+//!
+//! Redis runs every command, timer and callback that touches it on its main thread, so it
+//! lives in a thread-local. Functions here never call into Redis while borrowing it: callers
+//! take out what they need and act afterwards (answering a client, opening a key and the
+//! keyspace notifications that may follow all stay outside the borrow).
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use dlock_core::wait::{Queue, Tentative, Waiter};
+
+use super::blocked::Parked;
+
+/// A key in a database.
+pub type Place = (i32, Vec<u8>);
+
+#[derive(Default)]
+pub struct KeyState {
+    pub queue: Queue<Parked>,
+    pub tentative: Option<Tentative>,
+    /// The pending timer that watches this key's deadline or retries its handoff.
+    pub timer: Option<u64>,
+}
+
+#[derive(Default)]
+struct Registry {
+    keys: HashMap<Place, KeyState>,
+    /// Parked client id -> its key, for the timeout and disconnect callbacks.
+    parked_at: HashMap<usize, Place>,
+    waiters: usize,
+}
+
+thread_local! {
+    static REGISTRY: RefCell<Registry> = RefCell::new(Registry::default());
+}
+
+/// Runs `f` on the key's state (created empty if absent); drops the entry again when it ends
+/// up empty.
+pub fn with_key<R>(place: &Place, f: impl FnOnce(&mut KeyState) -> R) -> R {
+    REGISTRY.with_borrow_mut(|r| {
+        let state = r.keys.entry(place.clone()).or_default();
+        let before = state.queue.len();
+        let result = f(state);
+        let after = state.queue.len();
+        let empty = state.queue.is_empty() && state.tentative.is_none() && state.timer.is_none();
+        if empty {
+            r.keys.remove(place);
+        }
+        r.waiters = (r.waiters + after).saturating_sub(before);
+        result
+    })
+}
+
+/// Reads the key's state without creating it.
+pub fn peek<R>(place: &Place, f: impl FnOnce(Option<&KeyState>) -> R) -> R {
+    REGISTRY.with_borrow(|r| f(r.keys.get(place)))
+}
+
+/// Queues a parked client; returns the same owner's earlier wait it replaces.
+pub fn enqueue(
+    place: &Place,
+    owner: &[u8],
+    rank: u64,
+    ticketed: bool,
+    ttl_ms: u64,
+    parked: Parked,
+) -> Option<Waiter<Parked>> {
+    let replaced = with_key(place, |k| {
+        k.queue.push(owner, rank, ticketed, ttl_ms, parked)
+    });
+    REGISTRY.with_borrow_mut(|r| {
+        if let Some(old) = &replaced {
+            r.parked_at.remove(&old.handle.id());
+        }
+        r.parked_at.insert(parked.id(), place.clone());
+    });
+    replaced
+}
+
+/// Takes the first waiter in service order off the key's queue.
+pub fn pop(place: &Place) -> Option<Waiter<Parked>> {
+    let head = with_key(place, |k| k.queue.pop());
+    forget(head.iter());
+    head
+}
+
+/// Withdraws `owner`'s wait on the key.
+pub fn withdraw(place: &Place, owner: &[u8]) -> Option<Waiter<Parked>> {
+    let gone = with_key(place, |k| k.queue.remove_owner(owner));
+    forget(gone.iter());
+    gone
+}
+
+/// Takes a parked client out of whatever queue it is in (timeout, disconnect).
+pub fn leave(id: usize) -> Option<Parked> {
+    let place = REGISTRY.with_borrow_mut(|r| r.parked_at.remove(&id))?;
+    let mut gone = with_key(&place, |k| k.queue.remove_where(|w| w.handle.id() == id));
+    gone.pop().map(|w| w.handle)
+}
+
+/// Empties every queue and forgets every tentative mark (the node became a replica); returns
+/// the waiters, to be answered, and the timers, to be stopped.
+pub fn drain() -> (Vec<Waiter<Parked>>, Vec<u64>) {
+    REGISTRY.with_borrow_mut(|r| {
+        let registry = std::mem::take(r);
+        let mut waiters = Vec::new();
+        let mut timers = Vec::new();
+        for (_, mut state) in registry.keys {
+            waiters.extend(state.queue.remove_where(|_| true));
+            timers.extend(state.timer);
+        }
+        (waiters, timers)
+    })
+}
+
+/// Every key with waiters (to hand each off after a FLUSHALL).
+pub fn keys_with_waiters() -> Vec<Place> {
+    REGISTRY.with_borrow(|r| {
+        r.keys
+            .iter()
+            .filter(|(_, k)| !k.queue.is_empty())
+            .map(|(place, _)| place.clone())
+            .collect()
+    })
+}
+
+/// Clients waiting now, over all keys.
+pub fn waiters() -> usize {
+    REGISTRY.with_borrow(|r| r.waiters)
+}
+
+fn forget<'a>(gone: impl Iterator<Item = &'a Waiter<Parked>>) {
+    REGISTRY.with_borrow_mut(|r| {
+        for w in gone {
+            r.parked_at.remove(&w.handle.id());
+        }
+    });
+}
