@@ -4,24 +4,6 @@
 mod common;
 use common::*;
 
-fn replica_of(master: &Server) -> Server {
-    let replica = Server::builder()
-        .config("replicaof", &format!("127.0.0.1 {}", master.port()))
-        .start();
-    let mut c = replica.conn();
-    eventually("replica link up", 10_000, || {
-        let info: String = redis::cmd("INFO").arg("replication").query(&mut c).unwrap();
-        info.contains("master_link_status:up")
-    });
-    replica
-}
-
-/// Waits until the replica has everything the master wrote so far.
-fn sync(master: &mut Connection) {
-    let acked: i64 = redis::cmd("WAIT").arg(1).arg(5_000).query(master).unwrap();
-    assert_eq!(acked, 1, "replica acknowledged");
-}
-
 #[test]
 fn replica_mirrors_locks_tokens_and_expiry() {
     let master = Server::start();

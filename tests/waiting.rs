@@ -247,20 +247,13 @@ fn tickets_are_served_smallest_first_and_a_smaller_ticket_wounds_a_tentative_gra
 #[test]
 fn a_replica_sees_the_handed_over_lock_and_a_demoted_master_unblocks_its_waiters() {
     let master = Server::start();
-    let replica = Server::builder()
-        .config("replicaof", &format!("127.0.0.1 {}", master.port()))
-        .start();
+    let replica = replica_of(&master);
     let (mut m, mut r) = (master.conn(), replica.conn());
-    eventually("replica link up", 10_000, || {
-        let info: String = redis::cmd("INFO").arg("replication").query(&mut r).unwrap();
-        info.contains("master_link_status:up")
-    });
     acquire(&mut m, "res", "a", 60_000).unwrap();
     let w = wait_for(&master, "res", "b", 0, None);
     release(&mut m, "res", "a");
     let token = answer(&w).unwrap().unwrap();
-    let acked: i64 = redis::cmd("WAIT").arg(1).arg(5_000).query(&mut m).unwrap();
-    assert_eq!(acked, 1);
+    sync(&mut m);
     let (owner, got, _, _) = status(&mut r, "res").expect("replicated");
     assert_eq!((owner.as_str(), got), ("b", token));
 
@@ -335,15 +328,8 @@ fn max_waiters_bounds_a_queue_with_an_error_and_status_counts_them() {
 #[test]
 fn an_expiry_handoff_during_client_pause_waits_for_writes_and_keeps_the_server_up() {
     let master = Server::builder().config("appendonly", "yes").start();
-    let replica = Server::builder()
-        .config("replicaof", &format!("127.0.0.1 {}", master.port()))
-        .start();
-    let mut m = master.conn();
-    let mut r = replica.conn();
-    eventually("replica link up", 10_000, || {
-        let info: String = redis::cmd("INFO").arg("replication").query(&mut r).unwrap();
-        info.contains("master_link_status:up")
-    });
+    let replica = replica_of(&master);
+    let (mut m, mut r) = (master.conn(), replica.conn());
     acquire(&mut m, "res", "crashed", 200).unwrap();
     let w = wait_for(&master, "res", "next", 0, None);
     redis::cmd("CLIENT")
@@ -359,8 +345,7 @@ fn an_expiry_handoff_during_client_pause_waits_for_writes_and_keeps_the_server_u
         "not granted during the pause"
     );
     master.assert_no_crash();
-    let acked: i64 = redis::cmd("WAIT").arg(1).arg(5_000).query(&mut m).unwrap();
-    assert_eq!(acked, 1);
+    sync(&mut m);
     assert_eq!(
         status(&mut r, "res").map(|s| (s.0, s.1)),
         Some(("next".into(), token))

@@ -56,18 +56,7 @@ fn apply(config: &Config, state: &mut State, client: usize, steps: Vec<Step>) {
     let ticket = state.clients[client].ticket;
     for step in steps {
         match step {
-            Step::Wait { round, nodes } => {
-                for node in nodes {
-                    state.send(
-                        To::Node(node),
-                        Msg::Acquire {
-                            client,
-                            round,
-                            ticket,
-                        },
-                    );
-                }
-            }
+            Step::Wait { round, nodes } => send_waits(state, client, round, ticket, nodes),
             Step::Fence { token, nodes, .. } if config.mutant == Some(Mutant::NoCommit) => {
                 hold(state, client, token, nodes); // the largest token, uncommitted
             }
@@ -161,14 +150,17 @@ pub fn ask_again(config: &Config, state: &mut State, client: usize) {
     let silent: Vec<usize> = (0..config.nodes)
         .filter(|&n| acquisition.granted_token(n).is_none())
         .collect();
-    for node in silent {
-        state.send(
-            To::Node(node),
-            Msg::Acquire {
-                client,
-                round,
-                ticket,
-            },
-        );
+    send_waits(state, client, round, ticket, silent);
+}
+
+/// `ACQUIRE ... WAIT TICKET ticket` as the owner of `round`, to each of `nodes`.
+fn send_waits(state: &mut State, client: usize, round: u32, ticket: u64, nodes: Vec<usize>) {
+    for node in nodes {
+        let msg = Msg::Acquire {
+            client,
+            round,
+            ticket,
+        };
+        state.send(To::Node(node), msg);
     }
 }
