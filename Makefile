@@ -5,7 +5,7 @@ CARGO        ?= cargo
 MODULE       := target/release/libdlock.so
 REDIS_PORT   ?= 6379
 
-.PHONY: all deps build run test model model-deep bench-waiters compat compat-servers chaos chaos-quick bench bench-quick bench-server cluster fmt lint clean
+.PHONY: all deps build run test model model-deep bench-waiters bench-handoff compat compat-servers chaos chaos-quick bench bench-quick bench-server cluster fmt lint clean
 
 all: build
 
@@ -64,6 +64,10 @@ chaos: build
 # Memory per waiting client against BLPOP's (docs: README, Waiting for a lock), ~1 min.
 bench-waiters: build
 	ulimit -n 8192 && python3 bench/waiter_memory.py $(MODULE) 2000
+
+# How late after a crashed holder's deadline a waiter gets the lock, ~1 min.
+bench-handoff: build
+	python3 bench/handoff_latency.py $(MODULE) 500
 
 bench-server: build
 	$(CARGO) run --release -q -p dlock-bench --bin bench-server
