@@ -309,3 +309,39 @@ fn commands_declare_key_positions_for_acl_and_cluster() {
     let denied = error_of(&mut c, &["DLOCK.ACQUIRE", "other:x", "o", "1000"]);
     assert!(denied.starts_with("NOPERM"), "{denied}");
 }
+
+#[test]
+fn fence_px_resets_the_ttl_at_commit_and_a_bad_px_changes_nothing() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let token = acquire(&mut c, "res", "alice", 1_000).unwrap();
+    let err = error_of(
+        &mut c,
+        &[
+            "DLOCK.FENCE",
+            "res",
+            "alice",
+            &(token + 5).to_string(),
+            "PX",
+            "0",
+        ],
+    );
+    assert!(err.contains("PX"), "{err}");
+    assert_eq!(
+        status(&mut c, "res").unwrap().1,
+        token,
+        "refused FENCE changed nothing"
+    );
+    let fenced: i64 = redis::cmd("DLOCK.FENCE")
+        .arg("res")
+        .arg("alice")
+        .arg(token + 5)
+        .arg("PX")
+        .arg(60_000)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(fenced, 1);
+    let (_, got, ttl, _) = status(&mut c, "res").unwrap();
+    assert_eq!(got, token + 5);
+    assert!(ttl > 50_000, "TTL reset by PX: {ttl}");
+}

@@ -128,11 +128,17 @@ fn interrupting_dlock_run_stops_the_command_and_releases() {
             .args(["run", "job", "--", "sleep", "30"])
             .spawn()
             .unwrap();
+        // Signal only once the command runs: dlock installs its handlers after acquiring, so a
+        // signal that arrives mid-acquisition would test something else.
         let deadline = Instant::now() + Duration::from_secs(5);
-        while token_on(&servers[0], "job").is_none() {
-            assert!(Instant::now() < deadline, "dlock never took the lock");
+        while !has_child(child.id()) {
+            assert!(Instant::now() < deadline, "dlock never started the command");
             std::thread::sleep(Duration::from_millis(20));
         }
+        assert!(
+            token_on(&servers[0], "job").is_some(),
+            "held while the command runs"
+        );
         let pid = nix::unistd::Pid::from_raw(child.id() as i32);
         nix::sys::signal::kill(pid, signal).unwrap();
         let status = child.wait_with_output().unwrap().status;
@@ -216,4 +222,16 @@ fn status_marks_unreachable_nodes_and_help_documents_exit_codes() {
             .code(),
         Some(2)
     );
+}
+
+/// Whether process `pid` has a child process yet (the command `dlock run` started).
+fn has_child(pid: u32) -> bool {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|task| {
+            std::fs::read_to_string(task.path().join("children"))
+                .is_ok_and(|c| !c.trim().is_empty())
+        })
 }

@@ -179,20 +179,33 @@ pub fn extend(ctx: &Context, argv: &[Arg]) -> RedisResult {
     Ok(RedisValue::Integer(1))
 }
 
-/// `DLOCK.FENCE key owner token` -> 1 if held by `owner` (token stored, counter raised), else 0.
+const FENCE_OPTIONS: [OptionSpec; 1] = [OptionSpec {
+    name: "PX",
+    takes_value: true,
+}];
+
+/// `DLOCK.FENCE key owner token [PX ttl-ms]` -> 1 if held by `owner` (token stored, counter raised), else 0.
 pub fn fence(ctx: &Context, argv: &[Arg]) -> RedisResult {
     let owner = args::owner(argv[2].as_bytes())?;
     let token = args::token(argv[3].as_bytes())?;
+    let [px] = args::options(argv[4..].iter().map(Arg::as_bytes), &FENCE_OPTIONS)?;
+    let ttl_ms = px
+        .flatten()
+        .map(|ttl| args::ttl_ms(ttl, config::max_ttl_ms(), "PX"))
+        .transpose()?;
     let mut key = LockKey::open(ctx, &argv[1], true);
     let held = key.held(server::now_ms())?;
     let kept = held.map(|h| (h.holds, h.deadline_ms));
-    match (node().fence(held, owner, token), kept) {
+    let fenced = node().fence(held, owner, token); // (the node lock is released here)
+    match (fenced, kept) {
         (Fence::Fenced { token }, Some((holds, deadline_ms))) => {
             let record = Record {
                 owner,
                 token,
                 holds,
-                deadline_ms,
+                // The commit round may set the TTL afresh, so time spent waiting for a
+                // majority does not eat the holder's lease (docs/protocol.md §5).
+                deadline_ms: ttl_ms.map_or(deadline_ms, |ttl| node().deadline_ms(ttl)),
                 place: key.place(),
             };
             writes::rewrite(ctx, &mut key, &record, notify::FENCE);
