@@ -9,29 +9,15 @@ expiry is measured the same way, polling EXISTS every millisecond).
 
 usage: handoff_latency.py MODULE_PATH [SAMPLES]   (standard library only)
 """
-import os, socket, subprocess, sys, tempfile, threading, time
+import os, socket, sys, tempfile, time
+
+from resp_util import command, start_server
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
-def resp(*args):
-    out = b"*%d\r\n" % len(args)
-    for a in args:
-        a = a if isinstance(a, bytes) else str(a).encode()
-        out += b"$%d\r\n%s\r\n" % (len(a), a)
-    return out
 
 
-def command(sock, *args):
-    sock.sendall(resp(*args))
-    data = b""
-    while not data.endswith(b"\r\n"):
-        data += sock.recv(65536)
-    return data
 
 
 def percentile(values, p):
@@ -43,19 +29,9 @@ def main():
     module = os.path.abspath(sys.argv[1])
     samples = int(sys.argv[2]) if len(sys.argv) > 2 else 200
     ttl_ms = 50
-    port = free_port()
     with tempfile.TemporaryDirectory() as d:
-        server = subprocess.Popen(
-            [os.environ.get("REDIS_SERVER", "redis-server"), "--port", str(port), "--save", "",
-             "--appendonly", "no", "--dir", d, "--loadmodule", module],
-            stdout=subprocess.DEVNULL)
+        server, holder, port = start_server(module, d)
         try:
-            for _ in range(100):
-                try:
-                    holder = socket.create_connection(("127.0.0.1", port))
-                    break
-                except OSError:
-                    time.sleep(0.05)
             waiter = socket.create_connection(("127.0.0.1", port))
             dlock, setnx = [], []
             for i in range(samples):

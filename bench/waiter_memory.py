@@ -6,29 +6,15 @@ dlock's queue adds per waiter on top of what any blocked client costs.
 
 usage: waiter_memory.py MODULE_PATH [N]   (standard library only)
 """
-import os, socket, subprocess, sys, tempfile, time
+import os, socket, sys, tempfile, time
+
+from resp_util import command, resp, start_server
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
-def resp(*args):
-    out = b"*%d\r\n" % len(args)
-    for a in args:
-        a = a if isinstance(a, bytes) else str(a).encode()
-        out += b"$%d\r\n%s\r\n" % (len(a), a)
-    return out
 
 
-def command(sock, *args):
-    sock.sendall(resp(*args))
-    data = b""
-    while not data.endswith(b"\r\n") or (data.startswith(b"$") and data.count(b"\r\n") < 2):
-        data += sock.recv(1 << 20)
-    return data
 
 
 def used_memory(sock):
@@ -41,19 +27,9 @@ def waiters(sock, key):
 
 
 def measure(module, n, park):
-    port = free_port()
     with tempfile.TemporaryDirectory() as d:
-        server = subprocess.Popen(
-            [os.environ.get("REDIS_SERVER", "redis-server"), "--port", str(port), "--save", "", "--appendonly", "no",
-             "--dir", d, "--maxclients", str(n + 100), "--loadmodule", module],
-            stdout=subprocess.DEVNULL)
+        server, ctl, port = start_server(module, d, "--maxclients", str(n + 100))
         try:
-            for _ in range(100):
-                try:
-                    ctl = socket.create_connection(("127.0.0.1", port))
-                    break
-                except OSError:
-                    time.sleep(0.05)
             command(ctl, "DLOCK.ACQUIRE", "lock", "holder", 600000)
             clients = [socket.create_connection(("127.0.0.1", port)) for _ in range(n)]
             for c in clients:
