@@ -48,6 +48,16 @@ impl Parked {
         // (see the module docs); Redis owns `data` from here and frees it with `free_outcome`.
         unsafe { unblock(self.client.as_ptr(), data) };
     }
+
+    /// Frees a handle whose client needs no answer (timed out, disconnected): Redis leaves
+    /// that to the module for clients not blocked on keys.
+    fn release_handle(self) {
+        if let Some(unblock) = crate::api!(RedisModule_UnblockClient) {
+            // SAFETY: the handle is live and was just taken out of its queue, so no other path
+            // unblocks it.
+            unsafe { unblock(self.client.as_ptr(), std::ptr::null_mut()) };
+        }
+    }
 }
 
 /// Parks the calling client for up to `timeout_ms` (0: no limit); `None` if this server cannot.
@@ -129,18 +139,6 @@ extern "C" fn on_disconnect(
 ) {
     if let Some(parked) = super::queues::leave(client as usize) {
         parked.release_handle();
-    }
-}
-
-impl Parked {
-    /// Frees a handle whose client needs no answer (timed out, disconnected): Redis leaves
-    /// that to the module for clients not blocked on keys.
-    fn release_handle(self) {
-        if let Some(unblock) = crate::api!(RedisModule_UnblockClient) {
-            // SAFETY: the handle is live and was just taken out of its queue, so no other path
-            // unblocks it.
-            unsafe { unblock(self.client.as_ptr(), std::ptr::null_mut()) };
-        }
     }
 }
 

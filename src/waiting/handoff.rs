@@ -89,13 +89,13 @@ pub fn schedule(ctx: &Context, place: &Place, after: Duration) {
 }
 
 fn cancel_timer(ctx: &Context, place: &Place) {
-    if let Some(id) = queues::with_key(place, |k| k.timer.take()) {
+    if let Some(id) = queues::update(place, |k| k.timer.take()).flatten() {
         let _ = ctx.stop_timer::<Place>(id);
     }
 }
 
 fn on_timer(ctx: &Context, place: Place) {
-    queues::with_key(&place, |k| k.timer = None);
+    queues::update(&place, |k| k.timer = None);
     if server::writes_paused() {
         return schedule(ctx, &place, PAUSED_RETRY);
     }

@@ -55,16 +55,15 @@ pub fn granted(place: &Place, owner: &[u8], token: u64, ticket: Option<u64>) {
         token,
         ticket,
     });
-    if tentative.is_some() || queues::peek(place, |s| s.is_some()) {
-        queues::with_key(place, |k| k.tentative = tentative);
-    }
+    match tentative {
+        Some(mark) => queues::with_key(place, |k| k.tentative = Some(mark)),
+        None => queues::update(place, |k| k.tentative = None), // a fresh grant ends any mark
+    };
 }
 
 /// FENCE committed the grant: it can no longer be wounded.
 pub fn committed(place: &Place) {
-    if queues::peek(place, |s| s.is_some_and(|s| s.tentative.is_some())) {
-        queues::with_key(place, |k| k.tentative = None);
-    }
+    queues::update(place, |k| k.tentative = None);
 }
 
 /// One queued ACQUIRE.
@@ -80,12 +79,11 @@ pub struct Wait<'a> {
 
 /// Parks the calling client in the key's queue; it is answered later.
 pub fn park(ctx: &Context, place: &Place, wait: &Wait<'_>) -> Result<RedisValue, RedisError> {
-    let queued = queues::peek(place, |s| s.map_or(0, |s| s.queue.len()));
     let limit = config::max_waiters();
-    let replacing = queues::peek(place, |s| {
-        s.is_some_and(|s| s.queue.iter().any(|w| w.owner == wait.owner))
+    let full = queues::peek(place, |s| {
+        s.is_some_and(|s| s.queue.len() >= limit && !s.queue.iter().any(|w| w.owner == wait.owner))
     });
-    if queued >= limit && !replacing {
+    if full {
         return Err(errors::too_many_waiters(limit));
     }
     let parked = blocked::park(ctx, wait.timeout_ms).ok_or_else(errors::cannot_block)?;
@@ -110,8 +108,7 @@ pub fn park(ctx: &Context, place: &Place, wait: &Wait<'_>) -> Result<RedisValue,
 
 /// The lock under `name` was just freed by this command: the next waiter gets it now.
 pub fn freed(ctx: &Context, place: &Place, name: &Arg) {
-    if queues::peek(place, |s| s.is_some()) {
-        queues::with_key(place, |k| k.tentative = None);
+    if queues::update(place, |k| k.tentative = None).is_some() {
         handoff::hand_off(ctx, place, name);
     }
 }

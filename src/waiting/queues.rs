@@ -36,21 +36,39 @@ thread_local! {
     static REGISTRY: RefCell<Registry> = RefCell::new(Registry::default());
 }
 
-/// Runs `f` on the key's state (created empty if absent); drops the entry again when it ends
-/// up empty.
-pub fn with_key<R>(place: &Place, f: impl FnOnce(&mut KeyState) -> R) -> R {
-    REGISTRY.with_borrow_mut(|r| {
-        let state = r.keys.entry(place.clone()).or_default();
-        let before = state.queue.len();
-        let result = f(state);
-        let after = state.queue.len();
-        let empty = state.queue.is_empty() && state.tentative.is_none() && state.timer.is_none();
-        if empty {
-            r.keys.remove(place);
-        }
-        r.waiters = (r.waiters + after).saturating_sub(before);
-        result
-    })
+/// Runs `f` on the key's state, created empty if absent (to store something in it); `None`
+/// never happens, it only spares the caller a panic path.
+pub fn with_key<R>(place: &Place, f: impl FnOnce(&mut KeyState) -> R) -> Option<R> {
+    REGISTRY.with_borrow_mut(|r| change(r, place, true, f))
+}
+
+/// Runs `f` on the key's state if there is any: a key nobody waits on costs one lookup and no
+/// allocation.
+pub fn update<R>(place: &Place, f: impl FnOnce(&mut KeyState) -> R) -> Option<R> {
+    REGISTRY.with_borrow_mut(|r| change(r, place, false, f))
+}
+
+/// Applies `f` to one key's state (creating it first if `create`), keeps the waiter total in
+/// step, and drops the entry once it holds nothing.
+fn change<R>(
+    r: &mut Registry,
+    place: &Place,
+    create: bool,
+    f: impl FnOnce(&mut KeyState) -> R,
+) -> Option<R> {
+    let state = if create {
+        r.keys.entry(place.clone()).or_default()
+    } else {
+        r.keys.get_mut(place)?
+    };
+    let before = state.queue.len();
+    let result = f(state);
+    let after = state.queue.len();
+    if state.queue.is_empty() && state.tentative.is_none() && state.timer.is_none() {
+        r.keys.remove(place);
+    }
+    r.waiters = (r.waiters + after).saturating_sub(before);
+    Some(result)
 }
 
 /// Reads the key's state without creating it.
@@ -69,7 +87,8 @@ pub fn enqueue(
 ) -> Option<Waiter<Parked>> {
     let replaced = with_key(place, |k| {
         k.queue.push(owner, rank, ticketed, ttl_ms, parked)
-    });
+    })
+    .flatten();
     REGISTRY.with_borrow_mut(|r| {
         if let Some(old) = &replaced {
             r.parked_at.remove(&old.handle.id());
@@ -81,14 +100,14 @@ pub fn enqueue(
 
 /// Takes the first waiter in service order off the key's queue.
 pub fn pop(place: &Place) -> Option<Waiter<Parked>> {
-    let head = with_key(place, |k| k.queue.pop());
+    let head = update(place, |k| k.queue.pop()).flatten();
     forget(head.iter());
     head
 }
 
 /// Withdraws `owner`'s wait on the key.
 pub fn withdraw(place: &Place, owner: &[u8]) -> Option<Waiter<Parked>> {
-    let gone = with_key(place, |k| k.queue.remove_owner(owner));
+    let gone = update(place, |k| k.queue.remove_owner(owner)).flatten();
     forget(gone.iter());
     gone
 }
@@ -96,7 +115,7 @@ pub fn withdraw(place: &Place, owner: &[u8]) -> Option<Waiter<Parked>> {
 /// Takes a parked client out of whatever queue it is in (timeout, disconnect).
 pub fn leave(id: usize) -> Option<Parked> {
     let place = REGISTRY.with_borrow_mut(|r| r.parked_at.remove(&id))?;
-    let mut gone = with_key(&place, |k| k.queue.remove_where(|w| w.handle.id() == id));
+    let mut gone = update(&place, |k| k.queue.remove_where(|w| w.handle.id() == id))?;
     gone.pop().map(|w| w.handle)
 }
 
