@@ -21,17 +21,20 @@ pub struct LockGuard {
     owner: String,
     token: u64,
     valid_until: Instant,
+    acquired_at: Instant,
     released: bool,
 }
 
 impl LockGuard {
     pub(crate) fn new(shared: Arc<Shared>, resource: &str, owner: &str, granted: Granted) -> Self {
+        let acquired_at = shared.clock.now();
         LockGuard {
             shared,
             resource: resource.to_string(),
             owner: owner.to_string(),
             token: granted.token,
             valid_until: granted.valid_until,
+            acquired_at,
             released: false,
         }
     }
@@ -97,17 +100,24 @@ impl LockGuard {
         (self.owner.clone(), self.token, self.validity())
     }
 
-    /// Starts extending this lock every `extend_interval` (default ttl / 3) until stopped.
+    /// Starts extending this lock every `extend_interval` (default ttl / 3) until stopped, or
+    /// until `max_hold` after it was acquired (then the loss signal fires).
     pub fn watchdog(&self, ttl: Duration) -> Watchdog {
-        let interval = self.shared.opts.extend_interval.unwrap_or(ttl / 3);
+        let opts = &self.shared.opts;
+        let interval = opts.extend_interval.unwrap_or(ttl / 3);
         let lost = CancellationToken::new();
         let stop = CancellationToken::new();
+        let schedule = Schedule {
+            ttl,
+            interval: interval.max(Duration::from_millis(1)),
+            valid_until: self.valid_until,
+            hold_until: opts.max_hold.map(|cap| self.acquired_at + cap),
+        };
         let task = tokio::spawn(keep_extended(
             self.shared.clone(),
             self.resource.clone(),
             self.owner.clone(),
-            (ttl, interval.max(Duration::from_millis(1))),
-            self.valid_until,
+            schedule,
             (lost.clone(), stop.clone()),
         ));
         Watchdog {
@@ -152,27 +162,41 @@ impl Drop for LockGuard {
     }
 }
 
-/// The watchdog loop: extend before validity runs out; signal `lost` on the first failure.
+/// When the watchdog acts.
+struct Schedule {
+    ttl: Duration,
+    interval: Duration,
+    valid_until: Instant,
+    /// `max_hold` after acquisition: no extension past it.
+    hold_until: Option<Instant>,
+}
+
+/// The watchdog loop: extend before validity runs out; signal `lost` on the first failure, or
+/// once the hold cap is reached (the lock itself then runs out at its TTL).
 async fn keep_extended(
     shared: Arc<Shared>,
     resource: String,
     owner: String,
-    (ttl, interval): (Duration, Duration),
-    mut valid_until: Instant,
+    mut at: Schedule,
     (lost, stop): (CancellationToken, CancellationToken),
 ) {
     loop {
-        let next = (shared.clock.now() + interval).min(valid_until);
+        let mut next = (shared.clock.now() + at.interval).min(at.valid_until);
+        if let Some(cap) = at.hold_until {
+            next = next.min(cap);
+        }
+        let pause = next.saturating_duration_since(shared.clock.now());
         tokio::select! {
             _ = stop.cancelled() => return,
-            _ = tokio::time::sleep_until(next.into()) => {}
+            _ = tokio::time::sleep(pause) => {}
         }
-        if shared.clock.now() >= valid_until {
+        let now = shared.clock.now();
+        if now >= at.valid_until || at.hold_until.is_some_and(|cap| now >= cap) {
             lost.cancel();
             return;
         }
-        match shared.round(&resource, &owner).extend(ttl).await {
-            Ok(until) => valid_until = until,
+        match shared.round(&resource, &owner).extend(at.ttl).await {
+            Ok(until) => at.valid_until = until,
             Err(_) => {
                 lost.cancel();
                 return;

@@ -23,8 +23,10 @@ mod round;
 mod shared;
 pub mod timing;
 mod transport;
+mod waiting;
 
 pub use admin::{LockInfo, NodeStatus};
 pub use error::{Error, NodeFailure};
 pub use guard::{LockContext, LockGuard, Watchdog};
 pub use manager::{LockManager, LockManagerBuilder};
+pub use options::WaitMode;

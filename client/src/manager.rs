@@ -2,17 +2,16 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
-
-use rand::Rng;
+use std::time::{Duration, Instant};
 
 use crate::error::Error;
 use crate::guard::{LockContext, LockGuard};
-use crate::options::Options;
+use crate::options::{Options, WaitMode};
 use crate::round::AttemptError;
 use crate::shared::{check_ttl, new_owner, Shared};
 use crate::timing::{quorum as majority, SystemClock};
 use crate::transport::{RedisTransport, Transport};
+use crate::waiting::QueueWait;
 
 /// Redlock across N independent masters running the dlock module. Cheap to clone.
 #[derive(Clone)]
@@ -67,6 +66,17 @@ impl LockManagerBuilder {
         self.opts.extend_interval = interval;
         self
     }
+    /// How [`LockManager::lock`] waits: queued on the nodes (default) or by retrying.
+    pub fn wait_mode(mut self, mode: WaitMode) -> Self {
+        self.opts.wait_mode = mode;
+        self
+    }
+    /// The longest the watchdog keeps a lock extended (`None`: no cap, the default). Past it the
+    /// watchdog stops and the loss signal fires, so a stuck holder cannot keep a lock forever.
+    pub fn max_hold(mut self, cap: Option<Duration>) -> Self {
+        self.opts.max_hold = cap;
+        self
+    }
 
     /// Checks the URLs; connects lazily (nodes may be down now and come up later).
     pub fn build(self) -> Result<LockManager, Error> {
@@ -115,6 +125,11 @@ impl LockManager {
         }
     }
 
+    /// The per-node call timeout.
+    pub fn timeout(&self) -> Duration {
+        self.shared.opts.rounds.timeout
+    }
+
     pub fn node_urls(&self) -> Vec<String> {
         let t = &self.shared.transport;
         (0..t.nodes()).map(|i| t.name(i).to_string()).collect()
@@ -129,7 +144,8 @@ impl LockManager {
             .map_err(|e| self.to_error(resource, e, 1))
     }
 
-    /// Retries (delay + jitter) until acquired or `wait` has passed.
+    /// Waits up to `wait` for the lock: queued on the nodes in ticket order by default, or by
+    /// retrying with delay + jitter ([`WaitMode`]).
     pub async fn lock(
         &self,
         resource: &str,
@@ -137,8 +153,30 @@ impl LockManager {
         wait: Duration,
     ) -> Result<LockGuard, Error> {
         check_ttl(ttl)?;
-        let owner = new_owner();
         let deadline = self.shared.clock.now() + wait;
+        if self.shared.queues() {
+            let queued = QueueWait::new(self.shared.clone(), resource, ttl, deadline);
+            return match queued.acquire().await {
+                Ok(won) => Ok(LockGuard::new(
+                    self.shared.clone(),
+                    resource,
+                    &won.owner,
+                    won.granted,
+                )),
+                Err((failure, attempts)) => Err(self.to_error(resource, failure, attempts)),
+            };
+        }
+        self.lock_retrying(resource, ttl, deadline).await
+    }
+
+    /// [`WaitMode::Retry`]: attempt, pause, attempt again until `deadline`.
+    async fn lock_retrying(
+        &self,
+        resource: &str,
+        ttl: Duration,
+        deadline: Instant,
+    ) -> Result<LockGuard, Error> {
+        let owner = new_owner();
         let mut attempts = 0u32;
         loop {
             attempts = attempts.saturating_add(1);
@@ -146,7 +184,7 @@ impl LockManager {
                 Ok(guard) => return Ok(guard),
                 Err(e) => e,
             };
-            let pause = self.retry_pause();
+            let pause = self.shared.retry_pause();
             let out_of_time = self.shared.clock.now() + pause > deadline;
             if out_of_time || attempts > self.shared.opts.retry_count {
                 return Err(self.to_error(resource, failure, attempts));
@@ -198,17 +236,6 @@ impl LockManager {
         ))
     }
 
-    fn retry_pause(&self) -> Duration {
-        let opts = &self.shared.opts;
-        let jitter_ms = opts.retry_jitter.as_millis() as u64;
-        let extra = if jitter_ms == 0 {
-            0
-        } else {
-            rand::rng().random_range(0..jitter_ms)
-        };
-        opts.retry_delay + Duration::from_millis(extra)
-    }
-
     pub(crate) fn to_error(&self, resource: &str, failure: AttemptError, attempts: u32) -> Error {
         let resource = resource.to_string();
         match failure {
@@ -244,6 +271,7 @@ mod tests {
         });
         let opts = Options {
             retry_count,
+            wait_mode: WaitMode::Retry,
             ..Options::default()
         };
         (

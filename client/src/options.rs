@@ -16,6 +16,19 @@ pub struct RoundOptions {
     pub fencing: bool,
 }
 
+/// How [`crate::LockManager::lock`] waits for a lock someone else holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WaitMode {
+    /// Queue on the nodes (`DLOCK.ACQUIRE ... WAIT ... TICKET`): served in ticket order, woken
+    /// by the release itself, no polling. Needs fencing with more than one node (the commit
+    /// round is what makes tickets safe); without it `lock` falls back to [`WaitMode::Retry`].
+    #[default]
+    Queue,
+    /// Try, sleep `retry_delay` plus jitter, try again: for nodes whose module predates
+    /// server-side waits (before 0.2.0).
+    Retry,
+}
+
 #[derive(Debug, Clone)]
 pub struct Options {
     pub rounds: RoundOptions,
@@ -25,6 +38,9 @@ pub struct Options {
     pub retry_jitter: Duration,
     /// Watchdog period; `None`: ttl / 3.
     pub extend_interval: Option<Duration>,
+    pub wait_mode: WaitMode,
+    /// Longest the watchdog keeps a lock extended; `None`: no cap.
+    pub max_hold: Option<Duration>,
 }
 
 impl Default for Options {
@@ -39,6 +55,8 @@ impl Default for Options {
             retry_delay: Duration::from_millis(25),
             retry_jitter: Duration::from_millis(25),
             extend_interval: None,
+            wait_mode: WaitMode::Queue,
+            max_hold: None,
         }
     }
 }
@@ -95,6 +113,16 @@ mod tests {
                 "fencing(bool)",
                 on(d.rounds.fencing),
                 "two-phase quorum fencing (ignored with one node)",
+            ),
+            (
+                "wait_mode(m)",
+                format!("{:?}", d.wait_mode),
+                "how `lock` waits: `Queue` (server-side FIFO by ticket, no polling) or `Retry` (sleep and retry; for modules before 0.2.0). `Queue` needs fencing on with several nodes, else `Retry` is used",
+            ),
+            (
+                "max_hold(Some(d))",
+                d.max_hold.map_or("none".to_string(), ms),
+                "longest the watchdog of `with_lock` extends; past it extension stops and the loss signal fires",
             ),
             (
                 "extend_interval(Some(d))",

@@ -139,6 +139,7 @@ impl Round<'_> {
             resource: self.resource,
             owner: self.owner,
             token,
+            ttl_ms: None,
         };
         let replies = join_all(grants.iter().map(|&(n, _)| self.ask(n, request))).await;
         let mut failures = Vec::new();

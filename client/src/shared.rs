@@ -5,7 +5,7 @@ use std::time::Duration;
 use rand::Rng;
 
 use crate::error::Error;
-use crate::options::Options;
+use crate::options::{Options, WaitMode};
 use crate::round::Round;
 use crate::timing::Clock;
 use crate::transport::Transport;
@@ -30,6 +30,24 @@ impl Shared {
 
     pub fn nodes(&self) -> usize {
         self.transport.nodes()
+    }
+
+    /// `retry_delay` plus a random share of `retry_jitter`, so contenders do not retry in
+    /// lockstep.
+    pub fn retry_pause(&self) -> Duration {
+        let opts = &self.opts;
+        let jitter_ms = opts.retry_jitter.as_millis() as u64;
+        let extra = if jitter_ms == 0 {
+            0
+        } else {
+            rand::rng().random_range(0..jitter_ms)
+        };
+        opts.retry_delay + Duration::from_millis(extra)
+    }
+
+    /// Whether `lock` waits on the nodes (see [`WaitMode`]).
+    pub fn queues(&self) -> bool {
+        self.opts.wait_mode == WaitMode::Queue && (self.nodes() == 1 || self.opts.rounds.fencing)
     }
 }
 

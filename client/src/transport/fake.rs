@@ -13,7 +13,11 @@ use crate::error::NodeFailure;
 use crate::timing::testing::FakeClock;
 
 /// What a scripted node answers: a reply, or a failure reason (timeout, refused connection).
+/// The reason [`NEVER`] makes the call hang instead (a wait nobody serves).
 pub type Script = dyn Fn(usize, &Request<'_>, usize) -> Result<Value, String> + Send + Sync;
+
+/// A scripted failure reason meaning "never answer".
+pub const NEVER: &str = "never answers";
 
 pub struct FakeTransport {
     names: Vec<String>,
@@ -64,6 +68,13 @@ impl FakeTransport {
 fn describe(request: &Request<'_>) -> String {
     match *request {
         Request::Acquire { ttl_ms, .. } => format!("ACQUIRE {ttl_ms}"),
+        Request::Wait { owner, ticket, .. } => {
+            let round = owner.rsplit(':').next().unwrap_or("?");
+            match ticket {
+                Some(ticket) => format!("WAIT round {round} ticket {ticket}"),
+                None => format!("WAIT round {round}"),
+            }
+        }
         Request::Fence { token, .. } => format!("FENCE {token}"),
         Request::Extend { ttl_ms, .. } => format!("EXTEND {ttl_ms}"),
         Request::Release { .. } => "RELEASE".into(),
@@ -102,6 +113,31 @@ impl Transport for FakeTransport {
             node: self.names[node].clone(),
             reason,
         });
-        Box::pin(async move { reply })
+        Box::pin(async move {
+            if matches!(&reply, Err(failure) if failure.reason == NEVER) {
+                std::future::pending::<()>().await;
+            }
+            reply
+        })
+    }
+}
+
+/// Shared, so a test keeps a handle on the log while a manager owns the transport.
+impl Transport for Arc<FakeTransport> {
+    fn nodes(&self) -> usize {
+        self.as_ref().nodes()
+    }
+
+    fn name(&self, node: usize) -> &str {
+        self.as_ref().name(node)
+    }
+
+    fn call<'a>(
+        &'a self,
+        node: usize,
+        request: Request<'a>,
+        timeout: Duration,
+    ) -> BoxFuture<'a, Result<Value, NodeFailure>> {
+        self.as_ref().call(node, request, timeout)
     }
 }

@@ -24,11 +24,22 @@ pub enum Request<'a> {
         owner: &'a str,
         ttl_ms: u64,
     },
-    /// `DLOCK.FENCE resource owner token`: 1 committed, 0 not held.
+    /// `DLOCK.ACQUIRE resource owner ttl-ms WAIT timeout-ms [TICKET n]`: token, or nil when
+    /// the wait ended without a grant. Blocks on the server, so it goes over a dedicated
+    /// connection, never the shared one.
+    Wait {
+        resource: &'a str,
+        owner: &'a str,
+        ttl_ms: u64,
+        timeout_ms: u64,
+        ticket: Option<u64>,
+    },
+    /// `DLOCK.FENCE resource owner token [PX ttl-ms]`: 1 committed, 0 not held.
     Fence {
         resource: &'a str,
         owner: &'a str,
         token: u64,
+        ttl_ms: Option<u64>,
     },
     /// `DLOCK.EXTEND resource owner ttl-ms`: 1 extended, 0 not held.
     Extend {
@@ -55,13 +66,31 @@ impl Request<'_> {
                 cmd = redis::cmd("DLOCK.ACQUIRE");
                 cmd.arg(resource).arg(owner).arg(ttl_ms);
             }
+            Request::Wait {
+                resource,
+                owner,
+                ttl_ms,
+                timeout_ms,
+                ticket,
+            } => {
+                cmd = redis::cmd("DLOCK.ACQUIRE");
+                cmd.arg(resource).arg(owner).arg(ttl_ms);
+                cmd.arg("WAIT").arg(timeout_ms);
+                if let Some(ticket) = ticket {
+                    cmd.arg("TICKET").arg(ticket);
+                }
+            }
             Request::Fence {
                 resource,
                 owner,
                 token,
+                ttl_ms,
             } => {
                 cmd = redis::cmd("DLOCK.FENCE");
                 cmd.arg(resource).arg(owner).arg(token);
+                if let Some(ttl_ms) = ttl_ms {
+                    cmd.arg("PX").arg(ttl_ms);
+                }
             }
             Request::Extend {
                 resource,

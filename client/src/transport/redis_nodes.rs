@@ -49,7 +49,17 @@ impl Transport for RedisTransport {
                     reason: "no such node".into(),
                 });
             };
-            target.call(&request.to_cmd(), timeout).await
+            match request {
+                // A server-side wait may take until its own timeout: `timeout` is the per-node
+                // bound for connecting only, the wait's length plus that for the whole call.
+                Request::Wait { timeout_ms, .. } => {
+                    let whole = timeout + Duration::from_millis(timeout_ms);
+                    target
+                        .call_blocking(&request.to_cmd(), timeout, whole)
+                        .await
+                }
+                _ => target.call(&request.to_cmd(), timeout).await,
+            }
         })
     }
 }

@@ -38,3 +38,12 @@ pub fn manager(servers: &[Server]) -> LockManager {
         .build()
         .expect("valid node URLs")
 }
+
+/// How many clients wait for `resource` on `server` (`DLOCK.WAITERS`).
+pub fn waiters(server: &Server, resource: &str) -> usize {
+    let queue: Vec<redis::Value> = redis::cmd("DLOCK.WAITERS")
+        .arg(resource)
+        .query(&mut server.conn())
+        .expect("DLOCK.WAITERS");
+    queue.len()
+}

@@ -5,8 +5,8 @@ mod run;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{Parser, Subcommand};
-use dlock_client::{Error, LockManager};
+use clap::{Parser, Subcommand, ValueEnum};
+use dlock_client::{Error, LockManager, WaitMode};
 
 /// Exit codes of dlock itself (`run` otherwise exits with the command's own status).
 pub mod exit {
@@ -16,7 +16,8 @@ pub mod exit {
     pub const CONTENDED: u8 = 3;
     /// No quorum: too few nodes reachable (the message names them and why).
     pub const NO_QUORUM: u8 = 4;
-    /// `run`: the lock was lost while the command ran; the command got SIGTERM.
+    /// `run`: the lock was lost (or held past --max-hold) while the command ran; the command
+    /// got SIGTERM.
     pub const LOST: u8 = 5;
     /// `release` / `extend`: OWNER does not hold the lock on a majority.
     pub const NOT_HELD: u8 = 6;
@@ -33,10 +34,10 @@ Exit codes:
   2    bad command line
   3    lock held by another owner, not acquired within --wait (the command was not run)
   4    no quorum: too few nodes reachable, or validity ran out while acquiring
-  5    run: lock lost while the command ran (the command got SIGTERM)
+  5    run: lock lost while the command ran, or held past --max-hold (the command got SIGTERM)
   6    release/extend: OWNER does not hold the lock on a majority
   127  run: the command could not be started
-  130  run: interrupted (Ctrl-C); command stopped, lock released
+  130  run: interrupted (Ctrl-C); command stopped (or the wait withdrawn), lock released
   143  run: dlock got SIGTERM; command stopped, lock released";
 
 #[derive(Parser)]
@@ -55,10 +56,36 @@ struct Cli {
     #[arg(long, env = "DLOCK_TIMEOUT", default_value = "50ms", value_parser = humantime::parse_duration, global = true)]
     timeout: Duration,
     /// Disable quorum fencing (one round trip less; tokens then come from a single node).
+    /// With several nodes this also means --wait-mode retry.
     #[arg(long, global = true)]
     no_fencing: bool,
+    /// How --wait waits: `queue` on the nodes in arrival order (no polling), or `retry` every
+    /// 25-50 ms (for nodes whose module predates server-side waits).
+    #[arg(
+        long,
+        env = "DLOCK_WAIT_MODE",
+        value_enum,
+        default_value = "queue",
+        global = true
+    )]
+    wait_mode: WaitModeArg,
     #[command(subcommand)]
     command: Command,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum WaitModeArg {
+    Queue,
+    Retry,
+}
+
+impl From<WaitModeArg> for WaitMode {
+    fn from(mode: WaitModeArg) -> WaitMode {
+        match mode {
+            WaitModeArg::Queue => WaitMode::Queue,
+            WaitModeArg::Retry => WaitMode::Retry,
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -71,6 +98,10 @@ enum Command {
         ttl: Duration,
         #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
         wait: Duration,
+        /// Stop extending after this long: the command gets SIGTERM and dlock exits 5, so a
+        /// stuck command cannot keep the lock forever. Default: no cap.
+        #[arg(long, value_parser = humantime::parse_duration)]
+        max_hold: Option<Duration>,
         #[arg(last = true, required = true)]
         cmd: Vec<String>,
     },
@@ -98,9 +129,15 @@ enum Command {
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
+    let max_hold = match cli.command {
+        Command::Run { max_hold, .. } => max_hold,
+        _ => None,
+    };
     let manager = match LockManager::builder(&cli.nodes)
         .timeout(cli.timeout)
         .fencing(!cli.no_fencing)
+        .wait_mode(cli.wait_mode.into())
+        .max_hold(max_hold)
         .build()
     {
         Ok(manager) => manager,
@@ -115,8 +152,9 @@ async fn dispatch(manager: &LockManager, command: Command) -> u8 {
             resource,
             ttl,
             wait,
+            max_hold,
             cmd,
-        } => run::run(manager, &resource, ttl, wait, &cmd).await,
+        } => run::run(manager, &resource, (ttl, wait, max_hold), &cmd).await,
         Command::Acquire {
             resource,
             ttl,

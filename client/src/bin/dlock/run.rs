@@ -1,7 +1,7 @@
 //! `dlock run`: flock(1) for a fleet.
 
 use std::process::ExitStatus;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use dlock_client::{LockGuard, LockManager};
 use nix::sys::signal::{kill, Signal};
@@ -17,23 +17,27 @@ const GRACE: Duration = Duration::from_secs(10);
 pub async fn run(
     manager: &LockManager,
     resource: &str,
-    ttl: Duration,
-    wait: Duration,
+    (ttl, wait, max_hold): (Duration, Duration, Option<Duration>),
     argv: &[String],
 ) -> u8 {
-    let guard = match manager.lock(resource, ttl, wait).await {
-        Ok(guard) => guard,
-        Err(e) => return code_of(&e),
-    };
-    // Handlers go in before the command starts: a Ctrl-C from then on releases the lock.
+    // Handlers go in before the wait: a Ctrl-C from then on withdraws the wait or releases.
     let (mut interrupt, mut terminate) = match stop_signals() {
         Ok(handlers) => handlers,
         Err(e) => {
             eprintln!("dlock: cannot install signal handlers: {e}");
-            let _ = guard.release().await;
             return exit::CANNOT_RUN;
         }
     };
+    let acquired = tokio::select! {
+        acquired = manager.lock(resource, ttl, wait) => acquired,
+        _ = interrupt.recv() => return withdrawn(manager, exit::INTERRUPTED).await,
+        _ = terminate.recv() => return withdrawn(manager, 128 + Signal::SIGTERM as u8).await,
+    };
+    let guard = match acquired {
+        Ok(guard) => guard,
+        Err(e) => return code_of(&e),
+    };
+    let started = Instant::now();
     let mut child = match spawn(argv, &guard) {
         Ok(child) => child,
         Err(e) => {
@@ -47,7 +51,11 @@ pub async fn run(
     let code = tokio::select! {
         status = child.wait() => status.map_or(exit::CANNOT_RUN, status_code),
         _ = lock.lost() => {
-            eprintln!("dlock: lock {resource:?} lost while the command ran; sending SIGTERM");
+            if max_hold.is_some_and(|cap| started.elapsed() >= cap) {
+                eprintln!("dlock: lock {resource:?} held for --max-hold; sending SIGTERM");
+            } else {
+                eprintln!("dlock: lock {resource:?} lost while the command ran; sending SIGTERM");
+            }
             stop(&mut child).await;
             exit::LOST
         }
@@ -58,6 +66,13 @@ pub async fn run(
     if let Err(e) = guard.release().await {
         eprintln!("dlock: release: {e} (the lock expires after its TTL)");
     }
+    code
+}
+
+/// A signal came while waiting: the dropped `lock()` withdraws its wait in the background; give
+/// those RELEASEs the per-node timeout to go out before the process exits.
+async fn withdrawn(manager: &LockManager, code: u8) -> u8 {
+    tokio::time::sleep(manager.timeout()).await;
     code
 }
 

@@ -1,0 +1,379 @@
+//! `lock()` in queue mode: the waiting happens on the nodes (`DLOCK.ACQUIRE ... WAIT ...
+//! TICKET`, docs/protocol.md §5), driven by the pure acquisition machine of `acquisition.rs`,
+//! the one the model checker explores.
+//!
+//! - One ticket per `lock()` call, from the wall clock in µs: it orders waiters across nodes and
+//!   clients, oldest first. With one node no ticket is sent: FIFO is the order, and a grant that
+//!   is never committed must not be revocable.
+//! - Round `r` waits as owner `<base>:<r>`, so a late RELEASE of an abandoned round cannot free
+//!   the next one.
+//! - Waiting does not eat the lease: the commit (`FENCE ... PX ttl`) sets the TTL afresh and
+//!   validity counts from when it was sent. A round whose validity is gone once it committed is
+//!   given up (protocol.md §6.6, finding 1).
+//! - When no majority is possible (nodes down) or validity ran out, everything of that attempt
+//!   is released and a new one starts after the retry pause, same ticket, new base owner, until
+//!   the deadline: nodes that were down are asked again.
+//! - At the deadline, or when the caller drops `lock()` midway, the round is withdrawn
+//!   everywhere (RELEASE of its owner, in the background, so the caller gets its answer on time):
+//!   no wait and no uncommitted grant is left behind.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use futures::future::{join_all, BoxFuture};
+use futures::stream::{FuturesUnordered, StreamExt};
+use redis::Value;
+
+use crate::acquisition::{Acquisition, Event, Step};
+use crate::error::NodeFailure;
+use crate::round::{whole_ms, AttemptError, Granted};
+use crate::shared::{new_owner, Shared};
+use crate::timing::{quorum, validity};
+use crate::transport::Request;
+
+/// A lock won in queue mode: the owner it is held under and its grant.
+pub struct Acquired {
+    pub owner: String,
+    pub granted: Granted,
+}
+
+/// One `lock()` call in queue mode.
+pub struct QueueWait {
+    shared: Arc<Shared>,
+    resource: String,
+    ttl: Duration,
+    ticket: Option<u64>,
+    deadline: Instant,
+}
+
+type Reply = (Event, Option<Why>);
+
+impl QueueWait {
+    pub fn new(shared: Arc<Shared>, resource: &str, ttl: Duration, deadline: Instant) -> Self {
+        let ticket = (shared.nodes() > 1).then(draw_ticket);
+        QueueWait {
+            shared,
+            resource: resource.to_string(),
+            ttl: whole_ms(ttl),
+            ticket,
+            deadline,
+        }
+    }
+
+    /// Waits until held or the deadline; on failure, why and how many attempts were made.
+    pub async fn acquire(&self) -> Result<Acquired, (AttemptError, u32)> {
+        let mut attempts = 0u32;
+        loop {
+            attempts = attempts.saturating_add(1);
+            let failure = match self.attempt(&new_owner()).await {
+                Ok(acquired) => return Ok(acquired),
+                Err(AttemptError::Contended) => return Err((AttemptError::Contended, attempts)),
+                Err(failure) => failure,
+            };
+            let pause = self.shared.retry_pause();
+            let out_of_time = self.shared.clock.now() + pause >= self.deadline;
+            if out_of_time || attempts > self.shared.opts.retry_count {
+                return Err((failure, attempts));
+            }
+            tokio::time::sleep(pause).await;
+        }
+    }
+
+    /// One attempt: rounds of wait and commit until held, impossible, or the deadline. The
+    /// nodes are told the time left (`WAIT`), but a node checks blocked clients' timeouts only
+    /// every 1/hz s (100 ms by default), so the client keeps the deadline itself. An attempt
+    /// gets at least one per-node timeout, so that a zero `wait` still asks once.
+    async fn attempt(&self, base: &str) -> Result<Acquired, AttemptError> {
+        let (machine, mut steps) = Acquisition::start(self.shared.nodes());
+        let mut run = Attempt {
+            wait: self,
+            base,
+            machine,
+            inflight: FuturesUnordered::new(),
+            why: vec![None; self.shared.nodes()],
+            lease_from: self.shared.clock.now(),
+            withdraw_round: Some(0),
+        };
+        let left = self.deadline.saturating_duration_since(run.lease_from);
+        let out_of_time = tokio::time::sleep(left.max(self.shared.opts.rounds.timeout));
+        tokio::pin!(out_of_time);
+        loop {
+            for step in std::mem::take(&mut steps) {
+                match run.perform(step) {
+                    None => {}
+                    Some(Ok((owner, token))) => {
+                        return self.check_lease(owner, token, run.lease_from).await
+                    }
+                    Some(Err(failure)) => return Err(failure),
+                }
+            }
+            tokio::select! {
+                Some((event, why)) = run.inflight.next() => steps = run.on(event, why),
+                _ = &mut out_of_time => return Err(run.failure()),
+            }
+        }
+    }
+
+    /// `ACQUIRE ... WAIT ... [TICKET]` on `node` as the owner of `round`.
+    fn wait<'a>(&'a self, node: usize, round: u32, base: &str) -> BoxFuture<'a, Reply> {
+        let owner = round_owner(base, round);
+        Box::pin(async move {
+            let left = self
+                .deadline
+                .saturating_duration_since(self.shared.clock.now());
+            let request = Request::Wait {
+                resource: &self.resource,
+                owner: &owner,
+                ttl_ms: ms(self.ttl),
+                timeout_ms: ms(left), // at least 1: 0 would mean no limit
+                ticket: self.ticket,
+            };
+            let reply = self.call(node, request).await;
+            let unavailable = Event::Unavailable { node, round };
+            match reply {
+                Ok(Value::Int(token)) if token > 0 => {
+                    let token = token as u64;
+                    (Event::Granted { node, round, token }, None)
+                }
+                Ok(Value::Nil) => (unavailable, Some(Why::TimedOut)),
+                Ok(other) => {
+                    let why = format!("unexpected reply {other:?}");
+                    (unavailable, Some(Why::Failed(self.failure(node, &why))))
+                }
+                Err(failure) => (unavailable, Some(Why::Failed(failure))),
+            }
+        })
+    }
+
+    /// `FENCE ... PX ttl`: commits `token` and starts the lease afresh.
+    fn fence<'a>(
+        &'a self,
+        node: usize,
+        round: u32,
+        owner: &str,
+        token: u64,
+    ) -> BoxFuture<'a, Reply> {
+        let owner = owner.to_string();
+        Box::pin(async move {
+            let request = Request::Fence {
+                resource: &self.resource,
+                owner: &owner,
+                token,
+                ttl_ms: Some(ms(self.ttl)),
+            };
+            let committed = matches!(self.call(node, request).await, Ok(Value::Int(1)));
+            (
+                Event::Fenced {
+                    node,
+                    round,
+                    committed,
+                },
+                None,
+            )
+        })
+    }
+
+    /// Held: the validity left, counted from the request that last set the TTL. With one node
+    /// that is the wait itself, whose grant may have come long after it was sent: then the TTL
+    /// is renewed once, and validity counts from the renewal.
+    async fn check_lease(
+        &self,
+        owner: String,
+        token: u64,
+        lease_from: Instant,
+    ) -> Result<Acquired, AttemptError> {
+        let left = self.validity_since(lease_from);
+        let long_enough = left.is_some_and(|left| left * 2 >= self.ttl);
+        if let (Some(left), true) = (left, long_enough || self.shared.nodes() > 1) {
+            return Ok(self.acquired(owner, token, left));
+        }
+        if self.shared.nodes() == 1 {
+            let renewed_from = self.shared.clock.now();
+            let request = Request::Extend {
+                resource: &self.resource,
+                owner: &owner,
+                ttl_ms: ms(self.ttl),
+            };
+            let renewed = matches!(self.call(0, request).await, Ok(Value::Int(1)));
+            if let (true, Some(left)) = (renewed, self.validity_since(renewed_from)) {
+                return Ok(self.acquired(owner, token, left));
+            }
+        }
+        self.release_later(owner, (0..self.shared.nodes()).collect());
+        Err(AttemptError::ValidityExpired)
+    }
+
+    fn validity_since(&self, from: Instant) -> Option<Duration> {
+        let drift = &self.shared.opts.rounds.drift;
+        validity(self.ttl, from, self.shared.clock.now(), drift)
+    }
+
+    fn acquired(&self, owner: String, token: u64, left: Duration) -> Acquired {
+        let valid_until = self.shared.clock.now() + left;
+        Acquired {
+            owner,
+            granted: Granted { token, valid_until },
+        }
+    }
+
+    async fn call(&self, node: usize, request: Request<'_>) -> Result<Value, NodeFailure> {
+        let timeout = self.shared.opts.rounds.timeout;
+        self.shared.transport.call(node, request, timeout).await
+    }
+
+    /// RELEASE `owner` on `nodes` without waiting for the answers: frees what it was granted and
+    /// withdraws its queued waits (their blocked calls answer nil and end).
+    fn release_later(&self, owner: String, nodes: Vec<usize>) {
+        let (shared, resource) = (self.shared.clone(), self.resource.clone());
+        let timeout = shared.opts.rounds.timeout;
+        tokio::spawn(async move {
+            let release = Request::Release {
+                resource: &resource,
+                owner: &owner,
+            };
+            join_all(
+                nodes
+                    .iter()
+                    .map(|&n| shared.transport.call(n, release, timeout)),
+            )
+            .await;
+        });
+    }
+
+    fn failure(&self, node: usize, reason: &str) -> NodeFailure {
+        NodeFailure {
+            node: self.shared.transport.name(node).to_string(),
+            reason: reason.to_string(),
+        }
+    }
+}
+
+/// Why a node's wait ended without a grant.
+#[derive(Debug, Clone)]
+enum Why {
+    /// The wait ran to the deadline: others held the lock there all along.
+    TimedOut,
+    Failed(NodeFailure),
+}
+
+/// One attempt while its requests are out.
+struct Attempt<'a> {
+    wait: &'a QueueWait,
+    base: &'a str,
+    machine: Acquisition,
+    inflight: FuturesUnordered<BoxFuture<'a, Reply>>,
+    /// This round's nodes whose wait ended without a grant, and why.
+    why: Vec<Option<Why>>,
+    /// When the request that sets the TTL the holder counts on was sent.
+    lease_from: Instant,
+    /// The round to withdraw if the attempt ends without holding (`None` once held).
+    withdraw_round: Option<u32>,
+}
+
+impl<'a> Attempt<'a> {
+    /// Sends what `step` asks for; the attempt's end once held (owner, token) or failed.
+    fn perform(&mut self, step: Step) -> Option<Result<(String, u64), AttemptError>> {
+        let (wait, base) = (self.wait, self.base);
+        match step {
+            Step::Wait { round, nodes } => {
+                self.lease_from = wait.shared.clock.now();
+                self.why = vec![None; wait.shared.nodes()];
+                let waits = nodes.into_iter().map(|n| wait.wait(n, round, base));
+                self.inflight.extend(waits);
+            }
+            Step::Fence {
+                round,
+                token,
+                nodes,
+            } => {
+                self.lease_from = wait.shared.clock.now();
+                let owner = round_owner(base, round);
+                let fences = nodes
+                    .into_iter()
+                    .map(|n| wait.fence(n, round, &owner, token));
+                self.inflight.extend(fences);
+            }
+            Step::Release { round, nodes } => wait.release_later(round_owner(base, round), nodes),
+            Step::Held { token } => {
+                self.withdraw_round = None;
+                return Some(Ok((round_owner(base, self.machine.round()), token)));
+            }
+            Step::Failed => return Some(Err(self.failure())),
+        }
+        None
+    }
+
+    fn on(&mut self, event: Event, why: Option<Why>) -> Vec<Step> {
+        if let (Event::Unavailable { node, round }, Some(why)) = (event, why) {
+            if round == self.machine.round() {
+                self.why[node] = Some(why);
+            }
+        }
+        let steps = self.machine.on(event);
+        self.withdraw_round = Some(self.machine.round());
+        steps
+    }
+
+    /// No majority this round. If the nodes that failed leave too few, that is the error;
+    /// otherwise the others held the lock until the deadline: contended.
+    fn failure(&self) -> AttemptError {
+        let failures: Vec<NodeFailure> = self
+            .why
+            .iter()
+            .filter_map(|why| match why {
+                Some(Why::Failed(failure)) => Some(failure.clone()),
+                _ => None,
+            })
+            .collect();
+        let nodes = self.wait.shared.nodes();
+        if nodes - failures.len() >= quorum(nodes) {
+            return AttemptError::Contended;
+        }
+        AttemptError::NoQuorum(failures)
+    }
+}
+
+/// An attempt that ends without holding the lock (deadline, failure, or the caller dropping
+/// `lock()` midway: a `timeout` or `select!` around it) withdraws its round everywhere, so no
+/// wait and no uncommitted grant is left behind on the nodes.
+impl Drop for Attempt<'_> {
+    fn drop(&mut self) {
+        let Some(round) = self.withdraw_round else {
+            return;
+        };
+        if tokio::runtime::Handle::try_current().is_ok() {
+            let everywhere = (0..self.wait.shared.nodes()).collect();
+            self.wait
+                .release_later(round_owner(self.base, round), everywhere);
+        }
+    }
+}
+
+fn round_owner(base: &str, round: u32) -> String {
+    format!("{base}:{round}")
+}
+
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
+}
+
+/// Wall-clock µs, strictly increasing within this process (two calls in the same µs must not
+/// tie: equal tickets cannot wound each other, and an even split between them would stand until
+/// the TTL). Across processes a tie is possible but costs only time, never safety.
+fn draw_ticket() -> u64 {
+    static LAST: AtomicU64 = AtomicU64::new(0);
+    let now_us = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(1, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX >> 1));
+    let previous = LAST
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |last| {
+            Some(now_us.max(last + 1))
+        })
+        .unwrap_or(0);
+    now_us.max(previous + 1)
+}
+
+#[cfg(test)]
+#[path = "waiting_tests.rs"]
+mod tests;
