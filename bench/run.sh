@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make bench` / `make bench-quick`: installs the external contenders (node-redlock via npm,
-# pottery via pip) into bench/, then runs the benchmark driver. A contender whose registry is
-# unreachable is skipped with a notice, never silently.
+# pottery and python-redis-lock via pip) into bench/, then runs the benchmark driver. A
+# contender whose registry is unreachable is skipped with a notice, never silently.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 if command -v npm >/dev/null 2>&1; then
@@ -11,10 +11,10 @@ else
   echo "bench: npm not found: node-redlock skipped" >&2
 fi
 if [ ! -x "$here/.venv/bin/python" ]; then
-  python3 -m venv "$here/.venv" >/dev/null 2>&1 || echo "bench: python3 -m venv failed: pottery skipped" >&2
+  python3 -m venv "$here/.venv" >/dev/null 2>&1 || echo "bench: python3 -m venv failed: pottery and python-redis-lock skipped" >&2
 fi
 if [ -x "$here/.venv/bin/pip" ]; then
   "$here/.venv/bin/pip" install -q -r "$here/harness/requirements.txt" >/dev/null 2>&1 \
-    || { echo "bench: pip install of pottery failed (PyPI unreachable?): pottery skipped" >&2; rm -rf "$here/.venv"; }
+    || { echo "bench: pip install of pottery/python-redis-lock failed (PyPI unreachable?): both skipped" >&2; rm -rf "$here/.venv"; }
 fi
 cd "$here/.." && cargo run --release -q -p dlock-bench --bin bench -- "$@"

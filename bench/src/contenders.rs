@@ -21,8 +21,18 @@ pub enum Contender {
 
 impl Contender {
     pub fn dlock(nodes: &[String], fencing: bool) -> Contender {
+        Self::dlock_waiting(nodes, fencing, dlock_client::WaitMode::default())
+    }
+
+    /// dlock-client whose `lock` waits the given way.
+    pub fn dlock_waiting(
+        nodes: &[String],
+        fencing: bool,
+        mode: dlock_client::WaitMode,
+    ) -> Contender {
         let manager = dlock_client::LockManager::builder(nodes)
             .fencing(fencing)
+            .wait_mode(mode)
             .build()
             .expect("dlock manager");
         Contender::Dlock(manager)
@@ -125,7 +135,7 @@ impl Contender {
                     .await
                     .map_err(|e| e.to_string())?;
                 let waited = started.elapsed();
-                tokio::time::sleep(hold).await;
+                hold_for(hold);
                 guard.release().await.map_err(|e| e.to_string())?;
                 Ok(waited)
             }
@@ -135,12 +145,49 @@ impl Contender {
                     .await
                     .map_err(|e| format!("{e:?}"))?;
                 let waited = started.elapsed();
-                tokio::time::sleep(hold).await;
+                hold_for(hold);
                 m.unlock(&lock).await;
                 Ok(waited)
             }
             _ => Err("contention is measured for dlock and rslock".into()),
         }
+    }
+
+    /// A holder takes `key` for `ttl` and dies (never releases, never extends); a waiter asks
+    /// for it at once. How long after the holder's deadline the waiter got it, in µs. The
+    /// deadline is counted from when the holder's request was sent, so the figure errs late by
+    /// up to one acquisition.
+    pub async fn after_holder_dies(&self, key: &str, ttl: Duration) -> Result<f64, String> {
+        let sent = Instant::now();
+        let got = match self {
+            Contender::Dlock(m) => {
+                let holder = m.try_lock(key, ttl).await.map_err(|e| e.to_string())?;
+                holder.detach();
+                let next = m.lock(key, TTL, Duration::from_secs(10)).await;
+                let got = Instant::now();
+                next.map_err(|e| e.to_string())?
+                    .release()
+                    .await
+                    .map_err(|e| e.to_string())?;
+                got
+            }
+            Contender::Rslock(m) => {
+                m.lock(key.as_bytes(), ttl)
+                    .await
+                    .map_err(|e| format!("{e:?}"))?;
+                let next = m.acquire_no_guard(key.as_bytes(), TTL).await;
+                let got = Instant::now();
+                m.unlock(&next.map_err(|e| format!("{e:?}"))?).await;
+                got
+            }
+            _ => return Err("measured for dlock and rslock".into()),
+        };
+        let deadline = sent + ttl;
+        Ok(if got >= deadline {
+            (got - deadline).as_secs_f64() * 1e6
+        } else {
+            -((deadline - got).as_secs_f64() * 1e6)
+        })
     }
 
     /// Acquires `key` once, then times `n` extensions.
@@ -186,4 +233,12 @@ async fn connect_all(nodes: &[String]) -> Vec<MultiplexedConnection> {
         );
     }
     conns
+}
+
+/// Holds for `hold` as precisely as the externals' `time.sleep` / `setTimeout` do: a Tokio sleep
+/// rounds up to its 1 ms timer tick (1-2 ms for a 1 ms hold), which would slow every in-process
+/// contender by the harness, not by its lock. Blocks this worker thread meanwhile (the runtime
+/// has another; only the holder sleeps).
+fn hold_for(hold: Duration) {
+    tokio::task::block_in_place(|| std::thread::sleep(hold));
 }

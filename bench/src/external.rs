@@ -1,5 +1,5 @@
-//! node-redlock and pottery, driven through the harness scripts in bench/harness/. Each run is
-//! one process that measures itself and prints one JSON line.
+//! node-redlock, pottery and python-redis-lock, driven through the harness scripts in
+//! bench/harness/. Each run is one process that measures itself and prints one JSON line.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -10,6 +10,8 @@ pub struct External {
     pub name: &'static str,
     program: PathBuf,
     script: PathBuf,
+    /// A single-node lock (no quorum): measured only where the scenario runs on one node.
+    pub single_node_only: bool,
 }
 
 fn harness_dir() -> PathBuf {
@@ -25,21 +27,38 @@ pub fn available() -> Vec<External> {
             name: "node-redlock",
             program: "node".into(),
             script: dir.join("redlock.mjs"),
+            single_node_only: false,
         });
     } else {
         eprintln!("bench: node-redlock not installed (npm unreachable?): skipped");
     }
-    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
-    if python.exists() {
-        found.push(External {
-            name: "pottery",
-            program: python,
-            script: dir.join("pottery_bench.py"),
-        });
-    } else {
-        eprintln!("bench: pottery not installed (PyPI unreachable?): skipped");
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv");
+    let python = venv.join("bin/python");
+    for (name, module, script, single_node_only) in [
+        ("pottery", "pottery", "pottery_bench.py", false),
+        ("python-redis-lock", "redis_lock", "prl_bench.py", true),
+    ] {
+        if python.exists() && venv_has(&venv, module) {
+            found.push(External {
+                name,
+                program: python.clone(),
+                script: dir.join(script),
+                single_node_only,
+            });
+        } else {
+            eprintln!("bench: {name} not installed (PyPI unreachable?): skipped");
+        }
     }
     found
+}
+
+/// Whether the venv's site-packages holds the package `module`.
+fn venv_has(venv: &Path, module: &str) -> bool {
+    let Ok(libs) = std::fs::read_dir(venv.join("lib")) else {
+        return false;
+    };
+    libs.flatten()
+        .any(|python| python.path().join("site-packages").join(module).exists())
 }
 
 /// What one harness run reports.
@@ -51,6 +70,11 @@ pub struct Measured {
 }
 
 impl External {
+    /// Whether this contender can run against `nodes`.
+    pub fn supports(&self, nodes: &[String]) -> bool {
+        !self.single_node_only || nodes.len() == 1
+    }
+
     /// Runs `scenario` (`latency`, `throughput`, `contention` or `extend`) against `nodes`.
     pub fn run(
         &self,
@@ -112,5 +136,19 @@ mod tests {
         assert_eq!(l.latencies_us, vec![5.0, 7.0, 9.0]);
         let t = super::parse("{\"ops\": 300, \"seconds\": 1.5}").unwrap();
         assert_eq!((t.ops, t.seconds), (300.0, 1.5));
+    }
+
+    #[test]
+    fn single_node_contenders_run_only_on_one_node() {
+        let mut ext = super::External {
+            name: "x",
+            program: "p".into(),
+            script: "s".into(),
+            single_node_only: true,
+        };
+        let (one, five) = (vec!["a".to_string()], vec!["a".to_string(); 5]);
+        assert!(ext.supports(&one) && !ext.supports(&five));
+        ext.single_node_only = false;
+        assert!(ext.supports(&one) && ext.supports(&five));
     }
 }

@@ -1,8 +1,23 @@
 //! Shared pieces of the dlock benchmarks.
 
+use std::time::Duration;
+
 pub mod contenders;
+pub mod contention;
+pub mod expiry;
 pub mod external;
 pub mod report;
+
+/// In-process contenders, by the name they are reported under.
+pub type Named = Vec<(String, contenders::Contender)>;
+
+/// How much each scenario measures: rounds (contenders alternating), ops per latency batch,
+/// and the length of each throughput/contention batch.
+pub struct Plan {
+    pub rounds: usize,
+    pub n: usize,
+    pub duration: Duration,
+}
 
 /// Median of a small sample (the upper middle for even counts).
 pub fn median(values: Vec<f64>) -> f64 {

@@ -2,22 +2,17 @@
 //! same run on the same five local nodes, contenders alternating round by round.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use dlock_bench::contenders::Contender;
+use dlock_bench::contention::{contention, ContentionTable};
+use dlock_bench::expiry::{holder_dies, ExpiryTable};
 use dlock_bench::external::{self, External};
+use dlock_bench::median;
 use dlock_bench::report::{latency_svg, LatencyTable, RateTable};
-use dlock_bench::{median, percentile};
+use dlock_bench::{Named, Plan};
 use dlock_testkit::Server;
-
-struct Plan {
-    rounds: usize,
-    n: usize,
-    duration: Duration,
-}
-
-type Named = Vec<(String, Contender)>;
 
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
@@ -61,15 +56,21 @@ fn main() {
         true,
     ));
     let s2 = runtime.block_on(throughput(&plan, &five, &externals));
-    let s3 = runtime.block_on(contention(&plan, &five, &externals));
+    let s3 = [
+        runtime.block_on(contention(&plan, &one, &externals)),
+        runtime.block_on(contention(&plan, &five, &externals)),
+    ];
     let s4 = runtime.block_on(extension(&plan, &five, &externals));
+    let deaths = plan.n / 10;
+    let s5 = [
+        runtime.block_on(holder_dies(&plan, &one, deaths)),
+        runtime.block_on(holder_dies(&plan, &five, deaths)),
+    ];
     let md = results_markdown(
         &plan,
         quick,
         &[&s1_five, &s1_one],
-        &s2,
-        &s3,
-        &s4,
+        (&s2, &s3, &s4, &s5),
         &externals,
     );
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -135,7 +136,7 @@ async fn latency(
             progress(title, round, plan, name, &samples);
             table.add(name, samples);
         }
-        for ext in externals {
+        for ext in externals.iter().filter(|e| e.supports(nodes)) {
             let prefix = format!("{}:{round}", ext.name);
             match ext.run(nodes, "latency", plan.n, 1, 0, &prefix) {
                 Ok(m) => {
@@ -194,7 +195,7 @@ async fn throughput(plan: &Plan, nodes: &[String], externals: &[External]) -> Ra
             );
             table.add(name, rate);
         }
-        for ext in externals {
+        for ext in externals.iter().filter(|e| e.supports(nodes)) {
             let prefix = format!("tp:{}:{round}", ext.name);
             match ext.run(
                 nodes,
@@ -219,78 +220,6 @@ async fn throughput(plan: &Plan, nodes: &[String], externals: &[External]) -> Ra
         }
     }
     table
-}
-
-/// Handoffs per second and the wait distribution, per contender.
-struct ContentionRow {
-    name: String,
-    handoffs: Vec<f64>,
-    waits_us: Vec<f64>,
-}
-
-async fn contention(plan: &Plan, nodes: &[String], externals: &[External]) -> Vec<ContentionRow> {
-    const TASKS: usize = 32;
-    let hold = Duration::from_millis(1);
-    let contenders: Named = vec![
-        ("dlock (fencing on)".into(), Contender::dlock(nodes, true)),
-        ("rslock".into(), Contender::rslock(nodes)),
-    ];
-    let mut rows: Vec<ContentionRow> = contenders
-        .iter()
-        .map(|(name, _)| name.clone())
-        .chain(externals.iter().map(|e| e.name.to_string()))
-        .map(|name| ContentionRow {
-            name,
-            handoffs: vec![],
-            waits_us: vec![],
-        })
-        .collect();
-    for round in 0..plan.rounds {
-        for ((name, c), row) in contenders.iter().zip(rows.iter_mut()) {
-            let key = format!("contended:{round}:{name}");
-            let waits = Mutex::new(Vec::new());
-            let deadline = Instant::now() + plan.duration;
-            let t = Instant::now();
-            let tasks = (0..TASKS).map(|_| async {
-                while Instant::now() < deadline {
-                    if let Ok(w) = c.contend(&key, hold).await {
-                        waits.lock().unwrap().push(w.as_micros() as f64);
-                    }
-                }
-            });
-            futures::future::join_all(tasks).await;
-            let waits = waits.into_inner().unwrap();
-            let rate = waits.len() as f64 / t.elapsed().as_secs_f64();
-            eprintln!(
-                "bench: [3. contention, {TASKS} tasks] round {}/{} {name}: {rate:.0} handoffs/s",
-                round + 1,
-                plan.rounds
-            );
-            row.handoffs.push(rate);
-            row.waits_us.extend(waits);
-        }
-        for (ext, row) in externals.iter().zip(rows.iter_mut().skip(contenders.len())) {
-            let prefix = format!("contended:{round}:{}", ext.name);
-            match ext.run(
-                nodes,
-                "contention",
-                0,
-                TASKS,
-                plan.duration.as_millis() as u64,
-                &prefix,
-            ) {
-                Ok(m) => {
-                    let rate = m.ops / m.seconds;
-                    eprintln!("bench: [3. contention, {TASKS} tasks] round {}/{} {}: {rate:.0} handoffs/s", round + 1, plan.rounds, ext.name);
-                    row.handoffs.push(rate);
-                    row.waits_us.extend(m.latencies_us);
-                }
-                Err(e) => eprintln!("bench: {e}"),
-            }
-        }
-    }
-    rows.retain(|row| !row.handoffs.is_empty());
-    rows
 }
 
 async fn extension(plan: &Plan, nodes: &[String], externals: &[External]) -> LatencyTable {
@@ -323,7 +252,7 @@ async fn extension(plan: &Plan, nodes: &[String], externals: &[External]) -> Lat
             progress("4. extend, 5 nodes", round, plan, name, &samples);
             table.add(name, samples);
         }
-        for ext in externals {
+        for ext in externals.iter().filter(|e| e.supports(nodes)) {
             match ext.run(
                 nodes,
                 "extend",
@@ -347,9 +276,12 @@ fn results_markdown(
     plan: &Plan,
     quick: bool,
     latency_tables: &[&LatencyTable; 2],
-    s2: &RateTable,
-    s3: &[ContentionRow],
-    s4: &LatencyTable,
+    (s2, s3, s4, s5): (
+        &RateTable,
+        &[ContentionTable; 2],
+        &LatencyTable,
+        &[ExpiryTable; 2],
+    ),
     externals: &[External],
 ) -> String {
     let cmd = if quick {
@@ -359,7 +291,7 @@ fn results_markdown(
     };
     let mut md = format!(
         "# dlock benchmark results\n\nReproduce: `{cmd}` ({} rounds, contenders alternating each round; {} ops per latency batch; {:?} per throughput/contention batch). \
-         Five redis-server 7.0 masters with the module on loopback, 2-core machine. Latencies are client-observed, pooled over rounds.\n\n",
+         Five redis-server 7.0 masters with the module on loopback (a sixth for the 1-node tables), 2-core machine. Latencies are client-observed, pooled over rounds.\n\n",
         plan.rounds, plan.n, plan.duration
     );
     let names: Vec<&str> = externals.iter().map(|e| e.name).collect();
@@ -377,22 +309,21 @@ fn results_markdown(
     md += &latency_tables[1].markdown("PING fan-out (1 RTT floor)");
     md += "\n## 2. Throughput: 64 concurrent tasks, distinct resources, acquire+release pairs\n\n";
     md += &s2.markdown("pairs/s");
-    md += "\n## 3. Contention: 32 tasks, one resource, each holds it 1 ms\n\n| contender | handoffs/s (median) | wait p50 µs | wait p99 µs | fairness p99/p50 |\n|---|---|---|---|---|\n";
-    for row in s3 {
-        let (p50, p99) = (
-            median(row.waits_us.clone()),
-            percentile(row.waits_us.clone(), 99.0),
-        );
-        md += &format!(
-            "| {} | {:.0} | {p50:.0} | {p99:.0} | {:.1} |\n",
-            row.name,
-            median(row.handoffs.clone()),
-            p99 / p50
-        );
+    for table in s3 {
+        md += "\n";
+        md += &table.markdown();
     }
     md += "\n## 4. Extension, 5 nodes\n\n";
     md += &s4.markdown("PING fan-out (1 RTT floor)");
+    for table in s5 {
+        md += "\n";
+        md += &table.markdown();
+    }
     md += &goals(latency_tables[0], s2);
+    md += &s3[0].goals(2.0);
+    md += &s3[1].goals(3.0);
+    md += &s5[0].goal();
+    md += &s5[1].goal();
     md
 }
 

@@ -1,0 +1,102 @@
+//! Scenario 5: the holder dies without releasing. How long after its TTL deadline the next
+//! waiter holds the lock: dlock's queue (the node hands the lock over at the deadline itself),
+//! dlock's retry mode and rslock (both notice on their next retry tick). On 1 and 5 nodes,
+//! contenders alternating within a round, the order reversed every other round, a fresh key per
+//! sample.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use dlock_client::WaitMode;
+
+use crate::contenders::Contender;
+use crate::{median, percentile, Named, Plan};
+
+/// The dying holder's TTL.
+const TTL: Duration = Duration::from_millis(100);
+
+fn contenders(nodes: &[String]) -> Named {
+    vec![
+        (
+            "dlock (queue, the default)".into(),
+            Contender::dlock_waiting(nodes, true, WaitMode::Queue),
+        ),
+        (
+            "dlock (retry)".into(),
+            Contender::dlock_waiting(nodes, true, WaitMode::Retry),
+        ),
+        ("rslock".into(), Contender::rslock(nodes)),
+    ]
+}
+
+/// Lateness samples (µs after the deadline) per contender, on one node set.
+pub struct ExpiryTable {
+    pub nodes: usize,
+    pub rows: Vec<(String, Vec<f64>)>,
+}
+
+/// `samples` deaths per contender per round.
+pub async fn holder_dies(plan: &Plan, nodes: &[String], samples: usize) -> ExpiryTable {
+    let contenders = contenders(nodes);
+    let mut rows: Vec<(String, Vec<f64>)> = contenders
+        .iter()
+        .map(|(name, _)| (name.clone(), Vec::new()))
+        .collect();
+    for round in 0..plan.rounds {
+        let mut order: Vec<usize> = (0..contenders.len()).collect();
+        if round % 2 == 1 {
+            order.reverse();
+        }
+        for i in order {
+            let (name, contender) = &contenders[i];
+            for sample in 0..samples {
+                let key = format!("dies:{}:{round}:{name}:{sample}", nodes.len());
+                match contender.after_holder_dies(&key, TTL).await {
+                    Ok(late_us) => rows[i].1.push(late_us),
+                    Err(e) => eprintln!("bench: [5. holder dies] {name}: {e}"),
+                }
+            }
+            eprintln!(
+                "bench: [5. holder dies, {} node(s)] round {}/{} {name}: p50 {:.0} µs late",
+                nodes.len(),
+                round + 1,
+                plan.rounds,
+                median(rows[i].1.clone())
+            );
+        }
+    }
+    ExpiryTable {
+        nodes: nodes.len(),
+        rows,
+    }
+}
+
+impl ExpiryTable {
+    /// The `## 5. ...` section of results.md.
+    pub fn markdown(&self) -> String {
+        let mut md = format!(
+            "## 5. Holder dies: {} ms TTL, never released; the next holder's grant, µs after the deadline, {} node(s)\n\n\
+             | contender | p50 µs late | p99 µs late | samples |\n|---|---|---|---|\n",
+            TTL.as_millis(),
+            self.nodes
+        );
+        for (name, late) in &self.rows {
+            let (p50, p99) = (median(late.clone()), percentile(late.clone(), 99.0));
+            let _ = writeln!(md, "| {name} | {p50:.0} | {p99:.0} | {} |", late.len());
+        }
+        md
+    }
+
+    /// The queue's p99 lateness against the 10 ms goal.
+    pub fn goal(&self) -> String {
+        let Some((name, late)) = self.rows.iter().find(|(n, _)| n.contains("queue")) else {
+            return String::new();
+        };
+        let p99 = percentile(late.clone(), 99.0) / 1000.0;
+        let verdict = if p99 <= 10.0 { "met" } else { "missed" };
+        format!(
+            "| holder dies: next grant p99 <= 10 ms after the deadline, {} node(s) | {p99:.1} ms ({name}) | {verdict} |\n",
+            self.nodes
+        )
+    }
+}
