@@ -155,7 +155,7 @@ impl LockManager {
         check_ttl(ttl)?;
         let deadline = self.shared.clock.now() + wait;
         if self.shared.queues() {
-            let queued = QueueWait::new(self.shared.clone(), resource, ttl, deadline);
+            let queued = Arc::new(QueueWait::new(self.shared.clone(), resource, ttl, deadline));
             return match queued.acquire().await {
                 Ok(won) => Ok(LockGuard::new(
                     self.shared.clone(),

@@ -62,7 +62,7 @@ impl QueueWait {
     }
 
     /// Waits until held or the deadline; on failure, why and how many attempts were made.
-    pub async fn acquire(&self) -> Result<Acquired, (AttemptError, u32)> {
+    pub async fn acquire(self: &Arc<Self>) -> Result<Acquired, (AttemptError, u32)> {
         let mut attempts = 0u32;
         loop {
             attempts = attempts.saturating_add(1);
@@ -84,7 +84,7 @@ impl QueueWait {
     /// nodes are told the time left (`WAIT`), but a node checks blocked clients' timeouts only
     /// every 1/hz s (100 ms by default), so the client keeps the deadline itself. An attempt
     /// gets at least one per-node timeout, so that a zero `wait` still asks once.
-    async fn attempt(&self, base: &str) -> Result<Acquired, AttemptError> {
+    async fn attempt(self: &Arc<Self>, base: &str) -> Result<Acquired, AttemptError> {
         let (machine, mut steps) = Acquisition::start(self.shared.nodes());
         let mut run = Attempt {
             wait: self,
@@ -116,20 +116,22 @@ impl QueueWait {
     }
 
     /// `ACQUIRE ... WAIT ... [TICKET]` on `node` as the owner of `round`.
-    fn wait<'a>(&'a self, node: usize, round: u32, base: &str) -> BoxFuture<'a, Reply> {
+    fn wait(self: &Arc<Self>, node: usize, round: u32, base: &str) -> BoxFuture<'static, Reply> {
         let owner = round_owner(base, round);
+        let this = self.clone();
         Box::pin(async move {
-            let left = self
+            let this = &this;
+            let left = this
                 .deadline
-                .saturating_duration_since(self.shared.clock.now());
+                .saturating_duration_since(this.shared.clock.now());
             let request = Request::Wait {
-                resource: &self.resource,
+                resource: &this.resource,
                 owner: &owner,
-                ttl_ms: ms(self.ttl),
+                ttl_ms: ms(this.ttl),
                 timeout_ms: ms(left), // at least 1: 0 would mean no limit
-                ticket: self.ticket,
+                ticket: this.ticket,
             };
-            let reply = self.call(node, request).await;
+            let reply = this.call(node, request).await;
             let unavailable = Event::Unavailable { node, round };
             match reply {
                 Ok(Value::Int(token)) if token > 0 => {
@@ -139,7 +141,7 @@ impl QueueWait {
                 Ok(Value::Nil) => (unavailable, Some(Why::TimedOut)),
                 Ok(other) => {
                     let why = format!("unexpected reply {other:?}");
-                    (unavailable, Some(Why::Failed(self.failure(node, &why))))
+                    (unavailable, Some(Why::Failed(this.failure(node, &why))))
                 }
                 Err(failure) => (unavailable, Some(Why::Failed(failure))),
             }
@@ -147,22 +149,23 @@ impl QueueWait {
     }
 
     /// `FENCE ... PX ttl`: commits `token` and starts the lease afresh.
-    fn fence<'a>(
-        &'a self,
+    fn fence(
+        self: &Arc<Self>,
         node: usize,
         round: u32,
         owner: &str,
         token: u64,
-    ) -> BoxFuture<'a, Reply> {
+    ) -> BoxFuture<'static, Reply> {
         let owner = owner.to_string();
+        let this = self.clone();
         Box::pin(async move {
             let request = Request::Fence {
-                resource: &self.resource,
+                resource: &this.resource,
                 owner: &owner,
                 token,
-                ttl_ms: Some(ms(self.ttl)),
+                ttl_ms: Some(ms(this.ttl)),
             };
-            let committed = matches!(self.call(node, request).await, Ok(Value::Int(1)));
+            let committed = matches!(this.call(node, request).await, Ok(Value::Int(1)));
             (
                 Event::Fenced {
                     node,
@@ -259,10 +262,10 @@ enum Why {
 
 /// One attempt while its requests are out.
 struct Attempt<'a> {
-    wait: &'a QueueWait,
+    wait: &'a Arc<QueueWait>,
     base: &'a str,
     machine: Acquisition,
-    inflight: FuturesUnordered<BoxFuture<'a, Reply>>,
+    inflight: FuturesUnordered<BoxFuture<'static, Reply>>,
     /// This round's nodes whose wait ended without a grant, and why.
     why: Vec<Option<Why>>,
     /// When the request that sets the TTL the holder counts on was sent.
@@ -297,11 +300,24 @@ impl<'a> Attempt<'a> {
             Step::Release { round, nodes } => wait.release_later(round_owner(base, round), nodes),
             Step::Held { token } => {
                 self.withdraw_round = None;
+                self.keep_waiting();
                 return Some(Ok((round_owner(base, self.machine.round()), token)));
             }
             Step::Failed => return Some(Err(self.failure())),
         }
         None
+    }
+
+    /// Held on a majority: the waits still queued on the other nodes stay, in the background,
+    /// so those nodes too grant the lock to its holder when they can (as protocol.md §5 and the
+    /// model have it). The lock then does not sit on a bare majority, where one node losing its
+    /// data would be enough for a second holder. The holder's RELEASE withdraws them; otherwise
+    /// they end at the deadline.
+    fn keep_waiting(&mut self) {
+        let leftover = std::mem::take(&mut self.inflight);
+        if !leftover.is_empty() {
+            tokio::spawn(leftover.for_each(|_| async {}));
+        }
     }
 
     fn on(&mut self, event: Event, why: Option<Why>) -> Vec<Step> {

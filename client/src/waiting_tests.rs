@@ -38,8 +38,13 @@ fn setup_on(
     (shared, transport, clock)
 }
 
-fn wait(shared: &Arc<Shared>, clock: &FakeClock, wait: Duration) -> QueueWait {
-    QueueWait::new(shared.clone(), "res", TTL, clock.now() + wait)
+fn wait(shared: &Arc<Shared>, clock: &FakeClock, wait: Duration) -> Arc<QueueWait> {
+    Arc::new(QueueWait::new(
+        shared.clone(),
+        "res",
+        TTL,
+        clock.now() + wait,
+    ))
 }
 
 /// Node i grants 10 + i to any wait, commits any FENCE, answers 1 otherwise.
@@ -276,7 +281,11 @@ async fn dropping_lock_midway_withdraws_the_round_everywhere() {
 #[tokio::test(start_paused = true)]
 async fn a_zero_wait_still_asks_once() {
     let (shared, t, clock) = setup(3, all_grant);
-    let won = wait(&shared, &clock, Duration::ZERO).acquire().await.ok().unwrap();
+    let won = wait(&shared, &clock, Duration::ZERO)
+        .acquire()
+        .await
+        .ok()
+        .unwrap();
     assert_eq!(won.granted.token, 11);
     assert!(t.sent_to(0)[0].starts_with("WAIT"));
 }

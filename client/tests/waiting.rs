@@ -161,6 +161,50 @@ async fn a_waiter_is_served_through_a_majority_killed_and_restarted() {
 }
 
 #[tokio::test]
+async fn nodes_that_were_busy_at_the_commit_grant_the_holder_later() {
+    let servers = nodes(5);
+    for server in &servers[3..] {
+        let token: Option<u64> = redis::cmd("DLOCK.ACQUIRE")
+            .arg("res")
+            .arg("someone-else")
+            .arg(30_000)
+            .query(&mut server.conn())
+            .unwrap();
+        assert!(token.is_some());
+    }
+    let locks = manager(&servers);
+    let guard = locks
+        .lock("res", TTL, LONG)
+        .await
+        .expect("a majority is free");
+    for server in &servers[3..] {
+        assert_eq!(waiters(server, "res"), 1, "still queued after the commit");
+        let released: i64 = redis::cmd("DLOCK.RELEASE")
+            .arg("res")
+            .arg("someone-else")
+            .query(&mut server.conn())
+            .unwrap();
+        assert_eq!(released, 1);
+    }
+    let owner = guard.owner().to_string();
+    for server in &servers[3..] {
+        eventually("the late node grants the holder", || {
+            let status: Vec<redis::Value> = redis::cmd("DLOCK.STATUS")
+                .arg("res")
+                .query(&mut server.conn())
+                .unwrap();
+            redis::from_redis_value_ref::<String>(&status[1]).ok() == Some(owner.clone())
+        })
+        .await;
+    }
+    guard.release().await.unwrap();
+    assert!(
+        servers.iter().all(|s| token_on(s, "res").is_none()),
+        "released everywhere"
+    );
+}
+
+#[tokio::test]
 async fn the_wait_deadline_is_kept_within_50_ms_and_leaves_nothing_queued() {
     let servers = nodes(5);
     let holder = manager(&servers);
