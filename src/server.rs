@@ -82,3 +82,8 @@ pub fn eviction_policy(ctx: &Context) -> String {
 pub fn now_ms() -> u64 {
     dlock_core::Clock::now_ms(&dlock_core::SystemClock)
 }
+
+/// The wall clock in unix µs; `now_us() / 1000` is [`now_ms`].
+pub fn now_us() -> u64 {
+    dlock_core::Clock::now_us(&dlock_core::SystemClock)
+}

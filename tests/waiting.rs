@@ -145,7 +145,11 @@ fn a_wait_times_out_with_nil_and_leaves_the_queue() {
     assert_eq!(answer(&w).unwrap(), None);
     assert!(waiters(&mut c, "res").is_empty());
     assert_eq!(info_field(&mut c, "wait_timeouts"), 1);
-    assert_eq!(info_field(&mut c, "waiters"), 0, "the total follows the queues");
+    assert_eq!(
+        info_field(&mut c, "waiters"),
+        0,
+        "the total follows the queues"
+    );
     release(&mut c, "res", "a");
     assert!(status(&mut c, "res").is_none(), "nobody was granted");
 }

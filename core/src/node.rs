@@ -46,6 +46,9 @@ pub struct Node<C: Clock> {
     clock: C,
     counter: u64,
     started_ms: u64,
+    /// The latest monotonic reading taken: a quarantine that ended by then stays over (the
+    /// monotonic clock never goes back), so grants stop reading the clock for it.
+    reached_ms: u64,
 }
 
 impl<C: Clock> Node<C> {
@@ -56,6 +59,7 @@ impl<C: Clock> Node<C> {
             clock,
             counter: 0,
             started_ms,
+            reached_ms: started_ms,
         }
     }
 
@@ -101,19 +105,37 @@ impl<C: Clock> Node<C> {
     /// floor, `counter + 1` without. Strictly increasing; refused during the quarantine and once
     /// the counter is exhausted.
     pub fn grant(&mut self, settings: &Settings) -> Result<u64, GrantRefused> {
-        match self.quarantine_left_ms(settings) {
-            0 => {}
-            ms_left => return Err(GrantRefused::Quarantined { ms_left }),
-        }
+        let now_us = self.clock.now_us();
+        self.grant_at(settings, now_us)
+    }
+
+    /// As [`Node::grant`], with the wall clock already read by the caller (`now_us`), so that a
+    /// command reads it once for the lock it finds, the token it issues and the deadline.
+    pub fn grant_at(&mut self, settings: &Settings, now_us: u64) -> Result<u64, GrantRefused> {
+        self.check_quarantine(settings)?;
         let next = self.counter.checked_add(1).filter(|&t| t <= MAX_TOKEN);
         let next = next.ok_or(GrantRefused::Exhausted)?;
         let token = if settings.clock_floor {
-            next.max(self.clock.now_us().min(MAX_TOKEN))
+            next.max(now_us.min(MAX_TOKEN))
         } else {
             next
         };
         self.counter = token;
         Ok(token)
+    }
+
+    /// [`Node::quarantine_left_ms`], reading the monotonic clock only while the quarantine
+    /// could still be on.
+    fn check_quarantine(&mut self, settings: &Settings) -> Result<(), GrantRefused> {
+        let ends = self.started_ms.saturating_add(settings.quarantine_ms);
+        if ends <= self.reached_ms {
+            return Ok(());
+        }
+        self.reached_ms = self.reached_ms.max(self.clock.monotonic_ms());
+        match ends.saturating_sub(self.reached_ms) {
+            0 => Ok(()),
+            ms_left => Err(GrantRefused::Quarantined { ms_left }),
+        }
     }
 
     /// Phase 2 of quorum fencing: `token` becomes the lock's token if the lock is still held by
@@ -138,8 +160,13 @@ impl<C: Clock> Node<C> {
 
     /// The absolute deadline (unix ms) of a lock granted or extended now for `ttl_ms`.
     pub fn deadline_ms(&self, ttl_ms: u64) -> u64 {
-        self.clock.now_ms().saturating_add(ttl_ms)
+        deadline_at(self.clock.now_ms(), ttl_ms)
     }
+}
+
+/// The absolute deadline (unix ms) of a lock granted or extended at `now_ms` for `ttl_ms`.
+pub fn deadline_at(now_ms: u64, ttl_ms: u64) -> u64 {
+    now_ms.saturating_add(ttl_ms)
 }
 
 #[cfg(test)]

@@ -95,6 +95,41 @@ fn wall_clock_steps_neither_extend_nor_shorten_the_quarantine() {
 }
 
 #[test]
+fn a_quarantine_over_stays_over_but_a_longer_one_is_measured_again() {
+    let clock = FakeClock::at_us(0);
+    let mut node = Node::new(&clock);
+    let short = Settings {
+        quarantine_ms: 10,
+        clock_floor: false,
+    };
+    clock.advance_ms(10);
+    assert_eq!(node.grant(&short), Ok(1));
+    let long = Settings {
+        quarantine_ms: 50,
+        ..short
+    };
+    assert_eq!(
+        node.grant(&long),
+        Err(GrantRefused::Quarantined { ms_left: 40 }),
+        "raised after the short one ended"
+    );
+    clock.advance_ms(40);
+    assert_eq!(node.grant(&long), Ok(2));
+    assert_eq!(node.grant(&short), Ok(3));
+}
+
+#[test]
+fn grant_at_floors_tokens_to_the_reading_it_is_given() {
+    let clock = FakeClock::at_us(1_000_000);
+    let mut node = Node::new(&clock);
+    assert_eq!(node.grant_at(&FLOOR, 3_000_000), Ok(3_000_000));
+    assert_eq!(node.grant_at(&FLOOR, 2_000_000), Ok(3_000_001));
+    assert_eq!(node.grant_at(&NO_FLOOR, 9_000_000), Ok(3_000_002));
+    assert_eq!(deadline_at(5_000, 250), 5_250);
+    assert_eq!(deadline_at(u64::MAX - 1, 250), u64::MAX);
+}
+
+#[test]
 fn an_exhausted_counter_refuses_grants_instead_of_wrapping() {
     let clock = FakeClock::at_us(1_000);
     let mut node = Node::new(&clock);

@@ -2,8 +2,8 @@
 //! the key, replicate its effect, tell watchers, count it.
 
 use dlock_core::lock::{self as rules, Fence, Release};
+use dlock_core::node::deadline_at;
 use dlock_core::wait::{Decision, Request};
-use dlock_core::{Clock, SystemClock};
 use redis_module::{Context, RedisError, RedisResult, RedisValue};
 
 use super::args::{self, OptionSpec};
@@ -16,7 +16,7 @@ use crate::observability::stats::{
     self, CONTENDED, EXTENDS, FENCES, FORCED, RELEASES, REVOCATIONS,
 };
 use crate::replication::notify;
-use crate::waiting::{self, Place, Wait};
+use crate::waiting::{self, Wait};
 use crate::{config, server};
 
 const ACQUIRE_OPTIONS: [OptionSpec; 3] = [
@@ -46,46 +46,39 @@ pub fn acquire(ctx: &Context, argv: &[Arg]) -> RedisResult {
     if ticket.is_some() && timeout_ms.is_none() {
         return Err(errors::ticket_needs_wait());
     }
-    let place = waiting::place(ctx, &argv[1]);
     let mut key = LockKey::open(ctx, &argv[1], true);
-    let held = key.held(server::now_ms())?;
+    let now_us = server::now_us(); // one reading: the lock found, the rank, token and deadline
+    let held = key.held(now_us / 1000)?;
     let holder_deadline_ms = held.map(|h| h.deadline_ms);
     let request = Request {
         owner,
         reentrant: reentrant.is_some(),
         wait: timeout_ms.is_some() && waiting::may_block(ctx),
         ticket,
-        rank: ticket.unwrap_or_else(|| SystemClock.now_us()),
+        rank: ticket.unwrap_or(now_us),
     };
-    match waiting::decide(&place, held, &request) {
-        Decision::Grant => match grant(ctx, &mut key, &place, &request, ttl_ms) {
+    match waiting::decide(ctx, &argv[1], held, &request) {
+        Decision::Grant => match grant(ctx, &mut key, argv, &request, ttl_ms, now_us) {
             // A waiter waits out the restart quarantine too.
             Err(Refusal::Quarantined { .. }) if request.wait => {
                 drop(key);
-                waiting::park(ctx, &place, &queued(&request, ttl_ms, timeout_ms, None))
+                park(ctx, &argv[1], &queued(&request, ttl_ms, timeout_ms, None))
             }
             granted => granted.map_err(RedisError::from),
         },
         Decision::Renew { token, holds } => {
-            let record = Record {
-                owner,
-                token,
-                holds,
-                deadline_ms: node().deadline_ms(ttl_ms),
-                place: key.place(),
-            };
-            writes::rewrite(ctx, &mut key, &record, notify::ACQUIRE);
-            Ok(token_reply(token))
+            let deadline_ms = deadline_at(now_us / 1000, ttl_ms);
+            renew(ctx, &mut key, argv, (token, holds), deadline_ms)
         }
         Decision::Wound => {
             writes::remove(ctx, &mut key, notify::REVOKE);
             stats::count(&REVOCATIONS);
-            grant(ctx, &mut key, &place, &request, ttl_ms).map_err(RedisError::from)
+            grant(ctx, &mut key, argv, &request, ttl_ms, now_us).map_err(RedisError::from)
         }
         Decision::Enqueue => {
             drop(key);
             let wait = queued(&request, ttl_ms, timeout_ms, holder_deadline_ms);
-            waiting::park(ctx, &place, &wait)
+            park(ctx, &argv[1], &wait)
         }
         Decision::Contended => {
             stats::count(&CONTENDED);
@@ -95,16 +88,42 @@ pub fn acquire(ctx: &Context, argv: &[Arg]) -> RedisResult {
     }
 }
 
+/// A fresh grant for an ACQUIRE, dated by the command's one clock reading.
 fn grant(
     ctx: &Context,
     key: &mut LockKey<'_>,
-    place: &Place,
+    argv: &[Arg],
     request: &Request<'_>,
     ttl_ms: u64,
+    now_us: u64,
 ) -> Result<RedisValue, Refusal> {
-    let grant = writes::grant(ctx, key, request.owner, ttl_ms)?;
-    waiting::granted(place, request.owner, grant.token, request.ticket);
+    let owner = request.owner;
+    let grant = writes::grant(ctx, key, owner, Some(&argv[2]), ttl_ms, now_us)?;
+    waiting::granted(ctx, &argv[1], owner, grant.token, request.ticket);
     Ok(token_reply(grant.token))
+}
+
+/// The same owner takes its lock again: a new deadline, `holds` as the rules counted them.
+fn renew(
+    ctx: &Context,
+    key: &mut LockKey<'_>,
+    argv: &[Arg],
+    (token, holds): (u64, u16),
+    deadline_ms: u64,
+) -> RedisResult {
+    let record = Record {
+        owner: argv[2].as_bytes(),
+        token,
+        holds,
+        deadline_ms,
+        place: key.place(),
+    };
+    writes::rewrite(ctx, key, &record, &argv[2], notify::ACQUIRE);
+    Ok(token_reply(token))
+}
+
+fn park(ctx: &Context, name: &Arg, wait: &Wait<'_>) -> RedisResult {
+    waiting::park(ctx, &waiting::place(ctx, name), wait)
 }
 
 fn queued<'a>(
@@ -127,12 +146,11 @@ fn queued<'a>(
 /// wait on the key (its parked client answers nil); a freed lock goes to the next waiter.
 pub fn release(ctx: &Context, argv: &[Arg]) -> RedisResult {
     let owner = args::owner(argv[2].as_bytes())?;
-    let place = waiting::place(ctx, &argv[1]);
     let mut key = LockKey::open(ctx, &argv[1], true);
     let held = key
         .held(server::now_ms())?
         .map(|h| (rules::release(Some(h), owner), h.token, h.deadline_ms));
-    waiting::withdraw(&place, owner);
+    waiting::withdraw(ctx, &argv[1], owner);
     match held {
         Some((Release::Decremented { holds }, token, deadline_ms)) => {
             let record = Record {
@@ -142,12 +160,12 @@ pub fn release(ctx: &Context, argv: &[Arg]) -> RedisResult {
                 deadline_ms,
                 place: key.place(),
             };
-            writes::rewrite(ctx, &mut key, &record, notify::RELEASE);
+            writes::rewrite(ctx, &mut key, &record, &argv[2], notify::RELEASE);
         }
         Some((Release::Removed, ..)) => {
             writes::remove(ctx, &mut key, notify::RELEASE);
             drop(key);
-            waiting::freed(ctx, &place, &argv[1]);
+            waiting::freed(ctx, &argv[1]);
         }
         _ => return Ok(RedisValue::Integer(0)),
     }
@@ -160,8 +178,9 @@ pub fn extend(ctx: &Context, argv: &[Arg]) -> RedisResult {
     let owner = args::owner(argv[2].as_bytes())?;
     let ttl_ms = args::ttl_ms(argv[3].as_bytes(), config::max_ttl_ms(), "ttl-ms")?;
     let mut key = LockKey::open(ctx, &argv[1], true);
+    let now_ms = server::now_ms();
     let Some((token, holds)) = key
-        .held(server::now_ms())?
+        .held(now_ms)?
         .filter(|h| rules::may_extend(Some(*h), owner))
         .map(|h| (h.token, h.holds))
     else {
@@ -171,10 +190,10 @@ pub fn extend(ctx: &Context, argv: &[Arg]) -> RedisResult {
         owner,
         token,
         holds,
-        deadline_ms: node().deadline_ms(ttl_ms),
+        deadline_ms: deadline_at(now_ms, ttl_ms),
         place: key.place(),
     };
-    writes::rewrite(ctx, &mut key, &record, notify::EXTEND);
+    writes::rewrite(ctx, &mut key, &record, &argv[2], notify::EXTEND);
     stats::count(&EXTENDS);
     Ok(RedisValue::Integer(1))
 }
@@ -208,8 +227,8 @@ pub fn fence(ctx: &Context, argv: &[Arg]) -> RedisResult {
                 deadline_ms: ttl_ms.map_or(deadline_ms, |ttl| node().deadline_ms(ttl)),
                 place: key.place(),
             };
-            writes::rewrite(ctx, &mut key, &record, notify::FENCE);
-            waiting::committed(&waiting::place(ctx, &argv[1]));
+            writes::rewrite(ctx, &mut key, &record, &argv[2], notify::FENCE);
+            waiting::committed(ctx, &argv[1]);
             stats::count(&FENCES);
             Ok(RedisValue::Integer(1))
         }
@@ -258,7 +277,7 @@ pub fn force_release(ctx: &Context, argv: &[Arg]) -> RedisResult {
     if was_held {
         stats::count(&FORCED);
     }
-    waiting::freed(ctx, &waiting::place(ctx, &argv[1]), &argv[1]);
+    waiting::freed(ctx, &argv[1]);
     Ok(RedisValue::Integer(i64::from(was_held)))
 }
 

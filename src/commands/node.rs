@@ -81,7 +81,7 @@ pub fn apply(ctx: &Context, argv: &[Arg]) -> RedisResult {
         deadline_ms,
         place: key.place(),
     };
-    effects::apply(ctx, key.name(), &record);
+    effects::apply(ctx, key.name(), Some(&argv[2]), &record);
     key.changed(crate::replication::notify::ACQUIRE);
     Ok(RedisValue::SimpleStringStatic("OK"))
 }

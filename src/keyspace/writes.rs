@@ -3,12 +3,13 @@
 
 use std::ffi::CStr;
 
+use dlock_core::node::deadline_at;
 use dlock_core::GrantRefused;
 use redis_module::{Context, RedisError};
 
 use super::value::Record;
 use super::LockKey;
-use crate::commands::errors;
+use crate::commands::{errors, Arg};
 use crate::node::node;
 use crate::observability::stats::{self, EVICTION_REFUSALS, GRANTS};
 use crate::replication::{effects, notify};
@@ -38,29 +39,30 @@ impl From<Refusal> for RedisError {
     }
 }
 
-/// A fresh grant of a free lock: refused while the eviction policy could drop it, during the
-/// restart quarantine, and once the counter is exhausted.
+/// A fresh grant of a free lock, dated `now_us` (the wall clock the caller read the lock at):
+/// refused while the eviction policy could drop it, during the restart quarantine, and once the
+/// counter is exhausted. `owner_arg` is the command's owner argument, if it has one.
 pub fn grant(
     ctx: &Context,
     key: &mut LockKey<'_>,
     owner: &[u8],
+    owner_arg: Option<&Arg>,
     ttl_ms: u64,
+    now_us: u64,
 ) -> Result<Grant, Refusal> {
-    if server::may_evict(server::context_flags(ctx.ctx)) && !config::allow_eviction() {
+    let flags = server::context_flags(ctx.ctx);
+    if server::may_evict(flags) && !config::allow_eviction() {
         stats::count(&EVICTION_REFUSALS);
         let policy = server::eviction_policy(ctx);
         return Err(Refusal::Error(errors::eviction(&policy)));
     }
-    let (token, deadline_ms) = {
-        let mut node = node();
-        let token = node
-            .grant(&config::settings())
-            .map_err(|refused| match refused {
-                GrantRefused::Quarantined { ms_left } => Refusal::Quarantined { ms_left },
-                GrantRefused::Exhausted => Refusal::Error(errors::exhausted()),
-            })?;
-        (token, node.deadline_ms(ttl_ms))
-    };
+    let token = node()
+        .grant_at(&config::settings(), now_us)
+        .map_err(|refused| match refused {
+            GrantRefused::Quarantined { ms_left } => Refusal::Quarantined { ms_left },
+            GrantRefused::Exhausted => Refusal::Error(errors::exhausted()),
+        })?;
+    let deadline_ms = deadline_at(now_us / 1000, ttl_ms);
     key.put(owner, token, 1, deadline_ms)
         .map_err(Refusal::Error)?;
     let record = Record {
@@ -70,20 +72,27 @@ pub fn grant(
         deadline_ms,
         place: key.place(),
     };
-    effects::apply(ctx, key.name(), &record);
+    effects::apply_flagged(ctx, flags, key.name(), owner_arg, &record);
     key.changed(notify::ACQUIRE);
     stats::count(&GRANTS);
     Ok(Grant { token, deadline_ms })
 }
 
 /// Stores new holds, token and deadline in the lock already under `key`, and replicates it.
-pub fn rewrite(ctx: &Context, key: &mut LockKey<'_>, record: &Record<'_>, event: &CStr) {
+/// `owner_arg` is the command's owner argument.
+pub fn rewrite(
+    ctx: &Context,
+    key: &mut LockKey<'_>,
+    record: &Record<'_>,
+    owner_arg: &Arg,
+    event: &CStr,
+) {
     if let Some(mut value) = key.value_mut() {
         value.set_token(record.token);
         value.set_holds(record.holds);
     }
     key.set_deadline(record.deadline_ms);
-    effects::apply(ctx, key.name(), record);
+    effects::apply(ctx, key.name(), Some(owner_arg), record);
     key.changed(event);
 }
 

@@ -2,23 +2,30 @@
 //! the token chosen on this node, so a replica or an AOF replay never re-runs time- or
 //! counter-dependent logic. Every lock write is one `DLOCK.APPLY` (the whole lock) or one `DEL`.
 //!
-//! `RedisModule_Replicate` is called with a format string (no argument vectors or temporary
-//! strings), and only when something can receive it ([`super::propagation`]).
+//! `RedisModule_Replicate` is called with a format string, only when something can receive it
+//! ([`super::propagation`]), and with as few new strings as possible: the key and the owner are
+//! the command's own argument strings, `PXAT` one string kept for the process, and the integers
+//! are formatted on the stack with `itoa` (a `b` argument is one allocation; an `l` argument is
+//! two).
 
 use std::os::raw::{c_char, c_int, c_longlong};
+use std::ptr;
+use std::sync::atomic::{AtomicPtr, Ordering::Relaxed};
 
-use redis_module::{raw, Context};
+use redis_module::{raw, Context, RedisString};
 
 use crate::commands::Arg;
 use crate::keyspace::value::Record;
 use crate::keyspace::FOLLOW_KEY_TTL;
+use crate::server;
 
 type ReplicateFn =
     unsafe extern "C" fn(*mut raw::RedisModuleCtx, *const c_char, *const c_char, ...) -> c_int;
 
-/// `RedisModule_Replicate`, or `None` when nothing could receive the effect.
-fn replicate(ctx: &Context) -> Option<ReplicateFn> {
-    if !super::propagation::needed(ctx) {
+/// `RedisModule_Replicate`, or `None` when nothing could receive the effect (`flags`: the
+/// context's).
+fn replicate(ctx: &Context, flags: c_int) -> Option<ReplicateFn> {
+    if !super::propagation::needed(ctx, flags) {
         return None;
     }
     crate::api!(RedisModule_Replicate)
@@ -35,48 +42,132 @@ pub fn apply_args(record: &Record<'_>) -> (c_longlong, c_longlong, c_longlong) {
 }
 
 /// `DLOCK.APPLY key owner token holds PXAT deadline` (without PXAT for a version-1 lock whose
-/// deadline is its key's TTL).
-pub fn apply(ctx: &Context, key: &Arg, record: &Record<'_>) {
-    let Some(replicate) = replicate(ctx) else {
+/// deadline is its key's TTL). `owner_arg` is the command's owner argument, passed on as is
+/// when it holds `record.owner` (a fresh string is made otherwise).
+pub fn apply(ctx: &Context, key: &Arg, owner_arg: Option<&Arg>, record: &Record<'_>) {
+    let flags = server::context_flags(ctx.ctx);
+    apply_flagged(ctx, flags, key, owner_arg, record);
+}
+
+/// [`apply`], for a caller that already read the context's flags.
+pub fn apply_flagged(
+    ctx: &Context,
+    flags: c_int,
+    key: &Arg,
+    owner_arg: Option<&Arg>,
+    record: &Record<'_>,
+) {
+    let Some(replicate) = replicate(ctx, flags) else {
         return;
     };
-    let (token, holds, deadline) = apply_args(record);
-    let owner = record.owner;
-    // SAFETY: a live command or timer context; the format matches the arguments:
-    // s = key, b = owner pointer + length, l = integers, c = C string.
-    unsafe {
-        if record.deadline_ms == FOLLOW_KEY_TTL {
-            replicate(
-                ctx.ctx,
-                c"DLOCK.APPLY".as_ptr(),
-                c"sbll".as_ptr(),
-                key.as_ptr(),
-                owner.as_ptr(),
-                owner.len(),
-                token,
-                holds,
-            );
-        } else {
-            let pxat = c"PXAT".as_ptr();
-            replicate(
-                ctx.ctx,
-                c"DLOCK.APPLY".as_ptr(),
-                c"sbllcl".as_ptr(),
-                key.as_ptr(),
-                owner.as_ptr(),
-                owner.len(),
-                token,
-                holds,
-                pxat,
-                deadline,
-            );
+    let made_owner;
+    let owner = match owner_arg.filter(|arg| arg.as_bytes() == record.owner) {
+        Some(arg) => arg.as_ptr(),
+        None => {
+            made_owner = RedisString::create_from_slice(ctx.ctx, record.owner);
+            made_owner.inner
         }
+    };
+    let (token, holds, deadline) = apply_args(record);
+    let [mut token_buf, mut holds_buf, mut deadline_buf] = [(); 3].map(|_| itoa::Buffer::new());
+    let numbers = [
+        token_buf.format(token).as_bytes(),
+        holds_buf.format(holds).as_bytes(),
+    ];
+    let made_pxat;
+    let pxat_deadline = if record.deadline_ms == FOLLOW_KEY_TTL {
+        None
+    } else {
+        let pxat = match kept_pxat() {
+            Some(pxat) => pxat,
+            None => {
+                made_pxat = RedisString::create_from_slice(ctx.ctx, b"PXAT");
+                made_pxat.inner
+            }
+        };
+        Some((pxat, deadline_buf.format(deadline).as_bytes()))
+    };
+    let strings = [key.as_ptr(), owner];
+    // SAFETY: a live command or timer context; the key, the owner and `PXAT` (kept for the
+    // process, or made above) outlive the call.
+    unsafe { send_apply(ctx, replicate, strings, numbers, pxat_deadline) };
+}
+
+/// `DLOCK.APPLY` with `strings` (key, owner), `numbers` (token, holds) and, if any, `PXAT
+/// deadline`.
+///
+/// # Safety
+/// `ctx` must be a live context and the strings live strings.
+unsafe fn send_apply(
+    ctx: &Context,
+    replicate: ReplicateFn,
+    [key, owner]: [*mut raw::RedisModuleString; 2],
+    [token, holds]: [&[u8]; 2],
+    pxat_deadline: Option<(*mut raw::RedisModuleString, &[u8])>,
+) {
+    let name = c"DLOCK.APPLY".as_ptr();
+    let (t, h) = (token.as_ptr(), holds.as_ptr());
+    match pxat_deadline {
+        // SAFETY: the format matches the arguments (s: a string, b: pointer and length); the
+        // caller's promise covers the context and the strings.
+        None => unsafe {
+            let format = c"ssbb".as_ptr();
+            replicate(
+                ctx.ctx,
+                name,
+                format,
+                key,
+                owner,
+                t,
+                token.len(),
+                h,
+                holds.len(),
+            )
+        },
+        // SAFETY: as above.
+        Some((pxat, deadline)) => unsafe {
+            let format = c"ssbbsb".as_ptr();
+            let (d, d_len) = (deadline.as_ptr(), deadline.len());
+            replicate(
+                ctx.ctx,
+                name,
+                format,
+                key,
+                owner,
+                t,
+                token.len(),
+                h,
+                holds.len(),
+                pxat,
+                d,
+                d_len,
+            )
+        },
+    };
+}
+
+/// The string `PXAT`, made on first use and never freed: Redis only takes references to it
+/// for the effects it propagates (and drops them), so one string serves every effect.
+fn kept_pxat() -> Option<*mut raw::RedisModuleString> {
+    static PXAT: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(ptr::null_mut());
+    let kept = PXAT.load(Relaxed);
+    if !kept.is_null() {
+        return Some(kept);
     }
+    let create = crate::api!(RedisModule_CreateString)?;
+    // SAFETY: a null context is allowed (the string is then not auto-freed with any context);
+    // the bytes are static.
+    let made = unsafe { create(ptr::null_mut(), c"PXAT".as_ptr(), 4) };
+    if made.is_null() {
+        return None;
+    }
+    PXAT.store(made, Relaxed);
+    Some(made)
 }
 
 /// `DEL key`.
 pub fn delete(ctx: &Context, key: &Arg) {
-    if let Some(replicate) = replicate(ctx) {
+    if let Some(replicate) = replicate(ctx, server::context_flags(ctx.ctx)) {
         // SAFETY: a live context; `s` is the key.
         unsafe { replicate(ctx.ctx, c"DEL".as_ptr(), c"s".as_ptr(), key.as_ptr()) };
     }
@@ -84,7 +175,7 @@ pub fn delete(ctx: &Context, key: &Arg) {
 
 /// `DLOCK.RAISE counter`: carries the node counter to replicas and into the AOF.
 pub fn raise(ctx: &Context, counter: u64) {
-    if let Some(replicate) = replicate(ctx) {
+    if let Some(replicate) = replicate(ctx, server::context_flags(ctx.ctx)) {
         let counter = c_longlong::try_from(counter).unwrap_or(c_longlong::MAX);
         // SAFETY: a live context; `l` is the counter.
         unsafe { replicate(ctx.ctx, c"DLOCK.RAISE".as_ptr(), c"l".as_ptr(), counter) };

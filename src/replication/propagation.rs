@@ -13,7 +13,7 @@
 //! - the node changes role, or a replica comes online.
 
 use std::ffi::CStr;
-use std::os::raw::c_void;
+use std::os::raw::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 use redis_module::{raw, Context};
@@ -24,12 +24,10 @@ static POSSIBLE: AtomicBool = AtomicBool::new(false);
 /// The server was asked once, after loading (until then the answer could still change).
 static ASKED: AtomicBool = AtomicBool::new(false);
 
-/// True when replicated effects can reach an AOF, a replica or a replication backlog.
-pub fn needed(ctx: &Context) -> bool {
-    server::flag(
-        server::context_flags(ctx.ctx),
-        raw::REDISMODULE_CTX_FLAGS_AOF,
-    ) || possible(ctx)
+/// True when replicated effects can reach an AOF, a replica or a replication backlog
+/// (`flags`: the context's).
+pub fn needed(ctx: &Context, flags: c_int) -> bool {
+    server::flag(flags, raw::REDISMODULE_CTX_FLAGS_AOF) || possible(ctx)
 }
 
 fn possible(ctx: &Context) -> bool {

@@ -26,7 +26,8 @@ const PAUSED_RETRY: Duration = Duration::from_millis(5);
 pub fn hand_off(ctx: &Context, place: &Place, name: &Arg) {
     loop {
         let mut key = LockKey::open(ctx, name, true);
-        let deadline_ms = match key.held(server::now_ms()) {
+        let now_us = server::now_us();
+        let deadline_ms = match key.held(now_us / 1000) {
             Ok(Some(held)) => Some(held.deadline_ms),
             Ok(None) => None,
             Err(_) => return fail_all(place, "ERR the key no longer holds a lock"),
@@ -38,7 +39,7 @@ pub fn hand_off(ctx: &Context, place: &Place, name: &Arg) {
         let Some(next) = queues::pop(place) else {
             return;
         };
-        match writes::grant(ctx, &mut key, &next.owner, next.ttl_ms) {
+        match writes::grant(ctx, &mut key, &next.owner, None, next.ttl_ms, now_us) {
             Ok(grant) => {
                 if next.ticketed {
                     let tentative = Tentative {

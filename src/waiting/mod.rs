@@ -40,30 +40,38 @@ pub fn may_block(ctx: &Context) -> bool {
     !server::flag(flags, refused)
 }
 
-/// What an ACQUIRE does here, given the key's queue and tentative mark.
-pub fn decide(place: &Place, held: Option<Held<'_>>, req: &Request<'_>) -> Decision {
-    queues::peek(place, |state| match state {
+/// What an ACQUIRE of `name` does here, given the key's queue and tentative mark.
+pub fn decide(ctx: &Context, name: &Arg, held: Option<Held<'_>>, req: &Request<'_>) -> Decision {
+    if queues::idle() {
+        return wait::acquire(held, None, &Queue::<()>::default(), req);
+    }
+    queues::peek(&place(ctx, name), |state| match state {
         Some(s) => wait::acquire(held, s.tentative.as_ref(), &s.queue, req),
         None => wait::acquire(held, None, &Queue::<()>::default(), req),
     })
 }
 
-/// A ticketed grant stays tentative until FENCE commits it.
-pub fn granted(place: &Place, owner: &[u8], token: u64, ticket: Option<u64>) {
-    let tentative = ticket.map(|ticket| Tentative {
+/// A ticketed grant stays tentative until FENCE commits it; a fresh grant ends any mark.
+pub fn granted(ctx: &Context, name: &Arg, owner: &[u8], token: u64, ticket: Option<u64>) {
+    let Some(ticket) = ticket else {
+        if !queues::idle() {
+            queues::update(&place(ctx, name), |k| k.tentative = None);
+        }
+        return;
+    };
+    let mark = Tentative {
         owner: owner.to_vec(),
         token,
         ticket,
-    });
-    match tentative {
-        Some(mark) => queues::with_key(place, |k| k.tentative = Some(mark)),
-        None => queues::update(place, |k| k.tentative = None), // a fresh grant ends any mark
     };
+    queues::with_key(&place(ctx, name), |k| k.tentative = Some(mark));
 }
 
 /// FENCE committed the grant: it can no longer be wounded.
-pub fn committed(place: &Place) {
-    queues::update(place, |k| k.tentative = None);
+pub fn committed(ctx: &Context, name: &Arg) {
+    if !queues::idle() {
+        queues::update(&place(ctx, name), |k| k.tentative = None);
+    }
 }
 
 /// One queued ACQUIRE.
@@ -107,15 +115,22 @@ pub fn park(ctx: &Context, place: &Place, wait: &Wait<'_>) -> Result<RedisValue,
 }
 
 /// The lock under `name` was just freed by this command: the next waiter gets it now.
-pub fn freed(ctx: &Context, place: &Place, name: &Arg) {
-    if queues::update(place, |k| k.tentative = None).is_some() {
-        handoff::hand_off(ctx, place, name);
+pub fn freed(ctx: &Context, name: &Arg) {
+    if queues::idle() {
+        return;
+    }
+    let place = place(ctx, name);
+    if queues::update(&place, |k| k.tentative = None).is_some() {
+        handoff::hand_off(ctx, &place, name);
     }
 }
 
 /// RELEASE by `owner` also withdraws its queued wait on the key (how a client cancels).
-pub fn withdraw(place: &Place, owner: &[u8]) -> bool {
-    let gone = queues::withdraw(place, owner);
+pub fn withdraw(ctx: &Context, name: &Arg, owner: &[u8]) -> bool {
+    if queues::idle() {
+        return false;
+    }
+    let gone = queues::withdraw(&place(ctx, name), owner);
     let withdrew = gone.is_some();
     if let Some(waiter) = gone {
         waiter.handle.answer(Outcome::Withdrawn);

@@ -71,6 +71,12 @@ fn change<R>(
     Some(result)
 }
 
+/// No key has a queue, a tentative mark or a timer: every lookup would miss, so callers skip
+/// naming the key.
+pub fn idle() -> bool {
+    REGISTRY.with_borrow(|r| r.keys.is_empty())
+}
+
 /// Reads the key's state without creating it.
 pub fn peek<R>(place: &Place, f: impl FnOnce(Option<&KeyState>) -> R) -> R {
     REGISTRY.with_borrow(|r| f(r.keys.get(place)))
