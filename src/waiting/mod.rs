@@ -5,6 +5,7 @@
 //! to hand off.
 
 mod blocked;
+mod cluster;
 mod events;
 mod handoff;
 mod queues;

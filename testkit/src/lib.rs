@@ -8,6 +8,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod cluster;
+pub use cluster::Cluster;
+
 /// Path of the built module: `$DLOCK_MODULE`, else `<workspace>/target/release/libdlock.so`.
 pub fn module_path() -> PathBuf {
     if let Some(p) = std::env::var_os("DLOCK_MODULE") {

@@ -1,0 +1,236 @@
+//! The module in a real Redis Cluster (3 masters + 3 replicas, made with `redis-cli --cluster
+//! create`): commands route by their key, and failover and resharding keep locks with their
+//! tokens and the token order.
+
+mod common;
+use common::*;
+
+use std::time::Duration;
+
+use dlock_testkit::Cluster;
+
+const KEY: &str = "orders:42";
+
+fn node_id(c: &mut Connection) -> String {
+    redis::cmd("CLUSTER")
+        .arg("MYID")
+        .query(c)
+        .expect("CLUSTER MYID")
+}
+
+fn role(server: &Server) -> String {
+    let info: String = redis::cmd("INFO")
+        .arg("replication")
+        .query(&mut server.conn())
+        .unwrap_or_default();
+    info.lines()
+        .find_map(|l| l.strip_prefix("role:"))
+        .unwrap_or("")
+        .trim()
+        .to_string()
+}
+
+/// Waits until the replica at `replica` is a master.
+fn promoted(cluster: &Cluster, replica: usize) {
+    eventually("the replica is promoted", 15_000, || {
+        role(&cluster.nodes[replica]) == "master"
+    });
+    cluster.wait_ok();
+}
+
+/// Holds `KEY` as `w1` on its master and makes sure the replica has it; (master, token).
+fn held_and_replicated(cluster: &Cluster) -> (usize, i64) {
+    let master = cluster.master_for(KEY);
+    let mut c = cluster.nodes[master].conn();
+    let token = acquire(&mut c, KEY, "w1", 60_000).expect("granted");
+    let acked: i64 = redis::cmd("WAIT").arg(1).arg(5_000).query(&mut c).unwrap();
+    assert_eq!(acked, 1, "the replica acknowledged the grant");
+    (master, token)
+}
+
+/// After a failover: the promoted node holds the same lock, and its next grant for the key is
+/// larger than any before.
+fn check_after_failover(cluster: &Cluster, promoted: usize, token: i64) {
+    let mut c = cluster.nodes[promoted].conn();
+    let (owner, kept, _, _) = status(&mut c, KEY).expect("still held after the failover");
+    assert_eq!((owner.as_str(), kept), ("w1", token));
+    assert_eq!(release(&mut c, KEY, "w1"), 1);
+    let next = acquire(&mut c, KEY, "w2", 60_000).expect("granted");
+    assert!(
+        next > token,
+        "token order across the failover: {next} after {token}"
+    );
+}
+
+#[test]
+fn keyed_commands_are_redirected_to_the_slot_owner() {
+    let cluster = Cluster::start(3, 1);
+    let master = cluster.master_for(KEY);
+    let other = (0..3).find(|&i| i != master).unwrap();
+    let port = cluster.nodes[master].port();
+    let slot = cluster.slot(KEY);
+    let mut c = cluster.nodes[other].conn();
+    for args in [
+        vec!["DLOCK.ACQUIRE", KEY, "w1", "1000"],
+        vec!["DLOCK.ACQUIRE", KEY, "w1", "1000", "WAIT", "100"],
+        vec!["DLOCK.RELEASE", KEY, "w1"],
+        vec!["DLOCK.STATUS", KEY],
+        vec!["DLOCK.WAITERS", KEY],
+    ] {
+        let error = error_of(&mut c, &args);
+        assert_eq!(error, format!("MOVED {slot} 127.0.0.1:{port}"), "{args:?}");
+    }
+    assert!(acquire(&mut cluster.nodes[master].conn(), KEY, "w1", 1_000).is_some());
+}
+
+#[test]
+fn cluster_failover_keeps_the_lock_and_the_token_order() {
+    let cluster = Cluster::start(3, 1);
+    let (master, token) = held_and_replicated(&cluster);
+    let replica = cluster.replica_of(master);
+    redis::cmd("CLUSTER")
+        .arg("FAILOVER")
+        .exec(&mut cluster.nodes[replica].conn())
+        .expect("CLUSTER FAILOVER");
+    promoted(&cluster, replica);
+    check_after_failover(&cluster, replica, token);
+}
+
+#[test]
+fn a_forced_failover_after_the_master_dies_keeps_the_lock_and_the_token_order() {
+    let mut cluster = Cluster::start(3, 1);
+    let (master, token) = held_and_replicated(&cluster);
+    let replica = cluster.replica_of(master);
+    cluster.nodes[master].kill();
+    promoted(&cluster, replica);
+    check_after_failover(&cluster, replica, token);
+}
+
+/// Moves `KEY`'s slot from `from` to `to` the way `redis-cli --cluster reshard` does: importing,
+/// migrating, MIGRATE of the keys, then the new owner announced to every master.
+fn migrate_slot(cluster: &Cluster, from: usize, to: usize, before_announcing: impl FnOnce()) {
+    let slot = cluster.slot(KEY).to_string();
+    let (mut source, mut target) = (cluster.nodes[from].conn(), cluster.nodes[to].conn());
+    let (source_id, target_id) = (node_id(&mut source), node_id(&mut target));
+    let setslot = |c: &mut Connection, state: &str, id: &str| {
+        redis::cmd("CLUSTER")
+            .arg("SETSLOT")
+            .arg(&slot)
+            .arg(state)
+            .arg(id)
+            .exec(c)
+            .unwrap_or_else(|e| panic!("SETSLOT {state}: {e}"));
+    };
+    setslot(&mut target, "IMPORTING", &source_id);
+    setslot(&mut source, "MIGRATING", &target_id);
+    let port = cluster.nodes[to].port();
+    redis::cmd("MIGRATE")
+        .arg("127.0.0.1")
+        .arg(port)
+        .arg("")
+        .arg(0)
+        .arg(5_000)
+        .arg("KEYS")
+        .arg(KEY)
+        .exec(&mut source)
+        .expect("MIGRATE");
+    before_announcing();
+    for i in 0..3 {
+        setslot(&mut cluster.nodes[i].conn(), "NODE", &target_id);
+    }
+    cluster.wait_ok();
+}
+
+#[test]
+fn resharding_moves_a_held_lock_with_its_token_and_the_order_holds() {
+    let cluster = Cluster::start(3, 1);
+    let from = cluster.master_for(KEY);
+    let to = (0..3).find(|&i| i != from).unwrap();
+    let token = acquire(&mut cluster.nodes[from].conn(), KEY, "w1", 60_000).unwrap();
+    migrate_slot(&cluster, from, to, || {});
+    assert_eq!(cluster.master_for(KEY), to);
+    let mut c = cluster.nodes[to].conn();
+    let (owner, kept, ttl, _) = status(&mut c, KEY).expect("held on the new owner");
+    assert_eq!((owner.as_str(), kept), ("w1", token));
+    assert!(ttl > 50_000, "the deadline travelled too: {ttl} ms left");
+    assert_eq!(release(&mut c, KEY, "w1"), 1);
+    let next = acquire(&mut c, KEY, "w2", 60_000).unwrap();
+    assert!(
+        next > token,
+        "the new owner's next grant is larger: {next} after {token}"
+    );
+}
+
+#[test]
+fn a_waiter_on_the_old_owner_is_redirected_when_the_slot_moves_not_granted() {
+    let cluster = Cluster::start(3, 1);
+    let from = cluster.master_for(KEY);
+    let to = (0..3).find(|&i| i != from).unwrap();
+    let token = acquire(&mut cluster.nodes[from].conn(), KEY, "w1", 60_000).unwrap();
+    let waiter_url = cluster.nodes[from].url();
+    let waiting = std::thread::spawn(move || {
+        let mut c = redis::Client::open(waiter_url)
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        redis::cmd("DLOCK.ACQUIRE")
+            .arg(KEY)
+            .arg("w2")
+            .arg(60_000)
+            .arg("WAIT")
+            .arg(20_000)
+            .query::<Option<i64>>(&mut c)
+    });
+    let mut source = cluster.nodes[from].conn();
+    eventually("w2 queued", 5_000, || {
+        status(&mut source, KEY).is_some_and(|_| info_field(&mut source, "waiters") == 1)
+    });
+    // The key leaves while the slot is migrating: the old owner must not grant it to w2.
+    migrate_slot(&cluster, from, to, || {
+        std::thread::sleep(Duration::from_millis(300))
+    });
+    let answer = waiting.join().expect("waiter thread");
+    let error = answer.expect_err("w2 must not be granted on a node that gave the lock away");
+    let slot = cluster.slot(KEY);
+    let ask = format!(
+        "{} {}",
+        error.code().unwrap_or_default(),
+        error.detail().unwrap_or_default()
+    );
+    assert_eq!(
+        ask,
+        format!("ASK {slot} 127.0.0.1:{}", cluster.nodes[to].port()),
+        "{error}"
+    );
+    let mut c = cluster.nodes[to].conn();
+    let (owner, kept, _, _) = status(&mut c, KEY).expect("still held on the new owner");
+    assert_eq!((owner.as_str(), kept), ("w1", token));
+    let keys: i64 = redis::cmd("DBSIZE")
+        .query(&mut cluster.nodes[from].conn())
+        .unwrap();
+    assert_eq!(keys, 0, "no second lock left behind on the old owner");
+}
+
+#[test]
+fn a_release_hands_the_lock_to_the_next_waiter_on_a_stable_slot() {
+    let cluster = Cluster::start(3, 1);
+    let master = cluster.master_for(KEY);
+    let mut c = cluster.nodes[master].conn();
+    let first = acquire(&mut c, KEY, "w1", 60_000).unwrap();
+    let url = cluster.nodes[master].url();
+    let waiting = std::thread::spawn(move || {
+        let mut c = redis::Client::open(url).unwrap().get_connection().unwrap();
+        redis::cmd("DLOCK.ACQUIRE")
+            .arg(KEY)
+            .arg("w2")
+            .arg(60_000)
+            .arg("WAIT")
+            .arg(10_000)
+            .query::<Option<i64>>(&mut c)
+    });
+    eventually("w2 queued", 5_000, || info_field(&mut c, "waiters") == 1);
+    assert_eq!(release(&mut c, KEY, "w1"), 1);
+    let next = waiting.join().unwrap().expect("granted").expect("a token");
+    assert!(next > first);
+    assert_eq!(status(&mut c, KEY).map(|s| s.0), Some("w2".to_string()));
+}
