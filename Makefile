@@ -14,6 +14,7 @@ all: build
 deps:
 	@missing=""; \
 	command -v redis-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
+	command -v redis-cli >/dev/null 2>&1 || missing="$$missing redis-tools"; \
 	dpkg -s libclang-dev >/dev/null 2>&1 || missing="$$missing libclang-dev"; \
 	command -v cc >/dev/null 2>&1 || missing="$$missing gcc"; \
 	if [ -n "$$missing" ]; then \
