@@ -48,12 +48,7 @@ pub fn hand_off(ctx: &Context, place: &Place, name: &Arg) {
         match writes::grant(ctx, &mut key, &next.owner, None, next.ttl_ms, now_us) {
             Ok(grant) => {
                 if next.ticketed {
-                    let tentative = Tentative {
-                        owner: next.owner.clone(),
-                        token: grant.token,
-                        ticket: next.rank,
-                    };
-                    queues::with_key(place, |k| k.tentative = Some(tentative));
+                    mark_tentative(place, &next.owner, grant.token, next.rank);
                 }
                 stats::count(&HANDOFFS);
                 next.handle.answer(Outcome::Granted(grant.token));
@@ -76,6 +71,16 @@ pub fn hand_off(ctx: &Context, place: &Place, name: &Arg) {
             }
         }
     }
+}
+
+/// A grant to a ticketed waiter stays revocable until its FENCE commits it.
+fn mark_tentative(place: &Place, owner: &[u8], token: u64, ticket: u64) {
+    let tentative = Tentative {
+        owner: owner.to_vec(),
+        token,
+        ticket,
+    };
+    queues::with_key(place, |k| k.tentative = Some(tentative));
 }
 
 /// Keeps one timer on a key with waiters, firing at the holder's deadline.
