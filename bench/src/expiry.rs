@@ -1,33 +1,18 @@
 //! Scenario 5: the holder dies without releasing. How long after its TTL deadline the next
-//! waiter holds the lock: dlock's queue (the node hands the lock over at the deadline itself),
-//! dlock's retry mode and rslock (both notice on their next retry tick). On 1 and 5 nodes,
+//! waiter holds the lock, for scenario 3's in-process contenders: dlock's queue (the node hands
+//! the lock over at the deadline itself), dlock's retry mode and rslock (both notice on their
+//! next retry tick). On 1 and 5 nodes,
 //! contenders alternating within a round, the order reversed every other round, a fresh key per
 //! sample.
 
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use dlock_client::WaitMode;
-
-use crate::contenders::Contender;
-use crate::{median, percentile, Named, Plan};
+use crate::contention::contention_contenders;
+use crate::{median, percentile, Plan};
 
 /// The dying holder's TTL.
 const TTL: Duration = Duration::from_millis(100);
-
-fn contenders(nodes: &[String]) -> Named {
-    vec![
-        (
-            "dlock (queue, the default)".into(),
-            Contender::dlock_waiting(nodes, true, WaitMode::Queue),
-        ),
-        (
-            "dlock (retry)".into(),
-            Contender::dlock_waiting(nodes, true, WaitMode::Retry),
-        ),
-        ("rslock".into(), Contender::rslock(nodes)),
-    ]
-}
 
 /// Lateness samples (µs after the deadline) per contender, on one node set.
 pub struct ExpiryTable {
@@ -37,7 +22,7 @@ pub struct ExpiryTable {
 
 /// `samples` deaths per contender per round.
 pub async fn holder_dies(plan: &Plan, nodes: &[String], samples: usize) -> ExpiryTable {
-    let contenders = contenders(nodes);
+    let contenders = contention_contenders(nodes);
     let mut rows: Vec<(String, Vec<f64>)> = contenders
         .iter()
         .map(|(name, _)| (name.clone(), Vec::new()))

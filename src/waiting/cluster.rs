@@ -9,14 +9,17 @@
 
 use redis_module::{raw, Context, RedisValue};
 
+use super::queues::{self, Place};
 use crate::server;
 
-/// `Ok` when this node may grant `key` now; otherwise the error to answer its waiters with.
-pub fn may_grant_here(ctx: &Context, key: &[u8]) -> Result<(), String> {
-    if !server::flag(
-        server::context_flags(ctx.ctx),
-        raw::REDISMODULE_CTX_FLAGS_CLUSTER,
-    ) {
+/// `Ok` when this node may grant `key` (queued at `place`) now; otherwise the error to answer
+/// its waiters with. Outside a cluster, or with nobody waiting, nothing is asked.
+pub fn may_grant_here(ctx: &Context, place: &Place, key: &[u8]) -> Result<(), String> {
+    let flags = server::context_flags(ctx.ctx);
+    if !server::flag(flags, raw::REDISMODULE_CTX_FLAGS_CLUSTER) {
+        return Ok(());
+    }
+    if queues::peek(place, |k| k.is_none_or(|k| k.queue.is_empty())) {
         return Ok(());
     }
     let unknown = || "TRYAGAIN the key's slot is moving; retry".to_string();

@@ -36,10 +36,7 @@ pub fn hand_off(ctx: &Context, place: &Place, name: &Arg) {
             drop(key);
             return watch(ctx, place, deadline_ms);
         }
-        if queues::peek(place, |k| k.is_none_or(|k| k.queue.is_empty())) {
-            return;
-        }
-        if let Err(redirect) = super::cluster::may_grant_here(ctx, name.as_bytes()) {
+        if let Err(redirect) = super::cluster::may_grant_here(ctx, place, name.as_bytes()) {
             return fail_all(place, &redirect);
         }
         let Some(next) = queues::pop(place) else {
