@@ -321,14 +321,33 @@ impl<'a> Attempt<'a> {
     }
 
     fn on(&mut self, event: Event, why: Option<Why>) -> Vec<Step> {
+        let current = self.machine.round();
         if let (Event::Unavailable { node, round }, Some(why)) = (event, why) {
-            if round == self.machine.round() {
+            if round == current {
+                if matches!(why, Why::Failed(_)) {
+                    self.ask_again(node, round);
+                }
                 self.why[node] = Some(why);
             }
         }
         let steps = self.machine.on(event);
         self.withdraw_round = Some(self.machine.round());
         steps
+    }
+
+    /// A node that could not be reached is asked again after the retry pause, while the round
+    /// lasts: a node that restarts comes back into the round instead of only into the next
+    /// attempt. The machine still counts it unavailable (so it gives up early when a majority
+    /// is out of reach); a grant from the repeated wait is taken like any other. Repeating a
+    /// wait is harmless: the same owner asking again keeps one place (the model's duplicated
+    /// requests).
+    fn ask_again(&mut self, node: usize, round: u32) {
+        let (wait, base) = (self.wait.clone(), self.base.to_string());
+        let pause = wait.shared.retry_pause();
+        self.inflight.push(Box::pin(async move {
+            tokio::time::sleep(pause).await;
+            wait.wait(node, round, &base).await
+        }));
     }
 
     /// No majority this round. If the nodes that failed leave too few, that is the error;

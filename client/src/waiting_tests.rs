@@ -289,3 +289,27 @@ async fn a_zero_wait_still_asks_once() {
     assert_eq!(won.granted.token, 11);
     assert!(t.sent_to(0)[0].starts_with("WAIT"));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_node_that_comes_back_is_asked_again_within_the_round() {
+    // Node 0 is held by someone else throughout; node 1 refuses two connections, then is back.
+    // Without asking node 1 again the round could only end at the deadline.
+    let (shared, t, clock) = setup(3, |n, r, a| match (n, r) {
+        (0, Request::Wait { .. }) => Err(NEVER.into()),
+        (1, Request::Wait { .. }) if a < 2 => Err("connection refused".into()),
+        _ => all_grant(n, r, a),
+    });
+    let won = wait(&shared, &clock, Duration::from_secs(5))
+        .acquire()
+        .await
+        .ok()
+        .unwrap();
+    assert_eq!(won.granted.token, 12);
+    assert!(won.owner.ends_with(":0"), "the same round: {}", won.owner);
+    let waits = t
+        .sent_to(1)
+        .iter()
+        .filter(|l| l.starts_with("WAIT round 0"))
+        .count();
+    assert_eq!(waits, 3);
+}
