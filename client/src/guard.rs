@@ -23,6 +23,9 @@ pub struct LockGuard {
     valid_until: Instant,
     acquired_at: Instant,
     released: bool,
+    /// Cancelled before the release goes out: waits of the acquisition still out in the
+    /// background then know any grant they get is stale (queue mode).
+    on_release: Option<CancellationToken>,
 }
 
 impl LockGuard {
@@ -36,6 +39,19 @@ impl LockGuard {
             valid_until: granted.valid_until,
             acquired_at,
             released: false,
+            on_release: None,
+        }
+    }
+
+    /// Signals `token` when this lock is released (see the field).
+    pub(crate) fn signalling(mut self, token: CancellationToken) -> Self {
+        self.on_release = Some(token);
+        self
+    }
+
+    fn signal_release(&self) {
+        if let Some(token) = &self.on_release {
+            token.cancel();
         }
     }
 
@@ -82,6 +98,7 @@ impl LockGuard {
     /// fewer than a majority answered (the lock then lingers there until its TTL).
     pub async fn release(mut self) -> Result<(), Error> {
         self.released = true;
+        self.signal_release();
         let tally = self
             .shared
             .round(&self.resource, &self.owner)
@@ -149,6 +166,7 @@ impl Drop for LockGuard {
         if self.released {
             return;
         }
+        self.signal_release();
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             let (shared, resource, owner) = (
                 self.shared.clone(),

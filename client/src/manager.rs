@@ -157,12 +157,11 @@ impl LockManager {
         if self.shared.queues() {
             let queued = Arc::new(QueueWait::new(self.shared.clone(), resource, ttl, deadline));
             return match queued.acquire().await {
-                Ok(won) => Ok(LockGuard::new(
-                    self.shared.clone(),
-                    resource,
-                    &won.owner,
-                    won.granted,
-                )),
+                Ok(won) => {
+                    let guard =
+                        LockGuard::new(self.shared.clone(), resource, &won.owner, won.granted);
+                    Ok(guard.signalling(won.released))
+                }
                 Err((failure, attempts)) => Err(self.to_error(resource, failure, attempts)),
             };
         }

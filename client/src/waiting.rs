@@ -24,6 +24,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use futures::future::{join_all, BoxFuture};
 use futures::stream::{FuturesUnordered, StreamExt};
 use redis::Value;
+use tokio_util::sync::CancellationToken;
 
 use crate::acquisition::{Acquisition, Event, Step};
 use crate::error::NodeFailure;
@@ -36,6 +37,8 @@ use crate::transport::Request;
 pub struct Acquired {
     pub owner: String,
     pub granted: Granted,
+    /// To be cancelled when the holder releases: waits still out are then stale.
+    pub released: CancellationToken,
 }
 
 /// One `lock()` call in queue mode.
@@ -94,6 +97,8 @@ impl QueueWait {
             why: vec![None; self.shared.nodes()],
             lease_from: self.shared.clock.now(),
             withdraw_round: Some(0),
+            over: CancellationToken::new(),
+            released: CancellationToken::new(),
         };
         let left = self.deadline.saturating_duration_since(run.lease_from);
         let out_of_time = tokio::time::sleep(left.max(self.shared.opts.rounds.timeout));
@@ -103,9 +108,19 @@ impl QueueWait {
                 match run.perform(step) {
                     None => {}
                     Some(Ok((owner, token))) => {
-                        return self.check_lease(owner, token, run.lease_from).await
+                        let released = run.released.clone();
+                        return self
+                            .check_lease(owner, token, run.lease_from, released)
+                            .await;
                     }
-                    Some(Err(failure)) => return Err(failure),
+                    Some(Err(failure)) => {
+                        // No majority possible: release before answering, as try_lock does.
+                        run.withdraw_round = None;
+                        let owner = round_owner(base, run.machine.round());
+                        let (shared, resource) = (self.shared.clone(), self.resource.clone());
+                        release_on(shared, resource, owner, self.everywhere()).await;
+                        return Err(failure);
+                    }
                 }
             }
             tokio::select! {
@@ -185,11 +200,12 @@ impl QueueWait {
         owner: String,
         token: u64,
         lease_from: Instant,
+        released: CancellationToken,
     ) -> Result<Acquired, AttemptError> {
         let left = self.validity_since(lease_from);
         let long_enough = left.is_some_and(|left| left * 2 >= self.ttl);
         if let (Some(left), true) = (left, long_enough || self.shared.nodes() > 1) {
-            return Ok(self.acquired(owner, token, left));
+            return Ok(self.acquired(owner, token, left, released));
         }
         if self.shared.nodes() == 1 {
             let renewed_from = self.shared.clock.now();
@@ -200,9 +216,10 @@ impl QueueWait {
             };
             let renewed = matches!(self.call(0, request).await, Ok(Value::Int(1)));
             if let (true, Some(left)) = (renewed, self.validity_since(renewed_from)) {
-                return Ok(self.acquired(owner, token, left));
+                return Ok(self.acquired(owner, token, left, released));
             }
         }
+        released.cancel();
         self.release_later(owner, (0..self.shared.nodes()).collect());
         Err(AttemptError::ValidityExpired)
     }
@@ -212,11 +229,18 @@ impl QueueWait {
         validity(self.ttl, from, self.shared.clock.now(), drift)
     }
 
-    fn acquired(&self, owner: String, token: u64, left: Duration) -> Acquired {
+    fn acquired(
+        &self,
+        owner: String,
+        token: u64,
+        left: Duration,
+        released: CancellationToken,
+    ) -> Acquired {
         let valid_until = self.shared.clock.now() + left;
         Acquired {
             owner,
             granted: Granted { token, valid_until },
+            released,
         }
     }
 
@@ -225,23 +249,48 @@ impl QueueWait {
         self.shared.transport.call(node, request, timeout).await
     }
 
+    /// Lets requests still out run to their end in the background, and releases any grant that
+    /// comes back stale: always (`stale_from` `None`), or once `stale_from` is cancelled (the
+    /// holder released). A RELEASE and a wait travel on different connections, so a wait can
+    /// reach a node after the RELEASE meant to withdraw it; granted there, it would hold the lock
+    /// until its TTL with nobody to release it.
+    fn drain(
+        &self,
+        requests: FuturesUnordered<BoxFuture<'static, Reply>>,
+        base: &str,
+        stale_from: Option<CancellationToken>,
+    ) {
+        if requests.is_empty() {
+            return;
+        }
+        let (shared, resource) = (self.shared.clone(), self.resource.clone());
+        let base = base.to_string();
+        tokio::spawn(requests.for_each(move |(event, _)| {
+            let stale = stale_from
+                .as_ref()
+                .is_none_or(CancellationToken::is_cancelled);
+            if let (Event::Granted { node, round, .. }, true) = (event, stale) {
+                let owner = round_owner(&base, round);
+                tokio::spawn(release_on(
+                    shared.clone(),
+                    resource.clone(),
+                    owner,
+                    vec![node],
+                ));
+            }
+            async {}
+        }));
+    }
+
     /// RELEASE `owner` on `nodes` without waiting for the answers: frees what it was granted and
     /// withdraws its queued waits (their blocked calls answer nil and end).
     fn release_later(&self, owner: String, nodes: Vec<usize>) {
         let (shared, resource) = (self.shared.clone(), self.resource.clone());
-        let timeout = shared.opts.rounds.timeout;
-        tokio::spawn(async move {
-            let release = Request::Release {
-                resource: &resource,
-                owner: &owner,
-            };
-            join_all(
-                nodes
-                    .iter()
-                    .map(|&n| shared.transport.call(n, release, timeout)),
-            )
-            .await;
-        });
+        tokio::spawn(release_on(shared, resource, owner, nodes));
+    }
+
+    fn everywhere(&self) -> Vec<usize> {
+        (0..self.shared.nodes()).collect()
     }
 
     fn failure(&self, node: usize, reason: &str) -> NodeFailure {
@@ -272,6 +321,10 @@ struct Attempt<'a> {
     lease_from: Instant,
     /// The round to withdraw if the attempt ends without holding (`None` once held).
     withdraw_round: Option<u32>,
+    /// Set when the attempt ends: waits scheduled to be asked again are not sent any more.
+    over: CancellationToken,
+    /// Cancelled when the holder releases (or the held lock is given up).
+    released: CancellationToken,
 }
 
 impl<'a> Attempt<'a> {
@@ -314,10 +367,10 @@ impl<'a> Attempt<'a> {
     /// data would be enough for a second holder. The holder's RELEASE withdraws them; otherwise
     /// they end at the deadline.
     fn keep_waiting(&mut self) {
+        self.over.cancel();
         let leftover = std::mem::take(&mut self.inflight);
-        if !leftover.is_empty() {
-            tokio::spawn(leftover.for_each(|_| async {}));
-        }
+        self.wait
+            .drain(leftover, self.base, Some(self.released.clone()));
     }
 
     fn on(&mut self, event: Event, why: Option<Why>) -> Vec<Step> {
@@ -344,8 +397,12 @@ impl<'a> Attempt<'a> {
     fn ask_again(&mut self, node: usize, round: u32) {
         let (wait, base) = (self.wait.clone(), self.base.to_string());
         let pause = wait.shared.retry_pause();
+        let over = self.over.clone();
         self.inflight.push(Box::pin(async move {
             tokio::time::sleep(pause).await;
+            if over.is_cancelled() {
+                return (Event::Unavailable { node, round }, None);
+            }
             wait.wait(node, round, &base).await
         }));
     }
@@ -374,15 +431,30 @@ impl<'a> Attempt<'a> {
 /// wait and no uncommitted grant is left behind on the nodes.
 impl Drop for Attempt<'_> {
     fn drop(&mut self) {
-        let Some(round) = self.withdraw_round else {
+        self.over.cancel();
+        if tokio::runtime::Handle::try_current().is_err() {
             return;
-        };
-        if tokio::runtime::Handle::try_current().is_ok() {
-            let everywhere = (0..self.wait.shared.nodes()).collect();
-            self.wait
-                .release_later(round_owner(self.base, round), everywhere);
         }
+        if let Some(round) = self.withdraw_round {
+            let owner = round_owner(self.base, round);
+            self.wait.release_later(owner, self.wait.everywhere());
+        }
+        let leftover = std::mem::take(&mut self.inflight);
+        self.wait.drain(leftover, self.base, None);
     }
+}
+
+/// RELEASE `owner` of `resource` on `nodes`, each within the per-node timeout.
+async fn release_on(shared: Arc<Shared>, resource: String, owner: String, nodes: Vec<usize>) {
+    let timeout = shared.opts.rounds.timeout;
+    let release = Request::Release {
+        resource: &resource,
+        owner: &owner,
+    };
+    let calls = nodes
+        .iter()
+        .map(|&n| shared.transport.call(n, release, timeout));
+    join_all(calls).await;
 }
 
 fn round_owner(base: &str, round: u32) -> String {

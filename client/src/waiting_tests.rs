@@ -10,7 +10,7 @@ use super::*;
 use crate::options::Options;
 use crate::timing::testing::FakeClock;
 use crate::timing::Clock;
-use crate::transport::fake::{FakeTransport, NEVER};
+use crate::transport::fake::{FakeTransport, LATE, NEVER};
 
 const TTL: Duration = Duration::from_secs(10);
 
@@ -312,4 +312,62 @@ async fn a_node_that_comes_back_is_asked_again_within_the_round() {
         .filter(|l| l.starts_with("WAIT round 0"))
         .count();
     assert_eq!(waits, 3);
+}
+
+fn releases(t: &FakeTransport, node: usize) -> usize {
+    t.sent_to(node).iter().filter(|l| *l == "RELEASE").count()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_wait_granted_after_its_round_was_withdrawn_is_released_again() {
+    let (shared, t, clock) = setup(3, |n, r, _| match (n, r) {
+        (0, Request::Wait { .. }) => Err(LATE.into()),
+        (_, Request::Wait { .. }) => Err(NEVER.into()),
+        _ => Ok(Value::Int(1)),
+    });
+    let failed = wait(&shared, &clock, Duration::from_millis(200))
+        .acquire()
+        .await;
+    assert!(failed.is_err());
+    settle().await;
+    assert_eq!(releases(&t, 0), 1, "the withdrawal");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        releases(&t, 0),
+        2,
+        "and the late grant, released: {:?}",
+        t.sent_to(0)
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_background_wait_granted_after_the_holder_released_is_released_again() {
+    let (shared, t, clock) = setup(3, |n, r, a| match (n, r) {
+        (0, Request::Wait { .. }) => Err(LATE.into()),
+        _ => all_grant(n, r, a),
+    });
+    let won = wait(&shared, &clock, Duration::from_secs(5))
+        .acquire()
+        .await
+        .ok()
+        .unwrap();
+    won.released.cancel(); // what LockGuard::release does before its RELEASE goes out
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(releases(&t, 0), 1, "{:?}", t.sent_to(0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_background_wait_granted_while_the_lock_is_held_is_the_holders() {
+    let (shared, t, clock) = setup(3, |n, r, a| match (n, r) {
+        (0, Request::Wait { .. }) => Err(LATE.into()),
+        _ => all_grant(n, r, a),
+    });
+    let won = wait(&shared, &clock, Duration::from_secs(5))
+        .acquire()
+        .await
+        .ok()
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(releases(&t, 0), 0, "{:?}", t.sent_to(0));
+    drop(won);
 }

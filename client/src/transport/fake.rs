@@ -18,6 +18,9 @@ pub type Script = dyn Fn(usize, &Request<'_>, usize) -> Result<Value, String> + 
 
 /// A scripted failure reason meaning "never answer".
 pub const NEVER: &str = "never answers";
+/// A scripted failure reason meaning "answer token 99, but only 500 ms later" (a wait served
+/// after the client gave up on it).
+pub const LATE: &str = "granted late";
 
 pub struct FakeTransport {
     names: Vec<String>,
@@ -114,8 +117,13 @@ impl Transport for FakeTransport {
             reason,
         });
         Box::pin(async move {
-            if matches!(&reply, Err(failure) if failure.reason == NEVER) {
-                std::future::pending::<()>().await;
+            match &reply {
+                Err(failure) if failure.reason == NEVER => std::future::pending::<()>().await,
+                Err(failure) if failure.reason == LATE => {
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    return Ok(Value::Int(99));
+                }
+                _ => {}
             }
             reply
         })
