@@ -38,6 +38,24 @@ fn promoted(cluster: &Cluster, replica: usize) {
     cluster.wait_ok();
 }
 
+/// `w2` waits for `KEY` on `server` (up to `wait_ms`) on a thread of its own; its answer.
+fn wait_in_thread(
+    server: &Server,
+    wait_ms: u64,
+) -> std::thread::JoinHandle<redis::RedisResult<Option<i64>>> {
+    let url = server.url();
+    std::thread::spawn(move || {
+        let mut c = redis::Client::open(url)?.get_connection()?;
+        redis::cmd("DLOCK.ACQUIRE")
+            .arg(KEY)
+            .arg("w2")
+            .arg(60_000)
+            .arg("WAIT")
+            .arg(wait_ms)
+            .query(&mut c)
+    })
+}
+
 /// Holds `KEY` as `w1` on its master and makes sure the replica has it; (master, token).
 fn held_and_replicated(cluster: &Cluster) -> (usize, i64) {
     let master = cluster.master_for(KEY);
@@ -167,20 +185,7 @@ fn a_waiter_on_the_old_owner_is_redirected_when_the_slot_moves_not_granted() {
     let from = cluster.master_for(KEY);
     let to = (0..3).find(|&i| i != from).unwrap();
     let token = acquire(&mut cluster.nodes[from].conn(), KEY, "w1", 60_000).unwrap();
-    let waiter_url = cluster.nodes[from].url();
-    let waiting = std::thread::spawn(move || {
-        let mut c = redis::Client::open(waiter_url)
-            .unwrap()
-            .get_connection()
-            .unwrap();
-        redis::cmd("DLOCK.ACQUIRE")
-            .arg(KEY)
-            .arg("w2")
-            .arg(60_000)
-            .arg("WAIT")
-            .arg(20_000)
-            .query::<Option<i64>>(&mut c)
-    });
+    let waiting = wait_in_thread(&cluster.nodes[from], 20_000);
     let mut source = cluster.nodes[from].conn();
     eventually("w2 queued", 5_000, || {
         status(&mut source, KEY).is_some_and(|_| info_field(&mut source, "waiters") == 1)
@@ -217,17 +222,7 @@ fn a_release_hands_the_lock_to_the_next_waiter_on_a_stable_slot() {
     let master = cluster.master_for(KEY);
     let mut c = cluster.nodes[master].conn();
     let first = acquire(&mut c, KEY, "w1", 60_000).unwrap();
-    let url = cluster.nodes[master].url();
-    let waiting = std::thread::spawn(move || {
-        let mut c = redis::Client::open(url).unwrap().get_connection().unwrap();
-        redis::cmd("DLOCK.ACQUIRE")
-            .arg(KEY)
-            .arg("w2")
-            .arg(60_000)
-            .arg("WAIT")
-            .arg(10_000)
-            .query::<Option<i64>>(&mut c)
-    });
+    let waiting = wait_in_thread(&cluster.nodes[master], 10_000);
     eventually("w2 queued", 5_000, || info_field(&mut c, "waiters") == 1);
     assert_eq!(release(&mut c, KEY, "w1"), 1);
     let next = waiting.join().unwrap().expect("granted").expect("a token");

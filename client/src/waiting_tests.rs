@@ -55,6 +55,22 @@ fn all_grant(node: usize, r: &Request<'_>, _: usize) -> Result<Value, String> {
     }
 }
 
+/// The lock, which the test expects to be won.
+async fn won(queued: &Arc<QueueWait>) -> Acquired {
+    match queued.acquire().await {
+        Ok(won) => won,
+        Err(failure) => panic!("not acquired: {failure:?}"),
+    }
+}
+
+/// Node 0 serves its waits only after the attempt is over; the others grant at once.
+fn late_on_node_0(node: usize, r: &Request<'_>, attempt: usize) -> Result<Value, String> {
+    match (node, r) {
+        (0, Request::Wait { .. }) => Err(LATE.into()),
+        _ => all_grant(node, r, attempt),
+    }
+}
+
 /// Lets the background releases run.
 async fn settle() {
     tokio::time::sleep(Duration::from_millis(1)).await;
@@ -70,11 +86,7 @@ async fn waits_everywhere_with_one_ticket_then_commits_the_largest_token_with_a_
         }
         all_grant(n, r, a)
     });
-    let won = wait(&shared, &clock, Duration::from_secs(5))
-        .acquire()
-        .await
-        .ok()
-        .unwrap();
+    let won = won(&wait(&shared, &clock, Duration::from_secs(5))).await;
     // Nodes 0 and 1 answer first: a majority, committed with the larger of their tokens.
     assert_eq!(won.granted.token, 11);
     assert!(won.owner.ends_with(":0"), "{}", won.owner);
@@ -91,11 +103,7 @@ async fn waits_everywhere_with_one_ticket_then_commits_the_largest_token_with_a_
 #[tokio::test(start_paused = true)]
 async fn one_node_waits_without_a_ticket_and_does_not_commit() {
     let (shared, t, clock) = setup(1, all_grant);
-    let won = wait(&shared, &clock, Duration::from_secs(5))
-        .acquire()
-        .await
-        .ok()
-        .unwrap();
+    let won = won(&wait(&shared, &clock, Duration::from_secs(5))).await;
     assert_eq!(won.granted.token, 10);
     assert_eq!(t.sent_to(0), vec!["WAIT round 0"]);
 }
@@ -110,11 +118,7 @@ async fn one_node_granted_after_a_long_wait_renews_the_ttl_before_counting_valid
         }
         all_grant(n, r, a)
     });
-    let won = wait(&shared, &clock, Duration::from_secs(60))
-        .acquire()
-        .await
-        .ok()
-        .unwrap();
+    let won = won(&wait(&shared, &clock, Duration::from_secs(60))).await;
     assert_eq!(t.sent_to(0), vec!["WAIT round 0", "EXTEND 10000"]);
     let left = won.granted.valid_until - clock.now();
     assert!(
@@ -131,11 +135,7 @@ async fn a_wounded_round_releases_and_waits_again_with_the_same_ticket_as_a_new_
         (2, Request::Wait { .. }) if a == 0 => Err(NEVER.into()),
         _ => all_grant(n, r, a),
     });
-    let won = wait(&shared, &clock, Duration::from_secs(5))
-        .acquire()
-        .await
-        .ok()
-        .unwrap();
+    let won = won(&wait(&shared, &clock, Duration::from_secs(5))).await;
     settle().await;
     assert!(won.owner.ends_with(":1"), "{}", won.owner);
     let sent = t.sent_to(0);
@@ -195,11 +195,7 @@ async fn a_majority_down_is_retried_until_the_nodes_come_back() {
         (1 | 2, Request::Wait { .. }) if a < 2 => Err("connection refused".into()),
         _ => all_grant(n, r, a),
     });
-    let won = wait(&shared, &clock, Duration::from_secs(5))
-        .acquire()
-        .await
-        .ok()
-        .unwrap();
+    let won = won(&wait(&shared, &clock, Duration::from_secs(5))).await;
     assert_eq!(won.granted.token, 11);
     let waits = t
         .sent_to(1)
@@ -240,11 +236,7 @@ async fn a_commit_that_outlives_the_validity_is_given_up_and_retried() {
         }
         all_grant(n, r, a)
     });
-    let won = wait(&shared, &clock, Duration::from_secs(60))
-        .acquire()
-        .await
-        .ok()
-        .unwrap();
+    let won = won(&wait(&shared, &clock, Duration::from_secs(60))).await;
     settle().await;
     assert!(won.granted.valid_until > clock.now());
     let fences = t
@@ -281,11 +273,7 @@ async fn dropping_lock_midway_withdraws_the_round_everywhere() {
 #[tokio::test(start_paused = true)]
 async fn a_zero_wait_still_asks_once() {
     let (shared, t, clock) = setup(3, all_grant);
-    let won = wait(&shared, &clock, Duration::ZERO)
-        .acquire()
-        .await
-        .ok()
-        .unwrap();
+    let won = won(&wait(&shared, &clock, Duration::ZERO)).await;
     assert_eq!(won.granted.token, 11);
     assert!(t.sent_to(0)[0].starts_with("WAIT"));
 }
@@ -299,11 +287,7 @@ async fn a_node_that_comes_back_is_asked_again_within_the_round() {
         (1, Request::Wait { .. }) if a < 2 => Err("connection refused".into()),
         _ => all_grant(n, r, a),
     });
-    let won = wait(&shared, &clock, Duration::from_secs(5))
-        .acquire()
-        .await
-        .ok()
-        .unwrap();
+    let won = won(&wait(&shared, &clock, Duration::from_secs(5))).await;
     assert_eq!(won.granted.token, 12);
     assert!(won.owner.ends_with(":0"), "the same round: {}", won.owner);
     let waits = t
@@ -342,15 +326,8 @@ async fn a_wait_granted_after_its_round_was_withdrawn_is_released_again() {
 
 #[tokio::test(start_paused = true)]
 async fn a_background_wait_granted_after_the_holder_released_is_released_again() {
-    let (shared, t, clock) = setup(3, |n, r, a| match (n, r) {
-        (0, Request::Wait { .. }) => Err(LATE.into()),
-        _ => all_grant(n, r, a),
-    });
-    let won = wait(&shared, &clock, Duration::from_secs(5))
-        .acquire()
-        .await
-        .ok()
-        .unwrap();
+    let (shared, t, clock) = setup(3, late_on_node_0);
+    let won = won(&wait(&shared, &clock, Duration::from_secs(5))).await;
     won.released.cancel(); // what LockGuard::release does before its RELEASE goes out
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(releases(&t, 0), 1, "{:?}", t.sent_to(0));
@@ -358,15 +335,8 @@ async fn a_background_wait_granted_after_the_holder_released_is_released_again()
 
 #[tokio::test(start_paused = true)]
 async fn a_background_wait_granted_while_the_lock_is_held_is_the_holders() {
-    let (shared, t, clock) = setup(3, |n, r, a| match (n, r) {
-        (0, Request::Wait { .. }) => Err(LATE.into()),
-        _ => all_grant(n, r, a),
-    });
-    let won = wait(&shared, &clock, Duration::from_secs(5))
-        .acquire()
-        .await
-        .ok()
-        .unwrap();
+    let (shared, t, clock) = setup(3, late_on_node_0);
+    let won = won(&wait(&shared, &clock, Duration::from_secs(5))).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(releases(&t, 0), 0, "{:?}", t.sent_to(0));
     drop(won);
