@@ -11,13 +11,6 @@ use dlock_testkit::Cluster;
 
 const KEY: &str = "orders:42";
 
-fn node_id(c: &mut Connection) -> String {
-    redis::cmd("CLUSTER")
-        .arg("MYID")
-        .query(c)
-        .expect("CLUSTER MYID")
-}
-
 fn role(server: &Server) -> String {
     let info: String = redis::cmd("INFO")
         .arg("replication")
@@ -124,48 +117,13 @@ fn a_forced_failover_after_the_master_dies_keeps_the_lock_and_the_token_order() 
     check_after_failover(&cluster, replica, token);
 }
 
-/// Moves `KEY`'s slot from `from` to `to` the way `redis-cli --cluster reshard` does: importing,
-/// migrating, MIGRATE of the keys, then the new owner announced to every master.
-fn migrate_slot(cluster: &Cluster, from: usize, to: usize, before_announcing: impl FnOnce()) {
-    let slot = cluster.slot(KEY).to_string();
-    let (mut source, mut target) = (cluster.nodes[from].conn(), cluster.nodes[to].conn());
-    let (source_id, target_id) = (node_id(&mut source), node_id(&mut target));
-    let setslot = |c: &mut Connection, state: &str, id: &str| {
-        redis::cmd("CLUSTER")
-            .arg("SETSLOT")
-            .arg(&slot)
-            .arg(state)
-            .arg(id)
-            .exec(c)
-            .unwrap_or_else(|e| panic!("SETSLOT {state}: {e}"));
-    };
-    setslot(&mut target, "IMPORTING", &source_id);
-    setslot(&mut source, "MIGRATING", &target_id);
-    let port = cluster.nodes[to].port();
-    redis::cmd("MIGRATE")
-        .arg("127.0.0.1")
-        .arg(port)
-        .arg("")
-        .arg(0)
-        .arg(5_000)
-        .arg("KEYS")
-        .arg(KEY)
-        .exec(&mut source)
-        .expect("MIGRATE");
-    before_announcing();
-    for i in 0..3 {
-        setslot(&mut cluster.nodes[i].conn(), "NODE", &target_id);
-    }
-    cluster.wait_ok();
-}
-
 #[test]
 fn resharding_moves_a_held_lock_with_its_token_and_the_order_holds() {
     let cluster = Cluster::start(3, 1);
     let from = cluster.master_for(KEY);
     let to = (0..3).find(|&i| i != from).unwrap();
     let token = acquire(&mut cluster.nodes[from].conn(), KEY, "w1", 60_000).unwrap();
-    migrate_slot(&cluster, from, to, || {});
+    cluster.migrate_slot(KEY, from, to, || {});
     assert_eq!(cluster.master_for(KEY), to);
     let mut c = cluster.nodes[to].conn();
     let (owner, kept, ttl, _) = status(&mut c, KEY).expect("held on the new owner");
@@ -191,7 +149,7 @@ fn a_waiter_on_the_old_owner_is_redirected_when_the_slot_moves_not_granted() {
         status(&mut source, KEY).is_some_and(|_| info_field(&mut source, "waiters") == 1)
     });
     // The key leaves while the slot is migrating: the old owner must not grant it to w2.
-    migrate_slot(&cluster, from, to, || {
+    cluster.migrate_slot(KEY, from, to, || {
         std::thread::sleep(Duration::from_millis(300))
     });
     let answer = waiting.join().expect("waiter thread");

@@ -29,4 +29,4 @@ pub use admin::{LockInfo, NodeStatus};
 pub use error::{Error, NodeFailure};
 pub use guard::{LockContext, LockGuard, Watchdog};
 pub use manager::{LockManager, LockManagerBuilder};
-pub use options::WaitMode;
+pub use options::{ReplicaAck, WaitMode};

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::Error;
 use crate::guard::{LockContext, LockGuard};
-use crate::options::{Options, WaitMode};
+use crate::options::{Options, ReplicaAck, WaitMode};
 use crate::round::AttemptError;
 use crate::shared::{check_ttl, new_owner, Shared};
 use crate::timing::{quorum as majority, SystemClock};
@@ -71,6 +71,12 @@ impl LockManagerBuilder {
         self.opts.wait_mode = mode;
         self
     }
+    /// Whether grants, extensions and commits wait for replicas (default: on for
+    /// `redis+cluster://` nodes, off for single masters).
+    pub fn replica_ack(mut self, ack: ReplicaAck) -> Self {
+        self.opts.replica_ack = ack;
+        self
+    }
     /// The longest the watchdog keeps a lock extended (`None`: no cap, the default). Past it the
     /// watchdog stops and the loss signal fires, so a stuck holder cannot keep a lock forever.
     pub fn max_hold(mut self, cap: Option<Duration>) -> Self {
@@ -80,7 +86,7 @@ impl LockManagerBuilder {
 
     /// Checks the URLs; connects lazily (nodes may be down now and come up later).
     pub fn build(self) -> Result<LockManager, Error> {
-        let transport = RedisTransport::new(&self.urls)?;
+        let transport = RedisTransport::new(&self.urls, self.opts.replica_ack)?;
         Ok(LockManager::with_transport(
             Box::new(transport),
             self.opts,

@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use crate::timing::Drift;
+use crate::transport::Ack;
 
 /// What every round needs.
 #[derive(Debug, Clone)]
@@ -29,6 +30,43 @@ pub enum WaitMode {
     Retry,
 }
 
+/// Whether a grant, extension or commit counts only once replicas have it (`WAIT`, pipelined
+/// after the write). When fewer acknowledge in time, that node counts as not having granted
+/// (docs/client.md, Replica acknowledgement).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplicaAck {
+    /// One replica within `timeout` on `redis+cluster://` nodes, none on single masters.
+    Auto {
+        timeout: Duration,
+    },
+    Off,
+    /// `count` replicas within `timeout`, on every node.
+    Replicas {
+        count: u32,
+        timeout: Duration,
+    },
+}
+
+impl Default for ReplicaAck {
+    fn default() -> Self {
+        ReplicaAck::Auto {
+            timeout: Duration::from_millis(100),
+        }
+    }
+}
+
+impl ReplicaAck {
+    /// What a node asks: `cluster` says whether it is a cluster URL.
+    pub(crate) fn for_node(self, cluster: bool) -> Option<Ack> {
+        let (replicas, timeout) = match self {
+            ReplicaAck::Auto { timeout } if cluster => (1, timeout),
+            ReplicaAck::Replicas { count, timeout } => (count, timeout),
+            _ => return None,
+        };
+        (replicas > 0).then_some(Ack { replicas, timeout })
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Options {
     pub rounds: RoundOptions,
@@ -41,6 +79,7 @@ pub struct Options {
     pub wait_mode: WaitMode,
     /// Longest the watchdog keeps a lock extended; `None`: no cap.
     pub max_hold: Option<Duration>,
+    pub replica_ack: ReplicaAck,
 }
 
 impl Default for Options {
@@ -57,6 +96,7 @@ impl Default for Options {
             extend_interval: None,
             wait_mode: WaitMode::Queue,
             max_hold: None,
+            replica_ack: ReplicaAck::default(),
         }
     }
 }
@@ -123,6 +163,17 @@ mod tests {
                 "max_hold(Some(d))",
                 d.max_hold.map_or("none".to_string(), ms),
                 "longest the watchdog of `with_lock` extends; past it extension stops and the loss signal fires",
+            ),
+            (
+                "replica_ack(a)",
+                match d.replica_ack {
+                    ReplicaAck::Auto { timeout } => format!(
+                        "`Auto`: 1 replica within {} on `redis+cluster://` nodes, none on single masters",
+                        ms(timeout)
+                    ),
+                    other => format!("{other:?}"),
+                },
+                "`WAIT` pipelined after each grant, extension and commit; a node whose replicas do not acknowledge in time counts as not granted. `Off`, or `Replicas { count, timeout }` on every node",
             ),
             (
                 "extend_interval(Some(d))",

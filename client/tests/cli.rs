@@ -303,3 +303,45 @@ fn has_child(pid: u32) -> bool {
                 .is_ok_and(|c| !c.trim().is_empty())
         })
 }
+
+#[test]
+fn a_cluster_url_takes_the_lock_on_the_slot_master_with_a_replica_acknowledging() {
+    let cluster = dlock_testkit::Cluster::start(3, 1);
+    let url = format!("redis+cluster://127.0.0.1:{}", cluster.nodes[0].port());
+    let cli = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_dlock"))
+            .env("DLOCK_NODES", &url)
+            .env("DLOCK_TIMEOUT", "500ms")
+            .args(args)
+            .output()
+            .expect("run dlock")
+    };
+    let out = cli(&["run", "deploy", "--", "sh", "-c", "echo $DLOCK_TOKEN"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let token: u64 = text(&out.stdout).parse().expect("token");
+    let out = cli(&["acquire", "deploy", "--ttl", "30s"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let later: u64 = text(&out.stdout)
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(later > token);
+    let master = &cluster.nodes[cluster.master_for("deploy")];
+    assert_eq!(token_on(master, "deploy"), Some(later));
+    let status = text(&cli(&["status", "deploy"]).stdout);
+    assert!(status.starts_with(&format!("{url} owner=")), "{status}");
+
+    // The replica is frozen: with acknowledgement (the cluster default) no grant counts.
+    let replica = &cluster.nodes[cluster.replica_of(cluster.master_for("other"))];
+    replica.pause();
+    let refused = cli(&["acquire", "other"]);
+    let unacked = cli(&["--replica-ack", "off", "acquire", "other"]);
+    replica.resume();
+    assert_eq!(refused.status.code(), Some(4), "{}", text(&refused.stderr));
+    assert!(text(&refused.stderr).contains("replicas acknowledged"));
+    assert_eq!(unacked.status.code(), Some(0), "{}", text(&unacked.stderr));
+    let bad = cli(&["--replica-ack", "some", "status", "x"]);
+    assert_eq!(bad.status.code(), Some(2));
+}

@@ -31,6 +31,7 @@ fn cluster_port() -> u16 {
 /// Servers in a cluster; `nodes[..masters]` start as masters, the rest as their replicas.
 pub struct Cluster {
     pub nodes: Vec<Server>,
+    masters: usize,
 }
 
 impl Cluster {
@@ -64,7 +65,7 @@ impl Cluster {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        let cluster = Cluster { nodes };
+        let cluster = Cluster { nodes, masters };
         cluster.wait_ok();
         cluster
     }
@@ -142,6 +143,48 @@ impl Cluster {
         })
     }
 
+    /// Moves `key`'s slot from node `from` to node `to` the way `redis-cli --cluster reshard`
+    /// does: importing, migrating, MIGRATE of the key, then the new owner announced to the
+    /// masters the cluster started with. `before_announcing` runs between MIGRATE and the
+    /// announcement.
+    pub fn migrate_slot(
+        &self,
+        key: &str,
+        from: usize,
+        to: usize,
+        before_announcing: impl FnOnce(),
+    ) {
+        let slot = self.slot(key).to_string();
+        let (mut source, mut target) = (self.nodes[from].conn(), self.nodes[to].conn());
+        let (source_id, target_id) = (node_id(&mut source), node_id(&mut target));
+        let setslot = |c: &mut redis::Connection, state: &str, id: &str| {
+            redis::cmd("CLUSTER")
+                .arg("SETSLOT")
+                .arg(&slot)
+                .arg(state)
+                .arg(id)
+                .exec(c)
+                .unwrap_or_else(|e| panic!("SETSLOT {state}: {e}"));
+        };
+        setslot(&mut target, "IMPORTING", &source_id);
+        setslot(&mut source, "MIGRATING", &target_id);
+        redis::cmd("MIGRATE")
+            .arg("127.0.0.1")
+            .arg(self.nodes[to].port())
+            .arg("")
+            .arg(0)
+            .arg(5_000)
+            .arg("KEYS")
+            .arg(key)
+            .exec(&mut source)
+            .expect("MIGRATE");
+        before_announcing();
+        for master in &self.nodes[..self.masters] {
+            setslot(&mut master.conn(), "NODE", &target_id);
+        }
+        self.wait_ok();
+    }
+
     /// True when the node behind `c` serves `slot` itself (its own `CLUSTER SHARDS` / `SLOTS`
     /// entry lists it as the master).
     fn serves(&self, c: &mut redis::Connection, slot: u16) -> bool {
@@ -172,4 +215,12 @@ impl Cluster {
             (start..=end).contains(&i64::from(slot)) && master_id == myid
         })
     }
+}
+
+/// The cluster node ID of the server behind `c`.
+fn node_id(c: &mut redis::Connection) -> String {
+    redis::cmd("CLUSTER")
+        .arg("MYID")
+        .query(c)
+        .expect("CLUSTER MYID")
 }

@@ -1,10 +1,13 @@
 //! The seam between the quorum rounds and the network: "send this request to node i, within
-//! this time". [`RedisTransport`] talks to real masters; unit tests script a fake one, so the
+//! this time". [`RedisTransport`] talks to real masters and clusters; unit tests script a fake one, so the
 //! rounds' decisions (majorities, commit errors, re-asking a node whose reply was lost) are
 //! tested deterministically, failures included.
 
+mod ack;
+mod cluster;
 mod node;
 mod redis_nodes;
+mod slots;
 
 use std::time::Duration;
 
@@ -13,6 +16,7 @@ use redis::Value;
 
 use crate::error::NodeFailure;
 
+pub use ack::Ack;
 pub use redis_nodes::RedisTransport;
 
 /// What the rounds ask of one node.
@@ -53,7 +57,19 @@ pub enum Request<'a> {
     Status { resource: &'a str },
 }
 
-impl Request<'_> {
+impl<'a> Request<'a> {
+    /// The lock this request is about (in a cluster, the key that picks the shard).
+    pub fn resource(self) -> &'a str {
+        match self {
+            Request::Acquire { resource, .. }
+            | Request::Wait { resource, .. }
+            | Request::Fence { resource, .. }
+            | Request::Extend { resource, .. }
+            | Request::Release { resource, .. }
+            | Request::Status { resource } => resource,
+        }
+    }
+
     /// The Redis command this request is.
     pub fn to_cmd(self) -> redis::Cmd {
         let mut cmd;

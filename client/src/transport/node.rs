@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
-use redis::{AsyncConnectionConfig, Client, FromRedisValue};
+use redis::{AsyncConnectionConfig, Client, ErrorKind, IntoConnectionInfo, Pipeline, Value};
 use tokio::sync::Mutex;
 
 use crate::error::{Error, NodeFailure};
@@ -26,10 +26,15 @@ pub struct Node {
 
 impl Node {
     pub fn new(url: &str) -> Result<Node, Error> {
-        let client = Client::open(url)
-            .map_err(|e| Error::InvalidArgument(format!("node URL {url:?}: {e}")))?;
+        Node::named(url, url)
+    }
+
+    /// A node reached by `info` (a URL or a [`redis::ConnectionInfo`]), called `name` in errors.
+    pub fn named(name: &str, info: impl IntoConnectionInfo) -> Result<Node, Error> {
+        let client = Client::open(info)
+            .map_err(|e| Error::InvalidArgument(format!("node URL {name:?}: {e}")))?;
         Ok(Node {
-            url: url.to_string(),
+            url: name.to_string(),
             client,
             connection: Mutex::new(None),
             idle_for_waits: std::sync::Mutex::new(Vec::new()),
@@ -40,15 +45,12 @@ impl Node {
         &self.url
     }
 
-    /// Runs `cmd` with everything (connecting included) inside `timeout`.
-    pub async fn call<T: FromRedisValue>(
-        &self,
-        cmd: &redis::Cmd,
-        timeout: Duration,
-    ) -> Result<T, NodeFailure> {
-        match tokio::time::timeout(timeout, self.call_unbounded(cmd, timeout)).await {
+    /// Runs `pipe` with everything (connecting included) inside `timeout`: one reply per
+    /// command.
+    pub async fn call(&self, pipe: &Pipeline, timeout: Duration) -> Result<Vec<Value>, Failed> {
+        match tokio::time::timeout(timeout, self.call_unbounded(pipe, timeout)).await {
             Ok(result) => result,
-            Err(_) => Err(self.failure(format!("timed out after {timeout:?}"))),
+            Err(_) => Err(self.timed_out(timeout)),
         }
     }
 
@@ -56,17 +58,17 @@ impl Node {
     /// since) is replaced and the call made once more: every request the client sends can be
     /// repeated by the same owner without changing the outcome (a repeated RELEASE answers 0,
     /// which still counts as an answer).
-    async fn call_unbounded<T: FromRedisValue>(
+    async fn call_unbounded(
         &self,
-        cmd: &redis::Cmd,
+        pipe: &Pipeline,
         timeout: Duration,
-    ) -> Result<T, NodeFailure> {
+    ) -> Result<Vec<Value>, Failed> {
         let (mut connection, reused) = self.connection(timeout).await?;
-        let mut reply = cmd.query_async::<T>(&mut connection).await;
+        let mut reply = pipe.query_async::<Vec<Value>>(&mut connection).await;
         if reused && reply.as_ref().is_err_and(is_broken) {
             *self.connection.lock().await = None;
             let (mut fresh, _) = self.connection(timeout).await?;
-            reply = cmd.query_async::<T>(&mut fresh).await;
+            reply = pipe.query_async::<Vec<Value>>(&mut fresh).await;
         }
         reply.map_err(|e| {
             if is_broken(&e) {
@@ -74,19 +76,19 @@ impl Node {
                     *slot = None; // the next call reconnects
                 }
             }
-            self.failure(reply_error(&e))
+            self.failed(&e)
         })
     }
 
-    /// Runs a blocking `cmd` on a connection of its own: connecting within `connect_timeout`,
-    /// the whole call within `timeout`. The connection goes back to the idle pool only after a
-    /// complete reply; a call that fails or is dropped midway closes it.
-    pub async fn call_blocking<T: FromRedisValue>(
+    /// Runs `pipe`, which blocks on the server, on a connection of its own: connecting within
+    /// `connect_timeout`, the whole call within `timeout`. The connection goes back to the idle
+    /// pool only after a complete reply; a call that fails or is dropped midway closes it.
+    pub async fn call_blocking(
         &self,
-        cmd: &redis::Cmd,
+        pipe: &Pipeline,
         connect_timeout: Duration,
         timeout: Duration,
-    ) -> Result<T, NodeFailure> {
+    ) -> Result<Vec<Value>, Failed> {
         let work = async {
             let idle = self.idle_wait_connection();
             let reused = idle.is_some();
@@ -94,22 +96,22 @@ impl Node {
                 Some(connection) => connection,
                 None => self.connect(connect_timeout).await?,
             };
-            let mut reply = cmd.query_async::<T>(&mut connection).await;
+            let mut reply = pipe.query_async::<Vec<Value>>(&mut connection).await;
             if reused && reply.as_ref().is_err_and(is_broken) {
                 connection = self.connect(connect_timeout).await?; // idle since a restart
-                reply = cmd.query_async::<T>(&mut connection).await;
+                reply = pipe.query_async::<Vec<Value>>(&mut connection).await;
             }
             match reply {
-                Ok(value) => {
+                Ok(values) => {
                     self.return_wait_connection(connection);
-                    Ok(value)
+                    Ok(values)
                 }
-                Err(e) => Err(self.failure(reply_error(&e))),
+                Err(e) => Err(self.failed(&e)),
             }
         };
         match tokio::time::timeout(timeout, work).await {
             Ok(result) => result,
-            Err(_) => Err(self.failure(format!("timed out after {timeout:?}"))),
+            Err(_) => Err(self.timed_out(timeout)),
         }
     }
 
@@ -127,10 +129,7 @@ impl Node {
 
     /// The shared connection, made on first use or after an error; and whether it was open
     /// before (so possibly stale).
-    async fn connection(
-        &self,
-        timeout: Duration,
-    ) -> Result<(MultiplexedConnection, bool), NodeFailure> {
+    async fn connection(&self, timeout: Duration) -> Result<(MultiplexedConnection, bool), Failed> {
         let mut slot = self.connection.lock().await;
         if let Some(connection) = slot.as_ref() {
             return Ok((connection.clone(), true));
@@ -141,20 +140,71 @@ impl Node {
     }
 
     /// A new connection; replies may take as long as the caller allows.
-    async fn connect(&self, timeout: Duration) -> Result<MultiplexedConnection, NodeFailure> {
+    async fn connect(&self, timeout: Duration) -> Result<MultiplexedConnection, Failed> {
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(timeout))
             .set_response_timeout(None);
         self.client
             .get_multiplexed_async_connection_with_config(&config)
             .await
-            .map_err(|e| self.failure(format!("cannot connect: {e}")))
+            .map_err(|e| Failed::Down(self.failure(format!("cannot connect: {e}"))))
     }
 
     fn failure(&self, reason: String) -> NodeFailure {
         NodeFailure {
             node: self.url.clone(),
             reason,
+        }
+    }
+
+    fn timed_out(&self, timeout: Duration) -> Failed {
+        Failed::Down(self.failure(format!("timed out after {timeout:?}")))
+    }
+
+    fn failed(&self, e: &redis::RedisError) -> Failed {
+        // A pipeline's error reply comes wrapped with the others; the first is the request's.
+        let first = e.clone().into_server_errors().and_then(|errors| {
+            let (_, first) = errors.first()?;
+            Some(redis::RedisError::from(first.clone()))
+        });
+        let e = first.as_ref().unwrap_or(e);
+        if let Some((address, _slot)) = e.redirect_node() {
+            let ask = e.kind() == ErrorKind::Server(redis::ServerErrorKind::Ask);
+            return Failed::Redirect {
+                address: address.to_string(),
+                ask,
+            };
+        }
+        let failure = self.failure(reply_error(e));
+        if is_broken(e) {
+            Failed::Down(failure)
+        } else {
+            Failed::Refused(failure)
+        }
+    }
+}
+
+/// Why a call to one server did not bring replies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failed {
+    /// Unreachable: could not connect, the connection broke, or no reply in time.
+    Down(NodeFailure),
+    /// The server answered with an error.
+    Refused(NodeFailure),
+    /// Redis Cluster: the key's slot is served elsewhere (`MOVED`), or is moving there and the
+    /// key is already there (`ASK`).
+    Redirect { address: String, ask: bool },
+}
+
+impl Failed {
+    /// What the rounds see: which node failed and why.
+    pub fn into_failure(self, node: &str) -> NodeFailure {
+        match self {
+            Failed::Down(failure) | Failed::Refused(failure) => failure,
+            Failed::Redirect { address, ask } => NodeFailure {
+                node: node.to_string(),
+                reason: format!("{} to {address}", if ask { "ASK" } else { "MOVED" }),
+            },
         }
     }
 }

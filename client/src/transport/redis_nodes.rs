@@ -1,29 +1,105 @@
-//! The real transport: one [`Node`] per master URL.
+//! The real transport: per node URL either one master ([`Node`]) or one Redis Cluster
+//! ([`Cluster`], for `redis+cluster://` URLs), each with its replica acknowledgement.
 
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use redis::Value;
+use redis::{Pipeline, Value};
 
+use super::ack::{self, Ack};
+use super::cluster::{is_cluster_url, Bounds, Cluster};
 use super::node::Node;
 use super::{Request, Transport};
 use crate::error::{Error, NodeFailure};
+use crate::options::ReplicaAck;
 
 pub struct RedisTransport {
-    nodes: Vec<Node>,
+    nodes: Vec<Member>,
+}
+
+/// One quorum node.
+struct Member {
+    server: Server,
+    ack: Option<Ack>,
+}
+
+enum Server {
+    Master(Node),
+    Cluster(Cluster),
 }
 
 impl RedisTransport {
     /// Checks every URL; connects lazily (nodes may be down now and come up later).
-    pub fn new(urls: &[String]) -> Result<RedisTransport, Error> {
+    pub fn new(urls: &[String], replica_ack: ReplicaAck) -> Result<RedisTransport, Error> {
         if urls.is_empty() {
             return Err(Error::InvalidArgument("no nodes given".into()));
         }
         let nodes = urls
             .iter()
-            .map(|url| Node::new(url))
+            .map(|url| Member::new(url, replica_ack))
             .collect::<Result<_, _>>()?;
         Ok(RedisTransport { nodes })
+    }
+}
+
+impl Member {
+    fn new(url: &str, replica_ack: ReplicaAck) -> Result<Member, Error> {
+        let cluster = is_cluster_url(url);
+        let server = if cluster {
+            Server::Cluster(Cluster::new(url)?)
+        } else {
+            Server::Master(Node::new(url)?)
+        };
+        Ok(Member {
+            server,
+            ack: replica_ack.for_node(cluster),
+        })
+    }
+
+    fn url(&self) -> &str {
+        match &self.server {
+            Server::Master(node) => node.url(),
+            Server::Cluster(cluster) => cluster.url(),
+        }
+    }
+
+    /// `request` with its acknowledgement: `timeout` bounds connecting; the whole call may
+    /// also take the server-side wait and the acknowledgement.
+    async fn call(&self, request: Request<'_>, timeout: Duration) -> Result<Value, NodeFailure> {
+        let pipe = ack::pipeline(request, self.ack);
+        let waits_ms = match request {
+            Request::Wait { timeout_ms, .. } => timeout_ms,
+            _ => 0,
+        };
+        let bounds = Bounds {
+            connect: timeout,
+            whole: timeout + Duration::from_millis(waits_ms) + ack::extra_time(request, self.ack),
+            blocking: matches!(request, Request::Wait { .. }),
+        };
+        let replies = self.send(request.resource(), &pipe, bounds).await?;
+        ack::reply(request, replies, self.ack).map_err(|reason| NodeFailure {
+            node: self.url().to_string(),
+            reason,
+        })
+    }
+
+    async fn send(
+        &self,
+        key: &str,
+        pipe: &Pipeline,
+        bounds: Bounds,
+    ) -> Result<Vec<Value>, NodeFailure> {
+        match &self.server {
+            Server::Cluster(cluster) => cluster.call(key, pipe, bounds).await,
+            Server::Master(node) => {
+                let reply = if bounds.blocking {
+                    node.call_blocking(pipe, bounds.connect, bounds.whole).await
+                } else {
+                    node.call(pipe, bounds.whole).await
+                };
+                reply.map_err(|failed| failed.into_failure(node.url()))
+            }
+        }
     }
 }
 
@@ -33,7 +109,7 @@ impl Transport for RedisTransport {
     }
 
     fn name(&self, node: usize) -> &str {
-        self.nodes.get(node).map_or("?", Node::url)
+        self.nodes.get(node).map_or("?", Member::url)
     }
 
     fn call<'a>(
@@ -43,23 +119,13 @@ impl Transport for RedisTransport {
         timeout: Duration,
     ) -> BoxFuture<'a, Result<Value, NodeFailure>> {
         Box::pin(async move {
-            let Some(target) = self.nodes.get(node) else {
+            let Some(member) = self.nodes.get(node) else {
                 return Err(NodeFailure {
                     node: format!("node {node}"),
                     reason: "no such node".into(),
                 });
             };
-            match request {
-                // A server-side wait may take until its own timeout: `timeout` is the per-node
-                // bound for connecting only, the wait's length plus that for the whole call.
-                Request::Wait { timeout_ms, .. } => {
-                    let whole = timeout + Duration::from_millis(timeout_ms);
-                    target
-                        .call_blocking(&request.to_cmd(), timeout, whole)
-                        .await
-                }
-                _ => target.call(&request.to_cmd(), timeout).await,
-            }
+            member.call(request, timeout).await
         })
     }
 }

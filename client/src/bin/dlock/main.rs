@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use dlock_client::{Error, LockManager, WaitMode};
+use dlock_client::{Error, LockManager, ReplicaAck, WaitMode};
 
 /// Exit codes of dlock itself (`run` otherwise exits with the command's own status).
 pub mod exit {
@@ -43,7 +43,8 @@ Exit codes:
 #[derive(Parser)]
 #[command(name = "dlock", version, about = "Distributed locks with fencing tokens across Redis masters running the dlock module", after_help = EXIT_CODES)]
 struct Cli {
-    /// Comma-separated redis:// URLs of the masters.
+    /// Comma-separated node URLs: redis://host:port for a master, redis+cluster://host:port
+    /// (any node of it) for a Redis Cluster, which then counts as one node of the quorum.
     #[arg(
         long,
         env = "DLOCK_NODES",
@@ -69,6 +70,13 @@ struct Cli {
         global = true
     )]
     wait_mode: WaitModeArg,
+    /// Replicas that must acknowledge each grant, extension and commit (WAIT) before it counts:
+    /// `auto` (1 on redis+cluster:// nodes, none on masters), `off`, or a number for every node.
+    #[arg(long, env = "DLOCK_REPLICA_ACK", default_value = "auto", value_parser = parse_replica_ack, global = true)]
+    replica_ack: AckCount,
+    /// How long a write waits for its replicas before the node counts as not having granted.
+    #[arg(long, env = "DLOCK_ACK_TIMEOUT", default_value = "100ms", value_parser = humantime::parse_duration, global = true)]
+    ack_timeout: Duration,
     #[command(subcommand)]
     command: Command,
 }
@@ -84,6 +92,38 @@ impl From<WaitModeArg> for WaitMode {
         match mode {
             WaitModeArg::Queue => WaitMode::Queue,
             WaitModeArg::Retry => WaitMode::Retry,
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum AckCount {
+    Auto,
+    Replicas(u32),
+}
+
+fn parse_replica_ack(text: &str) -> Result<AckCount, String> {
+    match text {
+        "auto" => Ok(AckCount::Auto),
+        "off" => Ok(AckCount::Replicas(0)),
+        n => n
+            .parse()
+            .map(AckCount::Replicas)
+            .map_err(|_| format!("expected auto, off or a replica count, got {n:?}")),
+    }
+}
+
+impl Cli {
+    fn replica_ack(&self) -> ReplicaAck {
+        match self.replica_ack {
+            AckCount::Auto => ReplicaAck::Auto {
+                timeout: self.ack_timeout,
+            },
+            AckCount::Replicas(0) => ReplicaAck::Off,
+            AckCount::Replicas(count) => ReplicaAck::Replicas {
+                count,
+                timeout: self.ack_timeout,
+            },
         }
     }
 }
@@ -138,6 +178,7 @@ async fn main() -> ExitCode {
         .fencing(!cli.no_fencing)
         .wait_mode(cli.wait_mode.into())
         .max_hold(max_hold)
+        .replica_ack(cli.replica_ack())
         .build()
     {
         Ok(manager) => manager,

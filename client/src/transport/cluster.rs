@@ -1,0 +1,294 @@
+//! One Redis Cluster as one quorum node: each request goes to the master serving its resource's
+//! slot, following `MOVED` and `ASK`.
+//!
+//! The routing is done here rather than by redis-rs's cluster client because server-side waits
+//! block the connection they are sent on: redis-rs multiplexes one connection per cluster node,
+//! so one waiting client would stall every other request to that shard. Here each master is a
+//! [`Node`], with its shared connection for quick requests and its pool of wait connections.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo, Pipeline, Value};
+
+use super::node::{Failed, Node};
+use super::slots::{key_slot, SlotMap};
+use crate::error::{Error, NodeFailure};
+
+/// Redirects followed for one request before giving up (a slot moving twice in one call is
+/// already rare).
+const MAX_REDIRECTS: usize = 5;
+
+/// The URL scheme naming a cluster (a seed node of it). TLS (`rediss://`) is not built into this
+/// client, for clusters as for single masters.
+const SCHEME: &str = "redis+cluster://";
+
+/// Whether `url` names a cluster rather than a single master.
+pub fn is_cluster_url(url: &str) -> bool {
+    url.starts_with(SCHEME)
+}
+
+pub struct Cluster {
+    url: String,
+    /// How to reach the seed; every master is reached the same way (user, password, TLS) at its
+    /// own address.
+    seed: ConnectionInfo,
+    slots: RwLock<Option<SlotMap>>,
+    masters: Mutex<HashMap<String, Arc<Node>>>,
+    /// One topology refresh at a time; the others wait for its result.
+    refreshing: tokio::sync::Mutex<()>,
+}
+
+/// How a request goes to one master.
+#[derive(Clone, Copy)]
+pub struct Bounds {
+    /// Per connection attempt and per topology query.
+    pub connect: Duration,
+    /// The whole request, redirects included.
+    pub whole: Duration,
+    /// The request blocks on the server: use a connection of its own.
+    pub blocking: bool,
+}
+
+impl Cluster {
+    /// Checks the URL; connects lazily, like a single master.
+    pub fn new(url: &str) -> Result<Cluster, Error> {
+        let bad = |why: String| Error::InvalidArgument(format!("cluster URL {url:?}: {why}"));
+        let plain = url
+            .strip_prefix(SCHEME)
+            .map(|rest| format!("redis://{rest}"))
+            .ok_or_else(|| bad(format!("expected {SCHEME}host:port")))?;
+        let seed = plain
+            .into_connection_info()
+            .map_err(|e| bad(e.to_string()))?;
+        if seed.redis_settings().db() != 0 {
+            return Err(bad("Redis Cluster has only database 0".into()));
+        }
+        if !matches!(seed.addr(), ConnectionAddr::Tcp(..)) {
+            return Err(bad("a cluster is reached over TCP".into()));
+        }
+        Ok(Cluster {
+            url: url.to_string(),
+            seed,
+            slots: RwLock::new(None),
+            masters: Mutex::new(HashMap::new()),
+            refreshing: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Sends `pipe` to the master serving `key`, following redirects, all within `bounds.whole`.
+    pub async fn call(
+        &self,
+        key: &str,
+        pipe: &Pipeline,
+        bounds: Bounds,
+    ) -> Result<Vec<Value>, NodeFailure> {
+        match tokio::time::timeout(bounds.whole, self.route(key, pipe, bounds)).await {
+            Ok(result) => result,
+            Err(_) => Err(self.failure(format!("timed out after {:?}", bounds.whole))),
+        }
+    }
+
+    async fn route(
+        &self,
+        key: &str,
+        pipe: &Pipeline,
+        bounds: Bounds,
+    ) -> Result<Vec<Value>, NodeFailure> {
+        let mut master = self
+            .master_for(key_slot(key.as_bytes()), bounds.connect)
+            .await?;
+        let mut asking = false;
+        for _ in 0..=MAX_REDIRECTS {
+            let with_asking_first;
+            let sent = if asking {
+                with_asking_first = with_asking(pipe);
+                &with_asking_first
+            } else {
+                pipe
+            };
+            let reply = if bounds.blocking {
+                master
+                    .call_blocking(sent, bounds.connect, bounds.whole)
+                    .await
+            } else {
+                master.call(sent, bounds.whole).await
+            };
+            match reply {
+                Ok(replies) => return Ok(replies.into_iter().skip(usize::from(asking)).collect()),
+                Err(Failed::Redirect { address, ask }) => {
+                    if !ask {
+                        self.forget_slots(); // the slot has moved for good: re-read the map
+                    }
+                    master = self.master(&address)?;
+                    asking = ask;
+                }
+                Err(Failed::Down(failure)) => {
+                    self.forget_slots(); // maybe failed over: the next call asks the cluster
+                    return Err(self.via(failure));
+                }
+                Err(Failed::Refused(failure)) => return Err(self.via(failure)),
+            }
+        }
+        Err(self.failure(format!("more than {MAX_REDIRECTS} redirects for {key:?}")))
+    }
+
+    /// The master serving `slot`, reading the cluster's slot map first if it is not known.
+    async fn master_for(&self, slot: u16, connect: Duration) -> Result<Arc<Node>, NodeFailure> {
+        if let Some(address) = self.known_master(slot) {
+            return self.master(&address);
+        }
+        let _one_at_a_time = self.refreshing.lock().await;
+        if let Some(address) = self.known_master(slot) {
+            return self.master(&address); // another call refreshed meanwhile
+        }
+        let map = self.read_slots(connect).await?;
+        let address = map.master(slot).map(str::to_string);
+        *self.slots.write().unwrap_or_else(|e| e.into_inner()) = Some(map);
+        let address = address.ok_or_else(|| self.failure(format!("slot {slot} is not served")))?;
+        self.master(&address)
+    }
+
+    fn known_master(&self, slot: u16) -> Option<String> {
+        let slots = self.slots.read().unwrap_or_else(|e| e.into_inner());
+        slots.as_ref()?.master(slot).map(str::to_string)
+    }
+
+    fn forget_slots(&self) {
+        *self.slots.write().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
+    /// `CLUSTER SLOTS` from the first server that answers: the masters known so far, then the
+    /// seed.
+    async fn read_slots(&self, connect: Duration) -> Result<SlotMap, NodeFailure> {
+        let mut asked: Vec<Arc<Node>> = self.known_masters();
+        asked.push(self.seed_node()?);
+        let mut reasons = Vec::new();
+        let mut pipe = redis::pipe();
+        pipe.cmd("CLUSTER").arg("SLOTS");
+        for server in asked {
+            let host = host_of(server.url());
+            match server.call(&pipe, connect).await {
+                Ok(replies) => match replies.first().map(|reply| SlotMap::parse(reply, host)) {
+                    Some(Ok(map)) => return Ok(map),
+                    Some(Err(why)) => reasons.push(format!("{}: {why}", server.url())),
+                    None => reasons.push(format!("{}: no reply", server.url())),
+                },
+                Err(failed) => {
+                    let failure = failed.into_failure(server.url());
+                    reasons.push(format!("{}: {}", failure.node, failure.reason));
+                }
+            }
+        }
+        Err(self.failure(format!("cannot read the slot map ({})", reasons.join("; "))))
+    }
+
+    fn known_masters(&self) -> Vec<Arc<Node>> {
+        let masters = self.masters.lock().unwrap_or_else(|e| e.into_inner());
+        masters.values().cloned().collect()
+    }
+
+    fn seed_node(&self) -> Result<Arc<Node>, NodeFailure> {
+        let address = match self.seed.addr() {
+            ConnectionAddr::Tcp(host, port) => super::slots::address(host, i64::from(*port)),
+            other => return Err(self.failure(format!("unsupported address {other:?}"))),
+        };
+        self.master(&address)
+    }
+
+    /// The node for `host:port`, made on first use with the seed's settings.
+    fn master(&self, address: &str) -> Result<Arc<Node>, NodeFailure> {
+        let mut masters = self.masters.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(node) = masters.get(address) {
+            return Ok(node.clone());
+        }
+        let info = self.info_for(address)?;
+        let node = Node::named(address, info).map_err(|e| self.failure(e.to_string()))?;
+        let node = Arc::new(node);
+        masters.insert(address.to_string(), node.clone());
+        Ok(node)
+    }
+
+    fn info_for(&self, address: &str) -> Result<ConnectionInfo, NodeFailure> {
+        let (host, port) = split_address(address)
+            .ok_or_else(|| self.failure(format!("unreadable address {address:?}")))?;
+        Ok(self.seed.clone().set_addr(ConnectionAddr::Tcp(host, port)))
+    }
+
+    fn failure(&self, reason: String) -> NodeFailure {
+        NodeFailure {
+            node: self.url.clone(),
+            reason,
+        }
+    }
+
+    /// A master's failure, named as this cluster's.
+    fn via(&self, failure: NodeFailure) -> NodeFailure {
+        self.failure(format!("master {}: {}", failure.node, failure.reason))
+    }
+}
+
+/// `pipe` preceded by `ASKING`, which lets the next command reach a slot being imported.
+fn with_asking(pipe: &Pipeline) -> Pipeline {
+    let mut asking = redis::pipe();
+    asking.cmd("ASKING");
+    for cmd in pipe.cmd_iter() {
+        asking.add_command(cmd.clone());
+    }
+    asking
+}
+
+/// `host:port` or `[v6]:port` split in two.
+fn split_address(address: &str) -> Option<(String, u16)> {
+    let (host, port) = address.rsplit_once(':')?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    Some((host.to_string(), port.parse().ok()?))
+}
+
+fn host_of(address: &str) -> &str {
+    let host = address.rsplit_once(':').map_or(address, |(host, _)| host);
+    host.trim_start_matches('[').trim_end_matches(']')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cluster_urls_are_checked_before_any_connection() {
+        assert!(is_cluster_url("redis+cluster://10.0.0.1:7000"));
+        assert!(!is_cluster_url("redis://10.0.0.1:7000"));
+        assert!(Cluster::new("redis+cluster://10.0.0.1:7000").is_ok());
+        assert!(Cluster::new("rediss+cluster://10.0.0.1:7000").is_err()); // no TLS built in
+        let db = Cluster::new("redis+cluster://10.0.0.1:7000/2")
+            .err()
+            .expect("db 2");
+        assert!(db.to_string().contains("only database 0"), "{db}");
+        assert!(Cluster::new("redis://10.0.0.1:7000").is_err());
+    }
+
+    #[test]
+    fn addresses_split_with_and_without_brackets() {
+        assert_eq!(
+            split_address("10.0.0.1:7000"),
+            Some(("10.0.0.1".into(), 7000))
+        );
+        assert_eq!(split_address("[::1]:7000"), Some(("::1".into(), 7000)));
+        assert_eq!(split_address("nohost"), None);
+        assert_eq!(host_of("[::1]:7000"), "::1");
+    }
+
+    #[test]
+    fn masters_are_reached_with_the_seeds_credentials() {
+        let cluster = Cluster::new("redis+cluster://alice:secret@10.0.0.1:7000").unwrap();
+        let info = cluster.info_for("10.0.0.2:7001").unwrap();
+        assert_eq!(info.addr(), &ConnectionAddr::Tcp("10.0.0.2".into(), 7001));
+        assert_eq!(info.redis_settings().username(), Some("alice"));
+        assert_eq!(info.redis_settings().password(), Some("secret"));
+    }
+}
