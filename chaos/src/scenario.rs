@@ -1,4 +1,4 @@
-//! The eight scenarios: how the nodes are set up and which fault hits them while the workers
+//! The scenarios: how the nodes are set up and which fault hits them while the workers
 //! contend for one lock.
 
 use std::path::PathBuf;
@@ -22,6 +22,11 @@ pub enum Fault {
     PauseNode,
     ClockJump,
     SlowLink,
+    /// Redis Cluster: the lock's shard loses its replica link, then its master (scenarios 9,
+    /// 10); `ack`: the client's replica acknowledgement.
+    ClusterFailover {
+        ack: bool,
+    },
 }
 
 pub struct Scenario {
@@ -35,6 +40,9 @@ pub struct Scenario {
     /// Length of one critical section, split over `writes` writes to the resource.
     pub hold: Duration,
     pub writes: u32,
+    /// Runs without a defence on purpose: its order violations show what the defence prevents
+    /// and do not fail the suite.
+    pub hazard: bool,
 }
 
 pub fn all() -> Vec<Scenario> {
@@ -48,8 +56,9 @@ pub fn all() -> Vec<Scenario> {
         ttl: ms(ttl),
         hold: ms(hold),
         writes: 3,
+        hazard: false,
     };
-    vec![
+    let mut all = vec![
         s(
             1,
             "no faults",
@@ -122,7 +131,27 @@ pub fn all() -> Vec<Scenario> {
             2_000,
             20,
         ),
-    ]
+        s(
+            9,
+            "cluster: replica link cut, master killed, replica ack on",
+            Fault::ClusterFailover { ack: true },
+            false,
+            "replication keeps up with the master",
+            2_000,
+            20,
+        ),
+        s(
+            10,
+            "cluster: replica link cut, master killed, replica ack off",
+            Fault::ClusterFailover { ack: false },
+            true,
+            "replication keeps up with the master",
+            2_000,
+            20,
+        ),
+    ];
+    all[9].hazard = true;
+    all
 }
 
 /// Node options a scenario needs.
@@ -169,7 +198,10 @@ pub fn inject(fault: Fault, fixture: &Fixture, ttl: Duration, until: Instant) {
     while Instant::now() + ms(100) < until {
         round += 1;
         match fault {
-            Fault::None | Fault::PauseWorker => std::thread::sleep(ms(200)),
+            // Cluster faults are injected by crate::cluster, on the cluster.
+            Fault::None | Fault::PauseWorker | Fault::ClusterFailover { .. } => {
+                std::thread::sleep(ms(200))
+            }
             Fault::KillMinorityAof => {
                 let victim = round % NODES;
                 std::thread::sleep(ms(300));

@@ -38,13 +38,21 @@ impl Cluster {
     /// `masters` masters with `replicas` replicas each; returns once every node sees the
     /// cluster as ok and every replica is in sync.
     pub fn start(masters: usize, replicas: usize) -> Cluster {
+        Cluster::start_with(masters, replicas, &[])
+    }
+
+    /// [`Cluster::start`] with `config` (name, value pairs) given to every node.
+    pub fn start_with(masters: usize, replicas: usize, config: &[(&str, &str)]) -> Cluster {
         let nodes: Vec<Server> = (0..masters * (1 + replicas))
             .map(|_| {
-                Server::builder()
+                let builder = Server::builder()
                     .port(cluster_port())
                     .config("cluster-enabled", "yes")
                     .config("cluster-config-file", "nodes.conf")
-                    .config("cluster-node-timeout", "1000")
+                    .config("cluster-node-timeout", "1000");
+                config
+                    .iter()
+                    .fold(builder, |b, (name, value)| b.config(name, value))
                     .start()
             })
             .collect();
