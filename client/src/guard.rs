@@ -167,16 +167,14 @@ impl Drop for LockGuard {
             return;
         }
         self.signal_release();
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            let (shared, resource, owner) = (
-                self.shared.clone(),
-                self.resource.clone(),
-                self.owner.clone(),
-            );
-            runtime.spawn(async move {
-                shared.round(&resource, &owner).release().await;
-            });
-        }
+        let (shared, resource, owner) = (
+            self.shared.clone(),
+            self.resource.clone(),
+            self.owner.clone(),
+        );
+        self.shared.spawn(async move {
+            shared.round(&resource, &owner).release().await;
+        });
     }
 }
 

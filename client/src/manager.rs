@@ -123,17 +123,27 @@ impl LockManager {
         clock: Box<dyn crate::timing::Clock>,
     ) -> LockManager {
         LockManager {
-            shared: Arc::new(Shared {
-                transport,
-                opts,
-                clock,
-            }),
+            shared: Arc::new(Shared::new(transport, opts, clock)),
         }
     }
 
     /// The per-node call timeout.
     pub fn timeout(&self) -> Duration {
         self.shared.opts.rounds.timeout
+    }
+
+    /// Waits, at most `within`, for what this manager left running after its calls answered:
+    /// the RELEASEs of withdrawn waits, of rounds that failed, of dropped guards. A process that
+    /// exits right after a call (a CLI) settles first, or those RELEASEs never leave and the
+    /// locks stay until their TTL. True when everything finished.
+    pub async fn settle(&self, within: Duration) -> bool {
+        let background = &self.shared.background;
+        background.close();
+        let finished = tokio::time::timeout(within, background.wait())
+            .await
+            .is_ok();
+        background.reopen();
+        finished
     }
 
     pub fn node_urls(&self) -> Vec<String> {

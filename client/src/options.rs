@@ -56,6 +56,14 @@ impl Default for ReplicaAck {
 }
 
 impl ReplicaAck {
+    /// The longest a write may wait for its replicas on any node.
+    pub(crate) fn longest(self) -> Duration {
+        match self {
+            ReplicaAck::Auto { timeout } | ReplicaAck::Replicas { timeout, .. } => timeout,
+            ReplicaAck::Off => Duration::ZERO,
+        }
+    }
+
     /// What a node asks: `cluster` says whether it is a cluster URL.
     pub(crate) fn for_node(self, cluster: bool) -> Option<Ack> {
         let (replicas, timeout) = match self {

@@ -1,22 +1,45 @@
 //! What a manager and the guards it hands out share: the nodes, the options and the clock.
 
+use std::future::Future;
 use std::time::Duration;
 
 use rand::Rng;
+use tokio_util::task::TaskTracker;
 
 use crate::error::Error;
 use crate::options::{Options, WaitMode};
 use crate::round::Round;
 use crate::timing::Clock;
-use crate::transport::Transport;
+use crate::transport::{ack_allowance, Transport};
 
 pub struct Shared {
     pub transport: Box<dyn Transport>,
     pub opts: Options,
     pub clock: Box<dyn Clock>,
+    /// Work left to run after a call answered (releases of abandoned rounds and dropped
+    /// guards, late grants followed to their end), so a process can let it finish before it
+    /// exits.
+    pub background: TaskTracker,
 }
 
 impl Shared {
+    pub fn new(transport: Box<dyn Transport>, opts: Options, clock: Box<dyn Clock>) -> Shared {
+        Shared {
+            transport,
+            opts,
+            clock,
+            background: TaskTracker::new(),
+        }
+    }
+
+    /// Runs `work` in the background, tracked (see [`Shared::background`]); nothing outside a
+    /// Tokio runtime (a guard dropped after its runtime).
+    pub fn spawn(&self, work: impl Future<Output = ()> + Send + 'static) {
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            self.background.spawn_on(work, &runtime);
+        }
+    }
+
     /// The rounds of one lock.
     pub fn round<'a>(&'a self, resource: &'a str, owner: &'a str) -> Round<'a> {
         Round {
@@ -26,6 +49,12 @@ impl Shared {
             resource,
             owner,
         }
+    }
+
+    /// The longest one call to a node may take when it does not wait on the server: the
+    /// per-node timeout plus the replica acknowledgement's.
+    pub fn call_bound(&self) -> Duration {
+        self.opts.rounds.timeout + ack_allowance(self.opts.replica_ack.longest())
     }
 
     pub fn nodes(&self) -> usize {

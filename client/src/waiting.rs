@@ -86,7 +86,8 @@ impl QueueWait {
     /// One attempt: rounds of wait and commit until held, impossible, or the deadline. The
     /// nodes are told the time left (`WAIT`), but a node checks blocked clients' timeouts only
     /// every 1/hz s (100 ms by default), so the client keeps the deadline itself. An attempt
-    /// gets at least one per-node timeout, so that a zero `wait` still asks once.
+    /// gets at least one whole call (per-node timeout and replica acknowledgement), so that a
+    /// zero `wait` still asks once and hears the answer.
     async fn attempt(self: &Arc<Self>, base: &str) -> Result<Acquired, AttemptError> {
         let (machine, mut steps) = Acquisition::start(self.shared.nodes());
         let mut run = Attempt {
@@ -101,7 +102,7 @@ impl QueueWait {
             released: CancellationToken::new(),
         };
         let left = self.deadline.saturating_duration_since(run.lease_from);
-        let out_of_time = tokio::time::sleep(left.max(self.shared.opts.rounds.timeout));
+        let out_of_time = tokio::time::sleep(left.max(self.shared.call_bound()));
         tokio::pin!(out_of_time);
         loop {
             for step in std::mem::take(&mut steps) {
@@ -265,18 +266,14 @@ impl QueueWait {
         }
         let (shared, resource) = (self.shared.clone(), self.resource.clone());
         let base = base.to_string();
-        tokio::spawn(requests.for_each(move |(event, _)| {
+        self.shared.spawn(requests.for_each(move |(event, _)| {
             let stale = stale_from
                 .as_ref()
                 .is_none_or(CancellationToken::is_cancelled);
             if let (Event::Granted { node, round, .. }, true) = (event, stale) {
                 let owner = round_owner(&base, round);
-                tokio::spawn(release_on(
-                    shared.clone(),
-                    resource.clone(),
-                    owner,
-                    vec![node],
-                ));
+                let release = release_on(shared.clone(), resource.clone(), owner, vec![node]);
+                shared.spawn(release);
             }
             async {}
         }));
@@ -286,7 +283,8 @@ impl QueueWait {
     /// withdraws its queued waits (their blocked calls answer nil and end).
     fn release_later(&self, owner: String, nodes: Vec<usize>) {
         let (shared, resource) = (self.shared.clone(), self.resource.clone());
-        tokio::spawn(release_on(shared, resource, owner, nodes));
+        self.shared
+            .spawn(release_on(shared, resource, owner, nodes));
     }
 
     fn everywhere(&self) -> Vec<usize> {

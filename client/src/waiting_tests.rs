@@ -30,11 +30,11 @@ fn setup_on(
 ) -> (Arc<Shared>, Arc<FakeTransport>, Arc<FakeClock>) {
     let boxed: Box<Script> = Box::new(script);
     let transport = Arc::new(FakeTransport::new(nodes, clock.clone(), boxed));
-    let shared = Arc::new(Shared {
-        transport: Box::new(transport.clone()),
-        opts: Options::default(),
-        clock: Box::new(clock.clone()),
-    });
+    let shared = Arc::new(Shared::new(
+        Box::new(transport.clone()),
+        Options::default(),
+        Box::new(clock.clone()),
+    ));
     (shared, transport, clock)
 }
 

@@ -342,6 +342,17 @@ fn a_cluster_url_takes_the_lock_on_the_slot_master_with_a_replica_acknowledging(
     assert_eq!(refused.status.code(), Some(4), "{}", text(&refused.stderr));
     assert!(text(&refused.stderr).contains("replicas acknowledged"));
     assert_eq!(unacked.status.code(), Some(0), "{}", text(&unacked.stderr));
+    // More replicas asked than the shard has: refused as no quorum, and nothing left held
+    // (the failed grant's RELEASE goes out before dlock exits).
+    let short = cli(&["--replica-ack", "2", "acquire", "third"]);
+    assert_eq!(short.status.code(), Some(4), "{}", text(&short.stderr));
+    assert!(
+        text(&short.stderr).contains("granted but only 1 of 2 replicas acknowledged"),
+        "{}",
+        text(&short.stderr)
+    );
+    let master = &cluster.nodes[cluster.master_for("third")];
+    assert_eq!(token_on(master, "third"), None, "released before exiting");
     let bad = cli(&["--replica-ack", "some", "status", "x"]);
     assert_eq!(bad.status.code(), Some(2));
 }

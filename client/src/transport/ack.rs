@@ -53,10 +53,22 @@ pub fn reply(request: Request<'_>, replies: Vec<Value>, ack: Option<Ack>) -> Res
     }
 }
 
+/// How late a server answers a blocked `WAIT` past its timeout: it checks blocked clients'
+/// timeouts once per `hz` tick (10 per second by default).
+const TIMEOUT_RESOLUTION: Duration = Duration::from_millis(100);
+
 /// The extra time a call may take for its acknowledgement.
 pub fn extra_time(request: Request<'_>, ack: Option<Ack>) -> Duration {
     ack.filter(|_| acknowledged(request))
-        .map_or(Duration::ZERO, |ack| ack.timeout)
+        .map_or(Duration::ZERO, |ack| allowance(ack.timeout))
+}
+
+/// What waiting up to `timeout` for replicas may cost, the server's timer resolution included.
+pub fn allowance(timeout: Duration) -> Duration {
+    if timeout.is_zero() {
+        return Duration::ZERO;
+    }
+    timeout + TIMEOUT_RESOLUTION
 }
 
 /// Requests whose success is a write a failover must not lose. A lost RELEASE only leaves a

@@ -184,8 +184,14 @@ async fn main() -> ExitCode {
         Ok(manager) => manager,
         Err(e) => return fail(&e),
     };
-    ExitCode::from(dispatch(&manager, cli.command).await)
+    let code = dispatch(&manager, cli.command).await;
+    // Releases left in the background (a failed or withdrawn round) go out before exiting.
+    manager.settle(SETTLE).await;
+    ExitCode::from(code)
 }
+
+/// The most dlock waits at exit for its background releases.
+const SETTLE: Duration = Duration::from_secs(2);
 
 async fn dispatch(manager: &LockManager, command: Command) -> u8 {
     match command {

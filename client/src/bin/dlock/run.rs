@@ -30,8 +30,9 @@ pub async fn run(
     };
     let acquired = tokio::select! {
         acquired = manager.lock(resource, ttl, wait) => acquired,
-        _ = interrupt.recv() => return withdrawn(manager, exit::INTERRUPTED).await,
-        _ = terminate.recv() => return withdrawn(manager, 128 + Signal::SIGTERM as u8).await,
+        // The dropped lock() withdraws its wait in the background; main settles it.
+        _ = interrupt.recv() => return exit::INTERRUPTED,
+        _ = terminate.recv() => return 128 + Signal::SIGTERM as u8,
     };
     let guard = match acquired {
         Ok(guard) => guard,
@@ -66,13 +67,6 @@ pub async fn run(
     if let Err(e) = guard.release().await {
         eprintln!("dlock: release: {e} (the lock expires after its TTL)");
     }
-    code
-}
-
-/// A signal came while waiting: the dropped `lock()` withdraws its wait in the background; give
-/// those RELEASEs the per-node timeout to go out before the process exits.
-async fn withdrawn(manager: &LockManager, code: u8) -> u8 {
-    tokio::time::sleep(manager.timeout()).await;
     code
 }
 
