@@ -5,7 +5,7 @@ CARGO        ?= cargo
 MODULE       := target/release/libdlock.so
 REDIS_PORT   ?= 6379
 
-.PHONY: all deps build run test model model-deep bench-waiters bench-handoff compat compat-servers chaos chaos-quick bench bench-quick bench-server cluster fmt lint clean
+.PHONY: all deps build run test model model-deep bench-waiters bench-handoff compat compat-servers chaos chaos-quick bench bench-quick bench-server cluster redis-cluster fmt lint clean
 
 all: build
 
@@ -82,6 +82,10 @@ bench-quick: build
 # Five local masters with the module on ports 7001-7005 (foreground, Ctrl-C stops).
 cluster: build
 	bash client/scripts/cluster.sh
+
+# A local Redis Cluster (3 masters + 3 replicas on 7101-7106) for redis+cluster:// node URLs.
+redis-cluster: build
+	bash client/scripts/redis-cluster.sh
 
 fmt:
 	$(CARGO) fmt --all

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+pub mod cluster;
 pub mod contenders;
 pub mod contention;
 pub mod expiry;

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use dlock_bench::cluster;
 use dlock_bench::contenders::Contender;
 use dlock_bench::contention::{contention, ContentionTable};
 use dlock_bench::expiry::{holder_dies, ExpiryTable};
@@ -33,6 +34,7 @@ fn main() {
     let five: Vec<String> = servers.iter().map(Server::url).collect();
     let single = Server::start();
     let one = vec![single.url()];
+    let cluster = cluster::Setup::start();
     let externals = external::available();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -66,13 +68,17 @@ fn main() {
         runtime.block_on(holder_dies(&plan, &one, deaths)),
         runtime.block_on(holder_dies(&plan, &five, deaths)),
     ];
-    let md = results_markdown(
+    let s6 = runtime.block_on(cluster.latency(&plan));
+    let mut md = results_markdown(
         &plan,
         quick,
         &[&s1_five, &s1_one],
         (&s2, &s3, &s4, &s5),
         &externals,
     );
+    md += "\n## 6. Uncontended acquire+release on Redis Cluster (3 masters, 1 replica each)\n\n";
+    md += "Replica acknowledgement is `WAIT 1 100` pipelined after the grant (client/src/transport/ack.rs).\n\n";
+    md += &s6.markdown(cluster::BASELINE);
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     std::fs::write(dir.join("results.md"), &md).expect("write results.md");
     let chart = latency_svg(
