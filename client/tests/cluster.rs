@@ -144,6 +144,36 @@ async fn a_slot_moving_under_a_held_lock_and_its_waiter_is_followed_by_both() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_its_master_dies_the_lock_is_found_on_the_promoted_replica() {
+    const KEY: &str = "invoices:9";
+    let mut cluster = Cluster::start(3, 1);
+    let locks = cluster_manager(&cluster, ReplicaAck::default());
+    let guard = locks.try_lock(KEY, TTL).await.expect("lock");
+    let (owner, first, _) = guard.detach();
+    let master = cluster.master_for(KEY);
+    cluster.nodes[master].kill();
+    // The acknowledged grant survived: once the replica is promoted, the client (whose slot
+    // map points at the dead master) finds it there and releases it.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        match locks.release_owner(KEY, &owner).await {
+            Ok(1) => break,
+            other => assert!(Instant::now() < deadline, "not released: {other:?}"),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // The promoted master has no replica until the old one rejoins: acknowledged grants wait.
+    cluster.nodes[master].restart();
+    cluster.wait_ok();
+    let next = locks
+        .try_lock(KEY, TTL)
+        .await
+        .expect("lock after the failover");
+    assert!(next.token() > first, "{} after {first}", next.token());
+    next.release().await.expect("release");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_grant_no_replica_acknowledged_is_refused_released_and_named() {
     let cluster = Cluster::start(3, 1);
     let master = cluster.master_for("payments:1");

@@ -129,7 +129,10 @@ impl Cluster {
                     asking = ask;
                 }
                 Err(Failed::Down(failure)) => {
-                    self.forget_slots(); // maybe failed over: the next call asks the cluster
+                    // Maybe failed over: the next call reads the map again, and not from this
+                    // master first (a partitioned one would eat that call's time).
+                    self.forget_slots();
+                    self.forget_master(master.url());
                     return Err(self.via(failure));
                 }
                 Err(Failed::Refused(failure)) => return Err(self.via(failure)),
@@ -186,6 +189,11 @@ impl Cluster {
             }
         }
         Err(self.failure(format!("cannot read the slot map ({})", reasons.join("; "))))
+    }
+
+    fn forget_master(&self, address: &str) {
+        let mut masters = self.masters.lock().unwrap_or_else(|e| e.into_inner());
+        masters.remove(address);
     }
 
     fn known_masters(&self) -> Vec<Arc<Node>> {
