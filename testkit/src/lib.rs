@@ -420,9 +420,9 @@ impl Server {
         self.wait_ready()
     }
 
-    /// Waits until *our* process answers (loading an RDB or AOF answers LOADING, so PING fails
-    /// until done). The reply's `process_id` must be our child: another test's server may hold
-    /// the port if ours failed to bind it.
+    /// Waits until *our* process answers and has loaded its RDB or AOF (INFO answers while
+    /// loading, most commands say LOADING). The reply's `process_id` must be our child: another
+    /// test's server may hold the port if ours failed to bind it.
     fn wait_ready(&mut self) -> Result<(), String> {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
@@ -450,12 +450,16 @@ impl Server {
         }
     }
 
-    /// The pid of whatever redis-server answers on our port, if any does.
+    /// The pid of whatever redis-server answers on our port, once it is done loading.
     fn answering_pid(&self) -> Option<u32> {
-        let info: String = redis::Client::open(self.url())
+        let mut c = redis::Client::open(self.url())
             .and_then(|c| c.get_connection_with_timeout(Duration::from_millis(200)))
-            .and_then(|mut c| redis::cmd("INFO").arg("server").query(&mut c))
             .ok()?;
+        let persistence: String = redis::cmd("INFO").arg("persistence").query(&mut c).ok()?;
+        if !persistence.lines().any(|line| line.trim() == "loading:0") {
+            return None;
+        }
+        let info: String = redis::cmd("INFO").arg("server").query(&mut c).ok()?;
         info.lines()
             .find_map(|l| l.strip_prefix("process_id:"))
             .and_then(|pid| pid.trim().parse().ok())
