@@ -1,0 +1,210 @@
+"""`lock()` in queue mode over the sync transport (client/src/waiting.rs): the waiting happens on
+the nodes (DLOCK.ACQUIRE ... WAIT ... TICKET), driven by the machine of _acquisition.py.
+
+- One ticket per lock() call (wall-clock us); with one node no ticket (plain FIFO, and a grant
+  that is never committed must not be revocable).
+- Round r waits as owner `<base>:<r>`; each node's wait runs in a thread of its own, on a
+  connection of its own, and reports to the driver through a queue.
+- The commit (FENCE ... PX ttl) starts the lease afresh: waiting does not eat it.
+- No majority possible (nodes down): release, pause, new attempt with the same ticket.
+- At the deadline, or when the caller is interrupted, the round is withdrawn everywhere
+  (RELEASE of its owner); waits still out end and any grant they bring back is released."""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable
+
+from . import _acquisition as machine
+from . import _commands as cmd
+from ._sync_round import Grant, Rounds
+from ._timing import draw_ticket, ms, new_owner, quorum, retry_pause, round_owner, validity
+from ._verdicts import CONTENDED, EXPIRED, NO_QUORUM, AttemptFailed
+from .errors import NodeFailure
+
+
+class Won:
+    """A lock won in queue mode: its owner, grant, and the flag to raise on release."""
+
+    def __init__(self, owner: str, grant: Grant, released: threading.Event) -> None:
+        self.owner, self.grant, self.released = owner, grant, released
+
+
+class QueueWait:
+    """One lock() call in queue mode."""
+
+    def __init__(self, rounds: Rounds, resource: str, ttl_ms: int, deadline: float) -> None:
+        self.rounds = rounds
+        self.resource = resource
+        self.ttl_ms = ttl_ms
+        self.deadline = deadline
+        self.ticket: int | None = draw_ticket() if rounds.size() > 1 else None
+
+    def acquire(self) -> tuple[Won | AttemptFailed, int]:
+        """Waits until held or the deadline: what it came to, and how many attempts it took."""
+        attempts = 0
+        opts = self.rounds.opts
+        while True:
+            attempts += 1
+            try:
+                return Attempt(self, new_owner()).run(), attempts
+            except AttemptFailed as failure:
+                pause = retry_pause(opts)
+                out_of_time = time.monotonic() + pause >= self.deadline
+                too_many = opts.retry_count is not None and attempts > opts.retry_count
+                if failure.kind == CONTENDED or out_of_time or too_many:
+                    return failure, attempts
+                time.sleep(pause)
+
+    def release(self, owner: str, nodes: list[int]) -> None:
+        release = cmd.release(self.resource, owner)
+        self.rounds.nodes.fan_out([(n, release) for n in nodes])
+
+    def check_lease(self, owner: str, token: int, lease_from: float, released: threading.Event) -> Won:
+        """Held: validity counts from the request that last set the TTL. With one node that is
+        the wait itself, whose grant may have come long after it was sent: then the TTL is renewed
+        once, and validity counts from the renewal."""
+        opts, single = self.rounds.opts, self.rounds.size() == 1
+        left = validity(self.ttl_ms, lease_from, time.monotonic(), opts)
+        if left is not None and (single is False or left * 2000 >= self.ttl_ms):
+            return Won(owner, Grant(token, time.monotonic() + left), released)
+        if single:
+            renewed_from = time.monotonic()
+            reply = self.rounds.nodes.fan_out([(0, cmd.extend(self.resource, owner, self.ttl_ms))])[0]
+            left = validity(self.ttl_ms, renewed_from, time.monotonic(), opts)
+            if reply == 1 and left is not None:
+                return Won(owner, Grant(token, time.monotonic() + left), released)
+        released.set()
+        self.release(owner, list(range(self.rounds.size())))
+        raise AttemptFailed(EXPIRED)
+
+
+class Attempt:
+    """One attempt: rounds of wait and commit until held, impossible, or the deadline."""
+
+    def __init__(self, wait: QueueWait, base: str) -> None:
+        self.wait = wait
+        self.base = base
+        self.nodes = wait.rounds.size()
+        self.machine, self.steps = machine.Acquisition.start(self.nodes)
+        self.events: queue.Queue[tuple[machine.Event, object | None]] = queue.Queue()
+        self.lock = threading.Lock()
+        self.over = threading.Event()
+        self.released = threading.Event()
+        self.held = False
+        self.why: list[object | None] = [None] * self.nodes
+        self.lease_from = time.monotonic()
+
+    def run(self) -> Won:
+        timeout = self.wait.rounds.opts.timeout
+        end = max(self.wait.deadline, time.monotonic() + timeout)  # a zero wait still asks once
+        try:
+            while True:
+                for step in self.steps:
+                    token = self.perform(step)
+                    if token is not None:
+                        owner = round_owner(self.base, self.machine.round)
+                        return self.wait.check_lease(owner, token, self.lease_from, self.released)
+                self.steps = self.next_steps(end)
+        finally:
+            self.finish()
+
+    def next_steps(self, end: float) -> list[machine.Step]:
+        try:
+            event, why = self.events.get(timeout=max(0.0, end - time.monotonic()))
+        except queue.Empty:
+            raise self.failure() from None
+        if isinstance(event, machine.Unavailable) and event.round == self.machine.round and why is not None:
+            if isinstance(why, NodeFailure):
+                self.ask_again(event.node, event.round)
+            self.why[event.node] = why
+        return self.machine.on(event)
+
+    def perform(self, step: machine.Step) -> int | None:
+        """Does what `step` asks; the token once held."""
+        if isinstance(step, machine.Wait):
+            self.lease_from = time.monotonic()
+            self.why = [None] * self.nodes
+            for node in step.nodes:
+                self.spawn(self.wait_on, node, step.round, 0.0)
+        elif isinstance(step, machine.Fence):
+            self.lease_from = time.monotonic()
+            self.fence(step)
+        elif isinstance(step, machine.Release):
+            self.wait.release(round_owner(self.base, step.round), step.nodes)
+        elif isinstance(step, machine.Held):
+            self.held = True
+            return step.token
+        else:
+            raise self.failure()
+        return None
+
+    def fence(self, step: machine.Fence) -> None:
+        """FENCE ... PX ttl on the granting nodes; the answers go through the queue."""
+        w = self.wait
+        fence = cmd.fence(w.resource, round_owner(self.base, step.round), step.token, w.ttl_ms)
+        replies = w.rounds.nodes.fan_out([(n, fence) for n in step.nodes])
+        for node, reply in zip(step.nodes, replies, strict=False):
+            self.events.put((machine.Fenced(node, step.round, reply == 1), None))
+
+    def spawn(self, target: Callable[[int, int, float], None], node: int, round_: int, pause: float) -> None:
+        threading.Thread(target=target, args=(node, round_, pause), daemon=True).start()
+
+    def wait_on(self, node: int, round_: int, pause: float) -> None:
+        """ACQUIRE ... WAIT ... [TICKET] on `node` as the owner of `round_` (a thread)."""
+        if pause and self.over.wait(pause):
+            return
+        w = self.wait
+        left = max(0.0, w.deadline - time.monotonic())
+        owner = round_owner(self.base, round_)
+        request = cmd.wait(w.resource, owner, w.ttl_ms, ms(left), w.ticket)
+        reply = w.rounds.nodes.call_blocking(node, request, left + w.rounds.opts.timeout)
+        if isinstance(reply, int) and not isinstance(reply, bool) and reply > 0:
+            self.deliver(machine.Granted(node, round_, reply), None)
+        elif reply is None:
+            self.deliver(machine.Unavailable(node, round_), CONTENDED)
+        elif isinstance(reply, NodeFailure):
+            self.deliver(machine.Unavailable(node, round_), reply)
+        else:
+            failure = NodeFailure(w.rounds.nodes.names[node], f"unexpected reply {reply!r}")
+            self.deliver(machine.Unavailable(node, round_), failure)
+
+    def ask_again(self, node: int, round_: int) -> None:
+        """A node that could not be reached is asked again after the retry pause while the round
+        lasts, so a node that restarts comes back into it (same owner: keeps one place)."""
+        self.spawn(self.wait_on, node, round_, retry_pause(self.wait.rounds.opts))
+
+    def deliver(self, event: machine.Event, why: object | None) -> None:
+        with self.lock:
+            if not self.over.is_set():
+                self.events.put((event, why))
+                return
+        self.release_if_stale(event)
+
+    def release_if_stale(self, event: machine.Event) -> None:
+        """A grant that came after the attempt ended: the holder's own (released with it) unless
+        the holder has released, the round is an old one, or the attempt did not hold."""
+        if not isinstance(event, machine.Granted):
+            return
+        current = self.held and event.round == self.machine.round and not self.released.is_set()
+        if not current:
+            self.wait.release(round_owner(self.base, event.round), [event.node])
+
+    def finish(self) -> None:
+        """Ends the attempt: later replies are handled by their threads; without a hold the
+        round is withdrawn everywhere (its waits answer nil, its grants are freed)."""
+        with self.lock:
+            self.over.set()
+        if not self.held:
+            self.wait.release(round_owner(self.base, self.machine.round), list(range(self.nodes)))
+        while not self.events.empty():
+            self.release_if_stale(self.events.get_nowait()[0])
+
+    def failure(self) -> AttemptFailed:
+        """No majority this round: too few reachable nodes is no quorum; else contended."""
+        failures = [why for why in self.why if isinstance(why, NodeFailure)]
+        if self.nodes - len(failures) >= quorum(self.nodes):
+            return AttemptFailed(CONTENDED)
+        return AttemptFailed(NO_QUORUM, failures)
