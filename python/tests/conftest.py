@@ -46,7 +46,7 @@ def status(server: Server, key: str) -> dict[str, object] | None:
     if reply is None:
         return None
     fields = [f.decode() if isinstance(f, bytes) else f for f in reply]
-    return dict(zip(fields[::2], fields[1::2]))
+    return dict(zip(fields[::2], fields[1::2], strict=True))
 
 
 def waiters(server: Server, key: str) -> list[list[object]]:

@@ -7,10 +7,10 @@ import asyncio
 import math
 
 import pytest
+from cluster import free_port
 
 import dlock
 import dlock.asyncio
-from cluster import free_port
 
 NOWHERE = [f"redis://127.0.0.1:{free_port()}"]
 
@@ -65,7 +65,9 @@ BAD_CALLS = [
 ]
 
 
-@pytest.mark.parametrize(("arguments", "error", "message"), [*BAD_CALLS, ({"wait": -1}, ValueError, "wait must be >= 0")])
+@pytest.mark.parametrize(
+    ("arguments", "error", "message"), [*BAD_CALLS, ({"wait": -1}, ValueError, "wait must be >= 0")]
+)
 def test_bad_lock_arguments_are_refused_before_any_node_is_asked(
     arguments: dict[str, object], error: type[Exception], message: str
 ) -> None:

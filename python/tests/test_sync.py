@@ -6,10 +6,10 @@ import threading
 import time
 
 import pytest
-
-import dlock
 from cluster import Server
 from conftest import eventually, free_everywhere, status, urls, waiters
+
+import dlock
 
 # Tests whose subject is not timing use a generous per-node timeout, so that a loaded machine
 # does not turn a slow reply into a "down" node (as the Rust client's tests do).
@@ -45,7 +45,7 @@ def test_a_held_lock_is_contended_for_others_and_they_leave_nothing(five: list[S
 def test_context_manager_releases_on_exit_and_on_error(five: list[Server]) -> None:
     locks = manager(five)
     with locks.lock("r", ttl=10.0, wait=1.0) as lock:
-        assert status(five[0], "r")["token"] == lock.token  # type: ignore[index]
+        assert [status(s, "r")["token"] for s in five].count(lock.token) >= 3  # type: ignore[index]
     assert free_everywhere(five, "r")
     with pytest.raises(RuntimeError, match="boom"), locks.lock("r", ttl=10.0, wait=1.0):
         raise RuntimeError("boom")
@@ -169,12 +169,11 @@ def test_retry_mode_waits_by_retrying(five: list[Server]) -> None:
         assert lock.token > holder.token
         assert ":" not in lock.owner  # retry mode keeps one owner, no rounds
     timer.join()
-    with pytest.raises(dlock.LockTimeout) as caught:
-        with locks.lock("r", ttl=10.0, wait=5.0) as held, manager(five, wait_mode="retry", retry_count=2).lock(
-            "r", ttl=1.0, wait=5.0
-        ):
-            pass
-    assert caught.value.attempts == 3 and held.owner
+    holder = locks.try_lock("r", ttl=10.0)
+    with pytest.raises(dlock.LockTimeout) as caught:  # retry_count bounds the attempts
+        manager(five, wait_mode="retry", retry_count=2).lock("r", ttl=1.0, wait=5.0)
+    assert caught.value.attempts == 3
+    holder.release()
 
 
 def fences(server: Server) -> int:

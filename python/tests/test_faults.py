@@ -1,0 +1,94 @@
+"""Faults, sync client: nodes down, a paused node, a lock lost under the watchdog, max_hold."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from cluster import Server
+from conftest import eventually, free_everywhere, status, urls
+
+import dlock
+
+
+def test_two_of_five_nodes_down_still_locks(five: list[Server]) -> None:
+    for server in five[:2]:
+        server.kill()
+    locks = dlock.LockManager(urls(five), timeout=0.5)
+    with locks.lock("r", ttl=10.0, wait=2.0) as lock:
+        assert all(status(s, "r")["token"] == lock.token for s in five[2:])  # type: ignore[index]
+    first = locks.try_lock("r", ttl=10.0)
+    first.release()
+
+
+def test_three_of_five_down_is_no_quorum_naming_them(five: list[Server]) -> None:
+    down = five[:3]
+    for server in down:
+        server.kill()
+    locks = dlock.LockManager(urls(five), timeout=0.5)
+    with pytest.raises(dlock.NoQuorum) as caught:
+        locks.try_lock("r", ttl=10.0)
+    assert caught.value.needed == 3
+    assert sorted(f.node for f in caught.value.failures) == sorted(urls(down))
+    for server in down:
+        assert server.url in str(caught.value)
+    assert "cannot connect" in str(caught.value)
+    with pytest.raises(dlock.NoQuorum) as waited:  # queue mode: the same answer, named the same
+        locks.lock("r", ttl=10.0, wait=0.3)
+    assert sorted(f.node for f in waited.value.failures) == sorted(urls(down))
+    assert free_everywhere(five[3:], "r")  # the two live nodes were released
+
+
+def test_a_paused_node_costs_at_most_the_per_node_timeout(five: list[Server]) -> None:
+    locks = dlock.LockManager(urls(five), timeout=0.1)
+    locks.try_lock("warm-up", ttl=5.0).release()  # connections made while every node answers
+    five[0].pause()
+    try:
+        started = time.monotonic()
+        lock = locks.try_lock("r", ttl=10.0)
+        elapsed = time.monotonic() - started
+        assert elapsed < 0.6, elapsed  # one 100 ms timeout, plus a loaded machine's slack
+        started = time.monotonic()
+        lock.release()
+        waited = locks.lock("r", ttl=10.0, wait=5.0)  # queue mode: the four others grant
+        assert time.monotonic() - started < 0.8
+        assert all(status(s, "r")["owner"] == waited.owner for s in five[1:])  # type: ignore[index]
+        waited.release()
+    finally:
+        five[0].resume()
+
+
+@pytest.mark.parametrize("how", ["forcerelease", "flushall"])
+def test_a_lock_lost_on_a_majority_is_signalled_and_the_watchdog_stops(five: list[Server], how: str) -> None:
+    locks = dlock.LockManager(urls(five), timeout=0.5)
+    with pytest.raises(dlock.LockLost), locks.lock("r", ttl=0.9, wait=1.0, watchdog=True) as lock:
+        for server in five[:3]:
+            if how == "flushall":
+                server.client().flushall()
+            else:
+                server.client().execute_command("DLOCK.FORCERELEASE", "r")
+        assert lock.lost.wait(timeout=3.0), "loss not signalled"
+        watchdog = lock._watchdog
+        assert watchdog is not None
+        watchdog.thread.join(timeout=1.0)
+        assert not watchdog.thread.is_alive()  # it stopped extending
+
+
+def test_the_watchdog_keeps_the_lock_past_several_ttls(five: list[Server]) -> None:
+    locks = dlock.LockManager(urls(five), timeout=0.5)
+    with locks.lock("r", ttl=0.6, wait=1.0, watchdog=True) as lock:
+        assert not lock.lost.wait(timeout=2.0)  # more than 3 TTLs
+        assert all(status(s, "r")["owner"] == lock.owner for s in five)  # type: ignore[index]
+    assert free_everywhere(five, "r")
+
+
+def test_max_hold_stops_the_watchdog_and_signals_loss(five: list[Server]) -> None:
+    locks = dlock.LockManager(urls(five), timeout=0.5, max_hold=0.5)
+    started = time.monotonic()
+    lock = locks.lock("r", ttl=0.9, wait=1.0, watchdog=True)
+    assert lock.lost.wait(timeout=3.0)
+    assert 0.45 <= time.monotonic() - started < 1.5
+    # No longer extended: the nodes let it run out at its TTL.
+    eventually(lambda: free_everywhere(five, "r"), within=3.0, what="the lock running out")
+    with pytest.raises(dlock.LockLost):
+        lock.__exit__(None, None, None)
