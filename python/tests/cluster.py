@@ -80,7 +80,7 @@ class Server:
         return False
 
     def client(self) -> redis.Redis:
-        return redis.Redis(port=self.port, socket_timeout=5)
+        return redis.Redis(port=self.port, socket_timeout=5, protocol=2)
 
     def kill(self) -> None:
         if self.process is not None and self.process.poll() is None:

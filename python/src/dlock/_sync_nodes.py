@@ -8,12 +8,13 @@ the disconnect and drops the waiter at once."""
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import redis
-from redis.connection import Connection, ConnectionPool
+from redis.connection import AbstractConnection, Connection, ConnectionPool
 
 from ._commands import Args
 from .errors import NodeFailure
@@ -22,11 +23,19 @@ from .errors import NodeFailure
 _NAMED_GET = int(redis.__version__.split(".")[0]) < 6
 
 
+def connection_options() -> dict[str, Any]:
+    """RESP2 whatever redis-py's default (8.x speaks RESP3: a HELLO round trip per connection,
+    other reply shapes), and no CLIENT SETINFO handshake (two more round trips per connection);
+    redis-py 7+ spells that driver_info=None, older ones lib_name=lib_version=None."""
+    if "driver_info" in inspect.signature(AbstractConnection.__init__).parameters:
+        return {"protocol": 2, "driver_info": None}
+    return {"protocol": 2, "lib_name": None, "lib_version": None}
+
+
 def make_pool(url: str, timeout: float | None) -> ConnectionPool:
-    """A pool for `url`; connecting is bounded by `timeout`. No CLIENT SETINFO handshake: it
-    would cost a round trip on every new connection."""
+    """A pool for `url`; connecting is bounded by `timeout`."""
     pool: ConnectionPool = ConnectionPool.from_url(  # type: ignore[no-untyped-call]
-        url, socket_connect_timeout=timeout, socket_timeout=timeout, lib_name=None, lib_version=None
+        url, socket_connect_timeout=timeout, socket_timeout=timeout, **connection_options()
     )
     return pool
 

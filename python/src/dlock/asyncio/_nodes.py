@@ -13,14 +13,14 @@ import redis
 import redis.asyncio as aioredis
 
 from .._commands import Args
-from .._sync_nodes import reason
+from .._sync_nodes import connection_options, reason
 from ..errors import NodeFailure
 
 
 def make_client(url: str, timeout: float) -> aioredis.Redis:
-    """No CLIENT SETINFO handshake: it would cost a round trip on every new connection."""
+    """RESP2, no handshake beyond connecting (see connection_options)."""
     client: aioredis.Redis = aioredis.Redis.from_url(
-        url, socket_connect_timeout=timeout, socket_timeout=None, lib_name=None, lib_version=None
+        url, socket_connect_timeout=timeout, socket_timeout=None, **connection_options()
     )
     return client
 
