@@ -34,7 +34,7 @@ def connection_options() -> dict[str, Any]:
 
 def make_pool(url: str, timeout: float | None) -> ConnectionPool:
     """A pool for `url`; connecting is bounded by `timeout`."""
-    pool: ConnectionPool = ConnectionPool.from_url(  # type: ignore[no-untyped-call]
+    pool: ConnectionPool = ConnectionPool.from_url(  # type: ignore[no-untyped-call, unused-ignore]
         url, socket_connect_timeout=timeout, socket_timeout=timeout, **connection_options()
     )
     return pool
@@ -68,7 +68,7 @@ class Node:
         except (redis.RedisError, OSError) as e:
             return NodeFailure(self.url, reason(e))
         try:
-            connection.send_command(*args)  # type: ignore[no-untyped-call]
+            connection.send_command(*args)  # type: ignore[no-untyped-call, unused-ignore]
         except (redis.RedisError, OSError) as e:
             self.drop(self.pool, connection)
             return NodeFailure(self.url, reason(e))
@@ -78,10 +78,10 @@ class Node:
         """The reply to what was sent on `connection`, if it comes by `deadline` (monotonic)."""
         try:
             left = max(0.0, deadline - time.monotonic())
-            if not connection.can_read(timeout=left):  # type: ignore[no-untyped-call]
+            if not connection.can_read(timeout=left):  # type: ignore[no-untyped-call, unused-ignore]
                 self.drop(pool, connection)
                 return NodeFailure(self.url, f"timed out after {self.timeout * 1000:.0f}ms")
-            reply: Any = connection.read_response()  # type: ignore[no-untyped-call]
+            reply: Any = connection.read_response()  # type: ignore[no-untyped-call, unused-ignore]
         except redis.ResponseError as e:
             pool.release(connection)
             return NodeFailure(self.url, reason(e))
@@ -93,7 +93,7 @@ class Node:
 
     def drop(self, pool: ConnectionPool, connection: Connection) -> None:
         """Closes a connection in an unknown state (a reply may still come) and returns it."""
-        connection.disconnect()  # type: ignore[no-untyped-call]
+        connection.disconnect()  # type: ignore[no-untyped-call, unused-ignore]
         pool.release(connection)
 
     def call_blocking(self, args: Args, timeout: float) -> object:
@@ -101,7 +101,7 @@ class Node:
         deadline = time.monotonic() + timeout
         try:
             connection = self.take(self.wait_pool)
-            connection.send_command(*args)  # type: ignore[no-untyped-call]
+            connection.send_command(*args)  # type: ignore[no-untyped-call, unused-ignore]
         except (redis.RedisError, OSError) as e:
             return NodeFailure(self.url, reason(e))
         return self.receive(self.wait_pool, connection, deadline)

@@ -39,7 +39,7 @@ class Nodes:
         """One request; its reply, or a NodeFailure naming the node and why."""
         client = (self.wait_clients if blocking else self.clients)[node]
         try:
-            return await asyncio.wait_for(client.execute_command(*args), timeout)  # type: ignore[no-untyped-call]
+            return await asyncio.wait_for(client.execute_command(*args), timeout)  # type: ignore[no-untyped-call, unused-ignore]
         except asyncio.TimeoutError:
             return NodeFailure(self.names[node], f"timed out after {self.timeout * 1000:.0f}ms")
         except (redis.RedisError, OSError) as e:
