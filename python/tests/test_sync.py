@@ -205,3 +205,23 @@ def test_fencing_off_sends_no_fence(three: list[Server]) -> None:
     with manager(three).lock("r", ttl=5.0, wait=1.0):
         pass
     assert sum(fences(s) for s in three) >= 2
+
+
+def test_one_node_wait_keeps_its_deadline_and_withdraws(one: Server) -> None:
+    locks = dlock.LockManager([one.url], timeout=SLOW_OK)
+    holder = locks.try_lock("r", ttl=10.0)
+    started = time.monotonic()
+    with pytest.raises(dlock.LockTimeout):
+        locks.lock("r", ttl=10.0, wait=0.3)
+    assert 0.3 <= time.monotonic() - started < 1.2  # the client's deadline, not the node's hz tick
+    assert not waiters(one, "r")
+    assert status(one, "r")["owner"] == holder.owner  # type: ignore[index]
+    holder.release()
+
+
+def test_one_node_down_is_no_quorum_for_lock(one: Server) -> None:
+    one.kill()
+    with pytest.raises(dlock.NoQuorum) as caught:
+        dlock.LockManager([one.url], timeout=SLOW_OK).lock("r", ttl=10.0, wait=0.3)
+    assert [f.node for f in caught.value.failures] == [one.url]
+    assert "cannot connect" in caught.value.failures[0].reason

@@ -51,6 +51,10 @@ def reason(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
 
 
+class NodeTimeout(NodeFailure):
+    """No reply within the time allowed (the node may be slow, paused, or still queueing us)."""
+
+
 class Node:
     def __init__(self, url: str, timeout: float) -> None:
         self.url = url
@@ -74,13 +78,14 @@ class Node:
             return NodeFailure(self.url, reason(e))
         return connection
 
-    def receive(self, pool: ConnectionPool, connection: Connection, deadline: float) -> object:
-        """The reply to what was sent on `connection`, if it comes by `deadline` (monotonic)."""
+    def receive(self, pool: ConnectionPool, connection: Connection, deadline: float, allowed: float) -> object:
+        """The reply to what was sent on `connection`, if it comes by `deadline` (monotonic,
+        `allowed` seconds after the request: for the message)."""
         try:
             left = max(0.0, deadline - time.monotonic())
             if not connection.can_read(timeout=left):  # type: ignore[no-untyped-call, unused-ignore]
                 self.drop(pool, connection)
-                return NodeFailure(self.url, f"timed out after {self.timeout * 1000:.0f}ms")
+                return NodeTimeout(self.url, f"timed out after {allowed * 1000:.0f}ms")
             reply: Any = connection.read_response()  # type: ignore[no-untyped-call, unused-ignore]
         except redis.ResponseError as e:
             pool.release(connection)
@@ -104,7 +109,7 @@ class Node:
             connection.send_command(*args)  # type: ignore[no-untyped-call, unused-ignore]
         except (redis.RedisError, OSError) as e:
             return NodeFailure(self.url, reason(e))
-        return self.receive(self.wait_pool, connection, deadline)
+        return self.receive(self.wait_pool, connection, deadline, timeout)
 
     def close(self) -> None:
         self.pool.disconnect()
@@ -131,7 +136,7 @@ class Nodes:
                 replies.append(connection)
             else:
                 target = self.nodes[node]
-                replies.append(target.receive(target.pool, connection, deadline))
+                replies.append(target.receive(target.pool, connection, deadline, self.timeout))
         return replies
 
     def everywhere(self, args: Args) -> list[object]:

@@ -19,9 +19,10 @@ from collections.abc import Callable
 
 from . import _acquisition as machine
 from . import _commands as cmd
+from ._sync_nodes import NodeTimeout
 from ._sync_round import Grant, Rounds
 from ._timing import draw_ticket, ms, new_owner, quorum, retry_pause, round_owner, validity
-from ._verdicts import CONTENDED, EXPIRED, NO_QUORUM, AttemptFailed
+from ._verdicts import CONTENDED, EXPIRED, NO_QUORUM, AttemptFailed, unexpected
 from .errors import NodeFailure
 
 
@@ -49,6 +50,8 @@ class QueueWait:
         while True:
             attempts += 1
             try:
+                if self.rounds.size() == 1:
+                    return self.single(new_owner()), attempts
                 return Attempt(self, new_owner()).run(), attempts
             except AttemptFailed as failure:
                 pause = retry_pause(opts)
@@ -57,6 +60,24 @@ class QueueWait:
                 if failure.kind == CONTENDED or out_of_time or too_many:
                     return failure, attempts
                 time.sleep(pause)
+
+    def single(self, base: str) -> Won:
+        """One node: the machine comes down to "granted is held", so the wait runs in the
+        caller's thread (no thread hand-offs per grant). The client keeps the deadline itself:
+        a node notices blocked clients' timeouts only every 1/hz s. Without a grant the wait is
+        withdrawn (RELEASE: it also frees a grant whose reply was cut off at the deadline)."""
+        owner = round_owner(base, 0)
+        lease_from = time.monotonic()
+        left = self.deadline - lease_from
+        request = cmd.wait(self.resource, owner, self.ttl_ms, ms(left), None)
+        reply = self.rounds.nodes.call_blocking(0, request, max(left, self.rounds.opts.timeout))
+        if isinstance(reply, int) and not isinstance(reply, bool) and reply > 0:
+            return self.check_lease(owner, reply, lease_from, threading.Event())
+        self.release(owner, [0])
+        if reply is None or (isinstance(reply, NodeTimeout) and time.monotonic() >= self.deadline):
+            raise AttemptFailed(CONTENDED)  # others held it until the deadline
+        failure = reply if isinstance(reply, NodeFailure) else unexpected(self.rounds.nodes.names[0], reply)
+        raise AttemptFailed(NO_QUORUM, [failure])
 
     def release(self, owner: str, nodes: list[int]) -> None:
         release = cmd.release(self.resource, owner)
