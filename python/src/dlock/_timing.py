@@ -25,7 +25,7 @@ def validity(ttl_ms: int, started: float, now: float, opts: Options) -> float | 
     """Seconds the lock is still safe to use after an operation that started at `started`
     (monotonic): ttl - elapsed - drift, or None when nothing is left."""
     left = ttl_ms / 1000 - max(0.0, now - started) - drift(ttl_ms, opts)
-    return left if left > 0 else None
+    return left if left > 1e-9 else None  # under a nanosecond is float rounding, not time left
 
 
 def new_owner() -> str:

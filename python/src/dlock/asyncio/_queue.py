@@ -87,11 +87,20 @@ class Attempt:
                 for step in self.steps:
                     token = await self.perform(step)
                     if token is not None:
-                        owner = round_owner(self.base, self.machine.round)
-                        return await self.wait.check_lease(owner, token, self.lease_from, self.released)
+                        return await self.held_lease(token)
                 self.steps = await self.next_steps(end)
         finally:
             await self.finish()
+
+    async def held_lease(self, token: int) -> Won:
+        """Held: check the lease. Cancelled meanwhile, the caller never gets the lock: release it."""
+        owner = round_owner(self.base, self.machine.round)
+        try:
+            return await self.wait.check_lease(owner, token, self.lease_from, self.released)
+        except asyncio.CancelledError:
+            self.released.set()
+            await release_shielded(self.wait.rounds, self.wait.resource, owner)
+            raise
 
     async def next_steps(self, end: float) -> list[machine.Step]:
         try:
