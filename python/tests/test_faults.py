@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
 
 import pytest
-from cluster import Server
-from conftest import eventually, free_everywhere, status, urls
+from cluster import Server, start
+from conftest import eventually, free_everywhere, status, urls, waiters
 
 import dlock
 
@@ -92,3 +94,30 @@ def test_max_hold_stops_the_watchdog_and_signals_loss(five: list[Server]) -> Non
     eventually(lambda: free_everywhere(five, "r"), within=3.0, what="the lock running out")
     with pytest.raises(dlock.LockLost):
         lock.__exit__(None, None, None)
+
+
+@pytest.mark.parametrize("count", [1, 3])
+def test_ctrl_c_while_waiting_withdraws_the_wait(count: int) -> None:
+    servers = start(count)
+    try:
+        locks = dlock.LockManager(urls(servers), timeout=0.5)
+        holder = locks.try_lock("r", ttl=30.0)
+        main = threading.main_thread().ident
+        assert main is not None and threading.current_thread().ident == main
+
+        def interrupt_once_queued() -> None:
+            eventually(lambda: all(len(waiters(s, "r")) == 1 for s in servers), what="the wait queued")
+            signal.pthread_kill(main, signal.SIGINT)
+
+        interrupter = threading.Thread(target=interrupt_once_queued)
+        interrupter.start()
+        with pytest.raises(KeyboardInterrupt):
+            locks.lock("r", ttl=10.0, wait=20.0)
+        interrupter.join()
+        assert all(not waiters(s, "r") for s in servers)  # withdrawn before the interrupt went on
+        assert all(status(s, "r")["owner"] == holder.owner for s in servers)  # type: ignore[index]
+        holder.release()
+        assert free_everywhere(servers, "r")
+    finally:
+        for server in servers:
+            server.stop()

@@ -93,6 +93,9 @@ class Node:
         except (redis.RedisError, OSError) as e:
             self.drop(pool, connection)
             return NodeFailure(self.url, reason(e))
+        except BaseException:  # interrupted mid-reply: the connection's state is unknown
+            self.drop(pool, connection)
+            raise
         pool.release(connection)
         return reply
 

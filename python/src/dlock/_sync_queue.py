@@ -70,7 +70,11 @@ class QueueWait:
         lease_from = time.monotonic()
         left = self.deadline - lease_from
         request = cmd.wait(self.resource, owner, self.ttl_ms, ms(left), None)
-        reply = self.rounds.nodes.call_blocking(0, request, max(left, self.rounds.opts.timeout))
+        try:
+            reply = self.rounds.nodes.call_blocking(0, request, max(left, self.rounds.opts.timeout))
+        except BaseException:  # interrupted (Ctrl-C): withdraw the wait before going on
+            self.release(owner, [0])
+            raise
         if isinstance(reply, int) and not isinstance(reply, bool) and reply > 0:
             return self.check_lease(owner, reply, lease_from, threading.Event())
         self.release(owner, [0])
@@ -89,7 +93,7 @@ class QueueWait:
         once, and validity counts from the renewal."""
         opts, single = self.rounds.opts, self.rounds.size() == 1
         left = validity(self.ttl_ms, lease_from, time.monotonic(), opts)
-        if left is not None and (single is False or left * 2000 >= self.ttl_ms):
+        if left is not None and (not single or left * 2000 >= self.ttl_ms):
             return Won(owner, Grant(token, time.monotonic() + left), released)
         if single:
             renewed_from = time.monotonic()

@@ -52,7 +52,7 @@ class QueueWait:
         a late grant is renewed once."""
         opts, single = self.rounds.opts, self.rounds.size() == 1
         left = validity(self.ttl_ms, lease_from, time.monotonic(), opts)
-        if left is not None and (single is False or left * 2000 >= self.ttl_ms):
+        if left is not None and (not single or left * 2000 >= self.ttl_ms):
             return Won(owner, Grant(token, time.monotonic() + left), released)
         if single:
             renewed_from = time.monotonic()
