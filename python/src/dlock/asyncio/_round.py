@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 from .. import _commands as cmd
 from .._options import Options
@@ -84,10 +85,12 @@ class Rounds:
         return tally
 
 
-_background: set[asyncio.Task[object]] = set()
+_background: set[asyncio.Future[Any]] = set()
+
+T = TypeVar("T")
 
 
-def in_background(coro: Coroutine[object, object, object]) -> asyncio.Task[object]:
+def in_background(coro: Coroutine[Any, Any, T]) -> asyncio.Future[T]:
     """Runs `coro` to its end even if the caller is cancelled (a reference is kept so the task is
     not collected midway)."""
     task = asyncio.ensure_future(coro)

@@ -11,7 +11,7 @@ from .._options import check_ttl
 from .._sync_round import Grant
 from .._timing import quorum
 from ..errors import DlockError, LockLost
-from ._round import Rounds, release_shielded
+from ._round import Rounds, in_background
 
 
 class Lock:
@@ -81,11 +81,11 @@ class Lock:
         if self._on_release is not None:
             self._on_release.set()
         rounds = self._rounds
-        task = asyncio.ensure_future(rounds.release(self._resource, self._owner))
+        task = in_background(rounds.release(self._resource, self._owner))
         try:
             tally = await asyncio.shield(task)
         except asyncio.CancelledError:
-            await release_shielded(rounds, self._resource, self._owner)
+            await task  # cancelled while releasing: the RELEASE still completes (per-node timeout)
             raise
         if tally.answered() < quorum(rounds.size()):
             raise tally.no_quorum(self._resource, rounds.size())
