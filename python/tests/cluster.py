@@ -87,6 +87,13 @@ class Server:
             self.process.kill()
             self.process.wait()
 
+    def restart(self) -> None:
+        """Kill -9 and start again on the same port (no persistence: the data is gone)."""
+        self.kill()
+        self.spawn()
+        if not self.wait_ready():
+            raise RuntimeError(f"redis-server would not restart; see {self.dir}/redis.log")
+
     def pause(self) -> None:
         assert self.process is not None
         self.process.send_signal(signal.SIGSTOP)

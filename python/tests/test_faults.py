@@ -121,3 +121,19 @@ def test_ctrl_c_while_waiting_withdraws_the_wait(count: int) -> None:
     finally:
         for server in servers:
             server.stop()
+
+
+def test_a_connection_left_dead_by_a_restart_is_replaced_and_the_call_repeated(one: Server) -> None:
+    """EXTEND and RELEASE are not re-asked at the round level: on the stale connection alone they
+    would fail (NoQuorum); repeated on a fresh one, the restarted node answers that it no longer
+    holds the lock (it lost its data): LockLost, and a release that counts as answered."""
+    locks = dlock.LockManager([one.url], timeout=0.5)
+    lock = locks.try_lock("r", ttl=30.0)
+    one.restart()
+    with pytest.raises(dlock.LockLost):
+        lock.extend()
+    second = locks.try_lock("r", ttl=30.0)
+    one.restart()
+    second.release()  # answered (0): no NoQuorum
+    with locks.lock("r", ttl=5.0, wait=1.0) as third:  # the wait connections too
+        assert status(one, "r")["owner"] == third.owner  # type: ignore[index]

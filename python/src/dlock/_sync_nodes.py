@@ -1,16 +1,17 @@
-"""The sync transport: one connection pool per node. Non-blocking requests fan out without
+"""The sync transport: idle connections kept per node. Non-blocking requests fan out without
 threads: every request is written first, then the replies are read against one deadline, so the
 nodes work in parallel and a down or paused node costs at most the per-node timeout.
 
 Server-side waits (ACQUIRE ... WAIT) block their connection, so each takes a connection of its
-own from a second pool. A wait that times out on our side closes its connection: the node sees
+own from a second set. A wait that times out on our side closes its connection: the node sees
 the disconnect and drops the waiter at once."""
 
 from __future__ import annotations
 
 import inspect
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import redis
@@ -18,9 +19,6 @@ from redis.connection import AbstractConnection, Connection, ConnectionPool
 
 from ._commands import Args
 from .errors import NodeFailure
-
-#: redis-py 6 deprecated get_connection's command-name argument that redis-py 5 requires.
-_NAMED_GET = int(redis.__version__.split(".")[0]) < 6
 
 
 def connection_options() -> dict[str, Any]:
@@ -33,7 +31,8 @@ def connection_options() -> dict[str, Any]:
 
 
 def make_pool(url: str, timeout: float | None) -> ConnectionPool:
-    """A pool for `url`; connecting is bounded by `timeout`."""
+    """Parses `url` (redis-py's rules) into what every connection to it is made with;
+    connecting is bounded by `timeout`."""
     pool: ConnectionPool = ConnectionPool.from_url(  # type: ignore[no-untyped-call, unused-ignore]
         url, socket_connect_timeout=timeout, socket_timeout=timeout, **connection_options()
     )
@@ -55,68 +54,104 @@ class NodeTimeout(NodeFailure):
     """No reply within the time allowed (the node may be slow, paused, or still queueing us)."""
 
 
+class _Broken(NodeFailure):
+    """The connection failed (reset, closed by the node): worth one more try on a fresh one."""
+
+
+Sent = tuple[Connection, bool]  # the connection a request went out on, and whether it was reused
+
+
+class Idle:
+    """The idle connections to one node. A taken connection goes back only after a complete
+    reply; one in an unknown state (timed out, broken, interrupted) is closed instead. No check
+    before reuse (that would be a syscall per request): a connection found dead is replaced and
+    the request repeated once, as the Rust client does; every request is safe to repeat."""
+
+    def __init__(self, pool: ConnectionPool) -> None:
+        self.pool = pool
+        self.lock = threading.Lock()
+        self.idle: list[Connection] = []
+
+    def take(self, fresh: bool = False) -> Sent:
+        if not fresh:
+            with self.lock:
+                if self.idle:
+                    return self.idle.pop(), True
+        connection: Connection = self.pool.connection_class(**self.pool.connection_kwargs)
+        connection.connect()  # type: ignore[no-untyped-call, unused-ignore]
+        return connection, False
+
+    def give_back(self, connection: Connection) -> None:
+        with self.lock:
+            self.idle.append(connection)
+
+    def close(self) -> None:
+        with self.lock:
+            idle, self.idle = self.idle, []
+        for connection in idle:
+            connection.disconnect()  # type: ignore[no-untyped-call, unused-ignore]
+
+
 class Node:
     def __init__(self, url: str, timeout: float) -> None:
         self.url = url
         self.timeout = timeout
-        self.pool = make_pool(url, timeout)
-        self.wait_pool = make_pool(url, timeout)
+        self.short = Idle(make_pool(url, timeout))
+        self.waits = Idle(make_pool(url, timeout))
 
-    def take(self, pool: ConnectionPool) -> Connection:
-        get: Callable[..., Connection] = pool.get_connection
-        return get("DLOCK") if _NAMED_GET else get()
-
-    def send(self, args: Args) -> Connection | NodeFailure:
+    def send(self, idle: Idle, args: Args, fresh: bool = False) -> Sent | NodeFailure:
         try:
-            connection = self.take(self.pool)
+            connection, reused = idle.take(fresh)
         except (redis.RedisError, OSError) as e:
             return NodeFailure(self.url, reason(e))
         try:
             connection.send_command(*args)  # type: ignore[no-untyped-call, unused-ignore]
         except (redis.RedisError, OSError) as e:
-            self.drop(self.pool, connection)
-            return NodeFailure(self.url, reason(e))
-        return connection
+            connection.disconnect()  # type: ignore[no-untyped-call, unused-ignore]
+            return self.send(idle, args, fresh=True) if reused else NodeFailure(self.url, reason(e))
+        return connection, reused
 
-    def receive(self, pool: ConnectionPool, connection: Connection, deadline: float, allowed: float) -> object:
+    def receive(self, idle: Idle, connection: Connection, deadline: float, allowed: float) -> object:
         """The reply to what was sent on `connection`, if it comes by `deadline` (monotonic,
         `allowed` seconds after the request: for the message)."""
+        timed_out = NodeTimeout(self.url, f"timed out after {allowed * 1000:.0f}ms")
         try:
-            left = max(0.0, deadline - time.monotonic())
-            if not connection.can_read(timeout=left):  # type: ignore[no-untyped-call, unused-ignore]
-                self.drop(pool, connection)
-                return NodeTimeout(self.url, f"timed out after {allowed * 1000:.0f}ms")
+            if not connection.can_read(timeout=max(0.0, deadline - time.monotonic())):  # type: ignore[no-untyped-call, unused-ignore]
+                connection.disconnect()  # type: ignore[no-untyped-call, unused-ignore]
+                return timed_out
             reply: Any = connection.read_response()  # type: ignore[no-untyped-call, unused-ignore]
         except redis.ResponseError as e:
-            pool.release(connection)
+            idle.give_back(connection)  # an error reply leaves the connection in step
             return NodeFailure(self.url, reason(e))
+        except redis.TimeoutError:
+            return timed_out  # redis-py closed the connection
         except (redis.RedisError, OSError) as e:
-            self.drop(pool, connection)
-            return NodeFailure(self.url, reason(e))
+            connection.disconnect()  # type: ignore[no-untyped-call, unused-ignore]
+            return _Broken(self.url, reason(e))
         except BaseException:  # interrupted mid-reply: the connection's state is unknown
-            self.drop(pool, connection)
+            connection.disconnect()  # type: ignore[no-untyped-call, unused-ignore]
             raise
-        pool.release(connection)
+        idle.give_back(connection)
         return reply
 
-    def drop(self, pool: ConnectionPool, connection: Connection) -> None:
-        """Closes a connection in an unknown state (a reply may still come) and returns it."""
-        connection.disconnect()  # type: ignore[no-untyped-call, unused-ignore]
-        pool.release(connection)
+    def call(self, idle: Idle, args: Args, sent: Sent | NodeFailure, deadline: float, allowed: float) -> object:
+        """The reply to `args` sent as `sent`; a reused connection found broken is replaced and
+        the request made once more, by the same deadline."""
+        if isinstance(sent, NodeFailure):
+            return sent
+        reply = self.receive(idle, sent[0], deadline, allowed)
+        if isinstance(reply, _Broken) and sent[1]:
+            return self.call(idle, args, self.send(idle, args, fresh=True), deadline, allowed)
+        return NodeFailure(reply.node, reply.reason) if isinstance(reply, _Broken) else reply
 
     def call_blocking(self, args: Args, timeout: float) -> object:
         """A blocking request on a connection of its own, bounded by `timeout` as a whole."""
         deadline = time.monotonic() + timeout
-        try:
-            connection = self.take(self.wait_pool)
-            connection.send_command(*args)  # type: ignore[no-untyped-call, unused-ignore]
-        except (redis.RedisError, OSError) as e:
-            return NodeFailure(self.url, reason(e))
-        return self.receive(self.wait_pool, connection, deadline, timeout)
+        return self.call(self.waits, args, self.send(self.waits, args), deadline, timeout)
 
     def close(self) -> None:
-        self.pool.disconnect()
-        self.wait_pool.disconnect()
+        self.short.close()
+        self.waits.close()
 
 
 class Nodes:
@@ -132,15 +167,11 @@ class Nodes:
         """Sends each (node, command) and returns the replies in order; a failure is a
         NodeFailure. All within one per-node timeout from now."""
         deadline = time.monotonic() + self.timeout
-        sent = [self.nodes[node].send(args) for node, args in calls]
-        replies: list[object] = []
-        for (node, _), connection in zip(calls, sent, strict=False):
-            if isinstance(connection, NodeFailure):
-                replies.append(connection)
-            else:
-                target = self.nodes[node]
-                replies.append(target.receive(target.pool, connection, deadline, self.timeout))
-        return replies
+        sent = [self.nodes[node].send(self.nodes[node].short, args) for node, args in calls]
+        return [
+            self.nodes[node].call(self.nodes[node].short, args, out, deadline, self.timeout)
+            for (node, args), out in zip(calls, sent, strict=True)
+        ]
 
     def everywhere(self, args: Args) -> list[object]:
         return self.fan_out([(n, args) for n in range(len(self.nodes))])
