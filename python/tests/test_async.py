@@ -184,3 +184,17 @@ def test_single_node_and_retry_mode(one: Server) -> None:
         assert free_everywhere([one], "r")
 
     run(test)
+
+
+def test_a_restarted_node_answers_on_a_fresh_connection(one: Server) -> None:
+    async def test() -> None:
+        locks = LockManager([one.url], timeout=0.5)
+        lock = await locks.try_lock("r", ttl=30.0)
+        one.restart()
+        with pytest.raises(dlock.LockLost):  # it answered "not held" (data lost), not NoQuorum
+            await lock.extend()
+        async with locks.lock("r", ttl=5.0, wait=1.0) as again:
+            assert status(one, "r")["owner"] == again.owner  # type: ignore[index]
+        await locks.close()
+
+    run(test)
