@@ -59,6 +59,7 @@ class _Broken(NodeFailure):
 
 
 Sent = tuple[Connection, bool]  # the connection a request went out on, and whether it was reused
+Packed = dict[Args, Any]  # requests encoded for the wire, by their arguments
 
 
 class Idle:
@@ -99,16 +100,19 @@ class Node:
         self.short = Idle(make_pool(url, timeout))
         self.waits = Idle(make_pool(url, timeout))
 
-    def send(self, idle: Idle, args: Args, fresh: bool = False) -> Sent | NodeFailure:
+    def send(self, idle: Idle, args: Args, packed: Packed, fresh: bool = False) -> Sent | NodeFailure:
+        """Writes `args` (encoded once per fan-out: `packed` keeps it for the other nodes)."""
         try:
             connection, reused = idle.take(fresh)
         except (redis.RedisError, OSError) as e:
             return NodeFailure(self.url, reason(e))
         try:
-            connection.send_command(*args)  # type: ignore[no-untyped-call, unused-ignore]
+            if args not in packed:
+                packed[args] = connection.pack_command(*args)  # type: ignore[no-untyped-call, unused-ignore]
+            connection.send_packed_command(packed[args], check_health=False)  # type: ignore[no-untyped-call, unused-ignore]
         except (redis.RedisError, OSError) as e:
             connection.disconnect()  # type: ignore[no-untyped-call, unused-ignore]
-            return self.send(idle, args, fresh=True) if reused else NodeFailure(self.url, reason(e))
+            return self.send(idle, args, packed, fresh=True) if reused else NodeFailure(self.url, reason(e))
         return connection, reused
 
     def receive(self, idle: Idle, connection: Connection, deadline: float, allowed: float) -> object:
@@ -141,13 +145,13 @@ class Node:
             return sent
         reply = self.receive(idle, sent[0], deadline, allowed)
         if isinstance(reply, _Broken) and sent[1]:
-            return self.call(idle, args, self.send(idle, args, fresh=True), deadline, allowed)
+            return self.call(idle, args, self.send(idle, args, {}, fresh=True), deadline, allowed)
         return NodeFailure(reply.node, reply.reason) if isinstance(reply, _Broken) else reply
 
     def call_blocking(self, args: Args, timeout: float) -> object:
         """A blocking request on a connection of its own, bounded by `timeout` as a whole."""
         deadline = time.monotonic() + timeout
-        return self.call(self.waits, args, self.send(self.waits, args), deadline, timeout)
+        return self.call(self.waits, args, self.send(self.waits, args, {}), deadline, timeout)
 
     def close(self) -> None:
         self.short.close()
@@ -167,7 +171,8 @@ class Nodes:
         """Sends each (node, command) and returns the replies in order; a failure is a
         NodeFailure. All within one per-node timeout from now."""
         deadline = time.monotonic() + self.timeout
-        sent = [self.nodes[node].send(self.nodes[node].short, args) for node, args in calls]
+        packed: Packed = {}
+        sent = [self.nodes[node].send(self.nodes[node].short, args, packed) for node, args in calls]
         return [
             self.nodes[node].call(self.nodes[node].short, args, out, deadline, self.timeout)
             for (node, args), out in zip(calls, sent, strict=True)
