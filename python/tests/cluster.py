@@ -38,7 +38,8 @@ def free_port() -> int:
 class Server:
     """One redis-server with the module; `kill()`, `pause()`/`resume()` (SIGSTOP/SIGCONT)."""
 
-    def __init__(self) -> None:
+    def __init__(self, module_args: tuple[str, ...] = ()) -> None:
+        self.module_args = module_args  # after the module path: `quarantine-ms 5000`, ...
         self.dir = tempfile.mkdtemp(prefix="dlock-py-")
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
@@ -64,6 +65,7 @@ class Server:
             "redis.log",
             "--loadmodule",
             module_path(),
+            *self.module_args,
         ]
         self.process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
@@ -109,9 +111,9 @@ class Server:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def start(count: int) -> list[Server]:
+def start(count: int, module_args: tuple[str, ...] = ()) -> list[Server]:
     """Starts `count` servers at once; a port taken meanwhile by someone else is retried."""
-    servers = [Server() for _ in range(count)]
+    servers = [Server(module_args) for _ in range(count)]
     for server in servers:
         server.spawn()
     for server in servers:

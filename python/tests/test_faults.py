@@ -137,3 +137,22 @@ def test_a_connection_left_dead_by_a_restart_is_replaced_and_the_call_repeated(o
     second.release()  # answered (0): no NoQuorum
     with locks.lock("r", ttl=5.0, wait=1.0) as third:  # the wait connections too
         assert status(one, "r")["owner"] == third.owner  # type: ignore[index]
+
+
+def test_a_quarantined_node_is_named_with_its_tryagain() -> None:
+    servers = start(3)
+    servers += start(2, module_args=("quarantine-ms", "60000"))  # just (re)started: no grants yet
+    try:
+        locks = dlock.LockManager(urls(servers), timeout=0.5)
+        with locks.lock("r", ttl=5.0, wait=1.0) as lock:  # the three others are a majority
+            assert lock.token > 0
+        for server in servers[:2]:
+            server.kill()
+        with pytest.raises(dlock.NoQuorum) as caught:
+            locks.try_lock("r", ttl=5.0)
+        reasons = {f.node: f.reason for f in caught.value.failures}
+        assert all(reasons[s.url].startswith("TRYAGAIN dlock is in restart quarantine") for s in servers[3:])
+        assert all(reasons[s.url].startswith("cannot connect") for s in servers[:2])
+    finally:
+        for server in servers:
+            server.stop()
