@@ -17,6 +17,10 @@ import redis
 REPO = Path(__file__).resolve().parents[2]
 
 
+#: The Rust CLI, for the interop tests.
+CLI = Path(os.environ.get("DLOCK_CLI", REPO / "target/release/dlock"))
+
+
 def module_path() -> str:
     path = Path(os.environ.get("DLOCK_MODULE", REPO / "target/release/libdlock.so"))
     if not path.exists():

@@ -10,10 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cluster import REPO, Server
+from cluster import CLI, Server
 from conftest import free_everywhere, urls
 
-CLI = Path(os.environ.get("DLOCK_CLI", REPO / "target/release/dlock"))
 ROUNDS = 4  # critical sections per process
 HOLD = "0.02"  # seconds inside each
 

@@ -8,6 +8,7 @@
 The asyncio twin is `dlock.asyncio.LockManager`.
 """
 
+from ._admin import LockInfo, NodeStatus
 from ._options import WaitMode
 from .errors import DlockError, LockContended, LockLost, LockTimeout, NodeFailure, NoQuorum, ValidityExpired
 from .lock import Lock
@@ -19,11 +20,13 @@ __all__ = [
     "DlockError",
     "Lock",
     "LockContended",
+    "LockInfo",
     "LockLost",
     "LockManager",
     "LockTimeout",
     "NoQuorum",
     "NodeFailure",
+    "NodeStatus",
     "ValidityExpired",
     "WaitMode",
     "__version__",

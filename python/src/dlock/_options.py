@@ -97,6 +97,15 @@ def check_resource(resource: object) -> str:
     return resource
 
 
+def check_owner(owner: object) -> str:
+    """An owner name as the nodes take it: 1 to 256 bytes."""
+    if not isinstance(owner, str):
+        raise TypeError(f"owner must be a str, got {type(owner).__name__}")
+    if not 1 <= len(owner.encode()) <= 256:
+        raise ValueError(f"owner must be 1 to 256 bytes, got {len(owner.encode())} bytes")
+    return owner
+
+
 def check_nodes(nodes: object) -> list[str]:
     """The node URLs: a non-empty sequence of redis:// (or rediss://, unix://) URL strings."""
     if isinstance(nodes, (str, bytes)) or not isinstance(nodes, Sequence):

@@ -85,6 +85,14 @@ class Lock:
         if tally.answered() < self._rounds.size() // 2 + 1:
             raise tally.no_quorum(self._resource, self._rounds.size())
 
+    def detach(self) -> tuple[str, int, float]:
+        """Keeps the lock held with nobody here to release it (no release on exit): for handing
+        it to another process, which acts by owner name (`release_owner`, `extend_owner`).
+        Returns (owner, token, validity)."""
+        self.stop_watchdog()
+        self._released = True
+        return self._owner, self._token, self.validity
+
     def start_watchdog(self) -> None:
         """Extends every `extend_interval` (default ttl/3) until released; on the first failed
         extension, validity running out, or `max_hold` after acquisition, it stops and sets

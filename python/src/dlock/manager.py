@@ -8,11 +8,13 @@ from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import TypeVar
 
-from ._options import Options, WaitMode, check_nodes, check_resource, check_ttl, check_wait
+from . import _commands as cmd
+from ._admin import NodeStatus, node_status
+from ._options import Options, WaitMode, check_nodes, check_owner, check_resource, check_ttl, check_wait
 from ._sync_nodes import Nodes
 from ._sync_queue import QueueWait
 from ._sync_round import Rounds
-from ._timing import new_owner, retry_pause
+from ._timing import new_owner, quorum, retry_pause
 from ._verdicts import AttemptFailed
 from .errors import LockLost
 from .lock import Lock
@@ -88,6 +90,30 @@ class LockManager:
         `lock.lost` to stop early)."""
         with self.lock(resource, ttl, wait, watchdog=True) as lock:
             return work(lock)
+
+    def status(self, resource: str) -> list[NodeStatus]:
+        """DLOCK.STATUS on every node: each node's view (held, free, or why unreachable)."""
+        resource = check_resource(resource)
+        replies = self._rounds.nodes.everywhere(cmd.status(resource))
+        return [node_status(name, r) for name, r in zip(self.nodes, replies, strict=True)]
+
+    def release_owner(self, resource: str, owner: str) -> int:
+        """Releases `owner`'s lock (taken elsewhere) on all nodes; how many released it.
+        NoQuorum naming the unreachable nodes if fewer than a majority answered."""
+        resource, owner = check_resource(resource), check_owner(owner)
+        tally = self._rounds.release(resource, owner)
+        if tally.answered() < quorum(self._rounds.size()):
+            raise tally.no_quorum(resource, self._rounds.size())
+        return tally.done
+
+    def extend_owner(self, resource: str, owner: str, ttl: float) -> float:
+        """Extends `owner`'s lock on all nodes; the new validity in seconds. NoQuorum if too few
+        nodes answered, LockLost if a majority answered and did not extend."""
+        resource, owner, ttl_ms = check_resource(resource), check_owner(owner), check_ttl(ttl)
+        result = self._rounds.extend(resource, owner, ttl_ms)
+        if isinstance(result, float):
+            return max(0.0, result - time.monotonic())
+        raise result.extend_error(resource, self._rounds.size())
 
     def _queues(self) -> bool:
         """Tickets are only safe with the commit round: queue mode needs fencing on several nodes."""

@@ -6,6 +6,7 @@ async with locks.lock("orders:42", ttl=10.0, wait=5.0) as lock:
     await storage.write(lock.token, data)
 """
 
+from .._admin import LockInfo, NodeStatus
 from ..errors import DlockError, LockContended, LockLost, LockTimeout, NodeFailure, NoQuorum, ValidityExpired
 from .lock import Lock
 from .manager import LockManager, PendingLock
@@ -14,11 +15,13 @@ __all__ = [
     "DlockError",
     "Lock",
     "LockContended",
+    "LockInfo",
     "LockLost",
     "LockManager",
     "LockTimeout",
     "NoQuorum",
     "NodeFailure",
+    "NodeStatus",
     "PendingLock",
     "ValidityExpired",
 ]

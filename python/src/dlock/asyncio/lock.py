@@ -90,6 +90,14 @@ class Lock:
         if tally.answered() < quorum(rounds.size()):
             raise tally.no_quorum(self._resource, rounds.size())
 
+    def detach(self) -> tuple[str, int, float]:
+        """As dlock.Lock.detach: (owner, token, validity); the watchdog, if any, is cancelled."""
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            self._watchdog = None
+        self._released = True
+        return self._owner, self._token, self.validity
+
     def start_watchdog(self) -> None:
         """Extends every `extend_interval` (default ttl/3) in a task; on the first failed
         extension, validity running out, or `max_hold`, it stops and sets `lost`."""

@@ -8,8 +8,10 @@ from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
-from .._options import Options, WaitMode, check_nodes, check_resource, check_ttl, check_wait
-from .._timing import new_owner, retry_pause
+from .. import _commands as cmd
+from .._admin import NodeStatus, node_status
+from .._options import Options, WaitMode, check_nodes, check_owner, check_resource, check_ttl, check_wait
+from .._timing import new_owner, quorum, retry_pause
 from .._verdicts import AttemptFailed
 from ._nodes import Nodes
 from ._queue import QueueWait
@@ -115,6 +117,28 @@ class LockManager:
             lock = Lock(self._rounds, resource, won.owner, ttl_ms, won.grant, won.released)
             return self._held(lock, watchdog)
         return self._held(await self._lock_retrying(resource, ttl_ms, deadline), watchdog)
+
+    async def status(self, resource: str) -> list[NodeStatus]:
+        """DLOCK.STATUS on every node: each node's view (held, free, or why unreachable)."""
+        resource = check_resource(resource)
+        replies = await self._rounds.nodes.everywhere(cmd.status(resource))
+        return [node_status(name, r) for name, r in zip(self.nodes, replies, strict=True)]
+
+    async def release_owner(self, resource: str, owner: str) -> int:
+        """As dlock.LockManager.release_owner: how many nodes released it."""
+        resource, owner = check_resource(resource), check_owner(owner)
+        tally = await self._rounds.release(resource, owner)
+        if tally.answered() < quorum(self._rounds.size()):
+            raise tally.no_quorum(resource, self._rounds.size())
+        return tally.done
+
+    async def extend_owner(self, resource: str, owner: str, ttl: float) -> float:
+        """As dlock.LockManager.extend_owner: the new validity in seconds."""
+        resource, owner, ttl_ms = check_resource(resource), check_owner(owner), check_ttl(ttl)
+        result = await self._rounds.extend(resource, owner, ttl_ms)
+        if isinstance(result, float):
+            return max(0.0, result - time.monotonic())
+        raise result.extend_error(resource, self._rounds.size())
 
     def _queues(self) -> bool:
         return self.options.wait_mode == "queue" and (self._rounds.size() == 1 or self.options.fencing)
