@@ -39,8 +39,24 @@ def make_pool(url: str, timeout: float | None) -> ConnectionPool:
     return pool
 
 
+def error_codes() -> dict[type, str]:
+    """The error classes redis-py turns some replies into, with the code it strips from the
+    message (TRYAGAIN becomes TryAgainError in redis-py 8, READONLY ReadOnlyError, ...)."""
+    try:
+        from redis._parsers.base import BaseParser
+    except ImportError:  # a redis-py that moved it: messages then go as redis-py gives them
+        return {}
+    return {kind: code for code, kind in BaseParser.EXCEPTION_CLASSES.items() if isinstance(kind, type)}
+
+
+_CODES = error_codes()
+
+
 def reason(error: BaseException) -> str:
     """A server error as the server wrote it (`TRYAGAIN ...`), anything else described."""
+    code = _CODES.get(type(error))
+    if code is not None and not str(error).startswith(code):
+        return f"{code} {error}"
     if isinstance(error, redis.ResponseError):
         return str(error)
     if isinstance(error, redis.TimeoutError):
