@@ -200,6 +200,15 @@ class Nodes:
     def call_blocking(self, node: int, args: Args, timeout: float) -> object:
         return self.nodes[node].call_blocking(args, timeout)
 
+    def send_blocking(self, node: int, args: Args) -> Sent | NodeFailure:
+        """The first half of call_blocking: the request goes out now, from this thread."""
+        return self.nodes[node].send(self.nodes[node].waits, args, {})
+
+    def receive_blocking(self, node: int, args: Args, sent: Sent | NodeFailure, timeout: float) -> object:
+        """The second half: its reply within `timeout` from now."""
+        target = self.nodes[node]
+        return target.call(target.waits, args, sent, time.monotonic() + timeout, timeout)
+
     def close(self) -> None:
         for node in self.nodes:
             node.close()

@@ -3,8 +3,8 @@ the nodes (DLOCK.ACQUIRE ... WAIT ... TICKET), driven by the machine of _acquisi
 
 - One ticket per lock() call (wall-clock us); with one node no ticket (plain FIFO, and a grant
   that is never committed must not be revocable).
-- Round r waits as owner `<base>:<r>`; each node's wait runs in a thread of its own, on a
-  connection of its own, and reports to the driver through a queue.
+- Round r waits as owner `<base>:<r>`, each node's wait on a connection of its own, all read
+  as they answer from the caller's thread (_sync_waits.py).
 - The commit (FENCE ... PX ttl) starts the lease afresh: waiting does not eat it.
 - No majority possible (nodes down): release, pause, new attempt with the same ticket.
 - At the deadline, or when the caller is interrupted, the round is withdrawn everywhere
@@ -12,15 +12,14 @@ the nodes (DLOCK.ACQUIRE ... WAIT ... TICKET), driven by the machine of _acquisi
 
 from __future__ import annotations
 
-import queue
 import threading
 import time
-from collections.abc import Callable
 
 from . import _acquisition as machine
 from . import _commands as cmd
 from ._sync_nodes import NodeTimeout
 from ._sync_round import Grant, Rounds
+from ._sync_waits import Waits
 from ._timing import draw_ticket, ms, new_owner, quorum, retry_pause, round_owner, validity
 from ._verdicts import CONTENDED, EXPIRED, NO_QUORUM, AttemptFailed, unexpected
 from .errors import NodeFailure
@@ -107,16 +106,18 @@ class QueueWait:
 
 
 class Attempt:
-    """One attempt: rounds of wait and commit until held, impossible, or the deadline."""
+    """One attempt: rounds of wait and commit until held, impossible, or the deadline. Runs in
+    the caller's thread: waits are read as they answer (_sync_waits.py); only those still out
+    when the attempt ends are followed by a thread."""
 
     def __init__(self, wait: QueueWait, base: str) -> None:
         self.wait = wait
         self.base = base
         self.nodes = wait.rounds.size()
         self.machine, self.steps = machine.Acquisition.start(self.nodes)
-        self.events: queue.Queue[tuple[machine.Event, object | None]] = queue.Queue()
-        self.lock = threading.Lock()
-        self.over = threading.Event()
+        self.waits = Waits(wait.rounds.nodes)
+        self.ready: list[tuple[machine.Event, object | None]] = []  # replies not fed yet
+        self.timers: list[tuple[float, int, int]] = []  # (when, node, round): waits to ask again
         self.released = threading.Event()
         self.held = False
         self.why: list[object | None] = [None] * self.nodes
@@ -137,13 +138,26 @@ class Attempt:
             self.finish()
 
     def next_steps(self, end: float) -> list[machine.Step]:
-        try:
-            event, why = self.events.get(timeout=max(0.0, end - time.monotonic()))
-        except queue.Empty:
-            raise self.failure() from None
+        """Feeds the next reply to the machine; waits for one (or a timer) if none is in."""
+        if self.ready:
+            event, why = self.ready.pop(0)
+            return self.feed(event, why)
+        now = time.monotonic()
+        if now >= end:
+            raise self.failure()
+        for when, node, round_ in [t for t in self.timers if t[0] <= now]:
+            self.timers.remove((when, node, round_))
+            if round_ == self.machine.round:
+                self.send_wait(node, round_)
+        wake = min([end, *(when for when, _, _ in self.timers)])
+        for pending, reply in self.waits.answers(wake - now):
+            self.ready.append(self.event(pending.node, pending.round, reply))
+        return []
+
+    def feed(self, event: machine.Event, why: object | None) -> list[machine.Step]:
         if isinstance(event, machine.Unavailable) and event.round == self.machine.round and why is not None:
-            if isinstance(why, NodeFailure):
-                self.ask_again(event.node, event.round)
+            if isinstance(why, NodeFailure):  # asked again after the retry pause, while the round lasts
+                self.timers.append((time.monotonic() + retry_pause(self.wait.rounds.opts), event.node, event.round))
             self.why[event.node] = why
         return self.machine.on(event)
 
@@ -153,7 +167,7 @@ class Attempt:
             self.lease_from = time.monotonic()
             self.why = [None] * self.nodes
             for node in step.nodes:
-                self.spawn(self.wait_on, node, step.round, 0.0)
+                self.send_wait(node, step.round)
         elif isinstance(step, machine.Fence):
             self.lease_from = time.monotonic()
             self.fence(step)
@@ -166,47 +180,32 @@ class Attempt:
             raise self.failure()
         return None
 
+    def send_wait(self, node: int, round_: int) -> None:
+        """ACQUIRE ... WAIT ... [TICKET] on `node` as the owner of `round_`."""
+        w = self.wait
+        left = max(0.0, w.deadline - time.monotonic())
+        request = cmd.wait(w.resource, round_owner(self.base, round_), w.ttl_ms, ms(left), w.ticket)
+        failure = self.waits.send(node, round_, request, left + w.rounds.opts.timeout)
+        if failure is not None:
+            self.ready.append((machine.Unavailable(node, round_), failure))
+
     def fence(self, step: machine.Fence) -> None:
-        """FENCE ... PX ttl on the granting nodes; the answers go through the queue."""
+        """FENCE ... PX ttl on the granting nodes; the answers are fed like the others."""
         w = self.wait
         fence = cmd.fence(w.resource, round_owner(self.base, step.round), step.token, w.ttl_ms)
         replies = w.rounds.nodes.fan_out([(n, fence) for n in step.nodes])
-        for node, reply in zip(step.nodes, replies, strict=False):
-            self.events.put((machine.Fenced(node, step.round, reply == 1), None))
+        for node, reply in zip(step.nodes, replies, strict=True):
+            self.ready.append((machine.Fenced(node, step.round, reply == 1), None))
 
-    def spawn(self, target: Callable[[int, int, float], None], node: int, round_: int, pause: float) -> None:
-        threading.Thread(target=target, args=(node, round_, pause), daemon=True).start()
-
-    def wait_on(self, node: int, round_: int, pause: float) -> None:
-        """ACQUIRE ... WAIT ... [TICKET] on `node` as the owner of `round_` (a thread)."""
-        if pause and self.over.wait(pause):
-            return
-        w = self.wait
-        left = max(0.0, w.deadline - time.monotonic())
-        owner = round_owner(self.base, round_)
-        request = cmd.wait(w.resource, owner, w.ttl_ms, ms(left), w.ticket)
-        reply = w.rounds.nodes.call_blocking(node, request, left + w.rounds.opts.timeout)
+    def event(self, node: int, round_: int, reply: object) -> tuple[machine.Event, object | None]:
+        """A wait's reply as the machine's event, and why it did not grant."""
         if isinstance(reply, int) and not isinstance(reply, bool) and reply > 0:
-            self.deliver(machine.Granted(node, round_, reply), None)
-        elif reply is None:
-            self.deliver(machine.Unavailable(node, round_), CONTENDED)
-        elif isinstance(reply, NodeFailure):
-            self.deliver(machine.Unavailable(node, round_), reply)
-        else:
-            failure = NodeFailure(w.rounds.nodes.names[node], f"unexpected reply {reply!r}")
-            self.deliver(machine.Unavailable(node, round_), failure)
-
-    def ask_again(self, node: int, round_: int) -> None:
-        """A node that could not be reached is asked again after the retry pause while the round
-        lasts, so a node that restarts comes back into it (same owner: keeps one place)."""
-        self.spawn(self.wait_on, node, round_, retry_pause(self.wait.rounds.opts))
-
-    def deliver(self, event: machine.Event, why: object | None) -> None:
-        with self.lock:
-            if not self.over.is_set():
-                self.events.put((event, why))
-                return
-        self.release_if_stale(event)
+            return machine.Granted(node, round_, reply), None
+        if reply is None:
+            return machine.Unavailable(node, round_), CONTENDED
+        if isinstance(reply, NodeFailure):
+            return machine.Unavailable(node, round_), reply
+        return machine.Unavailable(node, round_), unexpected(self.wait.rounds.nodes.names[node], reply)
 
     def release_if_stale(self, event: machine.Event) -> None:
         """A grant that came after the attempt ended: the holder's own (released with it) unless
@@ -218,14 +217,17 @@ class Attempt:
             self.wait.release(round_owner(self.base, event.round), [event.node])
 
     def finish(self) -> None:
-        """Ends the attempt: later replies are handled by their threads; without a hold the
-        round is withdrawn everywhere (its waits answer nil, its grants are freed)."""
-        with self.lock:
-            self.over.set()
+        """Ends the attempt. Without a hold the round is withdrawn everywhere (its waits answer
+        nil, its grants are freed); held, the waits still queued stay, so the other nodes too
+        grant the lock to its holder. Either way they are followed to their end and any grant
+        they bring back stale is released."""
         if not self.held:
             self.wait.release(round_owner(self.base, self.machine.round), list(range(self.nodes)))
-        while not self.events.empty():
-            self.release_if_stale(self.events.get_nowait()[0])
+        for event, _ in self.ready:
+            self.release_if_stale(event)
+        self.waits.drain_later(
+            lambda answer: self.release_if_stale(self.event(answer[0].node, answer[0].round, answer[1])[0])
+        )
 
     def failure(self) -> AttemptFailed:
         """No majority this round: too few reachable nodes is no quorum; else contended."""
