@@ -5,7 +5,7 @@ CARGO        ?= cargo
 MODULE       := target/release/libdlock.so
 REDIS_PORT   ?= 6379
 
-.PHONY: all deps build run test python-test model model-deep bench-waiters bench-handoff compat compat-servers chaos chaos-quick bench bench-quick bench-server cluster fmt lint clean
+.PHONY: all deps build run test model model-deep bench-waiters bench-handoff compat compat-servers chaos chaos-quick bench bench-quick bench-server cluster fmt lint clean
 
 all: build
 
@@ -47,6 +47,7 @@ test: build
 PYTHON  ?= python3
 PY_VENV := python/.venv
 
+.PHONY: python-test
 python-test: build
 	@$(PYTHON) -c 'import ensurepip, venv' >/dev/null 2>&1 || { \
 	  echo "installing: python3-venv"; \
