@@ -37,8 +37,29 @@ run: build
 # quick chaos suite.
 test: build
 	$(CARGO) test --release --workspace
+	$(MAKE) --no-print-directory python-test
 	$(MAKE) --no-print-directory model
 	$(MAKE) --no-print-directory chaos-quick
+
+# The Python client (python/): ruff, mypy --strict and pytest against real redis-server nodes
+# (and the Rust CLI, for interop), in a venv of its own, python/.venv. Installs python3-venv when
+# missing; needs PyPI, and fails loudly without it (CI must not skip this silently). ~1 min.
+PYTHON  ?= python3
+PY_VENV := python/.venv
+
+.PHONY: python-test
+python-test: build
+	@$(PYTHON) -c 'import ensurepip, venv' >/dev/null 2>&1 || { \
+	  echo "installing: python3-venv"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq python3-venv >/dev/null; }
+	@[ -x $(PY_VENV)/bin/pip ] || $(PYTHON) -m venv $(PY_VENV)
+	$(PY_VENV)/bin/pip install -q --disable-pip-version-check ./python -r python/requirements-test.txt \
+	  || { echo "python-test: pip install failed (PyPI unreachable?)" >&2; exit 1; }
+	rm -rf python/build
+	cd python && .venv/bin/ruff check src tests && .venv/bin/ruff format --check src tests
+	cd python && .venv/bin/mypy --strict src
+	cd python && .venv/bin/python -m pytest -q -p timeout --timeout 120
 
 # Model-checks the protocol (docs/protocol.md): bounded, about a minute on two cores.
 model: build

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make bench` / `make bench-quick`: installs the external contenders (node-redlock via npm,
-# pottery and python-redis-lock via pip) into bench/, then runs the benchmark driver. A
-# contender whose registry is unreachable is skipped with a notice, never silently.
+# pottery and python-redis-lock via pip, dlock's Python client from ./python) into bench/, then
+# runs the benchmark driver. A contender whose registry is unreachable is skipped with a notice,
+# never silently.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 if command -v npm >/dev/null 2>&1; then
@@ -16,5 +17,11 @@ fi
 if [ -x "$here/.venv/bin/pip" ]; then
   "$here/.venv/bin/pip" install -q -r "$here/harness/requirements.txt" >/dev/null 2>&1 \
     || { echo "bench: pip install of pottery/python-redis-lock failed (PyPI unreachable?): both skipped" >&2; rm -rf "$here/.venv"; }
+fi
+if [ -x "$here/.venv/bin/pip" ]; then
+  # dlock's own Python client, from this checkout (reinstalled each run: it follows the source).
+  "$here/.venv/bin/pip" install -q --force-reinstall --no-deps "$here/../python" >/dev/null 2>&1 \
+    || echo "bench: pip install of ./python failed: dlock (python) skipped" >&2
+  rm -rf "$here/../python/build"
 fi
 cd "$here/.." && cargo run --release -q -p dlock-bench --bin bench -- "$@"

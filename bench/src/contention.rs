@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use dlock_client::WaitMode;
 
 use crate::contenders::Contender;
-use crate::external::External;
+use crate::external::{External, PYTHON_CLIENT};
 use crate::{median, percentile, Named, Plan};
 
 /// Tasks (threads, for the externals) contending for the one resource.
@@ -202,6 +202,15 @@ impl ContentionTable {
                 verdict(ratio >= 2.0)
             );
         }
+        let named = |name: &str| self.rows.iter().find(|r| r.name == name);
+        if let (Some(python), Some(prl)) = (named(PYTHON_CLIENT), named("python-redis-lock")) {
+            let ratio = python.handoffs_per_s() / prl.handoffs_per_s();
+            let _ = writeln!(
+                md,
+                "| {PYTHON_CLIENT} contention handoffs/s >= 2x python-redis-lock, {label} | {ratio:.2}x | {} |",
+                verdict(ratio >= 2.0)
+            );
+        }
         if let Some(fairest) = highest(&ours, |r| -r.fairness()) {
             let fairness = fairest.fairness();
             let _ = writeln!(
@@ -246,6 +255,7 @@ mod tests {
                 row("dlock (other)", 500.0, vec![10.0, 10.0, 15.0]),
                 row("rslock", 300.0, vec![1.0, 1.0, 1.0]),
                 row("python-redis-lock", 400.0, vec![1.0]),
+                row(PYTHON_CLIENT, 600.0, vec![10.0, 10.0, 40.0]),
             ],
         };
         let goals = table.goals(2.0);
@@ -253,6 +263,9 @@ mod tests {
             "best other (python-redis-lock), 1 node | 2.25x (dlock (fencing on)) | met |"
         ));
         assert!(goals.contains("p99/p50 <= 2 (1 node) | 1.5 (dlock (other)) | met |"));
+        assert!(goals.contains(
+            "| dlock (python) contention handoffs/s >= 2x python-redis-lock, 1 node | 1.50x | missed |"
+        ));
         assert!(table.markdown().contains("1 ms, 1 node\n"));
     }
 }

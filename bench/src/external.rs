@@ -1,8 +1,12 @@
-//! node-redlock, pottery and python-redis-lock, driven through the harness scripts in
-//! bench/harness/. Each run is one process that measures itself and prints one JSON line.
+//! node-redlock, pottery, python-redis-lock and dlock's own Python client (python/), driven
+//! through the harness scripts in bench/harness/. Each run is one process that measures itself
+//! and prints one JSON line.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+/// dlock's Python client (python/, installed into bench/.venv by bench/run.sh).
+pub const PYTHON_CLIENT: &str = "dlock (python)";
 
 /// An installed external contender.
 #[derive(Clone, Debug)]
@@ -37,6 +41,7 @@ pub fn available() -> Vec<External> {
     for (name, module, script, single_node_only) in [
         ("pottery", "pottery", "pottery_bench.py", false),
         ("python-redis-lock", "redis_lock", "prl_bench.py", true),
+        (PYTHON_CLIENT, "dlock", "dlock_py_bench.py", false),
     ] {
         if python.exists() && venv_has(&venv, module) {
             found.push(External {

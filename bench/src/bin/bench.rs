@@ -9,7 +9,7 @@ use dlock_bench::cluster;
 use dlock_bench::contenders::Contender;
 use dlock_bench::contention::{contention, ContentionTable};
 use dlock_bench::expiry::{holder_dies, ExpiryTable};
-use dlock_bench::external::{self, External};
+use dlock_bench::external::{self, External, PYTHON_CLIENT};
 use dlock_bench::median;
 use dlock_bench::report::{latency_svg, LatencyTable, RateTable};
 use dlock_bench::{Named, Plan};
@@ -359,6 +359,13 @@ fn goals(s1: &LatencyTable, s2: &RateTable) -> String {
                 verdict(p50 >= 2.0 * on)
             );
         }
+    }
+    if let (Some(python), Some(pottery)) = (s1.p50(PYTHON_CLIENT), s1.p50("pottery")) {
+        md += &format!(
+            "| {PYTHON_CLIENT} p50 >= 3x faster than pottery (5 nodes) | {:.2}x | {} |\n",
+            pottery / python,
+            verdict(pottery >= 3.0 * python)
+        );
     }
     let ours = s2.median_of("dlock (fencing on)").unwrap_or(0.0);
     let best = ["rslock", "node-redlock", "pottery"]

@@ -1,0 +1,33 @@
+"""dlock: distributed locks with fencing tokens across Redis masters running the dlock module.
+
+    from dlock import LockManager
+    locks = LockManager(["redis://10.0.0.1:6379", "redis://10.0.0.2:6379", "redis://10.0.0.3:6379"])
+    with locks.lock("orders:42", ttl=10.0, wait=5.0) as lock:
+        storage.write(lock.token, data)
+
+The asyncio twin is `dlock.asyncio.LockManager`.
+"""
+
+from ._admin import LockInfo, NodeStatus
+from ._options import WaitMode
+from .errors import DlockError, LockContended, LockLost, LockTimeout, NodeFailure, NoQuorum, ValidityExpired
+from .lock import Lock
+from .manager import LockManager
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DlockError",
+    "Lock",
+    "LockContended",
+    "LockInfo",
+    "LockLost",
+    "LockManager",
+    "LockTimeout",
+    "NoQuorum",
+    "NodeFailure",
+    "NodeStatus",
+    "ValidityExpired",
+    "WaitMode",
+    "__version__",
+]

@@ -1,0 +1,173 @@
+"""The decisions of one fair acquisition across N nodes as a pure state machine
+(client/src/acquisition.rs, the machine the model checker explores): replies go in, the next
+steps come out. The sync and asyncio drivers feed it over the network.
+
+Round by round (docs/protocol.md section 5):
+1. Wait on every node with one ticket (ACQUIRE ... WAIT ... TICKET t), as owner `o:round`.
+2. With grants from a majority, commit their largest token with FENCE on the granting nodes.
+   A grant is tentative until committed; a smaller ticket may wound it meanwhile, and the node
+   then refuses the FENCE.
+3. Committed on a majority: held. Otherwise release everything of the round and wait again with
+   the same ticket (it keeps its place) under a new owner name.
+With one node there is nothing to commit: the grant is the lock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ._timing import quorum
+
+
+@dataclass(frozen=True)
+class Granted:
+    node: int
+    round: int
+    token: int
+
+
+@dataclass(frozen=True)
+class Unavailable:
+    """The wait ended without a grant (nil, error, timeout, node down)."""
+
+    node: int
+    round: int
+
+
+@dataclass(frozen=True)
+class Fenced:
+    node: int
+    round: int
+    committed: bool
+
+
+Event = Granted | Unavailable | Fenced
+
+
+@dataclass(frozen=True)
+class Wait:
+    round: int
+    nodes: list[int]
+
+
+@dataclass(frozen=True)
+class Fence:
+    round: int
+    token: int
+    nodes: list[int]
+
+
+@dataclass(frozen=True)
+class Release:
+    """RELEASE the owner of `round` on these nodes: frees its grants, withdraws its waits."""
+
+    round: int
+    nodes: list[int]
+
+
+@dataclass(frozen=True)
+class Held:
+    token: int
+
+
+@dataclass(frozen=True)
+class Failed:
+    """No majority is possible this round (too many nodes unavailable)."""
+
+
+Step = Wait | Fence | Release | Held | Failed
+
+
+class Acquisition:
+    """One acquisition, possibly over several rounds."""
+
+    def __init__(self, nodes: int) -> None:
+        self.nodes = nodes
+        self.round = 0
+        self.granted: list[int | None] = [None] * nodes
+        self.unavailable = [False] * nodes
+        self.phase = "waiting"  # waiting | committing | held | failed
+        self.token = 0
+        self.pending: list[bool] = []
+        self.committed: list[bool] = []
+
+    @staticmethod
+    def start(nodes: int) -> tuple[Acquisition, list[Step]]:
+        return Acquisition(nodes), [Wait(0, list(range(nodes)))]
+
+    def held(self) -> int | None:
+        return self.token if self.phase == "held" else None
+
+    def on(self, event: Event) -> list[Step]:
+        """Feeds one reply. Replies of earlier rounds are stale: ignored, except a grant, which
+        is released at once (it would otherwise hold the lock on that node until its TTL)."""
+        if event.node >= self.nodes:
+            return []
+        if event.round != self.round:
+            if isinstance(event, Granted) and event.round < self.round:
+                return [Release(event.round, [event.node])]
+            return []
+        if isinstance(event, Granted):
+            return self._on_granted(event.node, event.token)
+        if isinstance(event, Unavailable):
+            return self._on_unavailable(event.node)
+        return self._on_fenced(event.node, event.committed)
+
+    def _needed(self) -> int:
+        return quorum(self.nodes)
+
+    def _granted_nodes(self) -> list[int]:
+        return [n for n in range(self.nodes) if self.granted[n] is not None]
+
+    def _on_granted(self, node: int, token: int) -> list[Step]:
+        self.granted[node] = token
+        if self.phase != "waiting":
+            return []  # a late grant: released with everything else at the end
+        grants = self._granted_nodes()
+        if len(grants) < self._needed():
+            return []
+        top = max(t for t in self.granted if t is not None)
+        if self.nodes == 1:
+            return self._hold(top)
+        self.phase, self.token = "committing", top
+        self.pending = [n in grants for n in range(self.nodes)]
+        self.committed = [False] * self.nodes
+        return [Fence(self.round, top, grants)]
+
+    def _on_unavailable(self, node: int) -> list[Step]:
+        self.unavailable[node] = True
+        possible = self.unavailable.count(False)
+        if self.phase == "waiting" and possible < self._needed():
+            self.phase = "failed"
+            return [self._release_all(), Failed()]
+        return []
+
+    def _on_fenced(self, node: int, ok: bool) -> list[Step]:
+        if self.phase != "committing" or not self.pending[node]:
+            return []  # not committing, or a duplicate reply
+        self.pending[node] = False
+        self.committed[node] = ok
+        count = self.committed.count(True)
+        if count >= self._needed():
+            return self._hold(self.token)
+        if count + self.pending.count(True) < self._needed():
+            return self._next_round()
+        return []
+
+    def _hold(self, token: int) -> list[Step]:
+        """Held. Waits still queued on nodes that did not grant stay: a late grant there is the
+        holder's too, released with everything else at the end."""
+        self.phase, self.token = "held", token
+        return [Held(token)]
+
+    def _next_round(self) -> list[Step]:
+        """The commit missed a majority: release everything of this round, wait again."""
+        release = self._release_all()
+        self.round += 1
+        self.granted = [None] * self.nodes
+        self.unavailable = [False] * self.nodes
+        self.phase = "waiting"
+        return [release, Wait(self.round, list(range(self.nodes)))]
+
+    def _release_all(self) -> Release:
+        return Release(self.round, list(range(self.nodes)))

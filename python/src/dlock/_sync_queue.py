@@ -1,0 +1,237 @@
+"""`lock()` in queue mode over the sync transport (client/src/waiting.rs): the waiting happens on
+the nodes (DLOCK.ACQUIRE ... WAIT ... TICKET), driven by the machine of _acquisition.py.
+
+- One ticket per lock() call (wall-clock us); with one node no ticket (plain FIFO, and a grant
+  that is never committed must not be revocable).
+- Round r waits as owner `<base>:<r>`, each node's wait on a connection of its own, all read
+  as they answer from the caller's thread (_sync_waits.py).
+- The commit (FENCE ... PX ttl) starts the lease afresh: waiting does not eat it.
+- No majority possible (nodes down): release, pause, new attempt with the same ticket.
+- At the deadline, or when the caller is interrupted, the round is withdrawn everywhere
+  (RELEASE of its owner); waits still out end and any grant they bring back is released."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from . import _acquisition as machine
+from . import _commands as cmd
+from ._sync_nodes import NodeTimeout
+from ._sync_round import Grant, Rounds
+from ._sync_waits import Waits
+from ._timing import draw_ticket, ms, new_owner, quorum, retry_pause, round_owner, validity
+from ._verdicts import CONTENDED, EXPIRED, NO_QUORUM, AttemptFailed, unexpected
+from .errors import NodeFailure
+
+
+class Won:
+    """A lock won in queue mode: its owner, grant, and the flag to raise on release."""
+
+    def __init__(self, owner: str, grant: Grant, released: threading.Event) -> None:
+        self.owner, self.grant, self.released = owner, grant, released
+
+
+class QueueWait:
+    """One lock() call in queue mode."""
+
+    def __init__(self, rounds: Rounds, resource: str, ttl_ms: int, deadline: float) -> None:
+        self.rounds = rounds
+        self.resource = resource
+        self.ttl_ms = ttl_ms
+        self.deadline = deadline
+        self.ticket: int | None = draw_ticket() if rounds.size() > 1 else None
+
+    def acquire(self) -> tuple[Won | AttemptFailed, int]:
+        """Waits until held or the deadline: what it came to, and how many attempts it took."""
+        attempts = 0
+        opts = self.rounds.opts
+        while True:
+            attempts += 1
+            try:
+                if self.rounds.size() == 1:
+                    return self.single(new_owner()), attempts
+                return Attempt(self, new_owner()).run(), attempts
+            except AttemptFailed as failure:
+                pause = retry_pause(opts)
+                out_of_time = time.monotonic() + pause >= self.deadline
+                too_many = opts.retry_count is not None and attempts > opts.retry_count
+                if failure.kind == CONTENDED or out_of_time or too_many:
+                    return failure, attempts
+                time.sleep(pause)
+
+    def single(self, base: str) -> Won:
+        """One node: the machine comes down to "granted is held", so the wait runs in the
+        caller's thread (no thread hand-offs per grant). The client keeps the deadline itself:
+        a node notices blocked clients' timeouts only every 1/hz s. Without a grant the wait is
+        withdrawn (RELEASE: it also frees a grant whose reply was cut off at the deadline)."""
+        owner = round_owner(base, 0)
+        lease_from = time.monotonic()
+        left = self.deadline - lease_from
+        request = cmd.wait(self.resource, owner, self.ttl_ms, ms(left), None)
+        try:
+            reply = self.rounds.nodes.call_blocking(0, request, max(left, self.rounds.opts.timeout))
+        except BaseException:  # interrupted (Ctrl-C): withdraw the wait before going on
+            self.release(owner, [0])
+            raise
+        if isinstance(reply, int) and not isinstance(reply, bool) and reply > 0:
+            return self.check_lease(owner, reply, lease_from, threading.Event())
+        self.release(owner, [0])
+        if reply is None or (isinstance(reply, NodeTimeout) and time.monotonic() >= self.deadline):
+            raise AttemptFailed(CONTENDED)  # others held it until the deadline
+        failure = reply if isinstance(reply, NodeFailure) else unexpected(self.rounds.nodes.names[0], reply)
+        raise AttemptFailed(NO_QUORUM, [failure])
+
+    def release(self, owner: str, nodes: list[int]) -> None:
+        release = cmd.release(self.resource, owner)
+        self.rounds.nodes.fan_out([(n, release) for n in nodes])
+
+    def check_lease(self, owner: str, token: int, lease_from: float, released: threading.Event) -> Won:
+        """Held: validity counts from the request that last set the TTL. With one node that is
+        the wait itself, whose grant may have come long after it was sent: then the TTL is renewed
+        once, and validity counts from the renewal."""
+        opts, single = self.rounds.opts, self.rounds.size() == 1
+        left = validity(self.ttl_ms, lease_from, time.monotonic(), opts)
+        if left is not None and (not single or left * 2000 >= self.ttl_ms):
+            return Won(owner, Grant(token, time.monotonic() + left), released)
+        if single:
+            renewed_from = time.monotonic()
+            reply = self.rounds.nodes.fan_out([(0, cmd.extend(self.resource, owner, self.ttl_ms))])[0]
+            left = validity(self.ttl_ms, renewed_from, time.monotonic(), opts)
+            if reply == 1 and left is not None:
+                return Won(owner, Grant(token, time.monotonic() + left), released)
+        released.set()
+        self.release(owner, list(range(self.rounds.size())))
+        raise AttemptFailed(EXPIRED)
+
+
+class Attempt:
+    """One attempt: rounds of wait and commit until held, impossible, or the deadline. Runs in
+    the caller's thread: waits are read as they answer (_sync_waits.py); only those still out
+    when the attempt ends are followed by a thread."""
+
+    def __init__(self, wait: QueueWait, base: str) -> None:
+        self.wait = wait
+        self.base = base
+        self.nodes = wait.rounds.size()
+        self.machine, self.steps = machine.Acquisition.start(self.nodes)
+        self.waits = Waits(wait.rounds.nodes)
+        self.ready: list[tuple[machine.Event, object | None]] = []  # replies not fed yet
+        self.timers: list[tuple[float, int, int]] = []  # (when, node, round): waits to ask again
+        self.released = threading.Event()
+        self.held = False
+        self.why: list[object | None] = [None] * self.nodes
+        self.lease_from = time.monotonic()
+
+    def run(self) -> Won:
+        timeout = self.wait.rounds.opts.timeout
+        end = max(self.wait.deadline, time.monotonic() + timeout)  # a zero wait still asks once
+        try:
+            while True:
+                for step in self.steps:
+                    token = self.perform(step)
+                    if token is not None:
+                        owner = round_owner(self.base, self.machine.round)
+                        return self.wait.check_lease(owner, token, self.lease_from, self.released)
+                self.steps = self.next_steps(end)
+        finally:
+            self.finish()
+
+    def next_steps(self, end: float) -> list[machine.Step]:
+        """Feeds the next reply to the machine; waits for one (or a timer) if none is in."""
+        if self.ready:
+            event, why = self.ready.pop(0)
+            return self.feed(event, why)
+        now = time.monotonic()
+        if now >= end:
+            raise self.failure()
+        for when, node, round_ in [t for t in self.timers if t[0] <= now]:
+            self.timers.remove((when, node, round_))
+            if round_ == self.machine.round:
+                self.send_wait(node, round_)
+        wake = min([end, *(when for when, _, _ in self.timers)])
+        for pending, reply in self.waits.answers(wake - now):
+            self.ready.append(self.event(pending.node, pending.round, reply))
+        return []
+
+    def feed(self, event: machine.Event, why: object | None) -> list[machine.Step]:
+        if isinstance(event, machine.Unavailable) and event.round == self.machine.round and why is not None:
+            if isinstance(why, NodeFailure):  # asked again after the retry pause, while the round lasts
+                self.timers.append((time.monotonic() + retry_pause(self.wait.rounds.opts), event.node, event.round))
+            self.why[event.node] = why
+        return self.machine.on(event)
+
+    def perform(self, step: machine.Step) -> int | None:
+        """Does what `step` asks; the token once held."""
+        if isinstance(step, machine.Wait):
+            self.lease_from = time.monotonic()
+            self.why = [None] * self.nodes
+            for node in step.nodes:
+                self.send_wait(node, step.round)
+        elif isinstance(step, machine.Fence):
+            self.lease_from = time.monotonic()
+            self.fence(step)
+        elif isinstance(step, machine.Release):
+            self.wait.release(round_owner(self.base, step.round), step.nodes)
+        elif isinstance(step, machine.Held):
+            self.held = True
+            return step.token
+        else:
+            raise self.failure()
+        return None
+
+    def send_wait(self, node: int, round_: int) -> None:
+        """ACQUIRE ... WAIT ... [TICKET] on `node` as the owner of `round_`."""
+        w = self.wait
+        left = max(0.0, w.deadline - time.monotonic())
+        request = cmd.wait(w.resource, round_owner(self.base, round_), w.ttl_ms, ms(left), w.ticket)
+        failure = self.waits.send(node, round_, request, left + w.rounds.opts.timeout)
+        if failure is not None:
+            self.ready.append((machine.Unavailable(node, round_), failure))
+
+    def fence(self, step: machine.Fence) -> None:
+        """FENCE ... PX ttl on the granting nodes; the answers are fed like the others."""
+        w = self.wait
+        fence = cmd.fence(w.resource, round_owner(self.base, step.round), step.token, w.ttl_ms)
+        replies = w.rounds.nodes.fan_out([(n, fence) for n in step.nodes])
+        for node, reply in zip(step.nodes, replies, strict=True):
+            self.ready.append((machine.Fenced(node, step.round, reply == 1), None))
+
+    def event(self, node: int, round_: int, reply: object) -> tuple[machine.Event, object | None]:
+        """A wait's reply as the machine's event, and why it did not grant."""
+        if isinstance(reply, int) and not isinstance(reply, bool) and reply > 0:
+            return machine.Granted(node, round_, reply), None
+        if reply is None:
+            return machine.Unavailable(node, round_), CONTENDED
+        if isinstance(reply, NodeFailure):
+            return machine.Unavailable(node, round_), reply
+        return machine.Unavailable(node, round_), unexpected(self.wait.rounds.nodes.names[node], reply)
+
+    def release_if_stale(self, event: machine.Event) -> None:
+        """A grant that came after the attempt ended: the holder's own (released with it) unless
+        the holder has released, the round is an old one, or the attempt did not hold."""
+        if not isinstance(event, machine.Granted):
+            return
+        current = self.held and event.round == self.machine.round and not self.released.is_set()
+        if not current:
+            self.wait.release(round_owner(self.base, event.round), [event.node])
+
+    def finish(self) -> None:
+        """Ends the attempt. Without a hold the round is withdrawn everywhere (its waits answer
+        nil, its grants are freed); held, the waits still queued stay, so the other nodes too
+        grant the lock to its holder. Either way they are followed to their end and any grant
+        they bring back stale is released."""
+        if not self.held:
+            self.wait.release(round_owner(self.base, self.machine.round), list(range(self.nodes)))
+        for event, _ in self.ready:
+            self.release_if_stale(event)
+        self.waits.drain_later(
+            lambda answer: self.release_if_stale(self.event(answer[0].node, answer[0].round, answer[1])[0])
+        )
+
+    def failure(self) -> AttemptFailed:
+        """No majority this round: too few reachable nodes is no quorum; else contended."""
+        failures = [why for why in self.why if isinstance(why, NodeFailure)]
+        if self.nodes - len(failures) >= quorum(self.nodes):
+            return AttemptFailed(CONTENDED)
+        return AttemptFailed(NO_QUORUM, failures)

@@ -1,0 +1,89 @@
+"""The Redlock rounds for one lock over the sync transport (client/src/round.rs): parallel
+fan-out, majority, validity, and the two-phase quorum fencing commit."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from . import _commands as cmd
+from ._options import Options
+from ._sync_nodes import Nodes
+from ._timing import quorum, validity
+from ._verdicts import (
+    EXPIRED,
+    AttemptFailed,
+    Count,
+    Tally,
+    commit_verdict,
+    fence_failures,
+    majority_token,
+    nodes_worth_asking_again,
+    vote,
+)
+
+
+@dataclass(frozen=True)
+class Grant:
+    """A successful acquisition: its token and until when (monotonic) it is safe to use."""
+
+    token: int
+    valid_until: float
+
+
+class Rounds:
+    """What a manager and its locks share: the nodes and the options."""
+
+    def __init__(self, nodes: Nodes, opts: Options) -> None:
+        self.nodes = nodes
+        self.opts = opts
+
+    def size(self) -> int:
+        return len(self.nodes)
+
+    def acquire(self, resource: str, owner: str, ttl_ms: int) -> Grant:
+        """One attempt on all nodes; on failure everything granted is released."""
+        started = time.monotonic()
+        request = cmd.acquire(resource, owner, ttl_ms)
+        names = self.nodes.names
+        votes = [vote(names[n], r) for n, r in enumerate(self.nodes.everywhere(request))]
+        again = nodes_worth_asking_again(votes)
+        if again:
+            for node, reply in zip(again, self.nodes.fan_out([(n, request) for n in again]), strict=False):
+                votes[node] = vote(names[node], reply)
+        try:
+            return self._conclude(resource, owner, ttl_ms, started, Count.of(votes))
+        except AttemptFailed:
+            self.release(resource, owner)
+            raise
+
+    def _conclude(self, resource: str, owner: str, ttl_ms: int, started: float, count: Count) -> Grant:
+        """Phase 1's verdict, then (with fencing and more than one node) phase 2, then validity."""
+        token = majority_token(self.size(), count)
+        if self.opts.fencing and self.size() > 1:
+            if validity(ttl_ms, started, time.monotonic(), self.opts) is None:
+                raise AttemptFailed(EXPIRED)
+            fence = cmd.fence(resource, owner, token)
+            replies = self.nodes.fan_out([(n, fence) for n, _ in count.grants])
+            refused = fence_failures(self.nodes.names, count.grants, replies)
+            valid = validity(ttl_ms, started, time.monotonic(), self.opts) is not None
+            commit_verdict(self.size(), count, refused, valid)
+        now = time.monotonic()
+        left = validity(ttl_ms, started, now, self.opts)
+        if left is None:
+            raise AttemptFailed(EXPIRED)
+        return Grant(token, now + left)
+
+    def release(self, resource: str, owner: str) -> Tally:
+        """RELEASE on every node (a grant whose reply was lost is still a grant)."""
+        return Tally.of(self.nodes.everywhere(cmd.release(resource, owner)))
+
+    def extend(self, resource: str, owner: str, ttl_ms: int) -> float | Tally:
+        """The new deadline if a majority extended within the new validity, else the tally."""
+        started = time.monotonic()
+        tally = Tally.of(self.nodes.everywhere(cmd.extend(resource, owner, ttl_ms)))
+        now = time.monotonic()
+        left = validity(ttl_ms, started, now, self.opts)
+        if left is not None and tally.done >= quorum(self.size()):
+            return now + left
+        return tally

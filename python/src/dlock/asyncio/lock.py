@@ -1,0 +1,151 @@
+"""A held lock and its watchdog, asyncio flavour: the twin of dlock.lock.Lock."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from types import TracebackType
+
+from .._options import check_ttl
+from .._sync_round import Grant
+from .._timing import quorum
+from ..errors import DlockError, LockLost
+from ._round import Rounds, in_background
+
+
+class Lock:
+    """A lock held on a majority. `async with` it (released on exit, even when the block is
+    cancelled), or `await lock.release()`."""
+
+    def __init__(
+        self,
+        rounds: Rounds,
+        resource: str,
+        owner: str,
+        ttl_ms: int,
+        grant: Grant,
+        on_release: asyncio.Event | None = None,
+    ) -> None:
+        self._rounds = rounds
+        self._resource = resource
+        self._owner = owner
+        self._ttl_ms = ttl_ms
+        self._token = grant.token
+        self._valid_until = grant.valid_until
+        self._acquired_at = time.monotonic()
+        self._on_release = on_release
+        self._released = False
+        self._lost = asyncio.Event()
+        self._watchdog: asyncio.Task[None] | None = None
+
+    @property
+    def token(self) -> int:
+        """The fencing token: the protected resource must reject lower ones."""
+        return self._token
+
+    @property
+    def owner(self) -> str:
+        return self._owner
+
+    @property
+    def resource(self) -> str:
+        return self._resource
+
+    @property
+    def validity(self) -> float:
+        """Seconds left before the lock may be held by someone else (0 when over)."""
+        return max(0.0, self._valid_until - time.monotonic())
+
+    @property
+    def lost(self) -> asyncio.Event:
+        """Set by the watchdog when the lock is lost or `max_hold` is reached."""
+        return self._lost
+
+    async def extend(self, ttl: float | None = None) -> None:
+        """As dlock.Lock.extend: NoQuorum when too few answered, LockLost when not extended."""
+        ttl_ms = self._ttl_ms if ttl is None else check_ttl(ttl)
+        result = await self._rounds.extend(self._resource, self._owner, ttl_ms)
+        if isinstance(result, float):
+            self._valid_until = result
+            return
+        raise result.extend_error(self._resource, self._rounds.size())
+
+    async def release(self) -> None:
+        """Releases on all nodes; a cancellation meanwhile does not stop the RELEASE going out.
+        Raises NoQuorum naming the nodes if fewer than a majority answered."""
+        if self._released:
+            return
+        self._released = True
+        await self.stop_watchdog()
+        if self._on_release is not None:
+            self._on_release.set()
+        rounds = self._rounds
+        task = in_background(rounds.release(self._resource, self._owner))
+        try:
+            tally = await asyncio.shield(task)
+        except asyncio.CancelledError:
+            await task  # cancelled while releasing: the RELEASE still completes (per-node timeout)
+            raise
+        if tally.answered() < quorum(rounds.size()):
+            raise tally.no_quorum(self._resource, rounds.size())
+
+    def detach(self) -> tuple[str, int, float]:
+        """As dlock.Lock.detach: (owner, token, validity); the watchdog, if any, is cancelled."""
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            self._watchdog = None
+        self._released = True
+        return self._owner, self._token, self.validity
+
+    def start_watchdog(self) -> None:
+        """Extends every `extend_interval` (default ttl/3) in a task; on the first failed
+        extension, validity running out, or `max_hold`, it stops and sets `lost`."""
+        if self._watchdog is None and not self._released:
+            self._watchdog = asyncio.ensure_future(self._keep_extended())
+
+    async def stop_watchdog(self) -> bool:
+        """Stops the watchdog; True if the lock was lost before that."""
+        task, self._watchdog = self._watchdog, None
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        return self._lost.is_set()
+
+    async def _keep_extended(self) -> None:
+        opts = self._rounds.opts
+        interval = max(opts.extend_interval or self._ttl_ms / 3000, 0.001)
+        hold_until = None if opts.max_hold is None else self._acquired_at + opts.max_hold
+        while True:
+            next_at = min(time.monotonic() + interval, self._valid_until)
+            if hold_until is not None:
+                next_at = min(next_at, hold_until)
+            await asyncio.sleep(max(0.0, next_at - time.monotonic()))
+            now = time.monotonic()
+            if now >= self._valid_until or (hold_until is not None and now >= hold_until):
+                break
+            result = await self._rounds.extend(self._resource, self._owner, self._ttl_ms)
+            if not isinstance(result, float):
+                break
+            self._valid_until = result
+        self._lost.set()
+
+    async def __aenter__(self) -> Lock:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        """Releases; raises LockLost if the lock was lost while the block ran (unless the block
+        raised something itself)."""
+        lost = await self.stop_watchdog()
+        with contextlib.suppress(DlockError):  # as with_lock in Rust: it runs out at its TTL
+            await self.release()
+        if lost and kind is None:
+            raise LockLost(self._resource)
+
+    def __repr__(self) -> str:
+        return (
+            f"Lock(resource={self._resource!r}, owner={self._owner!r}, token={self._token}, "
+            f"validity={self.validity:.3f})"
+        )

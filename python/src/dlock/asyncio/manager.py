@@ -1,0 +1,175 @@
+"""LockManager, asyncio flavour: the same shape as dlock.LockManager, awaitable."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
+from types import TracebackType
+from typing import Any, TypeVar
+
+from .. import _commands as cmd
+from .._admin import NodeStatus, node_status
+from .._options import Options, WaitMode, check_nodes, check_owner, check_resource, check_ttl, check_wait
+from .._timing import new_owner, quorum, retry_pause
+from .._verdicts import AttemptFailed
+from ._nodes import Nodes
+from ._queue import QueueWait
+from ._round import Rounds
+from .lock import Lock
+
+T = TypeVar("T")
+
+
+class PendingLock:
+    """What `lock()` / `try_lock()` return: await it for a Lock, or `async with` it (acquired
+    on entry, released on exit). Arguments were already checked when it was made."""
+
+    def __init__(self, acquire: Callable[[], Coroutine[Any, Any, Lock]]) -> None:
+        self._acquire = acquire
+        self._lock: Lock | None = None
+
+    def __await__(self) -> Generator[Any, None, Lock]:
+        return self._acquire().__await__()
+
+    async def __aenter__(self) -> Lock:
+        self._lock = await self._acquire()
+        return self._lock
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        assert self._lock is not None
+        await self._lock.__aexit__(kind, error, trace)
+
+
+class LockManager:
+    """Holds the nodes and options; hands out locks. Use it within one event loop; connects
+    lazily. The options are those of dlock.LockManager."""
+
+    def __init__(
+        self,
+        nodes: Sequence[str],
+        *,
+        timeout: float = 0.050,
+        retry_count: int | None = None,
+        retry_delay: float = 0.025,
+        retry_jitter: float = 0.025,
+        drift_factor: float = 0.01,
+        drift_constant: float = 0.002,
+        fencing: bool = True,
+        wait_mode: WaitMode = "queue",
+        max_hold: float | None = None,
+        extend_interval: float | None = None,
+    ) -> None:
+        urls = check_nodes(nodes)
+        self.options = Options(
+            timeout,
+            retry_count,
+            retry_delay,
+            retry_jitter,
+            drift_factor,
+            drift_constant,
+            fencing,
+            wait_mode,
+            max_hold,
+            extend_interval,
+        )
+        self._rounds = Rounds(Nodes(urls, timeout), self.options)
+
+    @property
+    def nodes(self) -> list[str]:
+        return list(self._rounds.nodes.names)
+
+    def try_lock(self, resource: str, ttl: float = 10.0, *, watchdog: bool = False) -> PendingLock:
+        """One attempt with a fresh owner. Raises LockContended, NoQuorum or ValidityExpired."""
+        resource, ttl_ms = check_resource(resource), check_ttl(ttl)
+        return PendingLock(lambda: self._try_lock(resource, ttl_ms, watchdog))
+
+    def lock(self, resource: str, ttl: float = 10.0, wait: float = 30.0, *, watchdog: bool = False) -> PendingLock:
+        """Waits up to `wait` seconds (queued on the nodes by default). Raises LockTimeout,
+        NoQuorum or ValidityExpired. Cancelling it while it waits withdraws the wait."""
+        resource, ttl_ms, wait = check_resource(resource), check_ttl(ttl), check_wait(wait)
+        return PendingLock(lambda: self._lock(resource, ttl_ms, wait, watchdog))
+
+    async def with_lock(
+        self, resource: str, work: Callable[[Lock], Awaitable[T]], ttl: float = 10.0, wait: float = 30.0
+    ) -> T:
+        """Awaits `work(lock)` while a watchdog keeps the lock extended, then releases it; raises
+        LockLost instead of returning if the lock was lost meanwhile."""
+        async with self.lock(resource, ttl, wait, watchdog=True) as lock:
+            return await work(lock)
+
+    async def _try_lock(self, resource: str, ttl_ms: int, watchdog: bool) -> Lock:
+        owner = new_owner()
+        try:
+            grant = await self._rounds.acquire(resource, owner, ttl_ms)
+        except AttemptFailed as failure:
+            raise failure.to_error(resource, self._rounds.size(), 1, waited=False) from None
+        return self._held(Lock(self._rounds, resource, owner, ttl_ms, grant), watchdog)
+
+    async def _lock(self, resource: str, ttl_ms: int, wait: float, watchdog: bool) -> Lock:
+        deadline = time.monotonic() + wait
+        if self._queues():
+            won, attempts = await QueueWait(self._rounds, resource, ttl_ms, deadline).acquire()
+            if isinstance(won, AttemptFailed):
+                raise won.to_error(resource, self._rounds.size(), attempts, waited=True)
+            lock = Lock(self._rounds, resource, won.owner, ttl_ms, won.grant, won.released)
+            return self._held(lock, watchdog)
+        return self._held(await self._lock_retrying(resource, ttl_ms, deadline), watchdog)
+
+    async def status(self, resource: str) -> list[NodeStatus]:
+        """DLOCK.STATUS on every node: each node's view (held, free, or why unreachable)."""
+        resource = check_resource(resource)
+        replies = await self._rounds.nodes.everywhere(cmd.status(resource))
+        return [node_status(name, r) for name, r in zip(self.nodes, replies, strict=True)]
+
+    async def release_owner(self, resource: str, owner: str) -> int:
+        """As dlock.LockManager.release_owner: how many nodes released it."""
+        resource, owner = check_resource(resource), check_owner(owner)
+        tally = await self._rounds.release(resource, owner)
+        if tally.answered() < quorum(self._rounds.size()):
+            raise tally.no_quorum(resource, self._rounds.size())
+        return tally.done
+
+    async def extend_owner(self, resource: str, owner: str, ttl: float) -> float:
+        """As dlock.LockManager.extend_owner: the new validity in seconds."""
+        resource, owner, ttl_ms = check_resource(resource), check_owner(owner), check_ttl(ttl)
+        result = await self._rounds.extend(resource, owner, ttl_ms)
+        if isinstance(result, float):
+            return max(0.0, result - time.monotonic())
+        raise result.extend_error(resource, self._rounds.size())
+
+    def _queues(self) -> bool:
+        return self.options.wait_mode == "queue" and (self._rounds.size() == 1 or self.options.fencing)
+
+    async def _lock_retrying(self, resource: str, ttl_ms: int, deadline: float) -> Lock:
+        owner = new_owner()
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                grant = await self._rounds.acquire(resource, owner, ttl_ms)
+                return Lock(self._rounds, resource, owner, ttl_ms, grant)
+            except AttemptFailed as failure:
+                pause = retry_pause(self.options)
+                count = self.options.retry_count
+                if time.monotonic() + pause > deadline or (count is not None and attempts > count):
+                    raise failure.to_error(resource, self._rounds.size(), attempts, waited=True) from None
+                await asyncio.sleep(pause)
+
+    def _held(self, lock: Lock, watchdog: bool) -> Lock:
+        if watchdog:
+            lock.start_watchdog()
+        return lock
+
+    async def close(self) -> None:
+        await self._rounds.nodes.close()
+
+    async def __aenter__(self) -> LockManager:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        await self.close()

@@ -1,0 +1,62 @@
+"""What can go wrong, as exception classes a caller can act on (the Rust crate's `Error`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class NodeFailure:
+    """Why one node did not count towards a quorum: its URL and what went wrong."""
+
+    node: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.node}: {self.reason}"
+
+
+class DlockError(Exception):
+    """Base class of every error the client raises about a lock (not about bad arguments)."""
+
+    def __init__(self, resource: str, message: str) -> None:
+        super().__init__(message)
+        self.resource = resource
+
+
+class LockContended(DlockError):
+    """Held by another owner on a majority: `try_lock` got no majority, or `lock` ran out of
+    `wait` (then the subclass `LockTimeout`). `attempts`: attempts made."""
+
+    def __init__(self, resource: str, attempts: int = 1) -> None:
+        super().__init__(resource, f"lock {resource!r} is held by another owner ({attempts} attempts)")
+        self.attempts = attempts
+
+
+class LockTimeout(LockContended, TimeoutError):
+    """`lock` waited the whole `wait` and the lock stayed held by others."""
+
+
+class NoQuorum(DlockError):
+    """Too few nodes answered usefully; `failures` names each node that failed and why."""
+
+    def __init__(self, resource: str, needed: int, failures: list[NodeFailure]) -> None:
+        listed = ", ".join(str(f) for f in failures)
+        super().__init__(resource, f"no quorum for {resource!r} (needed {needed} nodes); failed: {listed}")
+        self.needed = needed
+        self.failures = failures
+
+
+class ValidityExpired(DlockError):
+    """A majority granted, but the time spent left no validity (slow nodes, tiny TTL)."""
+
+    def __init__(self, resource: str) -> None:
+        super().__init__(resource, f"lock {resource!r} was granted but its validity ran out during acquisition")
+
+
+class LockLost(DlockError):
+    """The lock is no longer held on a majority (extension refused, validity ran out, or the
+    watchdog stopped at `max_hold`)."""
+
+    def __init__(self, resource: str) -> None:
+        super().__init__(resource, f"lock {resource!r} was lost (no longer held on a majority)")

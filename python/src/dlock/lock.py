@@ -1,0 +1,169 @@
+"""A held lock (the Rust crate's LockGuard) and its watchdog, sync flavour."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from types import TracebackType
+
+from ._options import check_ttl
+from ._sync_round import Grant, Rounds
+from .errors import DlockError, LockLost
+
+
+class Lock:
+    """A lock held on a majority. Use it as a context manager (released on exit), or call
+    `release()`. `token` is the fencing token to hand to the protected resource."""
+
+    def __init__(
+        self,
+        rounds: Rounds,
+        resource: str,
+        owner: str,
+        ttl_ms: int,
+        grant: Grant,
+        on_release: threading.Event | None = None,
+    ) -> None:
+        self._rounds = rounds
+        self._resource = resource
+        self._owner = owner
+        self._ttl_ms = ttl_ms
+        self._token = grant.token
+        self._valid_until = grant.valid_until
+        self._acquired_at = time.monotonic()
+        self._on_release = on_release
+        self._released = False
+        self._lost = threading.Event()
+        self._watchdog: _Watchdog | None = None
+
+    @property
+    def token(self) -> int:
+        """The fencing token: the protected resource must reject any token lower than the
+        highest it has seen."""
+        return self._token
+
+    @property
+    def owner(self) -> str:
+        return self._owner
+
+    @property
+    def resource(self) -> str:
+        return self._resource
+
+    @property
+    def validity(self) -> float:
+        """Seconds left before the lock may be held by someone else (0 when over)."""
+        return max(0.0, self._valid_until - time.monotonic())
+
+    @property
+    def lost(self) -> threading.Event:
+        """Set by the watchdog when the lock is lost or `max_hold` is reached."""
+        return self._lost
+
+    def extend(self, ttl: float | None = None) -> None:
+        """Resets the TTL (default: the one acquired with) on all nodes. Raises NoQuorum when too
+        few nodes answered, LockLost when a majority answered and did not extend; either way
+        `validity` still counts down from the last success."""
+        ttl_ms = self._ttl_ms if ttl is None else check_ttl(ttl)
+        result = self._rounds.extend(self._resource, self._owner, ttl_ms)
+        if isinstance(result, float):
+            self._valid_until = result
+            return
+        raise result.extend_error(self._resource, self._rounds.size())
+
+    def release(self) -> None:
+        """Releases on all nodes (a second call does nothing). Raises NoQuorum naming the nodes
+        if fewer than a majority answered: the lock then lingers there until its TTL."""
+        if self._released:
+            return
+        self._released = True
+        self.stop_watchdog()
+        if self._on_release is not None:
+            self._on_release.set()  # waits still out now know a grant they get is stale
+        tally = self._rounds.release(self._resource, self._owner)
+        if tally.answered() < self._rounds.size() // 2 + 1:
+            raise tally.no_quorum(self._resource, self._rounds.size())
+
+    def detach(self) -> tuple[str, int, float]:
+        """Keeps the lock held with nobody here to release it (no release on exit): for handing
+        it to another process, which acts by owner name (`release_owner`, `extend_owner`).
+        Returns (owner, token, validity)."""
+        self.stop_watchdog()
+        self._released = True
+        return self._owner, self._token, self.validity
+
+    def start_watchdog(self) -> None:
+        """Extends every `extend_interval` (default ttl/3) until released; on the first failed
+        extension, validity running out, or `max_hold` after acquisition, it stops and sets
+        `lost`."""
+        if self._watchdog is None and not self._released:
+            opts = self._rounds.opts
+            interval = opts.extend_interval or self._ttl_ms / 3000
+            hold_until = None if opts.max_hold is None else self._acquired_at + opts.max_hold
+            self._watchdog = _Watchdog(self, max(interval, 0.001), hold_until)
+
+    def stop_watchdog(self) -> bool:
+        """Stops the watchdog; True if the lock was lost before that."""
+        if self._watchdog is not None:
+            self._watchdog.stop()
+        return self._lost.is_set()
+
+    def __enter__(self) -> Lock:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        """Releases; raises LockLost if the watchdog saw the lock lost while the block ran
+        (unless the block raised something itself)."""
+        lost = self.stop_watchdog()
+        with contextlib.suppress(DlockError):  # as with_lock in Rust: it runs out at its TTL
+            self.release()
+        if lost and kind is None:
+            raise LockLost(self._resource)
+
+    def __repr__(self) -> str:
+        return (
+            f"Lock(resource={self._resource!r}, owner={self._owner!r}, token={self._token}, "
+            f"validity={self.validity:.3f})"
+        )
+
+
+class _Watchdog:
+    """The extension loop, in a daemon thread."""
+
+    def __init__(self, lock: Lock, interval: float, hold_until: float | None) -> None:
+        self.lock = lock
+        self.interval = interval
+        self.hold_until = hold_until
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self.run, name=f"dlock-watchdog-{lock.resource}", daemon=True)
+        self.thread.start()
+
+    def run(self) -> None:
+        lock = self.lock
+        while True:
+            next_at = min(time.monotonic() + self.interval, lock._valid_until)
+            if self.hold_until is not None:
+                next_at = min(next_at, self.hold_until)
+            if self.stopping.wait(max(0.0, next_at - time.monotonic())):
+                return
+            now = time.monotonic()
+            capped = self.hold_until is not None and now >= self.hold_until
+            if now >= lock._valid_until or capped or not self.extended():
+                lock._lost.set()
+                return
+
+    def extended(self) -> bool:
+        lock = self.lock
+        result = lock._rounds.extend(lock.resource, lock.owner, lock._ttl_ms)
+        if isinstance(result, float):
+            lock._valid_until = result
+            return True
+        return False
+
+    def stop(self) -> None:
+        self.stopping.set()
+        if threading.current_thread() is not self.thread:
+            self.thread.join()

@@ -1,0 +1,155 @@
+"""LockManager, sync flavour: Redlock across N masters running the dlock module, with quorum
+fencing tokens (the Rust crate's `dlock_client::LockManager`)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from types import TracebackType
+from typing import TypeVar
+
+from . import _commands as cmd
+from ._admin import NodeStatus, node_status
+from ._options import Options, WaitMode, check_nodes, check_owner, check_resource, check_ttl, check_wait
+from ._sync_nodes import Nodes
+from ._sync_queue import QueueWait
+from ._sync_round import Rounds
+from ._timing import new_owner, quorum, retry_pause
+from ._verdicts import AttemptFailed
+from .errors import LockLost
+from .lock import Lock
+
+T = TypeVar("T")
+
+
+class LockManager:
+    """Holds the nodes and options; hands out locks. Thread-safe; connects lazily, so nodes
+    may be down now and come up later. Defaults as in docs/python.md."""
+
+    def __init__(
+        self,
+        nodes: Sequence[str],
+        *,
+        timeout: float = 0.050,
+        retry_count: int | None = None,
+        retry_delay: float = 0.025,
+        retry_jitter: float = 0.025,
+        drift_factor: float = 0.01,
+        drift_constant: float = 0.002,
+        fencing: bool = True,
+        wait_mode: WaitMode = "queue",
+        max_hold: float | None = None,
+        extend_interval: float | None = None,
+    ) -> None:
+        urls = check_nodes(nodes)
+        self.options = Options(
+            timeout,
+            retry_count,
+            retry_delay,
+            retry_jitter,
+            drift_factor,
+            drift_constant,
+            fencing,
+            wait_mode,
+            max_hold,
+            extend_interval,
+        )
+        self._rounds = Rounds(Nodes(urls, timeout), self.options)
+
+    @property
+    def nodes(self) -> list[str]:
+        return list(self._rounds.nodes.names)
+
+    def try_lock(self, resource: str, ttl: float = 10.0, *, watchdog: bool = False) -> Lock:
+        """One attempt with a fresh owner. Raises LockContended, NoQuorum or ValidityExpired."""
+        resource, ttl_ms = check_resource(resource), check_ttl(ttl)
+        owner = new_owner()
+        try:
+            grant = self._rounds.acquire(resource, owner, ttl_ms)
+        except AttemptFailed as failure:
+            raise failure.to_error(resource, self._rounds.size(), 1, waited=False) from None
+        return self._held(Lock(self._rounds, resource, owner, ttl_ms, grant), watchdog)
+
+    def lock(self, resource: str, ttl: float = 10.0, wait: float = 30.0, *, watchdog: bool = False) -> Lock:
+        """Waits up to `wait` seconds: queued on the nodes in ticket order (wait_mode "queue",
+        the default), or retrying with delay + jitter ("retry"). Raises LockTimeout (a
+        LockContended) when others held it throughout, NoQuorum, or ValidityExpired."""
+        resource, ttl_ms, wait = check_resource(resource), check_ttl(ttl), check_wait(wait)
+        deadline = time.monotonic() + wait
+        if self._queues():
+            won, attempts = QueueWait(self._rounds, resource, ttl_ms, deadline).acquire()
+            if isinstance(won, AttemptFailed):
+                raise won.to_error(resource, self._rounds.size(), attempts, waited=True)
+            lock = Lock(self._rounds, resource, won.owner, ttl_ms, won.grant, won.released)
+            return self._held(lock, watchdog)
+        return self._held(self._lock_retrying(resource, ttl_ms, deadline), watchdog)
+
+    def with_lock(self, resource: str, work: Callable[[Lock], T], ttl: float = 10.0, wait: float = 30.0) -> T:
+        """Runs `work(lock)` while a watchdog keeps the lock extended, then releases it. Raises
+        LockLost instead of returning if the lock was lost meanwhile (`work` can watch
+        `lock.lost` to stop early)."""
+        with self.lock(resource, ttl, wait, watchdog=True) as lock:
+            return work(lock)
+
+    def status(self, resource: str) -> list[NodeStatus]:
+        """DLOCK.STATUS on every node: each node's view (held, free, or why unreachable)."""
+        resource = check_resource(resource)
+        replies = self._rounds.nodes.everywhere(cmd.status(resource))
+        return [node_status(name, r) for name, r in zip(self.nodes, replies, strict=True)]
+
+    def release_owner(self, resource: str, owner: str) -> int:
+        """Releases `owner`'s lock (taken elsewhere) on all nodes; how many released it.
+        NoQuorum naming the unreachable nodes if fewer than a majority answered."""
+        resource, owner = check_resource(resource), check_owner(owner)
+        tally = self._rounds.release(resource, owner)
+        if tally.answered() < quorum(self._rounds.size()):
+            raise tally.no_quorum(resource, self._rounds.size())
+        return tally.done
+
+    def extend_owner(self, resource: str, owner: str, ttl: float) -> float:
+        """Extends `owner`'s lock on all nodes; the new validity in seconds. NoQuorum if too few
+        nodes answered, LockLost if a majority answered and did not extend."""
+        resource, owner, ttl_ms = check_resource(resource), check_owner(owner), check_ttl(ttl)
+        result = self._rounds.extend(resource, owner, ttl_ms)
+        if isinstance(result, float):
+            return max(0.0, result - time.monotonic())
+        raise result.extend_error(resource, self._rounds.size())
+
+    def _queues(self) -> bool:
+        """Tickets are only safe with the commit round: queue mode needs fencing on several nodes."""
+        return self.options.wait_mode == "queue" and (self._rounds.size() == 1 or self.options.fencing)
+
+    def _lock_retrying(self, resource: str, ttl_ms: int, deadline: float) -> Lock:
+        owner = new_owner()
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                grant = self._rounds.acquire(resource, owner, ttl_ms)
+                return Lock(self._rounds, resource, owner, ttl_ms, grant)
+            except AttemptFailed as failure:
+                pause = retry_pause(self.options)
+                count = self.options.retry_count
+                if time.monotonic() + pause > deadline or (count is not None and attempts > count):
+                    raise failure.to_error(resource, self._rounds.size(), attempts, waited=True) from None
+                time.sleep(pause)
+
+    def _held(self, lock: Lock, watchdog: bool) -> Lock:
+        if watchdog:
+            lock.start_watchdog()
+        return lock
+
+    def close(self) -> None:
+        """Closes every connection (locks still held run out at their TTL)."""
+        self._rounds.nodes.close()
+
+    def __enter__(self) -> LockManager:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+__all__ = ["Lock", "LockLost", "LockManager"]

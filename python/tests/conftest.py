@@ -1,0 +1,67 @@
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from cluster import Server, start
+
+
+@pytest.fixture
+def five() -> Iterator[list[Server]]:
+    """Five fresh masters with the module (killed at teardown)."""
+    servers = start(5)
+    yield servers
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture
+def three() -> Iterator[list[Server]]:
+    servers = start(3)
+    yield servers
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture
+def one() -> Iterator[Server]:
+    servers = start(1)
+    yield servers[0]
+    servers[0].stop()
+
+
+def urls(servers: list[Server]) -> list[str]:
+    return [s.url for s in servers]
+
+
+def status(server: Server, key: str) -> dict[str, object] | None:
+    """DLOCK.STATUS as a dict (None when free)."""
+    reply = server.client().execute_command("DLOCK.STATUS", key)
+    if reply is None:
+        return None
+    fields = [f.decode() if isinstance(f, bytes) else f for f in reply]
+    return dict(zip(fields[::2], fields[1::2], strict=True))
+
+
+def waiters(server: Server, key: str) -> list[list[object]]:
+    return list(server.client().execute_command("DLOCK.WAITERS", key))
+
+
+def eventually(condition: Callable[[], bool], within: float = 5.0, what: str = "condition") -> None:
+    """Waits until `condition()` holds (the nodes push nothing we could block on), failing after
+    `within` seconds."""
+    deadline = time.monotonic() + within
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {within}s waiting for {what}")
+        time.sleep(0.005)
+
+
+def free_everywhere(servers: list[Server], key: str) -> bool:
+    return all(status(s, key) is None and not waiters(s, key) for s in servers)
