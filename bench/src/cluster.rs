@@ -12,7 +12,7 @@ use crate::contenders::Contender;
 use crate::report::LatencyTable;
 use crate::Plan;
 
-/// The reference row: what a plain single master costs.
+/// The reference row: the master that has a replica attached, without acknowledgement.
 pub const BASELINE: &str = "1 master";
 
 /// The servers the scenario runs against, started before the measuring begins.
