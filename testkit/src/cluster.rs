@@ -1,6 +1,7 @@
 //! A real Redis Cluster of module-loaded servers: masters and replicas started as [`Server`]s
 //! with `cluster-enabled yes`, joined by `redis-cli --cluster create`, as an operator does it.
 
+use std::collections::BTreeSet;
 use std::net::TcpListener;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -89,6 +90,10 @@ impl Cluster {
     }
 
     fn all_ok(&self) -> bool {
+        self.all_healthy() && self.all_agree()
+    }
+
+    fn all_healthy(&self) -> bool {
         self.nodes.iter().filter(|n| n.pid().is_some()).all(|n| {
             let Ok(mut c) = redis::Client::open(n.url()).and_then(|c| c.get_connection()) else {
                 return false;
@@ -105,6 +110,24 @@ impl Cluster {
                 && info.contains("cluster_slots_ok:16384")
                 && (repl.contains("role:master") || repl.contains("master_link_status:up"))
         })
+    }
+
+    /// True when every running node has the same view of the cluster: who is a master of which
+    /// slots and who replicates whom. `cluster_state:ok` alone is not enough: right after
+    /// `--cluster create` a master can still see a replica as a master and deny it a vote, and a
+    /// manual failover then times out without promoting anyone.
+    fn all_agree(&self) -> bool {
+        let mut views = self.nodes.iter().filter(|n| n.pid().is_some()).map(|n| {
+            redis::Client::open(n.url())
+                .and_then(|c| c.get_connection())
+                .and_then(|mut c| redis::cmd("CLUSTER").arg("NODES").query::<String>(&mut c))
+                .map(|nodes| topology(&nodes))
+                .ok()
+        });
+        let Some(Some(first)) = views.next() else {
+            return true;
+        };
+        views.all(|view| view.as_ref() == Some(&first))
     }
 
     /// The slot of `key`.
@@ -223,6 +246,33 @@ impl Cluster {
             (start..=end).contains(&i64::from(slot)) && master_id == myid
         })
     }
+}
+
+/// The nodes a `CLUSTER NODES` answer sees alive, one line each: ID, role, master ID and the
+/// slots served (a node's own importing/migrating marks left out: only it shows them).
+fn topology(nodes: &str) -> BTreeSet<String> {
+    nodes
+        .lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let flags = *fields.get(2)?;
+            if flags.contains("fail") || flags.contains("handshake") || flags.contains("noaddr") {
+                return None;
+            }
+            let role = if flags.contains("master") {
+                "master"
+            } else {
+                "replica"
+            };
+            let slots = fields.iter().skip(8).filter(|s| !s.starts_with('['));
+            let mut entry = format!("{} {role} {}", fields[0], fields.get(3)?);
+            slots.for_each(|s| {
+                entry.push(' ');
+                entry.push_str(s);
+            });
+            Some(entry)
+        })
+        .collect()
 }
 
 /// The cluster node ID of the server behind `c`.
