@@ -74,15 +74,20 @@ class Server:
         self.process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def wait_ready(self, within: float = 10.0) -> bool:
+        """True once our own process answers on the port. The answering `process_id` must be
+        ours: when two servers are handed the same free port, the one that lost the bind has
+        not exited yet while the winner already answers PING."""
         deadline = time.monotonic() + within
         while time.monotonic() < deadline:
             if self.process is None or self.process.poll() is not None:
                 return False
             try:
-                if redis.Redis(port=self.port, socket_timeout=0.5).ping():
+                info = redis.Redis(port=self.port, socket_timeout=0.5).info("server")
+                if info.get("process_id") == self.process.pid:
                     return True
             except redis.ConnectionError:
-                time.sleep(0.01)  # nothing to wait on but the port: poll briefly
+                pass
+            time.sleep(0.01)  # nothing to wait on but the port: poll briefly
         return False
 
     def client(self) -> redis.Redis:
@@ -118,6 +123,11 @@ class Server:
 def start(count: int, module_args: tuple[str, ...] = ()) -> list[Server]:
     """Starts `count` servers at once; a port taken meanwhile by someone else is retried."""
     servers = [Server(module_args) for _ in range(count)]
+    taken: set[int] = set()
+    for server in servers:  # the OS may hand the same free port out twice
+        while server.port in taken:
+            server.port = free_port()
+        taken.add(server.port)
     for server in servers:
         server.spawn()
     for server in servers:
