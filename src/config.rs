@@ -11,11 +11,9 @@ use redis_module::configuration::{
 };
 use redis_module::{raw, Context, RedisString};
 
-use crate::commands::args::integer;
+use crate::wire::args::{integer, LIMIT_MS};
 
 pub const DEFAULT_MAX_TTL_MS: i64 = 24 * 60 * 60 * 1000;
-/// Upper bound of the duration settings: ten years, far from any overflow of unix ms.
-pub const LIMIT_MS: i64 = 10 * 365 * 24 * 60 * 60 * 1000;
 
 pub static MAX_TTL_MS: AtomicI64 = AtomicI64::new(DEFAULT_MAX_TTL_MS);
 pub static QUARANTINE_MS: AtomicI64 = AtomicI64::new(0);

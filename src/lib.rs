@@ -1,10 +1,17 @@
 //! dlock: distributed locks with fencing tokens, as a native Redis module.
 //!
+//! Layers, each using only those listed after it (tests/architecture.rs checks there is no
+//! cycle):
+//!
 //! - [`commands`]: the command table and the thin command layer (parse, decide with
-//!   `dlock_core`, apply, replicate).
-//! - [`keyspace`]: how a lock lives in the keyspace and on disk.
+//!   `dlock_core`, write, reply).
+//! - [`info`]: the `INFO dlock` section.
+//! - [`waiting`]: the fair wait queues and their handoffs.
+//! - [`writes`]: a grant, a rewrite or a removal of a lock: stored, replicated, signalled.
 //! - [`replication`]: what replicas and the AOF receive, and when.
-//! - [`config`], [`observability`]: `dlock.*` settings, `INFO dlock`.
+//! - [`keyspace`]: how a lock lives in the keyspace and on disk.
+//! - [`config`], [`stats`]: `dlock.*` settings; the counters behind `INFO dlock`.
+//! - [`wire`]: arguments in, error strings out.
 //! - [`node`], [`server`]: the node's counter, and facts about the running server.
 //!
 //! docs/architecture.md walks through how a command flows from the table to a replicated effect.
@@ -15,12 +22,15 @@
 
 mod commands;
 mod config;
+mod info;
 mod keyspace;
 mod node;
-mod observability;
 mod replication;
 mod server;
+mod stats;
 mod waiting;
+mod wire;
+mod writes;
 
 #[cfg(not(test))]
 mod module {
@@ -31,14 +41,14 @@ mod module {
     fn init(ctx: &Context, args: &[RedisString]) -> Status {
         crate::node::start(); // the restart quarantine counts from here
         crate::panic::install_hook();
-        crate::replication::notify::set_module_options(ctx);
+        crate::keyspace::notify::set_module_options(ctx);
         let loaded = crate::config::register(ctx, args)
             .and_then(|()| crate::commands::register(ctx))
             .and_then(|()| crate::keyspace::moves::watch(ctx.ctx).map_err(String::from))
             .and_then(|()| crate::replication::fork::watch(ctx).map_err(String::from))
             .and_then(|()| crate::waiting::watch(ctx).map_err(String::from));
         crate::replication::propagation::watch(ctx);
-        crate::observability::info::register(ctx);
+        crate::info::register(ctx);
         match loaded {
             Ok(()) => Status::Ok,
             Err(why) => {

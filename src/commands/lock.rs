@@ -6,17 +6,15 @@ use dlock_core::node::deadline_at;
 use dlock_core::wait::{Decision, Request};
 use redis_module::{Context, RedisError, RedisResult, RedisValue};
 
-use super::args::{self, OptionSpec};
-use super::{errors, Arg};
+use crate::keyspace::notify;
 use crate::keyspace::value::Record;
-use crate::keyspace::writes::{self, Refusal};
 use crate::keyspace::LockKey;
 use crate::node::node;
-use crate::observability::stats::{
-    self, CONTENDED, EXTENDS, FENCES, FORCED, RELEASES, REVOCATIONS,
-};
-use crate::replication::notify;
+use crate::stats::{self, CONTENDED, EXTENDS, FENCES, FORCED, RELEASES, REVOCATIONS};
 use crate::waiting::{self, Wait};
+use crate::wire::args::{self, OptionSpec};
+use crate::wire::{errors, Arg};
+use crate::writes::{self, Refusal};
 use crate::{config, server};
 
 const ACQUIRE_OPTIONS: [OptionSpec; 3] = [

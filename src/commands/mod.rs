@@ -2,8 +2,6 @@
 //! arity checks, `COMMAND DOCS` / `COMMAND INFO` metadata, ACL categories and the README's
 //! command reference are all derived from it ([`register`], and the README test).
 
-pub mod args;
-pub mod errors;
 mod lock;
 mod node;
 mod register;
@@ -15,24 +13,7 @@ use redis_module::{raw, Context, RedisResult};
 
 pub use register::register;
 
-/// One argument of the current command, borrowed from Redis for the duration of the call.
-#[repr(transparent)]
-pub struct Arg(*mut raw::RedisModuleString);
-
-impl Arg {
-    pub fn as_bytes(&self) -> &[u8] {
-        redis_module::RedisString::string_as_slice(self.0)
-    }
-
-    pub fn as_ptr(&self) -> *mut raw::RedisModuleString {
-        self.0
-    }
-
-    /// Wraps a string the caller keeps alive while the `Arg` is used.
-    pub fn new(string: *mut raw::RedisModuleString) -> Arg {
-        Arg(string)
-    }
-}
+use crate::wire::{errors, Arg};
 
 /// A command body: the arguments (name included) in, the reply out.
 pub type Handler = fn(&Context, &[Arg]) -> RedisResult;

@@ -8,13 +8,13 @@
 use dlock_core::TokenRefused;
 use redis_module::{raw, Context, RedisError, RedisResult, RedisValue};
 
-use super::args::{self, OptionSpec};
-use super::{errors, Arg};
 use crate::keyspace::value::Record;
 use crate::keyspace::{LockKey, FOLLOW_KEY_TTL};
 use crate::node::node;
 use crate::replication::effects;
 use crate::server;
+use crate::wire::args::{self, OptionSpec};
+use crate::wire::{errors, Arg};
 
 /// `DLOCK.COUNTER` -> the node's fencing counter.
 pub fn counter(_ctx: &Context, _argv: &[Arg]) -> RedisResult {
@@ -82,6 +82,6 @@ pub fn apply(ctx: &Context, argv: &[Arg]) -> RedisResult {
         place: key.place(),
     };
     effects::apply(ctx, key.name(), Some(&argv[2]), &record);
-    key.changed(crate::replication::notify::ACQUIRE);
+    key.changed(crate::keyspace::notify::ACQUIRE);
     Ok(RedisValue::SimpleStringStatic("OK"))
 }

@@ -9,7 +9,7 @@ use redis_module::{raw, Context, RedisError};
 
 use super::value::{LockMut, LockRef, OwnedLock, Record};
 use super::{persistence, place, FOLLOW_KEY_TTL};
-use crate::commands::{errors, Arg};
+use crate::wire::{errors, Arg};
 
 /// An open key, closed on drop.
 pub struct LockKey<'a> {
@@ -136,7 +136,7 @@ impl<'a> LockKey<'a> {
     /// Tells Redis the key changed: invalidates WATCH (the module opts out of the implicit
     /// signal, so that a refused ACQUIRE leaves a WATCH intact) and sends the keyspace event.
     pub fn changed(&self, event: &std::ffi::CStr) {
-        crate::replication::notify::changed(self.ctx, self.name, event);
+        super::notify::changed(self.ctx, self.name, event);
     }
 
     fn expire_at(&mut self, unix_ms: u64) {

@@ -1,14 +1,15 @@
 //! How a lock lives in the keyspace: the value layout ([`value`]), the open key that reads and
 //! writes it ([`key`]), its RDB encoding ([`codec`]), and the data type's callbacks —
 //! persistence, AOF rewrite, digest, memory — plus the node counter as RDB aux data
-//! ([`persistence`]). [`moves`] notices locks carried to another key by RENAME, MOVE or SWAPDB.
+//! ([`persistence`]). [`moves`] notices locks carried to another key by RENAME, MOVE or SWAPDB;
+//! [`notify`] tells Redis a lock key changed (WATCH and keyspace events).
 
 pub mod codec;
 pub mod key;
 pub mod moves;
+pub mod notify;
 pub mod persistence;
 pub mod value;
-pub mod writes;
 
 pub use key::LockKey;
 

@@ -14,10 +14,10 @@ use redis_module::{native_types::RedisType, raw, RedisError};
 use super::codec::{self, Sink, Source, ENCODING_VERSION};
 use super::value::{LockRef, OwnedLock, Record};
 use super::{place, MOVED};
-use crate::commands::errors;
 use crate::node::node;
-use crate::observability::stats;
 use crate::server;
+use crate::stats;
+use crate::wire::errors;
 
 pub static LOCK_TYPE: RedisType = RedisType::new(
     "dlocklock",
@@ -219,7 +219,7 @@ extern "C" fn aof_rewrite(
     if record.place == MOVED {
         return;
     }
-    let (token, holds, deadline) = crate::replication::effects::apply_args(&record);
+    let (token, holds, deadline) = record.apply_args();
     // SAFETY: `aof` and `key` come from Redis for this call; the format matches the arguments:
     // s = key, b = owner pointer + length, l = integers, c = C string.
     unsafe {

@@ -7,7 +7,7 @@
 //! class exactly.
 
 use std::marker::PhantomData;
-use std::os::raw::c_void;
+use std::os::raw::{c_longlong, c_void};
 use std::ptr::NonNull;
 
 const TOKEN_AT: usize = 0;
@@ -27,6 +27,19 @@ pub struct Record<'a> {
     pub deadline_ms: u64,
     /// Where the lock was granted (see [`super::place`]); [`super::MOVED`] once it was moved.
     pub place: u64,
+}
+
+impl Record<'_> {
+    /// Token, holds and deadline as the `l` (long long) arguments of a `DLOCK.APPLY` the
+    /// replication effects and the AOF rewrite emit.
+    pub fn apply_args(&self) -> (c_longlong, c_longlong, c_longlong) {
+        let int = |v: u64| c_longlong::try_from(v).unwrap_or(c_longlong::MAX);
+        (
+            int(self.token),
+            c_longlong::from(self.holds),
+            int(self.deadline_ms),
+        )
+    }
 }
 
 /// A lock value read through a shared borrow of the key (or of a type callback's argument).

@@ -14,10 +14,10 @@ use std::sync::atomic::{AtomicPtr, Ordering::Relaxed};
 
 use redis_module::{raw, Context, RedisString};
 
-use crate::commands::Arg;
 use crate::keyspace::value::Record;
 use crate::keyspace::FOLLOW_KEY_TTL;
 use crate::server;
+use crate::wire::Arg;
 
 type ReplicateFn =
     unsafe extern "C" fn(*mut raw::RedisModuleCtx, *const c_char, *const c_char, ...) -> c_int;
@@ -29,16 +29,6 @@ fn replicate(ctx: &Context, flags: c_int) -> Option<ReplicateFn> {
         return None;
     }
     crate::api!(RedisModule_Replicate)
-}
-
-/// Token, holds and deadline as the `l` arguments of a replicated command.
-pub fn apply_args(record: &Record<'_>) -> (c_longlong, c_longlong, c_longlong) {
-    let int = |v: u64| c_longlong::try_from(v).unwrap_or(c_longlong::MAX);
-    (
-        int(record.token),
-        c_longlong::from(record.holds),
-        int(record.deadline_ms),
-    )
 }
 
 /// `DLOCK.APPLY key owner token holds PXAT deadline` (without PXAT for a version-1 lock whose
@@ -68,7 +58,7 @@ pub fn apply_flagged(
             made_owner.inner
         }
     };
-    let (token, holds, deadline) = apply_args(record);
+    let (token, holds, deadline) = record.apply_args();
     let [mut token_buf, mut holds_buf, mut deadline_buf] = [(); 3].map(|_| itoa::Buffer::new());
     let numbers = [
         token_buf.format(token).as_bytes(),

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use redis_module::{raw, Context, RedisError, RedisValue};
 
-use crate::observability::stats;
+use crate::stats;
 
 /// How a wait ended.
 #[derive(Debug)]

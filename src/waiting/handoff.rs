@@ -12,11 +12,11 @@ use redis_module::{raw, Context, RedisString};
 
 use super::blocked::Outcome;
 use super::queues::{self, Place};
-use crate::commands::Arg;
-use crate::keyspace::writes::{self, Refusal};
 use crate::keyspace::LockKey;
-use crate::observability::stats::{self, HANDOFFS};
 use crate::server;
+use crate::stats::{self, HANDOFFS};
+use crate::wire::Arg;
+use crate::writes::{self, Refusal};
 
 /// How soon a handoff held up by a write pause tries again.
 const PAUSED_RETRY: Duration = Duration::from_millis(5);

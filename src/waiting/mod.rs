@@ -20,8 +20,8 @@ pub use blocked::Outcome;
 pub use events::watch;
 pub use queues::{waiters, Place};
 
-use crate::commands::{errors, Arg};
 use crate::keyspace::key::selected_db;
+use crate::wire::{errors, Arg};
 use crate::{config, server};
 
 /// The key of a command, as the queues name it.

@@ -7,12 +7,13 @@ use dlock_core::node::deadline_at;
 use dlock_core::GrantRefused;
 use redis_module::{Context, RedisError};
 
-use super::value::Record;
-use super::LockKey;
-use crate::commands::{errors, Arg};
+use crate::keyspace::notify;
+use crate::keyspace::value::Record;
+use crate::keyspace::LockKey;
 use crate::node::node;
-use crate::observability::stats::{self, EVICTION_REFUSALS, GRANTS};
-use crate::replication::{effects, notify};
+use crate::replication::effects;
+use crate::stats::{self, EVICTION_REFUSALS, GRANTS};
+use crate::wire::{errors, Arg};
 use crate::{config, server};
 
 /// A grant made: its token and deadline.

@@ -10,7 +10,7 @@ use std::os::raw::c_int;
 
 use redis_module::{raw, Context};
 
-use crate::commands::Arg;
+use crate::wire::Arg;
 
 /// Event names, one per kind of change.
 pub const ACQUIRE: &CStr = c"dlock.acquire";

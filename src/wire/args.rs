@@ -7,6 +7,10 @@ use redis_module::RedisError;
 
 use super::errors;
 
+/// Upper bound of every duration, argument or setting: ten years, far from any overflow of
+/// unix ms.
+pub const LIMIT_MS: i64 = 10 * 365 * 24 * 60 * 60 * 1000;
+
 /// A strict Redis integer, as `INCRBY` or `string2ll` accept it: an optional `-`, then digits
 /// with no leading zero (`0` itself excepted), within `i64`. No `+`, spaces, decimals, or `-0`.
 pub fn integer(bytes: &[u8]) -> Option<i64> {
@@ -72,7 +76,7 @@ pub fn unix_ms(bytes: &[u8]) -> Result<u64, RedisError> {
 /// `WAIT timeout-ms`: 0 (no limit, as Redis's blocking commands) up to `dlock.max-ttl-ms`'s
 /// ceiling.
 pub fn wait_timeout_ms(bytes: &[u8]) -> Result<u64, RedisError> {
-    in_range(bytes, 0, crate::config::LIMIT_MS).ok_or_else(|| errors::wait_timeout(bytes))
+    in_range(bytes, 0, LIMIT_MS).ok_or_else(|| errors::wait_timeout(bytes))
 }
 
 /// `TICKET n`: a positive integer.

@@ -5,6 +5,8 @@ use dlock_core::lock::{MAX_HOLDS, MAX_OWNER_LEN};
 use dlock_core::MAX_TOKEN;
 use redis_module::RedisError;
 
+use super::args::LIMIT_MS;
+
 fn err(message: String) -> RedisError {
     RedisError::String(message)
 }
@@ -80,7 +82,7 @@ pub fn missing_value(name: &str) -> RedisError {
 pub fn wait_timeout(got: &[u8]) -> RedisError {
     err(format!(
         "ERR WAIT must be a timeout in ms from 0 (no limit) to {}, got '{}'",
-        crate::config::LIMIT_MS,
+        LIMIT_MS,
         shown(got)
     ))
 }

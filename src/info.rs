@@ -4,7 +4,7 @@ use std::os::raw::c_int;
 
 use redis_module::{raw, Context, InfoContext};
 
-use super::stats::{
+use crate::stats::{
     self, CONTENDED, EVICTION_REFUSALS, EXPIRED, EXTENDS, FENCES, FORCED, GRANTS, RELEASES,
 };
 use crate::{config, node::node, server};
