@@ -76,3 +76,47 @@ fn an_evicting_policy_without_maxmemory_is_safe() {
     assert_eq!(guard(&mut c), "safe", "no maxmemory, nothing is evicted");
     assert!(acquire(&mut c, "k", "o", 1_000).is_some());
 }
+
+/// With eviction accepted, a held lock with a waiter can be evicted. Eviction is a keyspace
+/// event like DEL: the waiter is handed the lock at once, with a larger token, instead of
+/// waiting out its timeout.
+#[test]
+fn an_evicted_lock_goes_to_its_first_waiter_at_once() {
+    let server = Server::builder()
+        .config("dlock.allow-eviction", "yes")
+        .config("maxmemory-policy", "volatile-ttl")
+        .start();
+    let mut c = server.conn();
+    let first = acquire(&mut c, "held", "o", 60_000).unwrap();
+    let url = server.url();
+    let waiter = std::thread::spawn(move || -> redis::RedisResult<_> {
+        let mut w = redis::Client::open(url)?.get_connection()?;
+        let started = std::time::Instant::now();
+        let token: Option<i64> = redis::cmd("DLOCK.ACQUIRE")
+            .arg("held")
+            .arg("w")
+            .arg(60_000)
+            .arg("WAIT")
+            .arg(20_000)
+            .query(&mut w)?;
+        Ok((token, started.elapsed()))
+    });
+    eventually("the waiter is queued", 5_000, || {
+        info_field(&mut c, "waiters") == 1
+    });
+    // volatile-ttl evicts keys with a TTL only: the lock key is the one there is.
+    config_set(&mut c, "maxmemory", "1");
+    let (token, waited) = waiter.join().unwrap().expect("the waiter's answer");
+    config_set(&mut c, "maxmemory", "0");
+    let token = token.expect("the waiter was granted the evicted lock");
+    assert!(token > first, "token order: {token} after {first}");
+    assert!(
+        waited < std::time::Duration::from_secs(5),
+        "handed over at the eviction, not at the wait's timeout: {waited:?}"
+    );
+    let stats: String = redis::cmd("INFO").arg("stats").query(&mut c).unwrap();
+    assert!(
+        !stats.contains("evicted_keys:0\r"),
+        "nothing was evicted:\n{stats}"
+    );
+}

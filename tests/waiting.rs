@@ -56,14 +56,6 @@ fn still_waiting(rx: &mpsc::Receiver<Reply>) -> bool {
     rx.recv_timeout(Duration::from_millis(100)).is_err()
 }
 
-fn info_field(c: &mut Connection, name: &str) -> i64 {
-    let info: String = redis::cmd("INFO").arg("dlock").query(c).unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("dlock_{name}:")))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("{name} in INFO dlock:\n{info}"))
-}
-
 #[test]
 fn waiters_are_served_in_arrival_order_one_per_release_with_rising_tokens() {
     let server = Server::start();
