@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import socket
 
 import pytest
 from cluster import free_port
@@ -22,6 +23,10 @@ NOWHERE = [f"redis://127.0.0.1:{free_port()}"]
         ("redis://127.0.0.1:6379", TypeError, "list of URL strings"),
         ([b"redis://127.0.0.1:6379"], TypeError, "URL string"),
         (["http://127.0.0.1:6379"], ValueError, "must start with redis://"),
+        (["redis+cluster://127.0.0.1:7000/1"], ValueError, "only database 0"),
+        (["rediss+cluster://127.0.0.1:7000"], ValueError, "TLS"),
+        (["redis+cluster://127.0.0.1"], ValueError, "a port is required"),
+        (["redis+cluster://:7000"], ValueError, "a host is required"),
         (["redis://a:1", "redis://a:1"], ValueError, "distinct"),
     ],
 )
@@ -44,12 +49,34 @@ def test_bad_node_lists_are_refused(nodes: object, error: type[Exception], messa
         ("wait_mode", "poll", ValueError, "wait_mode must be 'queue' or 'retry'"),
         ("max_hold", 0, ValueError, "max_hold must be > 0"),
         ("extend_interval", -1, ValueError, "extend_interval must be > 0"),
+        ("replica_ack", "all", ValueError, "replica_ack must be 'auto', 'off' or a replica count"),
+        ("replica_ack", -1, ValueError, "replica_ack must be a replica count >= 0"),
+        ("replica_ack", True, TypeError, "replica_ack must be"),
+        ("replica_ack", 1.0, TypeError, "replica_ack must be"),
+        ("ack_timeout", 0, ValueError, "ack_timeout must be > 0"),
+        ("ack_timeout", "100ms", TypeError, "ack_timeout must be a number"),
     ],
 )
 def test_bad_options_are_refused(option: str, value: object, error: type[Exception], message: str) -> None:
     for manager in (dlock.LockManager, dlock.asyncio.LockManager):
         with pytest.raises(error, match=message):
             manager(NOWHERE, **{option: value})  # type: ignore[arg-type]
+
+
+def test_a_refused_manager_connects_to_nothing() -> None:
+    """A listening socket stands for a node: a refused option or cluster URL leaves it unasked."""
+    with socket.socket() as node:
+        node.bind(("127.0.0.1", 0))
+        node.listen()
+        node.setblocking(False)
+        port = node.getsockname()[1]
+        for manager in (dlock.LockManager, dlock.asyncio.LockManager):
+            with pytest.raises(ValueError):
+                manager([f"redis+cluster://127.0.0.1:{port}", f"redis+cluster://127.0.0.1:{port}/3"])
+            with pytest.raises(ValueError):
+                manager([f"redis://127.0.0.1:{port}"], replica_ack=-2)
+        with pytest.raises(BlockingIOError):
+            node.accept()
 
 
 BAD_CALLS = [

@@ -8,6 +8,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from ._ack import ReplicaAck, allowance, check_replica_ack, longest
+from ._cluster import is_cluster_url, parse_url
+
 WaitMode = Literal["queue", "retry"]
 
 #: The nodes cap a TTL at dlock.max-ttl-ms (default one day); we refuse what no node would take.
@@ -28,6 +31,8 @@ class Options:
     wait_mode: WaitMode = "queue"
     max_hold: float | None = None
     extend_interval: float | None = None  # None: ttl / 3
+    replica_ack: ReplicaAck = "auto"  # "auto": 1 replica on cluster nodes, none on single masters
+    ack_timeout: float = 0.100
 
     def __post_init__(self) -> None:
         positive(self.timeout, "timeout")
@@ -48,6 +53,14 @@ class Options:
             positive(self.max_hold, "max_hold")
         if self.extend_interval is not None:
             positive(self.extend_interval, "extend_interval")
+        check_replica_ack(self.replica_ack)
+        positive(self.ack_timeout, "ack_timeout")
+
+    @property
+    def call_bound(self) -> float:
+        """The longest one call to a node may take when it does not wait on the server: the
+        per-node timeout plus the replica acknowledgement's."""
+        return self.timeout + allowance(longest(self.replica_ack, self.ack_timeout))
 
 
 def number(value: object, name: str) -> float:
@@ -107,7 +120,8 @@ def check_owner(owner: object) -> str:
 
 
 def check_nodes(nodes: object) -> list[str]:
-    """The node URLs: a non-empty sequence of redis:// (or rediss://, unix://) URL strings."""
+    """The node URLs: a non-empty sequence of redis:// (or rediss://, unix://) URL strings, or
+    redis+cluster:// ones naming a whole cluster (checked as such)."""
     if isinstance(nodes, (str, bytes)) or not isinstance(nodes, Sequence):
         raise TypeError(f"nodes must be a list of URL strings, got {nodes!r}")
     urls = list(nodes)
@@ -116,8 +130,10 @@ def check_nodes(nodes: object) -> list[str]:
     for url in urls:
         if not isinstance(url, str):
             raise TypeError(f"every node must be a URL string, got {url!r}")
-        if not url.startswith(("redis://", "rediss://", "unix://")):
-            raise ValueError(f"node URL {url!r} must start with redis://, rediss:// or unix://")
+        if is_cluster_url(url) or url.startswith("rediss+cluster://"):
+            parse_url(url)
+        elif not url.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError(f"node URL {url!r} must start with redis://, rediss://, unix:// or redis+cluster://")
     if len(set(urls)) != len(urls):
         raise ValueError(f"node URLs must be distinct, got {urls}")
     return urls

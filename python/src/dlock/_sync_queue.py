@@ -17,8 +17,8 @@ import time
 
 from . import _acquisition as machine
 from . import _commands as cmd
-from ._sync_nodes import NodeTimeout
 from ._sync_round import Grant, Rounds
+from ._sync_server import NodeTimeout
 from ._sync_waits import Waits
 from ._timing import draw_ticket, ms, new_owner, quorum, retry_pause, round_owner, validity
 from ._verdicts import CONTENDED, EXPIRED, NO_QUORUM, AttemptFailed, unexpected
@@ -124,8 +124,8 @@ class Attempt:
         self.lease_from = time.monotonic()
 
     def run(self) -> Won:
-        timeout = self.wait.rounds.opts.timeout
-        end = max(self.wait.deadline, time.monotonic() + timeout)  # a zero wait still asks once
+        bound = self.wait.rounds.opts.call_bound
+        end = max(self.wait.deadline, time.monotonic() + bound)  # a zero wait still hears its answers once
         try:
             while True:
                 for step in self.steps:

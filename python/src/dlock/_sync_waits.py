@@ -14,10 +14,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from redis.connection import Connection
-
 from ._commands import Args
-from ._sync_nodes import Nodes, NodeTimeout, _Broken
+from ._sync_nodes import Nodes
+from ._sync_server import NodeTimeout, Sent
 from .errors import NodeFailure
 
 
@@ -28,8 +27,7 @@ class Pending:
     node: int
     round: int
     request: Args
-    connection: Connection
-    reused: bool
+    sent: Sent  # where it went (a redirect or a stale connection replaces it)
     expires: float  # monotonic: given up on then (the wait's own deadline plus the per-node timeout)
     allowed: float  # how long it was given, for the message
 
@@ -43,17 +41,20 @@ class Waits:
         self.selector = selectors.DefaultSelector()
 
     def send(self, node: int, round_: int, request: Args, allowed: float) -> NodeFailure | None:
-        """Sends a wait; the failure if it could not be sent."""
-        target = self.nodes.nodes[node]
-        sent = target.send(target.waits, request, {})
+        """Sends a wait, given `allowed` seconds (plus its acknowledgement's); the failure if it
+        could not be sent."""
+        allowed = self.nodes.allowed(node, request, allowed)
+        expires = time.monotonic() + allowed
+        sent = self.nodes.members[node].send(request, True, {}, expires)
         if isinstance(sent, NodeFailure):
             return sent
-        connection, reused = sent
-        socket = getattr(connection, "_sock", None)
+        return self.watch(Pending(node, round_, request, sent, expires, allowed))
+
+    def watch(self, pending: Pending) -> NodeFailure | None:
+        socket = getattr(pending.sent.connection, "_sock", None)
         if socket is None:  # not after a successful send; only if redis-py renamed it
-            connection.disconnect()  # type: ignore[no-untyped-call, unused-ignore]
-            return NodeFailure(target.url, "redis-py connection without a socket (_sock)")
-        pending = Pending(node, round_, request, connection, reused, time.monotonic() + allowed, allowed)
+            pending.sent.connection.disconnect()  # type: ignore[no-untyped-call, unused-ignore]
+            return NodeFailure(self.nodes.names[pending.node], "redis-py connection without a socket (_sock)")
         self.selector.register(socket, selectors.EVENT_READ, pending)
         return None
 
@@ -71,15 +72,16 @@ class Waits:
         return answers + self.expired()
 
     def read(self, key: selectors.SelectorKey) -> Answer | None:
+        """The wait's answer; None when it went on elsewhere (redirected, or repeated on a fresh
+        connection) and is watched again. Its acknowledgement, written with it, is read at once."""
         pending: Pending = key.data
         self.selector.unregister(key.fileobj)
-        target = self.nodes.nodes[pending.node]
-        reply = target.receive(target.waits, pending.connection, time.monotonic(), pending.allowed)
-        if isinstance(reply, _Broken) and pending.reused:  # idle since the node restarted: once more
-            failure = self.send(pending.node, pending.round, pending.request, pending.expires - time.monotonic())
+        member = self.nodes.members[pending.node]
+        reply = member.step(pending.request, pending.sent, pending.expires, pending.allowed)
+        if isinstance(reply, Sent):
+            pending.sent = reply
+            failure = self.watch(pending)
             return None if failure is None else (pending, failure)
-        if isinstance(reply, _Broken):
-            return pending, NodeFailure(reply.node, reply.reason)
         return pending, reply
 
     def expired(self) -> list[Answer]:
@@ -89,7 +91,7 @@ class Waits:
         for key in late:
             pending: Pending = key.data
             self.selector.unregister(key.fileobj)
-            pending.connection.disconnect()  # type: ignore[no-untyped-call, unused-ignore]
+            pending.sent.connection.disconnect()  # type: ignore[no-untyped-call, unused-ignore]
             why = f"timed out after {pending.allowed * 1000:.0f}ms"
             answers.append((pending, NodeTimeout(self.nodes.names[pending.node], why)))
         return answers

@@ -9,6 +9,7 @@ from types import TracebackType
 from typing import TypeVar
 
 from . import _commands as cmd
+from ._ack import ReplicaAck
 from ._admin import NodeStatus, node_status
 from ._options import Options, WaitMode, check_nodes, check_owner, check_resource, check_ttl, check_wait
 from ._sync_nodes import Nodes
@@ -40,21 +41,25 @@ class LockManager:
         wait_mode: WaitMode = "queue",
         max_hold: float | None = None,
         extend_interval: float | None = None,
+        replica_ack: ReplicaAck = "auto",
+        ack_timeout: float = 0.100,
     ) -> None:
         urls = check_nodes(nodes)
         self.options = Options(
-            timeout,
-            retry_count,
-            retry_delay,
-            retry_jitter,
-            drift_factor,
-            drift_constant,
-            fencing,
-            wait_mode,
-            max_hold,
-            extend_interval,
+            timeout=timeout,
+            retry_count=retry_count,
+            retry_delay=retry_delay,
+            retry_jitter=retry_jitter,
+            drift_factor=drift_factor,
+            drift_constant=drift_constant,
+            fencing=fencing,
+            wait_mode=wait_mode,
+            max_hold=max_hold,
+            extend_interval=extend_interval,
+            replica_ack=replica_ack,
+            ack_timeout=ack_timeout,
         )
-        self._rounds = Rounds(Nodes(urls, timeout), self.options)
+        self._rounds = Rounds(Nodes(urls, self.options), self.options)
 
     @property
     def nodes(self) -> list[str]:

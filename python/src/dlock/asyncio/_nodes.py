@@ -1,60 +1,95 @@
-"""The asyncio transport: one redis.asyncio client per node for short requests (fanned out with
-asyncio.gather, each bounded by the per-node timeout) and one for server-side waits, which block
-their connection: each wait gets a connection of its own from that client's pool. A call that
-is cancelled or times out closes its connection (redis-py does), so a node drops an abandoned
-waiter at once."""
+"""The asyncio transport: per server one redis.asyncio client for short requests (fanned out with
+asyncio.gather, each bounded by the per-node timeout plus any replica acknowledgement's time) and
+one for server-side waits, which block their connection: each wait gets a connection of its own
+from that client's pool. A call that is cancelled or times out closes its connection (redis-py
+does), so a node drops an abandoned waiter at once.
+
+A quorum node is a plain master (`Master`) or a whole Redis Cluster (`ClusterNode`,
+asyncio/_cluster.py); the request and its WAIT go in one pipeline (one write)."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from typing import Protocol
 
 import redis
-import redis.asyncio as aioredis
 
+from .. import _ack
+from .._cluster import is_cluster_url
 from .._commands import Args
-from .._sync_nodes import connection_options, reason
+from .._options import Options
+from .._replies import answer, reason
 from ..errors import NodeFailure
+from ._cluster import ClusterNode
+from ._server import Server
 
 
-def make_client(url: str, timeout: float) -> aioredis.Redis:
-    """RESP2, no handshake beyond connecting (see connection_options)."""
-    client: aioredis.Redis = aioredis.Redis.from_url(
-        url, socket_connect_timeout=timeout, socket_timeout=None, **connection_options()
-    )
-    return client
+class Member(Protocol):
+    """One quorum node, as the rounds reach it."""
+
+    name: str
+    ack: _ack.Ack | None
+
+    async def call(self, request: Args, blocking: bool, allowed: float) -> object: ...
+
+    async def close(self) -> None: ...
+
+
+class Master:
+    """A quorum node that is one master."""
+
+    def __init__(self, url: str, timeout: float, ack: _ack.Ack | None) -> None:
+        self.name = url
+        self.ack = ack
+        self.server = Server(url, url, timeout)
+
+    async def call(self, request: Args, blocking: bool, allowed: float) -> object:
+        """The answer to `request` within `allowed` seconds, or a NodeFailure saying why not."""
+        try:
+            replies = await asyncio.wait_for(self.server.run(_ack.commands(request, self.ack), blocking), allowed)
+        except asyncio.TimeoutError:
+            return NodeFailure(self.name, f"timed out after {allowed * 1000:.0f}ms")
+        except (redis.RedisError, OSError) as e:
+            return NodeFailure(self.name, reason(e))
+        return answer(self.name, request, replies, self.ack)
+
+    async def close(self) -> None:
+        await self.server.close()
+
+
+def member(url: str, opts: Options) -> Member:
+    """The quorum node behind `url`, with its replica acknowledgement."""
+    cluster = is_cluster_url(url)
+    ack = _ack.for_node(opts.replica_ack, opts.ack_timeout, cluster)
+    return ClusterNode(url, opts.timeout, ack) if cluster else Master(url, opts.timeout, ack)
 
 
 class Nodes:
-    def __init__(self, urls: Sequence[str], timeout: float) -> None:
-        self.timeout = timeout
+    def __init__(self, urls: Sequence[str], opts: Options) -> None:
+        self.timeout = opts.timeout
         self.names = list(urls)
-        self.clients = [make_client(url, timeout) for url in urls]
-        self.wait_clients = [make_client(url, timeout) for url in urls]
+        self.members = [member(url, opts) for url in urls]
 
     def __len__(self) -> int:
-        return len(self.clients)
+        return len(self.members)
 
     async def call(self, node: int, args: Args, timeout: float, blocking: bool = False) -> object:
-        """One request; its reply, or a NodeFailure naming the node and why."""
-        client = (self.wait_clients if blocking else self.clients)[node]
-        try:
-            return await asyncio.wait_for(client.execute_command(*args), timeout)  # type: ignore[no-untyped-call, unused-ignore]
-        except asyncio.TimeoutError:
-            return NodeFailure(self.names[node], f"timed out after {self.timeout * 1000:.0f}ms")
-        except (redis.RedisError, OSError) as e:
-            return NodeFailure(self.names[node], reason(e))
+        """One request within `timeout` (plus its acknowledgement's time); its reply, or a
+        NodeFailure naming the node and why."""
+        target = self.members[node]
+        return await target.call(args, blocking, timeout + _ack.extra_time(args, target.ack))
 
     async def fan_out(self, calls: Sequence[tuple[int, Args]]) -> list[object]:
         """Sends each (node, command) in parallel; replies in order, failures as NodeFailure."""
         return list(await asyncio.gather(*(self.call(node, args, self.timeout) for node, args in calls)))
 
     async def everywhere(self, args: Args) -> list[object]:
-        return await self.fan_out([(n, args) for n in range(len(self.clients))])
+        return await self.fan_out([(n, args) for n in range(len(self.members))])
 
     async def call_blocking(self, node: int, args: Args, timeout: float) -> object:
         return await self.call(node, args, timeout, blocking=True)
 
     async def close(self) -> None:
-        for client in self.clients + self.wait_clients:
-            await client.aclose()
+        for target in self.members:
+            await target.close()
