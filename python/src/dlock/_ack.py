@@ -66,9 +66,11 @@ def allowance(timeout: float) -> float:
     return timeout + TIMEOUT_RESOLUTION if timeout > 0 else 0.0
 
 
-def longest(replica_ack: ReplicaAck, timeout: float) -> float:
-    """The longest a write may wait for its replicas on any node."""
-    return 0.0 if replica_ack in ("off", 0) else timeout
+def call_bound(timeout: float, acks: Sequence[Ack | None]) -> float:
+    """The longest one call to a node may take when it does not wait on the server: the
+    per-node timeout plus the longest replica acknowledgement any node asks (none: nothing more,
+    where Rust's bound adds the option's timeout whether or not a node uses it)."""
+    return timeout + max((allowance(ack.timeout) for ack in acks if ack is not None), default=0.0)
 
 
 def acknowledged(request: Args, ack: Ack | None) -> Ack | None:

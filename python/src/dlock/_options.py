@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from ._ack import ReplicaAck, allowance, check_replica_ack, longest
+from ._ack import ReplicaAck, check_replica_ack
 from ._cluster import is_cluster_url, parse_url
 
 WaitMode = Literal["queue", "retry"]
@@ -55,12 +55,6 @@ class Options:
             positive(self.extend_interval, "extend_interval")
         check_replica_ack(self.replica_ack)
         positive(self.ack_timeout, "ack_timeout")
-
-    @property
-    def call_bound(self) -> float:
-        """The longest one call to a node may take when it does not wait on the server: the
-        per-node timeout plus the replica acknowledgement's."""
-        return self.timeout + allowance(longest(self.replica_ack, self.ack_timeout))
 
 
 def number(value: object, name: str) -> float:

@@ -72,6 +72,11 @@ class Nodes:
         self.members: list[Member] = [member(url, opts) for url in urls]
         self.names = list(urls)
 
+    @property
+    def call_bound(self) -> float:
+        """What one call that does not wait on the server may take, acknowledgement included."""
+        return _ack.call_bound(self.timeout, [target.ack for target in self.members])
+
     def __len__(self) -> int:
         return len(self.members)
 

@@ -124,7 +124,7 @@ class Attempt:
         self.lease_from = time.monotonic()
 
     def run(self) -> Won:
-        bound = self.wait.rounds.opts.call_bound
+        bound = self.wait.rounds.nodes.call_bound
         end = max(self.wait.deadline, time.monotonic() + bound)  # a zero wait still hears its answers once
         try:
             while True:

@@ -71,6 +71,11 @@ class Nodes:
         self.names = list(urls)
         self.members = [member(url, opts) for url in urls]
 
+    @property
+    def call_bound(self) -> float:
+        """What one call that does not wait on the server may take, acknowledgement included."""
+        return _ack.call_bound(self.timeout, [target.ack for target in self.members])
+
     def __len__(self) -> int:
         return len(self.members)
 

@@ -81,7 +81,7 @@ class Attempt:
         self.lease_from = time.monotonic()
 
     async def run(self) -> Won:
-        end = max(self.wait.deadline, time.monotonic() + self.wait.rounds.opts.call_bound)
+        end = max(self.wait.deadline, time.monotonic() + self.wait.rounds.nodes.call_bound)
         try:
             while True:
                 for step in self.steps:
