@@ -9,7 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from cluster import Server, start
+from cluster import Cluster, Server, start
 
 
 @pytest.fixture
@@ -34,6 +34,28 @@ def one() -> Iterator[Server]:
     servers = start(1)
     yield servers[0]
     servers[0].stop()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster() -> Iterator[Cluster]:
+    """One cluster of 3 masters + 3 replicas for the whole session (about 2 s to start and
+    settle). Tests find the shard they need by key; a test that migrates a slot leaves a valid
+    cluster behind."""
+    cluster = Cluster().start()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def master_with_replica() -> Iterator[tuple[Server, Server]]:
+    """A plain master (not a cluster) with one replica, its link up."""
+    master, replica = start(2)
+    master.client().config_set("repl-diskless-sync-delay", 0)  # no 5 s pause before the first sync
+    replica.client().execute_command("REPLICAOF", "127.0.0.1", master.port)
+    eventually(lambda: replica.client().info("replication").get("master_link_status") == "up", what="replica link")
+    yield master, replica
+    for server in (master, replica):
+        server.stop()
 
 
 def urls(servers: list[Server]) -> list[str]:
