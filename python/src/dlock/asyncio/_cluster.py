@@ -79,8 +79,14 @@ class ClusterNode:
             for address in self.topology.to_ask_for_slots():
                 try:
                     slots = await self.slots_from(address, deadline)
-                except (asyncio.TimeoutError, redis.RedisError, OSError, ValueError) as e:
-                    reasons.append(f"{address}: {reason(e) if not isinstance(e, ValueError) else e}")
+                except asyncio.TimeoutError:
+                    reasons.append(f"{address}: timed out")
+                    continue
+                except (redis.RedisError, OSError) as e:
+                    reasons.append(f"{address}: {reason(e)}")
+                    continue
+                except ValueError as e:  # not a slot map
+                    reasons.append(f"{address}: {e}")
                     continue
                 return self.topology.learn(slots, resource) or NodeFailure(
                     self.name, f"the slot of {resource!r} is not served"
