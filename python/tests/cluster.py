@@ -95,6 +95,10 @@ class Server:
             time.sleep(0.01)  # nothing to wait on but the port: poll briefly
         return False
 
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
     def client(self) -> redis.Redis:
         return redis.Redis(port=self.port, socket_timeout=5, protocol=2)
 
@@ -219,8 +223,12 @@ class Cluster:
                 raise AssertionError(f"cluster not ok within {within}s")
             time.sleep(0.05)
 
+    def running(self) -> list[Server]:
+        """The nodes not killed."""
+        return [node for node in self.nodes if node.running]
+
     def all_healthy(self) -> bool:
-        for node in self.nodes:
+        for node in self.running():
             try:
                 info = node.client().execute_command("CLUSTER", "INFO").decode()
                 replication = node.client().info("replication")
@@ -234,19 +242,19 @@ class Cluster:
 
     def all_agree(self) -> bool:
         try:
-            views = [topology(node.client().execute_command("CLUSTER", "NODES").decode()) for node in self.nodes]
+            views = [topology(node.client().execute_command("CLUSTER", "NODES").decode()) for node in self.running()]
         except redis.RedisError:
             return False
         return all(view == views[0] for view in views)
 
     def slot(self, key: str) -> int:
-        slot: int = self.nodes[0].client().execute_command("CLUSTER", "KEYSLOT", key)
+        slot: int = self.running()[0].client().execute_command("CLUSTER", "KEYSLOT", key)
         return slot
 
     def master_for(self, key: str) -> Server:
         """The master serving `key`'s slot, by its own account."""
         slot = self.slot(key)
-        for node in self.nodes:
+        for node in self.running():
             myid = node.client().execute_command("CLUSTER", "MYID")
             for start, end, master, *_ in node.client().execute_command("CLUSTER", "SLOTS"):
                 if start <= slot <= end and master[2] == myid:
@@ -254,7 +262,7 @@ class Cluster:
         raise AssertionError(f"no master serves {key!r}")
 
     def replica_of(self, master: Server) -> Server:
-        for node in self.nodes:
+        for node in self.running():
             if node.client().info("replication").get("master_port") == master.port:
                 return node
         raise AssertionError(f"no replica of {master.port}")
@@ -264,7 +272,7 @@ class Cluster:
         return next(key for i in range(100) if self.master_for(key := f"{prefix}-{i}") is not seed)
 
     def other_master(self, than: Server) -> Server:
-        return next(n for n in self.nodes if n is not than and n.client().info("replication")["role"] == "master")
+        return next(n for n in self.running() if n is not than and n.client().info("replication")["role"] == "master")
 
     def migrate_slot(self, key: str, source: Server, target: Server, before_announcing: Callable[[], None]) -> None:
         """Moves `key`'s slot the way `redis-cli --cluster reshard` does: IMPORTING, MIGRATING,

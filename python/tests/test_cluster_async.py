@@ -10,7 +10,7 @@ import pytest
 from cluster import Cluster, Server
 from conftest import status, waiters
 from test_async import run, until
-from test_cluster import SHORTFALL, asking_count, paused
+from test_cluster import ACK_TIMEOUT, SHORTFALL, asking_count, paused
 
 import dlock
 from dlock.asyncio import LockManager
@@ -22,7 +22,10 @@ def test_async_lock_extend_release_through_a_seed_that_does_not_own_the_slot(red
     owner = redis_cluster.master_for(key)
 
     async def test() -> None:
-        async with LockManager([redis_cluster.url(seed)]) as locks, locks.lock(key, ttl=2.0, wait=1.0) as lock:
+        async with (
+            LockManager([redis_cluster.url(seed)], ack_timeout=ACK_TIMEOUT) as locks,
+            locks.lock(key, ttl=2.0, wait=1.0) as lock,
+        ):
             held = status(owner, key)
             assert held is not None and held["token"] == lock.token
             await lock.extend(ttl=30.0)
@@ -39,7 +42,7 @@ def test_async_follows_a_migrated_slot(redis_cluster: Cluster) -> None:
     asked_before = asking_count(target)
 
     async def test() -> None:
-        async with LockManager([redis_cluster.url()], timeout=0.5) as locks:
+        async with LockManager([redis_cluster.url()], timeout=0.5, ack_timeout=ACK_TIMEOUT) as locks:
             lock = await locks.try_lock(key, ttl=30.0)
             loop = asyncio.get_running_loop()
 
@@ -63,7 +66,7 @@ def test_async_server_side_wait_on_a_cluster_node(redis_cluster: Cluster) -> Non
     owner = redis_cluster.master_for(key)
 
     async def test() -> None:
-        async with LockManager([redis_cluster.url()]) as locks:
+        async with LockManager([redis_cluster.url()], ack_timeout=ACK_TIMEOUT) as locks:
             holder = await locks.try_lock(key, ttl=30.0)
             waiting = asyncio.ensure_future(locks.lock(key, ttl=5.0, wait=10.0))
             await until(lambda: len(waiters(owner, key)) == 1)
@@ -104,7 +107,10 @@ def test_async_plain_master_with_replica_ack_1(master_with_replica: tuple[Server
         async with LockManager([master.url], replica_ack=1) as locks:
             with paused(replica, master), pytest.raises(dlock.NoQuorum, match=SHORTFALL):
                 await locks.try_lock("plain-acked")
-            async with locks.try_lock("plain-acked") as lock:
-                await lock.extend()
+        async with (
+            LockManager([master.url], replica_ack=1, ack_timeout=ACK_TIMEOUT) as patient,
+            patient.try_lock("plain-acked") as lock,
+        ):
+            await lock.extend()
 
     run(test)
