@@ -316,10 +316,21 @@ fn a_cluster_url_takes_the_lock_on_the_slot_master_with_a_replica_acknowledging(
             .output()
             .expect("run dlock")
     };
-    let out = cli(&["run", "deploy", "--", "sh", "-c", "echo $DLOCK_TOKEN"]);
+    // Grants that must count get room for the acknowledgement on a loaded machine; the refusals
+    // below keep the default 100 ms.
+    let out = cli(&[
+        "--ack-timeout",
+        "2s",
+        "run",
+        "deploy",
+        "--",
+        "sh",
+        "-c",
+        "echo $DLOCK_TOKEN",
+    ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let token: u64 = text(&out.stdout).parse().expect("token");
-    let out = cli(&["acquire", "deploy", "--ttl", "30s"]);
+    let out = cli(&["--ack-timeout", "2s", "acquire", "deploy", "--ttl", "30s"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let later: u64 = text(&out.stdout)
         .split_whitespace()

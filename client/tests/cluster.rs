@@ -10,6 +10,13 @@ use std::time::{Duration, Instant};
 use dlock_client::{Error, LockManager, ReplicaAck};
 use dlock_testkit::Cluster;
 
+/// Acknowledgement for managers whose grants must succeed: the default 100 ms can be missed by a
+/// replica on a loaded machine (a CI box), and a success returns as soon as the replica answers.
+/// Refusals keep the default, to stay quick.
+const PATIENT_ACK: ReplicaAck = ReplicaAck::Auto {
+    timeout: Duration::from_secs(2),
+};
+
 fn cluster_url(cluster: &Cluster) -> String {
     format!("redis+cluster://127.0.0.1:{}", cluster.nodes[0].port())
 }
@@ -41,7 +48,7 @@ fn resources_on_every_shard(cluster: &Cluster) -> Vec<(String, usize)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_lock_lives_on_its_slot_master_and_its_replica_has_it_on_return() {
     let cluster = Cluster::start(3, 1);
-    let locks = cluster_manager(&cluster, ReplicaAck::default());
+    let locks = cluster_manager(&cluster, PATIENT_ACK);
     for (resource, master) in resources_on_every_shard(&cluster) {
         let guard = locks.try_lock(&resource, TTL).await.expect("lock");
         let on_master = token_on(&cluster.nodes[master], &resource);
@@ -75,7 +82,7 @@ fn token_on_replica(replica: &Server, resource: &str) -> Option<u64> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wait_on_a_cluster_is_served_by_the_slot_master_when_the_holder_releases() {
     let cluster = Cluster::start(3, 1);
-    let locks = cluster_manager(&cluster, ReplicaAck::default());
+    let locks = cluster_manager(&cluster, PATIENT_ACK);
     let master = &cluster.nodes[cluster.master_for("jobs:7")];
     let holder = locks.try_lock("jobs:7", TTL).await.expect("holder");
     let waiter = tokio::spawn({
@@ -106,7 +113,7 @@ async fn a_wait_on_a_cluster_is_served_by_the_slot_master_when_the_holder_releas
 async fn a_slot_moving_under_a_held_lock_and_its_waiter_is_followed_by_both() {
     const KEY: &str = "orders:42";
     let cluster = Cluster::start(3, 1);
-    let locks = cluster_manager(&cluster, ReplicaAck::default());
+    let locks = cluster_manager(&cluster, PATIENT_ACK);
     let from = cluster.master_for(KEY);
     let to = (0..3).find(|&i| i != from).expect("another master");
     let holder = locks.try_lock(KEY, TTL).await.expect("holder");
@@ -147,7 +154,7 @@ async fn a_slot_moving_under_a_held_lock_and_its_waiter_is_followed_by_both() {
 async fn after_its_master_dies_the_lock_is_found_on_the_promoted_replica() {
     const KEY: &str = "invoices:9";
     let mut cluster = Cluster::start(3, 1);
-    let locks = cluster_manager(&cluster, ReplicaAck::default());
+    let locks = cluster_manager(&cluster, PATIENT_ACK);
     let guard = locks.try_lock(KEY, TTL).await.expect("lock");
     let (owner, first, _) = guard.detach();
     let master = cluster.master_for(KEY);
@@ -206,7 +213,7 @@ async fn a_grant_no_replica_acknowledged_is_refused_released_and_named() {
     }
     let unacked = unacked.expect("without acknowledgement the grant counts");
     unacked.release().await.expect("release");
-    let guard = locks
+    let guard = cluster_manager(&cluster, PATIENT_ACK)
         .try_lock("payments:1", TTL)
         .await
         .expect("replica back");
@@ -221,7 +228,7 @@ async fn a_handoff_on_a_master_with_a_replica_counts_only_once_the_replica_has_i
         .start();
     let ack = ReplicaAck::Replicas {
         count: 1,
-        timeout: Duration::from_millis(100),
+        timeout: Duration::from_secs(2),
     };
     let locks = LockManager::builder([master.url()])
         .timeout(PATIENT)
