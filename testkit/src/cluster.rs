@@ -124,10 +124,11 @@ impl Cluster {
                 .map(|nodes| topology(&nodes))
                 .ok()
         });
-        let Some(Some(first)) = views.next() else {
-            return true;
-        };
-        views.all(|view| view.as_ref() == Some(&first))
+        match views.next() {
+            None => true, // no node running: nothing to disagree
+            Some(None) => false,
+            Some(Some(first)) => views.all(|view| view.as_ref() == Some(&first)),
+        }
     }
 
     /// The slot of `key`.
