@@ -7,6 +7,15 @@
 //! - `restore` (RESTORE, and MIGRATE's target side): the counter rises to the restored token
 //!   now that the value is in the keyspace; a RESTORE refused earlier changed nothing.
 //!
+//! And one rule for the key's TTL, however the value arrived or the TTL changed: **the key expires
+//! at the lock's deadline** (or earlier, after a shortening PEXPIRE, which ends the lock early).
+//! RESTORE sets whatever TTL its caller passed (0: none), an RDB may carry a key TTL that does not
+//! match, PERSIST removes it and PEXPIRE can push it out: a lock key that outlived its lock would
+//! stay in the keyspace for good, invisible to `volatile-*` eviction. So `restore` and `loaded`
+//! set the key's expiry to the deadline, and `persist` and `expire` pull it back to the deadline
+//! when it went past it. The deadline is absolute, so masters, replicas and AOF replays set the
+//! same expiry without anything replicated; a deadline already past makes the key expire at once.
+//!
 //! A lock RESTOREd under another name keeps its place fingerprint and is never held there
 //! either (see [`super::place`]).
 
@@ -18,7 +27,7 @@ use redis_module::raw;
 
 use super::persistence::value_of;
 use super::value::{LockMut, LockRef};
-use super::MOVED;
+use super::{FOLLOW_KEY_TTL, MOVED};
 use crate::node::node;
 
 /// Subscribes to generic keyspace events and to SWAPDB; called once at load.
@@ -29,7 +38,7 @@ pub fn watch(ctx: *mut raw::RedisModuleCtx) -> Result<(), &'static str> {
     let subscribed = unsafe {
         subscribe(
             ctx,
-            raw::REDISMODULE_NOTIFY_GENERIC as c_int,
+            (raw::REDISMODULE_NOTIFY_GENERIC | raw::REDISMODULE_NOTIFY_LOADED) as c_int,
             Some(on_generic),
         )
     };
@@ -57,30 +66,66 @@ extern "C" fn on_generic(
     }
     // SAFETY: Redis passes a NUL-terminated event name for the duration of the call.
     let event = unsafe { CStr::from_ptr(event) }.to_bytes();
-    match event {
-        b"rename_to" | b"move_to" => with_lock(ctx, key, |mut lock| lock.set_place(MOVED)),
-        b"restore" => with_lock(ctx, key, |_| {}),
-        _ => {}
+    let change = match event {
+        b"rename_to" | b"move_to" => Change::Moved,
+        b"restore" => Change::Restored,
+        b"loaded" => Change::Loaded,
+        b"persist" | b"expire" => Change::KeyTtl,
+        _ => return raw::REDISMODULE_OK as c_int,
+    };
+    if change == Change::Loaded {
+        with_copied_name(key, |copy| with_lock(ctx, copy, change));
+    } else {
+        with_lock(ctx, key, change);
     }
     raw::REDISMODULE_OK as c_int
 }
 
-/// Runs `change` on the lock value under `key`, if it is one; a restored lock's token raises
-/// the counter on the way.
-fn with_lock(
-    ctx: *mut raw::RedisModuleCtx,
-    key: *mut raw::RedisModuleString,
-    change: impl FnOnce(LockMut<'_>),
-) {
+/// Runs `f` with a heap copy of `key`: the RDB loader passes the name of a `loaded` key as a
+/// string on its stack, which OpenKey must not retain (Redis aborts: "You tried to retain an
+/// object allocated in the stack").
+fn with_copied_name(key: *mut raw::RedisModuleString, f: impl FnOnce(*mut raw::RedisModuleString)) {
+    let (Some(copy), Some(free)) = (
+        crate::api!(RedisModule_CreateStringFromString),
+        crate::api!(RedisModule_FreeString),
+    ) else {
+        return;
+    };
+    // SAFETY: `key` is valid for the callback; without a context the copy is ours to free.
+    let copied = unsafe { copy(std::ptr::null_mut(), key) };
+    if copied.is_null() {
+        return;
+    }
+    f(copied);
+    // SAFETY: created above, no longer used (OpenKey's own reference went with CloseKey).
+    unsafe { free(std::ptr::null_mut(), copied) };
+}
+
+/// What a keyspace event did to a lock key.
+#[derive(Clone, Copy, PartialEq)]
+enum Change {
+    /// RENAME or MOVE carried the lock here.
+    Moved,
+    /// RESTORE (or MIGRATE) put the lock here, with whatever key TTL its caller chose.
+    Restored,
+    /// Loaded from an RDB (at start, DEBUG RELOAD, a replica's full sync).
+    Loaded,
+    /// PERSIST or an EXPIRE-family command changed the key's TTL.
+    KeyTtl,
+}
+
+/// Applies `change` to the lock under `key`, if it holds one.
+fn with_lock(ctx: *mut raw::RedisModuleCtx, key: *mut raw::RedisModuleString, change: Change) {
     let (Some(open), Some(close)) = (
         crate::api!(RedisModule_OpenKey),
         crate::api!(RedisModule_CloseKey),
     ) else {
         return;
     };
-    // Read-only and without side effects where the server supports them (7.2+; older servers
-    // ignore the flags they do not know).
+    // Without side effects where the server supports the flags (7.2+; older servers ignore the
+    // flags they do not know): no LRU touch, no event, no hit/miss stats, no lazy expiry.
     let mode = raw::REDISMODULE_READ
+        | raw::REDISMODULE_WRITE
         | raw::REDISMODULE_OPEN_KEY_NOTOUCH
         | raw::REDISMODULE_OPEN_KEY_NONOTIFY
         | raw::REDISMODULE_OPEN_KEY_NOSTATS
@@ -91,13 +136,56 @@ fn with_lock(
     };
     if let Ok(Some(value)) = value_of(handle) {
         // SAFETY: our value in a key opened just now; nothing else touches it during the call.
-        let token = unsafe { LockRef::new(value) }.record().token;
-        node().raise_counter(token);
-        // SAFETY: as above; the shared view above is no longer used.
-        change(unsafe { LockMut::new(value) });
+        let record = unsafe { LockRef::new(value) }.record();
+        let (token, deadline_ms) = (record.token, record.deadline_ms);
+        match change {
+            // SAFETY: as above; the shared view above is no longer used.
+            Change::Moved => unsafe { LockMut::new(value) }.set_place(MOVED),
+            Change::Restored => {
+                node().raise_counter(token);
+                expire_at_deadline(handle, deadline_ms, Align::Exactly);
+            }
+            Change::Loaded => expire_at_deadline(handle, deadline_ms, Align::Exactly),
+            Change::KeyTtl => expire_at_deadline(handle, deadline_ms, Align::NoLater),
+        }
     }
     // SAFETY: opened above.
     unsafe { close(handle.as_ptr()) };
+}
+
+/// How the key's expiry is brought to the lock's deadline.
+#[derive(Clone, Copy, PartialEq)]
+enum Align {
+    /// Set to the deadline, later or earlier (the value just arrived).
+    Exactly,
+    /// Pulled back to the deadline if later or absent; an earlier expiry (a shortening PEXPIRE)
+    /// stands and ends the lock early.
+    NoLater,
+}
+
+/// Sets the key's expiry to the lock's deadline as `align` says; a version-1 lock whose deadline
+/// is the key's TTL ([`FOLLOW_KEY_TTL`]) is left alone.
+fn expire_at_deadline(key: NonNull<raw::RedisModuleKey>, deadline_ms: u64, align: Align) {
+    let (Some(get), Some(set)) = (
+        crate::api!(RedisModule_GetAbsExpire),
+        crate::api!(RedisModule_SetAbsExpire),
+    ) else {
+        return;
+    };
+    if deadline_ms == FOLLOW_KEY_TTL {
+        return;
+    }
+    let deadline = i64::try_from(deadline_ms).unwrap_or(i64::MAX);
+    // SAFETY: a key opened for writing by the caller, open for this call.
+    let current = unsafe { get(key.as_ptr()) };
+    let keep = match align {
+        Align::Exactly => current == deadline,
+        Align::NoLater => current >= 0 && current <= deadline,
+    };
+    if !keep {
+        // SAFETY: as above.
+        unsafe { set(key.as_ptr(), deadline) };
+    }
 }
 
 extern "C" fn on_swapdb(

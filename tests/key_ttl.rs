@@ -1,0 +1,193 @@
+//! A lock key expires at its lock's deadline however the value arrived or the key's TTL was
+//! changed: RESTORE with any TTL (0, longer, shorter, REPLACE), an RDB whose key TTL does not match
+//! (DEBUG RELOAD), a replica applying its master's RESTORE, PERSIST and a lengthening PEXPIRE.
+//! Before, each of these could leave the key in the keyspace after its lock had ended, for good
+//! (no TTL) or long after, invisible to `volatile-*` eviction. A key whose lock has ended goes
+//! away by active expiry, with nobody touching it.
+
+mod common;
+use common::dump::{dump, restore};
+use common::*;
+
+/// How far apart PTTL and the lock's ttl may be read (two commands on a loaded machine).
+const SLACK_MS: i64 = 50;
+
+/// Asserts that `key`'s PTTL is within a few ms of its lock's remaining ttl; returns the ttl.
+fn assert_key_expires_with_the_lock(c: &mut Connection, key: &str) -> i64 {
+    let (_, _, ttl, _) = status(c, key).expect("the lock is held");
+    let pttl = pttl(c, key);
+    assert!(
+        (pttl - ttl).abs() <= SLACK_MS,
+        "{key}: PTTL {pttl} ms, lock ttl {ttl} ms"
+    );
+    ttl
+}
+
+/// Waits, without touching any key, until the database is empty (active expiry deleted it).
+fn assert_gone_untouched(c: &mut Connection, within_ms: u64) {
+    eventually("the ended lock's key expired", within_ms, || {
+        redis::cmd("DBSIZE").query::<i64>(c).unwrap() == 0
+    });
+}
+
+/// A lock on `key` for `ttl_ms`, dumped, then released: the payload to RESTORE.
+fn dumped_and_released(c: &mut Connection, key: &str, ttl_ms: i64) -> Vec<u8> {
+    acquire(c, key, "owner1", ttl_ms).unwrap();
+    let payload = dump(c, key);
+    assert_eq!(release(c, key, "owner1"), 1);
+    payload
+}
+
+fn restore_with_ttl(c: &mut Connection, key: &str, ttl_ms: i64, payload: &[u8]) {
+    redis::cmd("RESTORE")
+        .arg(key)
+        .arg(ttl_ms)
+        .arg(payload)
+        .exec(c)
+        .expect("RESTORE");
+}
+
+#[test]
+fn restore_with_no_ttl_longer_or_shorter_sets_the_key_ttl_to_the_deadline() {
+    let server = Server::start();
+    let mut c = server.conn();
+    for (key, restore_ttl) in [("none", 0), ("longer", 60_000), ("shorter", 100)] {
+        let payload = dumped_and_released(&mut c, key, 2_000);
+        restore_with_ttl(&mut c, key, restore_ttl, &payload);
+        let ttl = assert_key_expires_with_the_lock(&mut c, key);
+        assert!(ttl > 1_000, "{key}: the lock came back held, ttl {ttl}");
+    }
+    assert_gone_untouched(&mut c, 4_000);
+}
+
+#[test]
+fn restore_replace_over_a_live_lock_takes_the_restored_deadline() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let payload = dumped_and_released(&mut c, "k", 1_500);
+    acquire(&mut c, "k", "other", 60_000).unwrap();
+    assert!(
+        restore(&mut c, "k", &payload).is_none(),
+        "RESTORE ... REPLACE"
+    );
+    let ttl = assert_key_expires_with_the_lock(&mut c, "k");
+    assert!(
+        ttl <= 1_500,
+        "the restored lock's deadline, not the replaced one's: {ttl}"
+    );
+    assert_gone_untouched(&mut c, 3_500);
+}
+
+#[test]
+fn a_restored_lock_that_has_already_ended_goes_away() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let payload = dumped_and_released(&mut c, "k", 200);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    restore_with_ttl(&mut c, "k", 0, &payload);
+    assert_eq!(status(&mut c, "k"), None, "not held: its deadline passed");
+    assert_gone_untouched(&mut c, 2_000);
+}
+
+#[test]
+fn persist_and_a_lengthening_pexpire_are_pulled_back_to_the_deadline() {
+    let server = Server::start();
+    let mut c = server.conn();
+    acquire(&mut c, "persisted", "o", 1_500).unwrap();
+    acquire(&mut c, "lengthened", "o", 1_500).unwrap();
+    let _: i64 = redis::cmd("PERSIST")
+        .arg("persisted")
+        .query(&mut c)
+        .unwrap();
+    let _: i64 = redis::cmd("PEXPIRE")
+        .arg("lengthened")
+        .arg(60_000)
+        .query(&mut c)
+        .unwrap();
+    assert_key_expires_with_the_lock(&mut c, "persisted");
+    assert_key_expires_with_the_lock(&mut c, "lengthened");
+    // A shortening PEXPIRE stands: it ends the lock early, like DLOCK.FORCERELEASE.
+    acquire(&mut c, "shortened", "o", 60_000).unwrap();
+    let _: i64 = redis::cmd("PEXPIRE")
+        .arg("shortened")
+        .arg(300)
+        .query(&mut c)
+        .unwrap();
+    assert!(pttl(&mut c, "shortened") <= 300);
+    assert_gone_untouched(&mut c, 3_500);
+}
+
+#[test]
+fn an_rdb_whose_key_ttl_does_not_match_loads_with_the_deadline() {
+    // Saved without a checksum so that the key's expiry can be edited in the file, as an RDB
+    // written before this rule (or by hand) could carry it.
+    let server = Server::builder()
+        .config("enable-debug-command", "yes")
+        .config("rdbchecksum", "no")
+        .start();
+    let mut c = server.conn();
+    acquire(&mut c, "k", "o", 2_000).unwrap();
+    redis::cmd("SAVE").exec(&mut c).unwrap();
+    let path = server.dir().join("dump.rdb");
+    let mut rdb = std::fs::read(&path).unwrap();
+    let now_ms = unix_ms();
+    let at = expiry_offsets(&rdb, now_ms..now_ms + 3_000);
+    assert_eq!(at.len(), 1, "one key expiry in the RDB");
+    let later = now_ms + 3_600_000;
+    rdb[at[0]..at[0] + 8].copy_from_slice(&later.to_le_bytes());
+    std::fs::write(&path, rdb).unwrap();
+    redis::cmd("DEBUG")
+        .arg("RELOAD")
+        .arg("NOSAVE")
+        .exec(&mut c)
+        .unwrap();
+    assert_key_expires_with_the_lock(&mut c, "k");
+    assert_gone_untouched(&mut c, 3_500);
+}
+
+#[test]
+fn debug_reload_after_a_restore_keeps_the_deadline() {
+    let server = Server::builder()
+        .config("enable-debug-command", "yes")
+        .start();
+    let mut c = server.conn();
+    let payload = dumped_and_released(&mut c, "k", 2_000);
+    restore_with_ttl(&mut c, "k", 0, &payload);
+    redis::cmd("DEBUG").arg("RELOAD").exec(&mut c).unwrap();
+    assert_key_expires_with_the_lock(&mut c, "k");
+    assert_gone_untouched(&mut c, 3_500);
+}
+
+#[test]
+fn a_replica_applying_its_masters_restore_expires_the_key_with_the_lock() {
+    let master = Server::start();
+    let replica = replica_of(&master);
+    let mut m = master.conn();
+    let mut r = replica.conn();
+    let payload = dumped_and_released(&mut m, "k", 2_000);
+    restore_with_ttl(&mut m, "k", 0, &payload);
+    sync(&mut m);
+    assert_key_expires_with_the_lock(&mut m, "k");
+    assert_key_expires_with_the_lock(&mut r, "k");
+    // The master's active expiry deletes the key and replicates the DEL.
+    assert_gone_untouched(&mut r, 3_500);
+}
+
+fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+/// Offsets of the 8-byte expiries (after the RDB opcode 0xFC, EXPIRETIME_MS) within `range`.
+fn expiry_offsets(rdb: &[u8], range: std::ops::Range<u64>) -> Vec<usize> {
+    (0..rdb.len().saturating_sub(9))
+        .filter(|&i| rdb[i] == 0xFC)
+        .map(|i| i + 1)
+        .filter(|&at| {
+            let ms = u64::from_le_bytes(rdb[at..at + 8].try_into().unwrap());
+            range.contains(&ms)
+        })
+        .collect()
+}
