@@ -85,74 +85,6 @@ fn run_with_unreachable_nodes_says_which_and_exits_4() {
 }
 
 #[test]
-fn run_sends_sigterm_and_exits_5_when_the_lock_is_lost() {
-    let mut servers = nodes(5);
-    let marker = tempfile::tempdir().unwrap();
-    let mark = marker.path().join("term");
-    let script = format!(
-        "trap 'echo got-term > {}; exit 0' TERM; sleep 30 & wait",
-        mark.display()
-    );
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dlock"))
-        .env("DLOCK_NODES", urls(&servers).join(","))
-        .env("DLOCK_TIMEOUT", "500ms")
-        .args(["run", "job", "--ttl", "900ms", "--", "sh", "-c", &script])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while token_on(&servers[4], "job").is_none() {
-        assert!(Instant::now() < deadline, "dlock never took the lock");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    for server in &mut servers[..3] {
-        server.restart_empty();
-    }
-    let started = Instant::now();
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(5));
-    assert!(
-        started.elapsed() < Duration::from_secs(5),
-        "{:?}",
-        started.elapsed()
-    );
-    assert_eq!(std::fs::read_to_string(&mark).unwrap().trim(), "got-term");
-}
-
-#[test]
-fn interrupting_dlock_run_stops_the_command_and_releases() {
-    use nix::sys::signal::Signal;
-    let servers = nodes(3);
-    for (signal, code) in [(Signal::SIGINT, 130), (Signal::SIGTERM, 143)] {
-        let child = Command::new(env!("CARGO_BIN_EXE_dlock"))
-            .env("DLOCK_NODES", urls(&servers).join(","))
-            .env("DLOCK_TIMEOUT", "500ms")
-            .args(["run", "job", "--", "sleep", "30"])
-            .spawn()
-            .unwrap();
-        // Signal only once the command runs: a signal that arrives mid-acquisition is the
-        // subject of another test.
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while !has_child(child.id()) {
-            assert!(Instant::now() < deadline, "dlock never started the command");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        assert!(
-            token_on(&servers[0], "job").is_some(),
-            "held while the command runs"
-        );
-        let pid = nix::unistd::Pid::from_raw(child.id() as i32);
-        nix::sys::signal::kill(pid, signal).unwrap();
-        let status = child.wait_with_output().unwrap().status;
-        assert_eq!(status.code(), Some(code), "{signal}");
-        assert!(
-            servers.iter().all(|s| token_on(s, "job").is_none()),
-            "released on {signal}"
-        );
-    }
-}
-
-#[test]
 fn max_hold_stops_a_command_that_keeps_the_lock_too_long() {
     let servers = nodes(3);
     let started = Instant::now();
@@ -185,34 +117,6 @@ fn max_hold_stops_a_command_that_keeps_the_lock_too_long() {
         servers.iter().all(|s| token_on(s, "job").is_none()),
         "released"
     );
-}
-
-#[test]
-fn interrupting_a_waiting_dlock_run_withdraws_its_wait() {
-    use nix::sys::signal::Signal;
-    let servers = nodes(3);
-    let held = dlock(&servers, &["acquire", "job", "--ttl", "30s"]);
-    assert_eq!(held.status.code(), Some(0), "{}", text(&held.stderr));
-    let holder: Vec<Option<u64>> = servers.iter().map(|s| token_on(s, "job")).collect();
-    let child = Command::new(env!("CARGO_BIN_EXE_dlock"))
-        .env("DLOCK_NODES", urls(&servers).join(","))
-        .env("DLOCK_TIMEOUT", "500ms")
-        .args(["run", "job", "--wait", "30s", "--", "true"])
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !servers.iter().all(|s| waiters(s, "job") == 1) {
-        assert!(Instant::now() < deadline, "dlock never queued");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
-    nix::sys::signal::kill(pid, Signal::SIGINT).unwrap();
-    let status = child.wait_with_output().unwrap().status;
-    assert_eq!(status.code(), Some(130));
-    for (server, holder) in servers.iter().zip(holder) {
-        assert_eq!(waiters(server, "job"), 0, "wait withdrawn");
-        assert_eq!(token_on(server, "job"), holder, "the holder untouched");
-    }
 }
 
 #[test]
@@ -290,18 +194,6 @@ fn status_marks_unreachable_nodes_and_help_documents_exit_codes() {
             .code(),
         Some(2)
     );
-}
-
-/// Whether process `pid` has a child process yet (the command `dlock run` started).
-fn has_child(pid: u32) -> bool {
-    std::fs::read_dir(format!("/proc/{pid}/task"))
-        .into_iter()
-        .flatten()
-        .flatten()
-        .any(|task| {
-            std::fs::read_to_string(task.path().join("children"))
-                .is_ok_and(|c| !c.trim().is_empty())
-        })
 }
 
 #[test]

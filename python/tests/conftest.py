@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import signal
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -10,6 +11,18 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from cluster import Cluster, Server, start
+
+
+@pytest.fixture
+def sigint_raises() -> Iterator[None]:
+    """SIGINT raises KeyboardInterrupt for the test's duration, whatever the suite inherited: a
+    shell starts background jobs (and nohup, some CI runners) with SIGINT ignored, and Python then
+    installs no handler of its own."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 @pytest.fixture

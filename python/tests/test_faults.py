@@ -97,6 +97,7 @@ def test_max_hold_stops_the_watchdog_and_signals_loss(five: list[Server]) -> Non
 
 
 @pytest.mark.parametrize("count", [1, 3])
+@pytest.mark.usefixtures("sigint_raises")
 def test_ctrl_c_while_waiting_withdraws_the_wait(count: int) -> None:
     servers = start(count)
     try:

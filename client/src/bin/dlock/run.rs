@@ -71,11 +71,51 @@ pub async fn run(
 }
 
 /// SIGINT and SIGTERM, caught so that dlock can stop the command and release first.
-fn stop_signals() -> std::io::Result<(UnixSignal, UnixSignal)> {
+fn stop_signals() -> std::io::Result<(StopSignal, StopSignal)> {
     Ok((
-        signal(SignalKind::interrupt())?,
-        signal(SignalKind::terminate())?,
+        StopSignal::listen(Signal::SIGINT, SignalKind::interrupt())?,
+        StopSignal::listen(Signal::SIGTERM, SignalKind::terminate())?,
     ))
+}
+
+/// A stop signal dlock listens for, unless the process started with it ignored: a shell starts
+/// background jobs with SIGINT ignored (so that Ctrl-C stops only the foreground job), and the
+/// convention, kept by shells and Python alike, is that such a signal stays ignored, for dlock and
+/// for the command it runs (which inherits the disposition).
+enum StopSignal {
+    Listening(UnixSignal),
+    Ignored,
+}
+
+impl StopSignal {
+    fn listen(which: Signal, kind: SignalKind) -> std::io::Result<StopSignal> {
+        if ignored_at_start(which) {
+            return Ok(StopSignal::Ignored);
+        }
+        Ok(StopSignal::Listening(signal(kind)?))
+    }
+
+    /// Completes when the signal arrives; never, if it is ignored.
+    async fn recv(&mut self) {
+        match self {
+            StopSignal::Listening(signal) => {
+                signal.recv().await;
+            }
+            StopSignal::Ignored => std::future::pending().await,
+        }
+    }
+}
+
+/// Whether `which` is ignored now (read before any handler of dlock's is installed).
+fn ignored_at_start(which: Signal) -> bool {
+    use nix::libc;
+    let mut current = std::mem::MaybeUninit::<libc::sigaction>::zeroed();
+    // SAFETY: a null new action only reads the current one into `current`, which is large
+    // enough for it; nothing is changed.
+    let read =
+        unsafe { libc::sigaction(which as libc::c_int, std::ptr::null(), current.as_mut_ptr()) };
+    // SAFETY: sigaction filled `current` when it returned 0; zeroed is a valid sigaction too.
+    read == 0 && unsafe { current.assume_init() }.sa_sigaction == libc::SIG_IGN
 }
 
 fn spawn(argv: &[String], guard: &LockGuard) -> std::io::Result<Child> {

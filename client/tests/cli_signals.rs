@@ -1,0 +1,182 @@
+//! `dlock run` and the stop signals: SIGTERM to the command when the lock is lost, Ctrl-C and
+//! SIGTERM while waiting or running, and a SIGINT the process started with ignored.
+//!
+//! Each test sets the dispositions its `dlock` starts with, so the suite passes whatever its own
+//! parent ignores (a background job of a non-interactive shell, nohup, some CI runners): the
+//! dispositions a process ignores are inherited across fork and exec.
+
+mod common;
+use common::*;
+
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, signal, SigHandler, Signal};
+use nix::unistd::Pid;
+
+/// How `dlock` starts with SIGINT and SIGTERM.
+#[derive(Clone, Copy)]
+enum Stop {
+    /// Both at their default action, as from an interactive shell.
+    Default,
+    /// SIGINT ignored, as in a background job of a non-interactive shell.
+    IgnoringInterrupt,
+}
+
+/// `dlock` against `servers`, started with the dispositions of `stop` and no standard input.
+fn dlock(servers: &[Server], stop: Stop) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_dlock"));
+    command
+        .env("DLOCK_NODES", urls(servers).join(","))
+        .env("DLOCK_TIMEOUT", "500ms") // see common::PATIENT
+        .stdin(Stdio::null());
+    let interrupt = match stop {
+        Stop::Default => SigHandler::SigDfl,
+        Stop::IgnoringInterrupt => SigHandler::SigIgn,
+    };
+    // SAFETY: runs in the forked child before exec and only calls sigaction, which is
+    // async-signal-safe.
+    unsafe {
+        command.pre_exec(move || {
+            signal(Signal::SIGINT, interrupt).map_err(std::io::Error::from)?;
+            signal(Signal::SIGTERM, SigHandler::SigDfl).map_err(std::io::Error::from)?;
+            Ok(())
+        });
+    }
+    command
+}
+
+fn pid_of(child: &std::process::Child) -> Pid {
+    Pid::from_raw(child.id() as i32)
+}
+
+#[test]
+fn run_sends_sigterm_and_exits_5_when_the_lock_is_lost() {
+    let mut servers = nodes(5);
+    let marker = tempfile::tempdir().unwrap();
+    let mark = marker.path().join("term");
+    let script = format!(
+        "trap 'echo got-term > {}; exit 0' TERM; sleep 30 & wait",
+        mark.display()
+    );
+    let mut child = dlock(&servers, Stop::Default)
+        .args(["run", "job", "--ttl", "900ms", "--", "sh", "-c", &script])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while token_on(&servers[4], "job").is_none() {
+        assert!(Instant::now() < deadline, "dlock never took the lock");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for server in &mut servers[..3] {
+        server.restart_empty();
+    }
+    let started = Instant::now();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(5));
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(std::fs::read_to_string(&mark).unwrap().trim(), "got-term");
+}
+
+#[test]
+fn interrupting_dlock_run_stops_the_command_and_releases() {
+    let servers = nodes(3);
+    for (signal, code) in [(Signal::SIGINT, 130), (Signal::SIGTERM, 143)] {
+        let child = dlock(&servers, Stop::Default)
+            .args(["run", "job", "--", "sleep", "30"])
+            .spawn()
+            .unwrap();
+        // Signal only once the command runs: a signal that arrives mid-acquisition is the
+        // subject of another test.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !has_child(child.id()) {
+            assert!(Instant::now() < deadline, "dlock never started the command");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(
+            token_on(&servers[0], "job").is_some(),
+            "held while the command runs"
+        );
+        kill(pid_of(&child), signal).unwrap();
+        let status = child.wait_with_output().unwrap().status;
+        assert_eq!(status.code(), Some(code), "{signal}");
+        assert!(
+            servers.iter().all(|s| token_on(s, "job").is_none()),
+            "released on {signal}"
+        );
+    }
+}
+
+#[test]
+fn interrupting_a_waiting_dlock_run_withdraws_its_wait() {
+    let servers = nodes(3);
+    let held = dlock(&servers, Stop::Default)
+        .args(["acquire", "job", "--ttl", "30s"])
+        .output()
+        .unwrap();
+    assert_eq!(held.status.code(), Some(0));
+    let holder: Vec<Option<u64>> = servers.iter().map(|s| token_on(s, "job")).collect();
+    let child = dlock(&servers, Stop::Default)
+        .args(["run", "job", "--wait", "30s", "--", "true"])
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !servers.iter().all(|s| waiters(s, "job") == 1) {
+        assert!(Instant::now() < deadline, "dlock never queued");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    kill(pid_of(&child), Signal::SIGINT).unwrap();
+    let status = child.wait_with_output().unwrap().status;
+    assert_eq!(status.code(), Some(130));
+    for (server, holder) in servers.iter().zip(holder) {
+        assert_eq!(waiters(server, "job"), 0, "wait withdrawn");
+        assert_eq!(token_on(server, "job"), holder, "the holder untouched");
+    }
+}
+
+/// Whether process `pid` has a child process yet (the command `dlock run` started).
+fn has_child(pid: u32) -> bool {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|task| {
+            std::fs::read_to_string(task.path().join("children"))
+                .is_ok_and(|c| !c.trim().is_empty())
+        })
+}
+
+#[test]
+fn a_sigint_ignored_at_start_stays_ignored_by_dlock_run_and_its_command() {
+    let servers = nodes(3);
+    let mut child = dlock(&servers, Stop::IgnoringInterrupt)
+        .args(["run", "job", "--", "sleep", "30"])
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !has_child(child.id()) {
+        assert!(Instant::now() < deadline, "dlock never started the command");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let held = token_on(&servers[0], "job");
+    assert!(held.is_some(), "held while the command runs");
+    kill(pid_of(&child), Signal::SIGINT).unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "dlock run exited on a SIGINT it started with ignored"
+    );
+    assert_eq!(token_on(&servers[0], "job"), held, "still held");
+    kill(pid_of(&child), Signal::SIGTERM).unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(143));
+    assert!(
+        servers.iter().all(|s| token_on(s, "job").is_none()),
+        "released on SIGTERM"
+    );
+}
