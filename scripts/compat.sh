@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # `make compat`: the module's and the client's integration tests against every server binary in
-# DLOCK_REDIS_SERVERS (space-separated paths; default: the redis-server on the PATH). Prints one
-# line per server and exits non-zero if any failed. Build other servers with
-# `make compat-servers` (scripts/compat-servers.sh prints the line to use).
+# DLOCK_REDIS_SERVERS (space-separated paths). Without it: the servers `make compat-servers` listed
+# in .compat/servers, or else the redis-server on the PATH. Prints one line per server and exits
+# non-zero if any failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+listed=.compat/servers
+if [ -z "${DLOCK_REDIS_SERVERS:-}" ] && [ -s "$listed" ]; then
+  DLOCK_REDIS_SERVERS=$(tr '\n' ' ' <"$listed")
+fi
 servers=${DLOCK_REDIS_SERVERS:-$(command -v redis-server)}
 failed=0
 results=()
