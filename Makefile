@@ -33,13 +33,11 @@ run: build
 	redis-server --port $(REDIS_PORT) --bind 127.0.0.1 --save "" --appendonly no \
 	  --loadmodule $(CURDIR)/$(MODULE)
 
-# Unit and integration tests against real redis-server processes, the model check, then the
-# quick chaos suite.
+# Unit and integration tests against real redis-server processes, the Python client's, the
+# signal-sensitive tests again with SIGINT/SIGTERM ignored and no terminal, the model check and the
+# quick chaos suite; the last line totals the tests ("total: N passed, M failed").
 test: build
-	$(CARGO) test --release --workspace
-	$(MAKE) --no-print-directory python-test
-	$(MAKE) --no-print-directory model
-	$(MAKE) --no-print-directory chaos-quick
+	bash scripts/test.sh
 
 # The Python client (python/): ruff, mypy --strict and pytest against real redis-server nodes
 # (and the Rust CLI, for interop), in a venv of its own, python/.venv. Installs python3-venv when

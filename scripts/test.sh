@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# `make test` (what CI runs): every suite, each run to its end even when an earlier one failed, then
+# one line per suite and, last, the totals across Rust, Python and the signal check as
+# "total: N passed, M failed", so a CI log's last line says how it went. Exits non-zero if anything
+# failed. Expects `make build` to have run.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+logs=$(mktemp -d -t dlock-test.XXXXXX)
+passed=0
+failed=0
+lines=()
+
+# Sums "N passed" / "N failed" (and pytest's "N error") over the summary lines of a suite's log:
+# cargo's "test result: ..." and pytest's "... in 12.34s".
+count() {
+  local log=$1 kind=$2
+  grep -E '^test result:| in [0-9.]+s' "$log" | grep -oE "[0-9]+ $kind" | awk '{s += $1} END {print s + 0}'
+}
+
+# Runs one suite, its output shown and kept; $1 names it, $2 says whether it reports test counts.
+suite() {
+  local name=$1 counted=$2 status p f
+  shift 2
+  echo "== $name" >&2
+  "$@" 2>&1 | tee "$logs/$name.log"
+  status=${PIPESTATUS[0]}
+  if [ "$counted" = counted ]; then
+    p=$(count "$logs/$name.log" passed)
+    f=$(($(count "$logs/$name.log" failed) + $(count "$logs/$name.log" error)))
+    # A suite that failed without a count (a build or lint error) still counts as a failure.
+    [ "$status" -ne 0 ] && [ "$f" -eq 0 ] && f=1
+    passed=$((passed + p))
+    failed=$((failed + f))
+    lines+=("$name: $p passed, $f failed")
+  elif [ "$status" -eq 0 ]; then
+    lines+=("$name: ok")
+  else
+    failed=$((failed + 1))
+    lines+=("$name: FAILED (exit $status)")
+  fi
+}
+
+# The tests that send signals, started the way a background job of a non-interactive shell (or
+# nohup, or a CI runner) starts them: SIGINT and SIGTERM ignored, no terminal, no standard input.
+# Each such test sets the dispositions it relies on itself; this proves it.
+signals() {
+  (
+    trap '' INT TERM
+    python3 -c 'import signal, sys; sys.exit(any(signal.getsignal(s) != signal.SIG_IGN for s in (signal.SIGINT, signal.SIGTERM)))' ||
+      { echo "signals: SIGINT and SIGTERM are not ignored in the check's environment" >&2; exit 1; }
+    setsid -w cargo test --release -q -p dlock-client --test cli_signals </dev/null || exit 1
+    cd python && setsid -w .venv/bin/python -m pytest -q -p timeout --timeout 120 \
+      tests/test_faults.py -k ctrl_c </dev/null
+  )
+}
+
+suite rust counted cargo test --release --workspace
+suite python counted make --no-print-directory python-test
+suite signals counted signals
+suite model status make --no-print-directory model
+suite chaos-quick status make --no-print-directory chaos-quick
+
+echo
+printf 'make test: %s\n' "${lines[@]}"
+echo "total: $passed passed, $failed failed"
+rm -rf "$logs"
+[ "$failed" -eq 0 ]
