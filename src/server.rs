@@ -87,3 +87,52 @@ pub fn now_ms() -> u64 {
 pub fn now_us() -> u64 {
     dlock_core::Clock::now_us(&dlock_core::SystemClock)
 }
+
+/// What the running server offers for atomic slot migration, which Redis and Valkey added with
+/// different APIs (and different numbers for the same server-event ids).
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub enum SlotMigration {
+    /// Redis 8.4+: `CLUSTER MIGRATION IMPORT`, with server events for the migration (18) and
+    /// the trim of moved keys (19); nothing to opt into.
+    Redis,
+    /// Valkey 9+: `CLUSTER MIGRATESLOTS`, refused unless every module opts in; one server event
+    /// (19) for its phases.
+    Valkey,
+    /// Neither: slots move only with `SETSLOT` / `MIGRATE`.
+    None,
+}
+
+/// Which [`SlotMigration`] API this server has: by the name it gives itself (`server_name` in
+/// `INFO server`, which only Valkey sets) and its version.
+pub fn slot_migration(ctx: &Context) -> SlotMigration {
+    let valkey = server_name(ctx).as_deref() == Some("valkey");
+    match (valkey, version()) {
+        (true, v) if v >= 0x0009_0000 => SlotMigration::Valkey,
+        (false, v) if v >= 0x0008_0400 => SlotMigration::Redis,
+        _ => SlotMigration::None,
+    }
+}
+
+fn server_name(ctx: &Context) -> Option<String> {
+    let (get, field, free) = (
+        crate::api!(RedisModule_GetServerInfo)?,
+        crate::api!(RedisModule_ServerInfoGetFieldC)?,
+        crate::api!(RedisModule_FreeServerInfo)?,
+    );
+    // SAFETY: a live context; the info is freed below, after its field was copied out, and the
+    // names are static NUL-terminated strings.
+    unsafe {
+        let info = get(ctx.ctx, c"server".as_ptr());
+        if info.is_null() {
+            return None;
+        }
+        let name = field(info, c"server_name".as_ptr());
+        let name = (!name.is_null()).then(|| {
+            std::ffi::CStr::from_ptr(name)
+                .to_string_lossy()
+                .into_owned()
+        });
+        free(ctx.ctx, info);
+        name
+    }
+}

@@ -39,15 +39,25 @@ pub fn changed(ctx: &Context, key: &Arg, event: &CStr) {
     }
 }
 
+/// Valkey 9's `VALKEYMODULE_OPTIONS_HANDLE_ATOMIC_SLOT_MIGRATION` (the bit means nothing on Redis,
+/// so it is only set on Valkey).
+const HANDLE_ATOMIC_SLOT_MIGRATION: u32 = 1 << 5;
+
 /// Called once at load: opts out of the implicit WATCH signal, and declares that RDB loading
 /// errors are handled (a malformed value fails its load instead of aborting the server) and
 /// that a replica may load a full sync in the background (`repl-diskless-load swapdb`): loading
 /// only ever raises the node counter, which is safe even for a load that is then discarded.
+/// On Valkey 9+ it also opts into atomic slot migration (`CLUSTER MIGRATESLOTS`): keys that
+/// arrive before the slot is ours only raise the counter, and the waiters of a slot that left
+/// are redirected (`waiting::migration`).
 pub fn set_module_options(ctx: &Context) {
     if let Some(set) = crate::api!(RedisModule_SetModuleOptions) {
-        let options = raw::REDISMODULE_OPTIONS_HANDLE_IO_ERRORS
+        let mut options = raw::REDISMODULE_OPTIONS_HANDLE_IO_ERRORS
             | raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED
             | raw::REDISMODULE_OPTIONS_HANDLE_REPL_ASYNC_LOAD;
+        if crate::server::slot_migration(ctx) == crate::server::SlotMigration::Valkey {
+            options |= HANDLE_ATOMIC_SLOT_MIGRATION;
+        }
         // SAFETY: the load context.
         unsafe { set(ctx.ctx, options as c_int) };
     }

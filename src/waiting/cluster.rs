@@ -27,12 +27,27 @@ pub fn may_grant_here(ctx: &Context, place: &Place, key: &[u8]) -> Result<(), St
         Ok(RedisValue::Integer(slot)) => slot,
         _ => return Err(unknown()),
     };
-    let nodes = match ctx.call("CLUSTER", &["NODES"]) {
-        Ok(RedisValue::BulkString(text) | RedisValue::SimpleString(text)) => text,
-        Ok(RedisValue::StringBuffer(bytes)) => String::from_utf8_lossy(&bytes).into_owned(),
-        _ => return Err(unknown()),
-    };
+    let nodes = nodes(ctx).ok_or_else(unknown)?;
     route(&nodes, slot).ok_or_else(unknown)?
+}
+
+/// `CLUSTER NODES`, as text.
+pub fn nodes(ctx: &Context) -> Option<String> {
+    match ctx.call("CLUSTER", &["NODES"]) {
+        Ok(RedisValue::BulkString(text) | RedisValue::SimpleString(text)) => Some(text),
+        Ok(RedisValue::StringBuffer(bytes)) => Some(String::from_utf8_lossy(&bytes).into_owned()),
+        _ => None,
+    }
+}
+
+/// From `CLUSTER NODES`: `MOVED slot host:port` to the master that serves `slot`, if that is
+/// another node (a slot that just left this one).
+pub fn owner_redirect(nodes: &str, slot: i64) -> Option<String> {
+    let owner = nodes
+        .lines()
+        .map(|l| l.split(' ').collect::<Vec<_>>())
+        .find(|f| serves(f, slot) && f.get(2).is_some_and(|flags| !flags.contains("myself")))?;
+    Some(format!("MOVED {slot} {}", address(&owner)?))
 }
 
 /// From `CLUSTER NODES`: `Ok` when the `myself` line serves `slot` and is not migrating it, else
@@ -101,5 +116,16 @@ d4 127.0.0.1:7004@17004 slave a1 0 0 1 connected
             Some(Err("MOVED 6000 127.0.0.1:7002".into()))
         );
         assert_eq!(route("garbage", 1), None);
+    }
+
+    #[test]
+    fn a_slot_that_left_redirects_to_its_new_owner_only() {
+        use super::owner_redirect;
+        assert_eq!(
+            owner_redirect(NODES, 12000),
+            Some("MOVED 12000 127.0.0.1:7003".into())
+        );
+        assert_eq!(owner_redirect(NODES, 100), None, "still served here");
+        assert_eq!(owner_redirect("garbage", 1), None);
     }
 }

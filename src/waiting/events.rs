@@ -35,7 +35,7 @@ pub fn watch(ctx: &Context) -> Result<(), &'static str> {
             return Err("cannot subscribe to flush and role events");
         }
     }
-    Ok(())
+    super::migration::watch(ctx)
 }
 
 type ServerEvent = extern "C" fn(*mut raw::RedisModuleCtx, raw::RedisModuleEvent, u64, *mut c_void);

@@ -8,6 +8,7 @@ mod blocked;
 mod cluster;
 mod events;
 mod handoff;
+mod migration;
 mod queues;
 
 use std::time::Duration;

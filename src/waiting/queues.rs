@@ -140,6 +140,34 @@ pub fn drain() -> (Vec<Waiter<Parked>>, Vec<u64>) {
     })
 }
 
+/// Removes every key whose place `leaving` selects, with its waiters, tentative mark and timer
+/// (its slot left this node); returns the waiters, to be answered, and the timers, to be stopped.
+pub fn take_where(leaving: impl Fn(&Place) -> bool) -> (Vec<Waiter<Parked>>, Vec<u64>) {
+    REGISTRY.with_borrow_mut(|r| {
+        let places: Vec<Place> = r.keys.keys().filter(|p| leaving(p)).cloned().collect();
+        let mut waiters = Vec::new();
+        let mut timers = Vec::new();
+        for place in places {
+            let Some(mut state) = r.keys.remove(&place) else {
+                continue;
+            };
+            let gone = state.queue.remove_where(|_| true);
+            r.waiters = r.waiters.saturating_sub(gone.len());
+            for waiter in &gone {
+                r.parked_at.remove(&waiter.handle.id());
+            }
+            waiters.extend(gone);
+            timers.extend(state.timer);
+        }
+        (waiters, timers)
+    })
+}
+
+/// Every place with any state: waiters, a tentative mark or a timer.
+pub fn places() -> Vec<Place> {
+    REGISTRY.with_borrow(|r| r.keys.keys().cloned().collect())
+}
+
 /// Every key with waiters (to hand each off after a FLUSHALL).
 pub fn keys_with_waiters() -> Vec<Place> {
     REGISTRY.with_borrow(|r| {

@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod atomic;
 mod cluster;
+pub use atomic::{atomic_migration, AtomicMigration, Ended, Migration};
 pub use cluster::Cluster;
 
 /// Path of the built module: `$DLOCK_MODULE`, else `<workspace>/target/release/libdlock.so`.
