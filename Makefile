@@ -45,8 +45,8 @@ test: build
 PYTHON  ?= python3
 PY_VENV := python/.venv
 
-.PHONY: python-test
-python-test: build
+.PHONY: python-test python-venv
+python-venv:
 	@$(PYTHON) -c 'import ensurepip, venv' >/dev/null 2>&1 || { \
 	  echo "installing: python3-venv"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
@@ -55,6 +55,8 @@ python-test: build
 	$(PY_VENV)/bin/pip install -q --disable-pip-version-check ./python -r python/requirements-test.txt \
 	  || { echo "python-test: pip install failed (PyPI unreachable?)" >&2; exit 1; }
 	rm -rf python/build
+
+python-test: build python-venv
 	cd python && .venv/bin/ruff check src tests && .venv/bin/ruff format --check src tests
 	cd python && .venv/bin/mypy --strict src
 	cd python && .venv/bin/python -m pytest -q -p timeout --timeout 120
@@ -67,9 +69,10 @@ model: build
 model-deep: build
 	$(CARGO) run --release -q -p dlock-model -- --deep
 
-# The integration tests against other server builds: DLOCK_REDIS_SERVERS="path/redis-server ..."
-# (default: the redis-server on the PATH). `make compat-servers` builds Redis 8 and Valkey 8.
-compat: build
+# The integration tests (Rust, and the Python client's slot-migration tests) against other server
+# builds: DLOCK_REDIS_SERVERS="path/redis-server ...", else those `make compat-servers` built and
+# listed in .compat/servers (Redis 7.4, 8.0, 8.6, Valkey 8.1, 9.1), else the redis-server on the PATH.
+compat: build python-venv
 	bash scripts/compat.sh
 
 compat-servers:

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# `make compat`: the module's and the client's integration tests against every server binary in
-# DLOCK_REDIS_SERVERS (space-separated paths). Without it: the servers `make compat-servers` listed
-# in .compat/servers, or else the redis-server on the PATH. Prints one line per server and exits
-# non-zero if any failed.
+# `make compat`: the module's and the client's integration tests (and the Python client's
+# slot-migration tests, skipped where the server has no atomic slot migration) against every
+# server binary in DLOCK_REDIS_SERVERS (space-separated paths). Without it: the servers
+# `make compat-servers` listed in .compat/servers, or else the redis-server on the PATH. Prints one
+# line per server and exits non-zero if any failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 listed=.compat/servers
@@ -17,7 +18,9 @@ for server in $servers; do
   name=$(basename "$server" | sed 's/-server//')
   log=$(mktemp -t dlock-compat.XXXXXX)
   echo "== $name $version ($server)" >&2
-  if DLOCK_REDIS_SERVER="$server" cargo test --release -q --no-fail-fast -p dlock -p dlock-client --tests >"$log" 2>&1; then
+  if DLOCK_REDIS_SERVER="$server" cargo test --release -q --no-fail-fast -p dlock -p dlock-client --tests >"$log" 2>&1 &&
+    (cd python && DLOCK_REDIS_SERVER="$server" .venv/bin/python -m pytest -q -p timeout --timeout 120 \
+      tests/test_slot_migration.py) >>"$log" 2>&1; then
     passed=$(grep -o '[0-9]* passed' "$log" | awk '{s+=$1} END {print s}')
     results+=("$name $version: pass ($passed tests)")
   else
