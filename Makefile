@@ -5,7 +5,7 @@ CARGO        ?= cargo
 MODULE       := target/release/libdlock.so
 REDIS_PORT   ?= 6379
 
-.PHONY: all deps build run test model model-deep bench-waiters bench-handoff compat compat-servers chaos chaos-quick bench bench-quick bench-server cluster redis-cluster fmt lint clean
+.PHONY: all deps build run test model model-deep bench-waiters bench-handoff compat compat-servers memcheck chaos chaos-quick bench bench-quick bench-server cluster redis-cluster fmt lint clean
 
 all: build
 
@@ -77,6 +77,11 @@ compat: build python-venv
 
 compat-servers:
 	bash scripts/compat-servers.sh
+
+# The slot-migration paths (waiters redirected, both trim methods) under valgrind memcheck on the
+# newest servers `make compat-servers` built, ~2 min.
+memcheck: build
+	bash scripts/memcheck-slot-migration.sh
 
 chaos-quick: build
 	$(CARGO) run --release -q -p dlock-chaos -- --quick
