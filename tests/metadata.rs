@@ -56,15 +56,15 @@ fn categories(c: &mut Connection, name: &str) -> Vec<String> {
 }
 
 #[test]
-fn command_docs_describe_every_command_the_readme_lists() {
+fn command_docs_describe_every_command_the_reference_lists() {
     let server = Server::start();
     let mut c = server.conn();
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let reference =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/commands.md")).unwrap();
     for name in module_commands(&mut c) {
         assert!(
-            readme.contains(&format!("| `{}", name.to_ascii_uppercase())),
-            "{name} missing from the README reference"
+            reference.contains(&format!("| `{}", name.to_ascii_uppercase())),
+            "{name} missing from docs/commands.md"
         );
         let docs: Value = redis::cmd("COMMAND")
             .arg("DOCS")

@@ -1,9 +1,9 @@
-//! The command table is the single source of the README's command reference, and it is
+//! The command table is the single source of docs/commands.md's command reference, and it is
 //! internally consistent.
 
 use super::*;
 
-/// The README section between the `commands` markers, rendered from [`COMMANDS`].
+/// The docs/commands.md section between the `commands` markers, rendered from [`COMMANDS`].
 fn reference() -> String {
     let mut out =
         String::from("| command | what it does | flags | ACL | since |\n|---|---|---|---|---|\n");
@@ -30,19 +30,19 @@ const END: &str = "<!-- commands:end -->";
 
 #[test]
 fn readme_command_reference_matches_the_table() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/README.md");
-    let readme = std::fs::read_to_string(path).expect("README.md");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/commands.md");
+    let readme = std::fs::read_to_string(path).expect("docs/commands.md");
     let (Some(start), Some(end)) = (readme.find(START), readme.find(END)) else {
-        panic!("README.md lacks the markers:\n{START}...\n{END}");
+        panic!("docs/commands.md lacks the markers:\n{START}...\n{END}");
     };
     let current = &readme[start + START.len()..end];
     let expected = reference();
     if current != expected {
         if std::env::var_os("DLOCK_BLESS").is_some() {
             let updated = format!("{}{START}{expected}{}", &readme[..start], &readme[end..]);
-            std::fs::write(path, updated).expect("write README.md");
+            std::fs::write(path, updated).expect("write docs/commands.md");
         } else {
-            panic!("README command reference is stale; run DLOCK_BLESS=1 cargo test -p dlock readme\nexpected:\n{expected}");
+            panic!("docs/commands.md command reference is stale; run DLOCK_BLESS=1 cargo test -p dlock readme\nexpected:\n{expected}");
         }
     }
 }
