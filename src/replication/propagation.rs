@@ -10,7 +10,10 @@
 //!   join a master that already has replicas;
 //! - a `SYNC`/`PSYNC` arrives (seen by a command filter *before* Redis handles it, so the
 //!   replica's snapshot and the stream after it are complete);
-//! - the node changes role, or a replica comes online.
+//! - the node changes role, or a replica comes online;
+//! - an atomic slot migration starts here (Redis 8.4+, Valkey 9+): its target receives the
+//!   slot's writes after the snapshot through the same stream, so a grant made during the
+//!   migration without its effect would never reach the new owner (`waiting::migration`).
 
 use std::ffi::CStr;
 use std::os::raw::{c_int, c_void};
@@ -67,6 +70,11 @@ fn server_replicates(ctx: &Context) -> bool {
                 raw::REDISMODULE_CTX_FLAGS_SLAVE,
             )
     }
+}
+
+/// Something will receive effects from now on (a slot migration started): build them.
+pub fn switch_on() {
+    POSSIBLE.store(true, Relaxed);
 }
 
 /// Installs the watchers; called once when the module loads.

@@ -12,10 +12,14 @@
 //! timer is stopped and its tentative mark dropped. Clients follow the redirect and queue again on
 //! the new owner with their ticket.
 //!
-//! Nothing is needed for the locks themselves: they travel as keys (the target's `restore` /
-//! `loaded` events raise its counter to each token and set each key's expiry to its deadline),
-//! and grants, extensions and releases made during the migration reach the target with the
-//! module's effects (`DLOCK.APPLY`, `DEL`, `PEXPIREAT`), which carry their key like any write.
+//! The locks themselves travel as keys (the target's `restore` / `loaded` events raise its
+//! counter to each token and set each key's expiry to its deadline), and grants, extensions and
+//! releases made on the source while the slot is being copied reach the target through the
+//! migration's stream of writes, as the module's effects (`DLOCK.APPLY`, `DEL`, `PEXPIREAT`).
+//! The module builds effects only when something can receive them, and a migration's target is
+//! such a receiver the server does not otherwise announce: so the migration's start switches
+//! effects on. (Without it, locks granted during the copy were missing on the target: their
+//! holders' extensions answered "not held" after the move.)
 
 use std::os::raw::{c_char, c_int, c_void};
 use std::ptr::NonNull;
@@ -29,11 +33,13 @@ use crate::server::{self, SlotMigration};
 // Redis 8.4+ (redismodule.h): server events and sub-events.
 const REDIS_SLOT_MIGRATION: u64 = 18;
 const REDIS_SLOT_MIGRATION_TRIM: u64 = 19;
+const REDIS_MIGRATE_STARTED: u64 = 3;
 const REDIS_MIGRATE_COMPLETED: u64 = 5;
 const REDIS_TRIM_STARTED: u64 = 0;
 const REDIS_TRIM_BACKGROUND: u64 = 2;
 // Valkey 9+ (valkeymodule.h).
 const VALKEY_ATOMIC_SLOT_MIGRATION: u64 = 19;
+const VALKEY_EXPORT_STARTED: u64 = 1;
 const VALKEY_EXPORT_COMPLETED: u64 = 5;
 /// `REDISMODULE_NODE_ID_LEN` + 1.
 const NODE_ID_SIZE: usize = 41;
@@ -112,6 +118,9 @@ extern "C" fn on_redis_migration(
     subevent: u64,
     data: *mut c_void,
 ) {
+    if subevent == REDIS_MIGRATE_STARTED {
+        return crate::replication::propagation::switch_on();
+    }
     let Some(info) = NonNull::new(data.cast::<RedisMigrationInfo>()) else {
         return;
     };
@@ -148,6 +157,9 @@ extern "C" fn on_valkey_migration(
     subevent: u64,
     data: *mut c_void,
 ) {
+    if subevent == VALKEY_EXPORT_STARTED {
+        return crate::replication::propagation::switch_on();
+    }
     let Some(info) = NonNull::new(data.cast::<ValkeyMigrationInfo>()) else {
         return;
     };
