@@ -25,6 +25,10 @@ def error_codes() -> dict[type, str]:
 _CODES = error_codes()
 
 
+class NodeTimeout(NodeFailure):
+    """No reply within the time allowed (the node may be slow, paused, or still queueing us)."""
+
+
 def reason(error: BaseException) -> str:
     """A server error as the server wrote it (`TRYAGAIN ...`), anything else described."""
     code = _CODES.get(type(error))

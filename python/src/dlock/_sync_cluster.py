@@ -10,8 +10,8 @@ import time
 from . import _ack
 from ._cluster import CLUSTER_SLOTS, MAX_REDIRECTS, SlotMap, Topology, host_of, parse_url, redirect, with_asking
 from ._commands import Args
-from ._replies import answer, reason
-from ._sync_server import NodeTimeout, Packed, Sent, Server
+from ._replies import NodeTimeout, answer, reason
+from ._sync_server import Packed, Sent, Server
 from .errors import NodeFailure
 
 

@@ -17,11 +17,11 @@ import time
 
 from . import _acquisition as machine
 from . import _commands as cmd
-from ._sync_round import Grant, Rounds
-from ._sync_server import NodeTimeout
+from ._replies import NodeTimeout
+from ._sync_round import Rounds
 from ._sync_waits import Waits
 from ._timing import draw_ticket, ms, new_owner, quorum, retry_pause, round_owner, validity
-from ._verdicts import CONTENDED, EXPIRED, NO_QUORUM, AttemptFailed, unexpected
+from ._verdicts import CONTENDED, EXPIRED, NO_QUORUM, AttemptFailed, Grant, unexpected
 from .errors import NodeFailure
 
 

@@ -4,7 +4,6 @@ fan-out, majority, validity, and the two-phase quorum fencing commit."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 from . import _commands as cmd
 from ._options import Options
@@ -14,6 +13,7 @@ from ._verdicts import (
     EXPIRED,
     AttemptFailed,
     Count,
+    Grant,
     Tally,
     commit_verdict,
     fence_failures,
@@ -21,14 +21,6 @@ from ._verdicts import (
     nodes_worth_asking_again,
     vote,
 )
-
-
-@dataclass(frozen=True)
-class Grant:
-    """A successful acquisition: its token and until when (monotonic) it is safe to use."""
-
-    token: int
-    valid_until: float
 
 
 class Rounds:

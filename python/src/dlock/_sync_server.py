@@ -15,7 +15,7 @@ import redis
 from redis.connection import AbstractConnection, Connection, ConnectionPool
 
 from ._commands import Args
-from ._replies import reason
+from ._replies import NodeTimeout, reason
 from .errors import NodeFailure
 
 
@@ -35,10 +35,6 @@ def make_pool(url: str, timeout: float | None) -> ConnectionPool:
         url, socket_connect_timeout=timeout, socket_timeout=timeout, **connection_options()
     )
     return pool
-
-
-class NodeTimeout(NodeFailure):
-    """No reply within the time allowed (the node may be slow, paused, or still queueing us)."""
 
 
 class _Broken(NodeFailure):

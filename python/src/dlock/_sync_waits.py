@@ -15,8 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ._commands import Args
+from ._replies import NodeTimeout
 from ._sync_nodes import Nodes
-from ._sync_server import NodeTimeout, Sent
+from ._sync_server import Sent
 from .errors import NodeFailure
 
 

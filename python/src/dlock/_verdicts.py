@@ -31,6 +31,14 @@ class AttemptFailed(Exception):
 
 
 @dataclass(frozen=True)
+class Grant:
+    """A successful acquisition: its token and until when (monotonic) it is safe to use."""
+
+    token: int
+    valid_until: float
+
+
+@dataclass(frozen=True)
 class Granted:
     token: int
 

@@ -8,7 +8,8 @@ import time
 from types import TracebackType
 
 from ._options import check_ttl
-from ._sync_round import Grant, Rounds
+from ._sync_round import Rounds
+from ._verdicts import Grant
 from .errors import DlockError, LockLost
 
 

@@ -12,7 +12,7 @@ import redis
 from .. import _ack
 from .._cluster import CLUSTER_SLOTS, MAX_REDIRECTS, SlotMap, Topology, host_of, parse_url, redirect, with_asking
 from .._commands import Args
-from .._replies import answer, reason
+from .._replies import NodeTimeout, answer, reason
 from ..errors import NodeFailure
 from ._server import Server
 
@@ -54,16 +54,17 @@ class ClusterNode:
         """`commands` to one master by `deadline`. A master that does not answer is forgotten,
         and with it the slot map: the next call finds out whether it failed over."""
         allowed = max(0.0, deadline - time.monotonic())
+        kind = NodeFailure
         try:
             return await asyncio.wait_for(server.run(commands, blocking), allowed)
         except asyncio.TimeoutError:
-            why = f"timed out after {allowed * 1000:.0f}ms"
+            why, kind = f"timed out after {allowed * 1000:.0f}ms", NodeTimeout
         except (redis.RedisError, OSError) as e:
             why = reason(e)
         forgotten = self.topology.forget_master(server.name)
         if forgotten is not None:
             await forgotten.close()
-        return NodeFailure(self.name, f"master {server.name}: {why}")
+        return kind(self.name, f"master {server.name}: {why}")
 
     async def master_of(self, resource: str, deadline: float) -> str | NodeFailure:
         """The master serving `resource`, reading the slot map first if it is not known."""

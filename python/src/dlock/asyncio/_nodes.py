@@ -19,7 +19,7 @@ from .. import _ack
 from .._cluster import is_cluster_url
 from .._commands import Args
 from .._options import Options
-from .._replies import answer, reason
+from .._replies import NodeTimeout, answer, reason
 from ..errors import NodeFailure
 from ._cluster import ClusterNode
 from ._server import Server
@@ -49,7 +49,7 @@ class Master:
         try:
             replies = await asyncio.wait_for(self.server.run(_ack.commands(request, self.ack), blocking), allowed)
         except asyncio.TimeoutError:
-            return NodeFailure(self.name, f"timed out after {allowed * 1000:.0f}ms")
+            return NodeTimeout(self.name, f"timed out after {allowed * 1000:.0f}ms")
         except (redis.RedisError, OSError) as e:
             return NodeFailure(self.name, reason(e))
         return answer(self.name, request, replies, self.ack)

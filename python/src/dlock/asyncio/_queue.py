@@ -10,9 +10,8 @@ import time
 
 from .. import _acquisition as machine
 from .. import _commands as cmd
-from .._sync_round import Grant
 from .._timing import draw_ticket, ms, new_owner, quorum, retry_pause, round_owner, validity
-from .._verdicts import CONTENDED, EXPIRED, NO_QUORUM, AttemptFailed
+from .._verdicts import CONTENDED, EXPIRED, NO_QUORUM, AttemptFailed, Grant
 from ..errors import NodeFailure
 from ._round import Rounds, in_background, release_shielded
 

@@ -10,12 +10,12 @@ from typing import Any, TypeVar
 
 from .. import _commands as cmd
 from .._options import Options
-from .._sync_round import Grant
 from .._timing import quorum, validity
 from .._verdicts import (
     EXPIRED,
     AttemptFailed,
     Count,
+    Grant,
     Tally,
     commit_verdict,
     fence_failures,

@@ -8,8 +8,8 @@ import time
 from types import TracebackType
 
 from .._options import check_ttl
-from .._sync_round import Grant
 from .._timing import quorum
+from .._verdicts import Grant
 from ..errors import DlockError, LockLost
 from ._round import Rounds, in_background
 
