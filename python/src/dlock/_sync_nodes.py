@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from . import _ack
-from ._cluster import is_cluster_url
 from ._commands import Args
 from ._options import Options
+from ._quorum_nodes import QuorumNodes
 from ._replies import answer
 from ._sync_cluster import ClusterNode
 from ._sync_server import Packed, Sent, Server
@@ -59,30 +59,9 @@ class Master:
         self.server.close()
 
 
-def member(url: str, opts: Options) -> Member:
-    """The quorum node behind `url`, with its replica acknowledgement."""
-    cluster = is_cluster_url(url)
-    ack = _ack.for_node(opts.replica_ack, opts.ack_timeout, cluster)
-    return ClusterNode(url, opts.timeout, ack) if cluster else Master(url, opts.timeout, ack)
-
-
-class Nodes:
+class Nodes(QuorumNodes[Member]):
     def __init__(self, urls: Sequence[str], opts: Options) -> None:
-        self.timeout = opts.timeout
-        self.members: list[Member] = [member(url, opts) for url in urls]
-        self.names = list(urls)
-
-    @property
-    def call_bound(self) -> float:
-        """What one call that does not wait on the server may take, acknowledgement included."""
-        return _ack.call_bound(self.timeout, [target.ack for target in self.members])
-
-    def __len__(self) -> int:
-        return len(self.members)
-
-    def allowed(self, node: int, request: Args, timeout: float) -> float:
-        """How long a call may take: `timeout`, plus the replica acknowledgement's time."""
-        return timeout + _ack.extra_time(request, self.members[node].ack)
+        super().__init__(urls, opts, Master, ClusterNode)
 
     def fan_out(self, calls: Sequence[tuple[int, Args]]) -> list[object]:
         """Sends each (node, command) and returns the replies in order; a failure is a

@@ -31,14 +31,6 @@ class AttemptFailed(Exception):
 
 
 @dataclass(frozen=True)
-class Grant:
-    """A successful acquisition: its token and until when (monotonic) it is safe to use."""
-
-    token: int
-    valid_until: float
-
-
-@dataclass(frozen=True)
 class Granted:
     token: int
 
@@ -162,3 +154,11 @@ class Tally:
         if self.answered() < quorum(nodes):
             return self.no_quorum(resource, nodes)
         return LockLost(resource)
+
+
+@dataclass(frozen=True)
+class Grant:
+    """A successful acquisition: its token and until when (monotonic) it is safe to use."""
+
+    token: int
+    valid_until: float

@@ -16,9 +16,9 @@ from typing import Protocol
 import redis
 
 from .. import _ack
-from .._cluster import is_cluster_url
 from .._commands import Args
 from .._options import Options
+from .._quorum_nodes import QuorumNodes
 from .._replies import NodeTimeout, answer, reason
 from ..errors import NodeFailure
 from ._cluster import ClusterNode
@@ -58,32 +58,14 @@ class Master:
         await self.server.close()
 
 
-def member(url: str, opts: Options) -> Member:
-    """The quorum node behind `url`, with its replica acknowledgement."""
-    cluster = is_cluster_url(url)
-    ack = _ack.for_node(opts.replica_ack, opts.ack_timeout, cluster)
-    return ClusterNode(url, opts.timeout, ack) if cluster else Master(url, opts.timeout, ack)
-
-
-class Nodes:
+class Nodes(QuorumNodes[Member]):
     def __init__(self, urls: Sequence[str], opts: Options) -> None:
-        self.timeout = opts.timeout
-        self.names = list(urls)
-        self.members = [member(url, opts) for url in urls]
-
-    @property
-    def call_bound(self) -> float:
-        """What one call that does not wait on the server may take, acknowledgement included."""
-        return _ack.call_bound(self.timeout, [target.ack for target in self.members])
-
-    def __len__(self) -> int:
-        return len(self.members)
+        super().__init__(urls, opts, Master, ClusterNode)
 
     async def call(self, node: int, args: Args, timeout: float, blocking: bool = False) -> object:
         """One request within `timeout` (plus its acknowledgement's time); its reply, or a
         NodeFailure naming the node and why."""
-        target = self.members[node]
-        return await target.call(args, blocking, timeout + _ack.extra_time(args, target.ack))
+        return await self.members[node].call(args, blocking, self.allowed(node, args, timeout))
 
     async def fan_out(self, calls: Sequence[tuple[int, Args]]) -> list[object]:
         """Sends each (node, command) in parallel; replies in order, failures as NodeFailure."""
