@@ -1,3 +1,4 @@
+# unasync: asyncio only
 """The asyncio twin of dlock: the same API, awaitable.
 
 from dlock.asyncio import LockManager
@@ -5,11 +6,28 @@ locks = LockManager(["redis://10.0.0.1:6379", "redis://10.0.0.2:6379", "redis://
 async with locks.lock("orders:42", ttl=10.0, wait=5.0) as lock:
     await storage.write(lock.token, data)
 """
+# unasync: sync only
+# """dlock: distributed locks with fencing tokens across Redis masters running the dlock module.
+#
+#     from dlock import LockManager
+#     locks = LockManager(["redis://10.0.0.1:6379", "redis://10.0.0.2:6379", "redis://10.0.0.3:6379"])
+#     with locks.lock("orders:42", ttl=10.0, wait=5.0) as lock:
+#         storage.write(lock.token, data)
+#
+# The asyncio twin is `dlock.asyncio.LockManager`.
+# """
+# unasync: end
 
 from .._admin import LockInfo, NodeStatus
 from ..errors import DlockError, LockContended, LockLost, LockTimeout, NodeFailure, NoQuorum, ValidityExpired
 from .lock import Lock
 from .manager import LockManager, PendingLock
+
+# unasync: sync only
+# from ._options import WaitMode
+#
+# __version__ = "0.1.0"
+# unasync: end
 
 __all__ = [
     "DlockError",
@@ -22,6 +40,12 @@ __all__ = [
     "NoQuorum",
     "NodeFailure",
     "NodeStatus",
+    # unasync: asyncio only
     "PendingLock",
+    # unasync: end
     "ValidityExpired",
+    # unasync: sync only
+    # "WaitMode",
+    # "__version__",
+    # unasync: end
 ]

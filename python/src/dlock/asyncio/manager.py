@@ -1,8 +1,12 @@
+# unasync: asyncio only
 """LockManager, asyncio flavour: the same shape as dlock.LockManager, awaitable."""
+# unasync: sync only
+# """LockManager, sync flavour: Redlock across N masters running the dlock module, with quorum
+# fencing tokens (the Rust crate's `dlock_client::LockManager`)."""
+# unasync: end
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
 from types import TracebackType
@@ -14,6 +18,11 @@ from .._admin import NodeStatus, node_status
 from .._options import Options, WaitMode, check_nodes, check_owner, check_resource, check_ttl, check_wait
 from .._timing import new_owner, quorum, retry_pause
 from .._verdicts import AttemptFailed
+
+# unasync: sync only
+# from .errors import LockLost
+# unasync: end
+from ._concurrency import sleep
 from ._nodes import Nodes
 from ._queue import QueueWait
 from ._round import Rounds
@@ -22,6 +31,7 @@ from .lock import Lock
 T = TypeVar("T")
 
 
+# unasync: asyncio only
 class PendingLock:
     """What `lock()` / `try_lock()` return: await it for a Lock, or `async with` it (acquired
     on entry, released on exit). Arguments were already checked when it was made."""
@@ -44,9 +54,16 @@ class PendingLock:
         await self._lock.__aexit__(kind, error, trace)
 
 
+# unasync: end
 class LockManager:
+    # unasync: asyncio only
     """Holds the nodes and options; hands out locks. Use it within one event loop; connects
     lazily. The options are those of dlock.LockManager."""
+
+    # unasync: sync only
+    # """Holds the nodes and options; hands out locks. Thread-safe; connects lazily, so nodes
+    # may be down now and come up later. Defaults as in docs/python.md."""
+    # unasync: end
 
     def __init__(
         self,
@@ -92,16 +109,32 @@ class LockManager:
         return PendingLock(lambda: self._try_lock(resource, ttl_ms, watchdog))
 
     def lock(self, resource: str, ttl: float = 10.0, wait: float = 30.0, *, watchdog: bool = False) -> PendingLock:
+        # unasync: asyncio only
         """Waits up to `wait` seconds (queued on the nodes by default). Raises LockTimeout,
         NoQuorum or ValidityExpired. Cancelling it while it waits withdraws the wait."""
+        # unasync: sync only
+        # """Waits up to `wait` seconds: queued on the nodes in ticket order (wait_mode "queue",
+        # the default), or retrying with delay + jitter ("retry"). Raises LockTimeout (a
+        # LockContended) when others held it throughout, NoQuorum, or ValidityExpired."""
+        # unasync: end
         resource, ttl_ms, wait = check_resource(resource), check_ttl(ttl), check_wait(wait)
         return PendingLock(lambda: self._lock(resource, ttl_ms, wait, watchdog))
 
     async def with_lock(
-        self, resource: str, work: Callable[[Lock], Awaitable[T]], ttl: float = 10.0, wait: float = 30.0
+        self,
+        resource: str,
+        work: Callable[[Lock], Awaitable[T]],
+        ttl: float = 10.0,
+        wait: float = 30.0,
     ) -> T:
+        # unasync: asyncio only
         """Awaits `work(lock)` while a watchdog keeps the lock extended, then releases it; raises
         LockLost instead of returning if the lock was lost meanwhile."""
+        # unasync: sync only
+        # """Runs `work(lock)` while a watchdog keeps the lock extended, then releases it. Raises
+        # LockLost instead of returning if the lock was lost meanwhile (`work` can watch
+        # `lock.lost` to stop early)."""
+        # unasync: end
         async with self.lock(resource, ttl, wait, watchdog=True) as lock:
             return await work(lock)
 
@@ -130,7 +163,12 @@ class LockManager:
         return [node_status(name, r) for name, r in zip(self.nodes, replies, strict=True)]
 
     async def release_owner(self, resource: str, owner: str) -> int:
+        # unasync: asyncio only
         """As dlock.LockManager.release_owner: how many nodes released it."""
+        # unasync: sync only
+        # """Releases `owner`'s lock (taken elsewhere) on all nodes; how many released it.
+        # NoQuorum naming the unreachable nodes if fewer than a majority answered."""
+        # unasync: end
         resource, owner = check_resource(resource), check_owner(owner)
         tally = await self._rounds.release(resource, owner)
         if tally.answered() < quorum(self._rounds.size()):
@@ -138,7 +176,12 @@ class LockManager:
         return tally.done
 
     async def extend_owner(self, resource: str, owner: str, ttl: float) -> float:
+        # unasync: asyncio only
         """As dlock.LockManager.extend_owner: the new validity in seconds."""
+        # unasync: sync only
+        # """Extends `owner`'s lock on all nodes; the new validity in seconds. NoQuorum if too few
+        # nodes answered, LockLost if a majority answered and did not extend."""
+        # unasync: end
         resource, owner, ttl_ms = check_resource(resource), check_owner(owner), check_ttl(ttl)
         result = await self._rounds.extend(resource, owner, ttl_ms)
         if isinstance(result, float):
@@ -146,6 +189,7 @@ class LockManager:
         raise result.extend_error(resource, self._rounds.size())
 
     def _queues(self) -> bool:
+        """Tickets are only safe with the commit round: queue mode needs fencing on several nodes."""
         return self.options.wait_mode == "queue" and (self._rounds.size() == 1 or self.options.fencing)
 
     async def _lock_retrying(self, resource: str, ttl_ms: int, deadline: float) -> Lock:
@@ -161,7 +205,7 @@ class LockManager:
                 count = self.options.retry_count
                 if time.monotonic() + pause > deadline or (count is not None and attempts > count):
                     raise failure.to_error(resource, self._rounds.size(), attempts, waited=True) from None
-                await asyncio.sleep(pause)
+                await sleep(pause)
 
     def _held(self, lock: Lock, watchdog: bool) -> Lock:
         if watchdog:
@@ -169,6 +213,9 @@ class LockManager:
         return lock
 
     async def close(self) -> None:
+        # unasync: sync only
+        # """Closes every connection (locks still held run out at their TTL)."""
+        # unasync: end
         await self._rounds.nodes.close()
 
     async def __aenter__(self) -> LockManager:
@@ -178,3 +225,8 @@ class LockManager:
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
         await self.close()
+
+
+# unasync: sync only
+# __all__ = ["Lock", "LockLost", "LockManager"]
+# unasync: end
