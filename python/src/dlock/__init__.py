@@ -1,3 +1,5 @@
+# Generated from src/dlock/asyncio/__init__.py by python/tools/unasync.py: do not edit. Edit that file,
+# then run `python tools/unasync.py` in python/ (`make python-test` checks it is up to date).
 """dlock: distributed locks with fencing tokens across Redis masters running the dlock module.
 
     from dlock import LockManager

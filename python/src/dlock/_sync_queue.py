@@ -1,14 +1,18 @@
-"""`lock()` in queue mode over the sync transport (client/src/waiting.rs): the waiting happens on
-the nodes (DLOCK.ACQUIRE ... WAIT ... TICKET), driven by the machine of _acquisition.py.
+# Generated from src/dlock/asyncio/_queue.py by python/tools/unasync.py: do not edit. Edit that file,
+# then run `python tools/unasync.py` in python/ (`make python-test` checks it is up to date).
+"""`lock()` in queue mode (client/src/waiting.rs): the waiting happens on the nodes (DLOCK.ACQUIRE
+... WAIT ... TICKET), driven by the machine of dlock/_acquisition.py.
 
 - One ticket per lock() call (wall-clock us); with one node no ticket (plain FIFO, and a grant
   that is never committed must not be revocable).
-- Round r waits as owner `<base>:<r>`, each node's wait on a connection of its own, all read
-  as they answer from the caller's thread (_sync_waits.py).
+- Round r waits as owner `<base>:<r>`, each node's wait on a connection of its own; their replies
+  are fed to the machine as they come (Waits: one selector read from the caller's thread in the
+  sync flavour, a task per wait in asyncio's).
 - The commit (FENCE ... PX ttl) starts the lease afresh: waiting does not eat it.
 - No majority possible (nodes down): release, pause, new attempt with the same ticket.
-- At the deadline, or when the caller is interrupted, the round is withdrawn everywhere
-  (RELEASE of its owner); waits still out end and any grant they bring back is released."""
+- At the deadline, or when the caller is interrupted (Ctrl-C, a cancelled task), the round is
+  withdrawn everywhere (RELEASE of its owner) before the interruption goes on; waits still out
+  end and any grant they bring back is released."""
 
 from __future__ import annotations
 
@@ -18,8 +22,9 @@ import time
 from . import _acquisition as machine
 from . import _commands as cmd
 from ._replies import NodeTimeout
+from ._sync_concurrency import shielded, sleep
 from ._sync_round import Rounds
-from ._sync_waits import Waits
+from ._sync_waits import Answer, Waits
 from ._timing import draw_ticket, ms, new_owner, quorum, retry_pause, round_owner, validity
 from ._verdicts import CONTENDED, EXPIRED, NO_QUORUM, AttemptFailed, Grant, unexpected
 from .errors import NodeFailure
@@ -58,33 +63,43 @@ class QueueWait:
                 too_many = opts.retry_count is not None and attempts > opts.retry_count
                 if failure.kind == CONTENDED or out_of_time or too_many:
                     return failure, attempts
-                time.sleep(pause)
+                sleep(pause)
 
     def single(self, base: str) -> Won:
-        """One node: the machine comes down to "granted is held", so the wait runs in the
-        caller's thread (no thread hand-offs per grant). The client keeps the deadline itself:
-        a node notices blocked clients' timeouts only every 1/hz s. Without a grant the wait is
-        withdrawn (RELEASE: it also frees a grant whose reply was cut off at the deadline)."""
+        """One node: the machine comes down to "granted is held", so the wait is made directly
+        (no hand-off per grant). The client keeps the deadline itself: a node notices blocked
+        clients' timeouts only every 1/hz s. Without a grant the wait is withdrawn (RELEASE: it
+        also frees a grant whose reply was cut off at the deadline)."""
         owner = round_owner(base, 0)
         lease_from = time.monotonic()
         left = self.deadline - lease_from
         request = cmd.wait(self.resource, owner, self.ttl_ms, ms(left), None)
         try:
             reply = self.rounds.nodes.call_blocking(0, request, max(left, self.rounds.opts.timeout))
-        except BaseException:  # interrupted (Ctrl-C): withdraw the wait before going on
-            self.release(owner, [0])
+        except BaseException:  # interrupted: withdraw the wait before going on
+            self.withdraw(owner)
             raise
         if isinstance(reply, int) and not isinstance(reply, bool) and reply > 0:
-            return self.check_lease(owner, reply, lease_from, threading.Event())
-        self.release(owner, [0])
+            return self.held(owner, reply, lease_from, threading.Event())
+        self.withdraw(owner)
         if reply is None or (isinstance(reply, NodeTimeout) and time.monotonic() >= self.deadline):
             raise AttemptFailed(CONTENDED)  # others held it until the deadline
         failure = reply if isinstance(reply, NodeFailure) else unexpected(self.rounds.nodes.names[0], reply)
         raise AttemptFailed(NO_QUORUM, [failure])
 
-    def release(self, owner: str, nodes: list[int]) -> None:
-        release = cmd.release(self.resource, owner)
-        self.rounds.nodes.fan_out([(n, release) for n in nodes])
+    def withdraw(self, owner: str) -> None:
+        """RELEASE of `owner` on every node, which an interruption cannot stop halfway."""
+        shielded(self.rounds.release(self.resource, owner))
+
+    def held(self, owner: str, token: int, lease_from: float, released: threading.Event) -> Won:
+        """The lock, if its lease checks out. Otherwise, or when interrupted meanwhile (the caller
+        then never gets it), `released` is set and the lock released everywhere."""
+        try:
+            return self.check_lease(owner, token, lease_from, released)
+        except BaseException:
+            released.set()  # waits still out now know a grant they bring back is stale
+            self.withdraw(owner)
+            raise
 
     def check_lease(self, owner: str, token: int, lease_from: float, released: threading.Event) -> Won:
         """Held: validity counts from the request that last set the TTL. With one node that is
@@ -96,19 +111,17 @@ class QueueWait:
             return Won(owner, Grant(token, time.monotonic() + left), released)
         if single:
             renewed_from = time.monotonic()
-            reply = self.rounds.nodes.fan_out([(0, cmd.extend(self.resource, owner, self.ttl_ms))])[0]
+            replies = self.rounds.nodes.fan_out([(0, cmd.extend(self.resource, owner, self.ttl_ms))])
             left = validity(self.ttl_ms, renewed_from, time.monotonic(), opts)
-            if reply == 1 and left is not None:
+            if replies[0] == 1 and left is not None:
                 return Won(owner, Grant(token, time.monotonic() + left), released)
-        released.set()
-        self.release(owner, list(range(self.rounds.size())))
         raise AttemptFailed(EXPIRED)
 
 
 class Attempt:
-    """One attempt: rounds of wait and commit until held, impossible, or the deadline. Runs in
-    the caller's thread: waits are read as they answer (_sync_waits.py); only those still out
-    when the attempt ends are followed by a thread."""
+    """One attempt: rounds of wait and commit until held, impossible, or the deadline. Its waits
+    are read as they answer (Waits); those still out when the attempt ends are followed to
+    their end."""
 
     def __init__(self, wait: QueueWait, base: str) -> None:
         self.wait = wait
@@ -132,7 +145,7 @@ class Attempt:
                     token = self.perform(step)
                     if token is not None:
                         owner = round_owner(self.base, self.machine.round)
-                        return self.wait.check_lease(owner, token, self.lease_from, self.released)
+                        return self.wait.held(owner, token, self.lease_from, self.released)
                 self.steps = self.next_steps(end)
         finally:
             self.finish()
@@ -163,6 +176,7 @@ class Attempt:
 
     def perform(self, step: machine.Step) -> int | None:
         """Does what `step` asks; the token once held."""
+        w = self.wait
         if isinstance(step, machine.Wait):
             self.lease_from = time.monotonic()
             self.why = [None] * self.nodes
@@ -172,7 +186,7 @@ class Attempt:
             self.lease_from = time.monotonic()
             self.fence(step)
         elif isinstance(step, machine.Release):
-            self.wait.release(round_owner(self.base, step.round), step.nodes)
+            w.rounds.release_on(w.resource, round_owner(self.base, step.round), step.nodes)
         elif isinstance(step, machine.Held):
             self.held = True
             return step.token
@@ -214,20 +228,23 @@ class Attempt:
             return
         current = self.held and event.round == self.machine.round and not self.released.is_set()
         if not current:
-            self.wait.release(round_owner(self.base, event.round), [event.node])
+            w = self.wait
+            w.rounds.release_on(w.resource, round_owner(self.base, event.round), [event.node])
+
+    def release_late(self, answer: Answer) -> None:
+        pending, reply = answer
+        self.release_if_stale(self.event(pending.node, pending.round, reply)[0])
 
     def finish(self) -> None:
         """Ends the attempt. Without a hold the round is withdrawn everywhere (its waits answer
-        nil, its grants are freed); held, the waits still queued stay, so the other nodes too
-        grant the lock to its holder. Either way they are followed to their end and any grant
-        they bring back stale is released."""
+        nil, its grants are freed), even when the caller is interrupted; held, the waits still
+        queued stay, so the other nodes too grant the lock to its holder. Either way they are
+        followed to their end and any grant they bring back stale is released."""
         if not self.held:
-            self.wait.release(round_owner(self.base, self.machine.round), list(range(self.nodes)))
+            self.wait.withdraw(round_owner(self.base, self.machine.round))
         for event, _ in self.ready:
             self.release_if_stale(event)
-        self.waits.drain_later(
-            lambda answer: self.release_if_stale(self.event(answer[0].node, answer[0].round, answer[1])[0])
-        )
+        self.waits.drain_later(self.release_late)
 
     def failure(self) -> AttemptFailed:
         """No majority this round: too few reachable nodes is no quorum; else contended."""

@@ -1,5 +1,7 @@
-"""The Redlock rounds for one lock over the sync transport (client/src/round.rs): parallel
-fan-out, majority, validity, and the two-phase quorum fencing commit."""
+# Generated from src/dlock/asyncio/_round.py by python/tools/unasync.py: do not edit. Edit that file,
+# then run `python tools/unasync.py` in python/ (`make python-test` checks it is up to date).
+"""The Redlock rounds for one lock (client/src/round.rs): parallel fan-out, majority, validity,
+and the two-phase quorum fencing commit; the decisions are dlock/_verdicts.py's."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import time
 
 from . import _commands as cmd
 from ._options import Options
+from ._sync_concurrency import shielded
 from ._sync_nodes import Nodes
 from ._timing import quorum, validity
 from ._verdicts import (
@@ -34,19 +37,21 @@ class Rounds:
         return len(self.nodes)
 
     def acquire(self, resource: str, owner: str, ttl_ms: int) -> Grant:
-        """One attempt on all nodes; on failure everything granted is released."""
+        """One attempt on all nodes; on failure (or an interruption) everything granted is released."""
         started = time.monotonic()
         request = cmd.acquire(resource, owner, ttl_ms)
         names = self.nodes.names
-        votes = [vote(names[n], r) for n, r in enumerate(self.nodes.everywhere(request))]
-        again = nodes_worth_asking_again(votes)
-        if again:
-            for node, reply in zip(again, self.nodes.fan_out([(n, request) for n in again]), strict=False):
-                votes[node] = vote(names[node], reply)
         try:
+            replies = self.nodes.everywhere(request)
+            votes = [vote(names[n], r) for n, r in enumerate(replies)]
+            again = nodes_worth_asking_again(votes)
+            if again:
+                replies = self.nodes.fan_out([(n, request) for n in again])
+                for node, reply in zip(again, replies, strict=False):
+                    votes[node] = vote(names[node], reply)
             return self._conclude(resource, owner, ttl_ms, started, Count.of(votes))
-        except AttemptFailed:
-            self.release(resource, owner)
+        except BaseException:
+            shielded(self.release(resource, owner))
             raise
 
     def _conclude(self, resource: str, owner: str, ttl_ms: int, started: float, count: Count) -> Grant:
@@ -69,6 +74,11 @@ class Rounds:
     def release(self, resource: str, owner: str) -> Tally:
         """RELEASE on every node (a grant whose reply was lost is still a grant)."""
         return Tally.of(self.nodes.everywhere(cmd.release(resource, owner)))
+
+    def release_on(self, resource: str, owner: str, nodes: list[int]) -> None:
+        """RELEASE on these nodes (a round's grants, or a stale one)."""
+        release = cmd.release(resource, owner)
+        self.nodes.fan_out([(n, release) for n in nodes])
 
     def extend(self, resource: str, owner: str, ttl_ms: int) -> float | Tally:
         """The new deadline if a majority extended within the new validity, else the tally."""

@@ -1,7 +1,8 @@
-"""Server-side waits in flight for one sync attempt, read as they answer: the requests go out
-from the caller's thread and one selector watches their connections, so no wait needs a thread
-of its own (starting one can take milliseconds under the GIL, and a grant would sit unread that
-long). Each wait has a connection of its own: it blocks on the node until granted or withdrawn.
+"""Server-side waits in flight for one sync attempt (the twin of asyncio/_waits.py, with the same
+methods), read as they answer: the requests go out from the caller's thread and one selector
+watches their connections, so no wait needs a thread of its own (starting one can take
+milliseconds under the GIL, and a grant would sit unread that long). Each wait has a connection
+of its own: it blocks on the node until granted or withdrawn.
 
 redis-py keeps a connection's socket in `Connection._sock` (every version from 2 to 8); it is the
 only private attribute the client reads."""

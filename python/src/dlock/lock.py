@@ -1,3 +1,5 @@
+# Generated from src/dlock/asyncio/lock.py by python/tools/unasync.py: do not edit. Edit that file,
+# then run `python tools/unasync.py` in python/ (`make python-test` checks it is up to date).
 """A held lock (the Rust crate's LockGuard) and its watchdog, sync flavour."""
 
 from __future__ import annotations
@@ -8,7 +10,9 @@ import time
 from types import TracebackType
 
 from ._options import check_ttl
+from ._sync_concurrency import Worker, shielded
 from ._sync_round import Rounds
+from ._timing import quorum
 from ._verdicts import Grant
 from .errors import DlockError, LockLost
 
@@ -36,7 +40,7 @@ class Lock:
         self._on_release = on_release
         self._released = False
         self._lost = threading.Event()
-        self._watchdog: _Watchdog | None = None
+        self._watchdog: Worker | None = None
 
     @property
     def token(self) -> int:
@@ -82,15 +86,17 @@ class Lock:
         self.stop_watchdog()
         if self._on_release is not None:
             self._on_release.set()  # waits still out now know a grant they get is stale
-        tally = self._rounds.release(self._resource, self._owner)
-        if tally.answered() < self._rounds.size() // 2 + 1:
+        tally = shielded(self._rounds.release(self._resource, self._owner))
+        if tally.answered() < quorum(self._rounds.size()):
             raise tally.no_quorum(self._resource, self._rounds.size())
 
     def detach(self) -> tuple[str, int, float]:
         """Keeps the lock held with nobody here to release it (no release on exit): for handing
         it to another process, which acts by owner name (`release_owner`, `extend_owner`).
         Returns (owner, token, validity)."""
-        self.stop_watchdog()
+        watchdog, self._watchdog = self._watchdog, None
+        if watchdog is not None:
+            watchdog.cancel()
         self._released = True
         return self._owner, self._token, self.validity
 
@@ -99,16 +105,35 @@ class Lock:
         extension, validity running out, or `max_hold` after acquisition, it stops and sets
         `lost`."""
         if self._watchdog is None and not self._released:
-            opts = self._rounds.opts
-            interval = opts.extend_interval or self._ttl_ms / 3000
-            hold_until = None if opts.max_hold is None else self._acquired_at + opts.max_hold
-            self._watchdog = _Watchdog(self, max(interval, 0.001), hold_until)
+            self._watchdog = Worker(self._keep_extended, f"dlock-watchdog-{self._resource}")
 
     def stop_watchdog(self) -> bool:
         """Stops the watchdog; True if the lock was lost before that."""
-        if self._watchdog is not None:
-            self._watchdog.stop()
+        watchdog, self._watchdog = self._watchdog, None
+        if watchdog is not None:
+            watchdog.stop()
         return self._lost.is_set()
+
+    def _keep_extended(self, worker: Worker) -> None:
+        """The watchdog: extends until stopped; sets `lost` and ends at the first failed
+        extension, when validity runs out, or at `max_hold`."""
+        opts = self._rounds.opts
+        interval = max(opts.extend_interval or self._ttl_ms / 3000, 0.001)
+        hold_until = None if opts.max_hold is None else self._acquired_at + opts.max_hold
+        while True:
+            next_at = min(time.monotonic() + interval, self._valid_until)
+            if hold_until is not None:
+                next_at = min(next_at, hold_until)
+            if worker.pause(max(0.0, next_at - time.monotonic())):
+                return  # stopped
+            now = time.monotonic()
+            if now >= self._valid_until or (hold_until is not None and now >= hold_until):
+                break
+            result = self._rounds.extend(self._resource, self._owner, self._ttl_ms)
+            if not isinstance(result, float):
+                break
+            self._valid_until = result
+        self._lost.set()
 
     def __enter__(self) -> Lock:
         return self
@@ -129,42 +154,3 @@ class Lock:
             f"Lock(resource={self._resource!r}, owner={self._owner!r}, token={self._token}, "
             f"validity={self.validity:.3f})"
         )
-
-
-class _Watchdog:
-    """The extension loop, in a daemon thread."""
-
-    def __init__(self, lock: Lock, interval: float, hold_until: float | None) -> None:
-        self.lock = lock
-        self.interval = interval
-        self.hold_until = hold_until
-        self.stopping = threading.Event()
-        self.thread = threading.Thread(target=self.run, name=f"dlock-watchdog-{lock.resource}", daemon=True)
-        self.thread.start()
-
-    def run(self) -> None:
-        lock = self.lock
-        while True:
-            next_at = min(time.monotonic() + self.interval, lock._valid_until)
-            if self.hold_until is not None:
-                next_at = min(next_at, self.hold_until)
-            if self.stopping.wait(max(0.0, next_at - time.monotonic())):
-                return
-            now = time.monotonic()
-            capped = self.hold_until is not None and now >= self.hold_until
-            if now >= lock._valid_until or capped or not self.extended():
-                lock._lost.set()
-                return
-
-    def extended(self) -> bool:
-        lock = self.lock
-        result = lock._rounds.extend(lock.resource, lock.owner, lock._ttl_ms)
-        if isinstance(result, float):
-            lock._valid_until = result
-            return True
-        return False
-
-    def stop(self) -> None:
-        self.stopping.set()
-        if threading.current_thread() is not self.thread:
-            self.thread.join()

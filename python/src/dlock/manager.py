@@ -1,3 +1,5 @@
+# Generated from src/dlock/asyncio/manager.py by python/tools/unasync.py: do not edit. Edit that file,
+# then run `python tools/unasync.py` in python/ (`make python-test` checks it is up to date).
 """LockManager, sync flavour: Redlock across N masters running the dlock module, with quorum
 fencing tokens (the Rust crate's `dlock_client::LockManager`)."""
 
@@ -12,6 +14,7 @@ from . import _commands as cmd
 from ._ack import ReplicaAck
 from ._admin import NodeStatus, node_status
 from ._options import Options, WaitMode, check_nodes, check_owner, check_resource, check_ttl, check_wait
+from ._sync_concurrency import sleep
 from ._sync_nodes import Nodes
 from ._sync_queue import QueueWait
 from ._sync_round import Rounds
@@ -68,6 +71,29 @@ class LockManager:
     def try_lock(self, resource: str, ttl: float = 10.0, *, watchdog: bool = False) -> Lock:
         """One attempt with a fresh owner. Raises LockContended, NoQuorum or ValidityExpired."""
         resource, ttl_ms = check_resource(resource), check_ttl(ttl)
+        return self._try_lock(resource, ttl_ms, watchdog)
+
+    def lock(self, resource: str, ttl: float = 10.0, wait: float = 30.0, *, watchdog: bool = False) -> Lock:
+        """Waits up to `wait` seconds: queued on the nodes in ticket order (wait_mode "queue",
+        the default), or retrying with delay + jitter ("retry"). Raises LockTimeout (a
+        LockContended) when others held it throughout, NoQuorum, or ValidityExpired."""
+        resource, ttl_ms, wait = check_resource(resource), check_ttl(ttl), check_wait(wait)
+        return self._lock(resource, ttl_ms, wait, watchdog)
+
+    def with_lock(
+        self,
+        resource: str,
+        work: Callable[[Lock], T],
+        ttl: float = 10.0,
+        wait: float = 30.0,
+    ) -> T:
+        """Runs `work(lock)` while a watchdog keeps the lock extended, then releases it. Raises
+        LockLost instead of returning if the lock was lost meanwhile (`work` can watch
+        `lock.lost` to stop early)."""
+        with self.lock(resource, ttl, wait, watchdog=True) as lock:
+            return work(lock)
+
+    def _try_lock(self, resource: str, ttl_ms: int, watchdog: bool) -> Lock:
         owner = new_owner()
         try:
             grant = self._rounds.acquire(resource, owner, ttl_ms)
@@ -75,11 +101,7 @@ class LockManager:
             raise failure.to_error(resource, self._rounds.size(), 1, waited=False) from None
         return self._held(Lock(self._rounds, resource, owner, ttl_ms, grant), watchdog)
 
-    def lock(self, resource: str, ttl: float = 10.0, wait: float = 30.0, *, watchdog: bool = False) -> Lock:
-        """Waits up to `wait` seconds: queued on the nodes in ticket order (wait_mode "queue",
-        the default), or retrying with delay + jitter ("retry"). Raises LockTimeout (a
-        LockContended) when others held it throughout, NoQuorum, or ValidityExpired."""
-        resource, ttl_ms, wait = check_resource(resource), check_ttl(ttl), check_wait(wait)
+    def _lock(self, resource: str, ttl_ms: int, wait: float, watchdog: bool) -> Lock:
         deadline = time.monotonic() + wait
         if self._queues():
             won, attempts = QueueWait(self._rounds, resource, ttl_ms, deadline).acquire()
@@ -88,13 +110,6 @@ class LockManager:
             lock = Lock(self._rounds, resource, won.owner, ttl_ms, won.grant, won.released)
             return self._held(lock, watchdog)
         return self._held(self._lock_retrying(resource, ttl_ms, deadline), watchdog)
-
-    def with_lock(self, resource: str, work: Callable[[Lock], T], ttl: float = 10.0, wait: float = 30.0) -> T:
-        """Runs `work(lock)` while a watchdog keeps the lock extended, then releases it. Raises
-        LockLost instead of returning if the lock was lost meanwhile (`work` can watch
-        `lock.lost` to stop early)."""
-        with self.lock(resource, ttl, wait, watchdog=True) as lock:
-            return work(lock)
 
     def status(self, resource: str) -> list[NodeStatus]:
         """DLOCK.STATUS on every node: each node's view (held, free, or why unreachable)."""
@@ -137,7 +152,7 @@ class LockManager:
                 count = self.options.retry_count
                 if time.monotonic() + pause > deadline or (count is not None and attempts > count):
                     raise failure.to_error(resource, self._rounds.size(), attempts, waited=True) from None
-                time.sleep(pause)
+                sleep(pause)
 
     def _held(self, lock: Lock, watchdog: bool) -> Lock:
         if watchdog:
