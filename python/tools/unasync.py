@@ -130,9 +130,10 @@ def import_statements(lines: list[str], start: int) -> tuple[list[list[str]], in
     return statements, end
 
 
-def unused(statement: list[str], text: str) -> list[str] | None:
+def without_unused(statement: list[str], text: str) -> list[str] | None:
     """A one-line `from m import a, b as c` without the names `text` no longer uses (None when
-    it uses none): the asyncio-only code that used them was left out. Left whole otherwise."""
+    it uses none): the asyncio-only code that used them was left out. Left whole otherwise. A
+    name only a comment or string still mentions stays: ruff then reports it (F401)."""
     line = statement[0]
     match = re.fullmatch(r"from (\S+) import ([\w ,]+)", line)
     if len(statement) > 1 or match is None or match.group(1) == "__future__":
@@ -175,7 +176,7 @@ def sort_imports(lines: list[str]) -> list[str]:
     first = first_import(lines)
     statements, end = import_statements(lines, first)
     text = "\n".join(lines)
-    kept = [s for s in (unused(statement, text) for statement in statements) if s is not None]
+    kept = [s for s in (without_unused(statement, text) for statement in statements) if s is not None]
     imports: list[str] = []
     last_section = None
     for statement in sorted(kept, key=import_key):
