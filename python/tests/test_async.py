@@ -198,3 +198,33 @@ def test_a_restarted_node_answers_on_a_fresh_connection(one: Server) -> None:
         await locks.close()
 
     run(test)
+
+
+def test_one_node_wait_keeps_its_deadline_and_a_cancelled_one_withdraws(one: Server) -> None:
+    """One node waits in the caller's task (no ticket, no commit), as in the sync flavour."""
+
+    async def test() -> None:
+        locks = LockManager([one.url], timeout=0.5)
+        holder = await locks.try_lock("r", ttl=10.0)
+        started = time.monotonic()
+        with pytest.raises(dlock.LockTimeout):
+            await locks.lock("r", ttl=10.0, wait=0.3)
+        assert 0.3 <= time.monotonic() - started < 1.2  # the client's deadline, not the node's hz tick
+        assert not waiters(one, "r")
+        task = asyncio.ensure_future(_take(locks))
+        await until(lambda: len(waiters(one, "r")) == 1)
+        assert waiters(one, "r")[0][1] is None  # no ticket with one node
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert not waiters(one, "r")  # withdrawn before the cancellation completed
+        assert status(one, "r")["owner"] == holder.owner  # type: ignore[index]
+        waiting = asyncio.ensure_future(_take(locks))
+        await until(lambda: len(waiters(one, "r")) == 1)
+        await holder.release()
+        second = await waiting
+        assert second.token > holder.token
+        await second.release()
+        assert free_everywhere([one], "r")
+
+    run(test)
