@@ -39,7 +39,8 @@ run: build
 test: build
 	bash scripts/test.sh
 
-# The Python client (python/): ruff, mypy --strict and pytest against real redis-server nodes
+# The Python client (python/): the sync files generated from the asyncio ones are up to date
+# (python/tools/unasync.py --check), ruff, mypy --strict and pytest against real redis-server nodes
 # (and the Rust CLI, for interop), in a venv of its own, python/.venv. Installs python3-venv when
 # missing; needs PyPI, and fails loudly without it (CI must not skip this silently). ~1 min.
 PYTHON  ?= python3
@@ -57,7 +58,8 @@ python-venv:
 	rm -rf python/build
 
 python-test: build python-venv
-	cd python && .venv/bin/ruff check src tests && .venv/bin/ruff format --check src tests
+	cd python && .venv/bin/python tools/unasync.py --check
+	cd python && .venv/bin/ruff check src tests tools && .venv/bin/ruff format --check src tests tools
 	cd python && .venv/bin/mypy --strict src
 	cd python && .venv/bin/python -m pytest -q -p timeout --timeout 120
 
