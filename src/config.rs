@@ -11,7 +11,8 @@ use redis_module::configuration::{
 };
 use redis_module::{raw, Context, RedisString};
 
-use crate::wire::args::{integer, LIMIT_MS};
+use crate::wire::args::integer;
+use crate::wire::limits::LIMIT_MS;
 
 pub const DEFAULT_MAX_TTL_MS: i64 = 24 * 60 * 60 * 1000;
 

@@ -11,7 +11,7 @@ use crate::keyspace::value::Record;
 use crate::keyspace::LockKey;
 use crate::node::node;
 use crate::stats::{self, CONTENDED, EXTENDS, FENCES, FORCED, RELEASES, REVOCATIONS};
-use crate::waiting::{self, Wait};
+use crate::waiting::{self, Wait, Waiters};
 use crate::wire::args::{self, OptionSpec};
 use crate::wire::{errors, Arg};
 use crate::writes::{self, Refusal};
@@ -45,6 +45,7 @@ pub fn acquire(ctx: &Context, argv: &[Arg]) -> RedisResult {
         return Err(errors::ticket_needs_wait());
     }
     let mut key = LockKey::open(ctx, &argv[1], true);
+    let waiters = Waiters::of(ctx, &argv[1]);
     let now_us = server::now_us(); // one reading: the lock found, the rank, token and deadline
     let held = key.held(now_us / 1000)?;
     let holder_deadline_ms = held.map(|h| h.deadline_ms);
@@ -55,12 +56,19 @@ pub fn acquire(ctx: &Context, argv: &[Arg]) -> RedisResult {
         ticket,
         rank: ticket.unwrap_or(now_us),
     };
-    match waiting::decide(ctx, &argv[1], held, &request) {
-        Decision::Grant => match grant(ctx, &mut key, argv, &request, ttl_ms, now_us) {
+    let wait = Wait {
+        owner,
+        rank: request.rank,
+        ticketed: ticket.is_some(),
+        ttl_ms,
+    };
+    let timeout_ms = timeout_ms.unwrap_or(0);
+    match waiters.decide(held, &request) {
+        Decision::Grant => match grant(ctx, &mut key, (argv, &waiters), &request, ttl_ms, now_us) {
             // A waiter waits out the restart quarantine too.
             Err(Refusal::Quarantined { .. }) if request.wait => {
                 drop(key);
-                park(ctx, &argv[1], &queued(&request, ttl_ms, timeout_ms, None))
+                waiters.park(&wait, timeout_ms, None)
             }
             granted => granted.map_err(RedisError::from),
         },
@@ -71,12 +79,12 @@ pub fn acquire(ctx: &Context, argv: &[Arg]) -> RedisResult {
         Decision::Wound => {
             writes::remove(ctx, &mut key, notify::REVOKE);
             stats::count(&REVOCATIONS);
-            grant(ctx, &mut key, argv, &request, ttl_ms, now_us).map_err(RedisError::from)
+            grant(ctx, &mut key, (argv, &waiters), &request, ttl_ms, now_us)
+                .map_err(RedisError::from)
         }
         Decision::Enqueue => {
             drop(key);
-            let wait = queued(&request, ttl_ms, timeout_ms, holder_deadline_ms);
-            park(ctx, &argv[1], &wait)
+            waiters.park(&wait, timeout_ms, holder_deadline_ms)
         }
         Decision::Contended => {
             stats::count(&CONTENDED);
@@ -90,14 +98,14 @@ pub fn acquire(ctx: &Context, argv: &[Arg]) -> RedisResult {
 fn grant(
     ctx: &Context,
     key: &mut LockKey<'_>,
-    argv: &[Arg],
+    (argv, waiters): (&[Arg], &Waiters<'_>),
     request: &Request<'_>,
     ttl_ms: u64,
     now_us: u64,
 ) -> Result<RedisValue, Refusal> {
     let owner = request.owner;
     let grant = writes::grant(ctx, key, owner, Some(&argv[2]), ttl_ms, now_us)?;
-    waiting::granted(ctx, &argv[1], owner, grant.token, request.ticket);
+    waiters.granted(owner, grant.token, request.ticket);
     Ok(token_reply(grant.token))
 }
 
@@ -120,26 +128,6 @@ fn renew(
     Ok(token_reply(token))
 }
 
-fn park(ctx: &Context, name: &Arg, wait: &Wait<'_>) -> RedisResult {
-    waiting::park(ctx, &waiting::place(ctx, name), wait)
-}
-
-fn queued<'a>(
-    request: &Request<'a>,
-    ttl_ms: u64,
-    timeout_ms: Option<u64>,
-    holder_deadline_ms: Option<u64>,
-) -> Wait<'a> {
-    Wait {
-        owner: request.owner,
-        rank: request.rank,
-        ticketed: request.ticket.is_some(),
-        ttl_ms,
-        timeout_ms: timeout_ms.unwrap_or(0),
-        holder_deadline_ms,
-    }
-}
-
 /// `DLOCK.RELEASE key owner` -> 1 if `owner` held it, else 0. Also withdraws `owner`'s queued
 /// wait on the key (its parked client answers nil); a freed lock goes to the next waiter.
 pub fn release(ctx: &Context, argv: &[Arg]) -> RedisResult {
@@ -148,7 +136,8 @@ pub fn release(ctx: &Context, argv: &[Arg]) -> RedisResult {
     let held = key
         .held(server::now_ms())?
         .map(|h| (rules::release(Some(h), owner), h.token, h.deadline_ms));
-    waiting::withdraw(ctx, &argv[1], owner);
+    let waiters = Waiters::of(ctx, &argv[1]);
+    waiters.withdraw(owner);
     match held {
         Some((Release::Decremented { holds }, token, deadline_ms)) => {
             let record = Record {
@@ -163,7 +152,7 @@ pub fn release(ctx: &Context, argv: &[Arg]) -> RedisResult {
         Some((Release::Removed, ..)) => {
             writes::remove(ctx, &mut key, notify::RELEASE);
             drop(key);
-            waiting::freed(ctx, &argv[1]);
+            waiters.freed();
         }
         _ => return Ok(RedisValue::Integer(0)),
     }
@@ -226,7 +215,7 @@ pub fn fence(ctx: &Context, argv: &[Arg]) -> RedisResult {
                 place: key.place(),
             };
             writes::rewrite(ctx, &mut key, &record, &argv[2], notify::FENCE);
-            waiting::committed(ctx, &argv[1]);
+            Waiters::of(ctx, &argv[1]).committed();
             stats::count(&FENCES);
             Ok(RedisValue::Integer(1))
         }
@@ -253,10 +242,7 @@ pub fn status(ctx: &Context, argv: &[Arg]) -> RedisResult {
             RedisValue::Integer(i64::try_from(ttl).unwrap_or(i64::MAX)),
         ),
         ("holds", RedisValue::Integer(i64::from(lock.holds))),
-        (
-            "waiters",
-            count_reply(waiting::count(&waiting::place(ctx, &argv[1]))),
-        ),
+        ("waiters", count_reply(Waiters::of(ctx, &argv[1]).count())),
     ];
     super::reply_map(ctx, &fields);
     Ok(RedisValue::NoReply)
@@ -275,7 +261,7 @@ pub fn force_release(ctx: &Context, argv: &[Arg]) -> RedisResult {
     if was_held {
         stats::count(&FORCED);
     }
-    waiting::freed(ctx, &argv[1]);
+    Waiters::of(ctx, &argv[1]).freed();
     Ok(RedisValue::Integer(i64::from(was_held)))
 }
 
@@ -289,7 +275,5 @@ fn count_reply(n: usize) -> RedisValue {
 
 /// `DLOCK.WAITERS key` -> the queue in service order: `[owner, ticket or nil, ms waited]` each.
 pub fn waiters(ctx: &Context, argv: &[Arg]) -> RedisResult {
-    Ok(RedisValue::Array(waiting::list(&waiting::place(
-        ctx, &argv[1],
-    ))))
+    Ok(RedisValue::Array(Waiters::of(ctx, &argv[1]).list()))
 }

@@ -1,23 +1,35 @@
-//! The command table is the single source of docs/commands.md's command reference, and it is
+//! The command table is the single source of docs/commands.md's command reference (generated,\n//! checked here), and it is
 //! internally consistent.
 
 use super::*;
 
-/// The docs/commands.md section between the `commands` markers, rendered from [`COMMANDS`].
+/// The docs/commands.md section between the `commands` markers, rendered from [`COMMANDS`]:
+/// the facts `COMMAND DOCS` / `COMMAND INFO` serve (synopsis, arity, flags, key use, ACL category,
+/// since) and what each command replies.
 fn reference() -> String {
-    let mut out =
-        String::from("| command | what it does | flags | ACL | since |\n|---|---|---|---|---|\n");
+    let mut out = String::from(
+        "| command | what it does | arity | flags | key spec | ACL | since |\n|---|---|---|---|---|---|---|\n",
+    );
     for c in COMMANDS {
         let acl = match c.audience {
             Audience::App => "@dlock",
             Audience::Operator => "@dangerous",
             Audience::Effect => "internal (Redis 8+), else @dangerous",
         };
+        let key = match c.key {
+            KeyUse::None => "none",
+            KeyUse::Read => "1: RO ACCESS",
+            KeyUse::Update => "1: RW UPDATE",
+            KeyUse::Delete => "1: RW DELETE",
+            KeyUse::Overwrite => "1: OW UPDATE",
+        };
         out += &format!(
-            "| `{}` | {} | {} | {} | {} |\n",
+            "| `{}` | {} | {} | {} | {} | {} | {} |\n",
             c.synopsis(),
             c.summary,
+            c.arity,
             c.flags,
+            key,
             acl,
             c.since
         );
@@ -25,24 +37,25 @@ fn reference() -> String {
     out
 }
 
-const START: &str = "<!-- commands:start (generated from src/commands/mod.rs: DLOCK_BLESS=1 cargo test -p dlock readme) -->\n";
+const START: &str = "<!-- commands:start (generated from the table in src/commands/mod.rs by DLOCK_BLESS=1 cargo test -p dlock commands_reference; do not edit) -->\n";
 const END: &str = "<!-- commands:end -->";
 
+/// Fails when docs/commands.md and the table drift; `DLOCK_BLESS=1` rewrites the page instead.
 #[test]
-fn readme_command_reference_matches_the_table() {
+fn commands_reference_matches_the_table() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/commands.md");
-    let readme = std::fs::read_to_string(path).expect("docs/commands.md");
-    let (Some(start), Some(end)) = (readme.find(START), readme.find(END)) else {
+    let page = std::fs::read_to_string(path).expect("docs/commands.md");
+    let (Some(start), Some(end)) = (page.find(START), page.find(END)) else {
         panic!("docs/commands.md lacks the markers:\n{START}...\n{END}");
     };
-    let current = &readme[start + START.len()..end];
+    let current = &page[start + START.len()..end];
     let expected = reference();
     if current != expected {
         if std::env::var_os("DLOCK_BLESS").is_some() {
-            let updated = format!("{}{START}{expected}{}", &readme[..start], &readme[end..]);
+            let updated = format!("{}{START}{expected}{}", &page[..start], &page[end..]);
             std::fs::write(path, updated).expect("write docs/commands.md");
         } else {
-            panic!("docs/commands.md command reference is stale; run DLOCK_BLESS=1 cargo test -p dlock readme\nexpected:\n{expected}");
+            panic!("docs/commands.md is stale; run DLOCK_BLESS=1 cargo test -p dlock commands_reference\nexpected:\n{expected}");
         }
     }
 }

@@ -8,57 +8,12 @@
 
 use std::os::raw::{c_int, c_void};
 use std::ptr::NonNull;
-use std::time::Instant;
 
 use redis_module::{raw, Context, RedisError, RedisValue};
 
+use super::parked::{parked_now, Outcome, Parked};
+use super::queues;
 use crate::stats;
-
-/// How a wait ended.
-#[derive(Debug)]
-pub enum Outcome {
-    /// The lock was handed over with this token.
-    Granted(u64),
-    /// Withdrawn (RELEASE by the same owner, or the same owner asked again): nil.
-    Withdrawn,
-    /// Ended with an error (the node became a replica; the node cannot grant).
-    Failed(String),
-}
-
-/// A parked client, as a queue keeps it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Parked {
-    client: NonNull<raw::RedisModuleBlockedClient>,
-    pub since: Instant,
-}
-
-impl Parked {
-    /// Identifies the parked client in the callbacks.
-    pub fn id(&self) -> usize {
-        self.client.as_ptr() as usize
-    }
-
-    /// Answers the client: from the next reply callback (or a timeout callback racing it).
-    pub fn answer(self, outcome: Outcome) {
-        let Some(unblock) = crate::api!(RedisModule_UnblockClient) else {
-            return;
-        };
-        let data = Box::into_raw(Box::new(outcome)).cast::<c_void>();
-        // SAFETY: the handle came from RedisModule_BlockClient and was not answered before
-        // (see the module docs); Redis owns `data` from here and frees it with `free_outcome`.
-        unsafe { unblock(self.client.as_ptr(), data) };
-    }
-
-    /// Frees a handle whose client needs no answer (timed out, disconnected): Redis leaves
-    /// that to the module for clients not blocked on keys.
-    fn release_handle(self) {
-        if let Some(unblock) = crate::api!(RedisModule_UnblockClient) {
-            // SAFETY: the handle is live and was just taken out of its queue, so no other path
-            // unblocks it.
-            unsafe { unblock(self.client.as_ptr(), std::ptr::null_mut()) };
-        }
-    }
-}
 
 /// Parks the calling client for up to `timeout_ms` (0: no limit); `None` if this server cannot.
 pub fn park(ctx: &Context, timeout_ms: u64) -> Option<Parked> {
@@ -80,10 +35,7 @@ pub fn park(ctx: &Context, timeout_ms: u64) -> Option<Parked> {
         // SAFETY: a live blocked-client handle; the callback lives as long as the module.
         unsafe { set(client.as_ptr(), Some(on_disconnect)) };
     }
-    Some(Parked {
-        client,
-        since: Instant::now(),
-    })
+    Some(parked_now(client))
 }
 
 /// The outcome a blocked-client callback was given, if any.
@@ -125,7 +77,7 @@ extern "C" fn on_timeout(
     // SAFETY: the timeout callback's context carries its blocked client.
     let handle = crate::api!(RedisModule_GetBlockedClientHandle)
         .map_or(std::ptr::null_mut(), |get| unsafe { get(ctx) });
-    if let Some(parked) = super::queues::leave(handle as usize) {
+    if let Some(parked) = queues::leave(handle as usize) {
         stats::count(&stats::WAIT_TIMEOUTS);
         parked.release_handle();
     }
@@ -137,7 +89,7 @@ extern "C" fn on_disconnect(
     _ctx: *mut raw::RedisModuleCtx,
     client: *mut raw::RedisModuleBlockedClient,
 ) {
-    if let Some(parked) = super::queues::leave(client as usize) {
+    if let Some(parked) = queues::leave(client as usize) {
         parked.release_handle();
     }
 }

@@ -9,12 +9,12 @@
 
 use redis_module::{raw, Context, RedisValue};
 
-use super::queues::{self, Place};
+use super::queues::{self, QueueKey};
 use crate::server;
 
 /// `Ok` when this node may grant `key` (queued at `place`) now; otherwise the error to answer
 /// its waiters with. Outside a cluster, or with nobody waiting, nothing is asked.
-pub fn may_grant_here(ctx: &Context, place: &Place, key: &[u8]) -> Result<(), String> {
+pub fn may_grant_here(ctx: &Context, place: &QueueKey, key: &[u8]) -> Result<(), String> {
     let flags = server::context_flags(ctx.ctx);
     if !server::flag(flags, raw::REDISMODULE_CTX_FLAGS_CLUSTER) {
         return Ok(());

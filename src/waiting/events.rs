@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use redis_module::{raw, Context, RedisString};
 
-use super::blocked::Outcome;
+use super::parked::Outcome;
 use super::{handoff, queues};
 use crate::keyspace::key::selected_db;
 
@@ -87,7 +87,7 @@ extern "C" fn on_role(
     let context = Context::new(ctx);
     let (waiters, timers) = queues::drain();
     for id in timers {
-        let _ = context.stop_timer::<queues::Place>(id);
+        let _ = context.stop_timer::<queues::QueueKey>(id);
     }
     for waiter in waiters {
         waiter.handle.answer(Outcome::Failed(DEMOTED.to_string()));

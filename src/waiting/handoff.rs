@@ -7,11 +7,10 @@
 
 use std::time::Duration;
 
-use dlock_core::wait::Tentative;
 use redis_module::{raw, Context, RedisString};
 
-use super::blocked::Outcome;
-use super::queues::{self, Place};
+use super::parked::Outcome;
+use super::queues::{self, QueueKey};
 use crate::keyspace::LockKey;
 use crate::server;
 use crate::stats::{self, HANDOFFS};
@@ -23,45 +22,37 @@ const PAUSED_RETRY: Duration = Duration::from_millis(5);
 
 /// Grants the lock under `name` to waiters in service order until one holds it, then watches
 /// the holder's deadline while others still wait.
-pub fn hand_off(ctx: &Context, place: &Place, name: &Arg) {
+pub fn hand_off(ctx: &Context, queue: &QueueKey, name: &Arg) {
     loop {
-        let mut key = LockKey::open(ctx, name, true);
+        let mut lock = LockKey::open(ctx, name, true);
         let now_us = server::now_us();
-        let deadline_ms = match key.held(now_us / 1000) {
+        let deadline_ms = match lock.held(now_us / 1000) {
             Ok(Some(held)) => Some(held.deadline_ms),
             Ok(None) => None,
-            Err(_) => return fail_all(place, "ERR the key no longer holds a lock"),
+            Err(_) => return fail_all(queue, "ERR the key no longer holds a lock"),
         };
         if let Some(deadline_ms) = deadline_ms {
-            drop(key);
-            return watch(ctx, place, deadline_ms);
+            drop(lock);
+            return watch(ctx, queue, deadline_ms);
         }
-        if let Err(redirect) = super::cluster::may_grant_here(ctx, place, name.as_bytes()) {
-            return fail_all(place, &redirect);
+        if let Err(redirect) = super::cluster::may_grant_here(ctx, queue, name.as_bytes()) {
+            return fail_all(queue, &redirect);
         }
-        let Some(next) = queues::pop(place) else {
+        let Some(next) = queues::pop(queue) else {
             return;
         };
-        match writes::grant(ctx, &mut key, &next.owner, None, next.ttl_ms, now_us) {
+        match writes::grant(ctx, &mut lock, &next.owner, None, next.ttl_ms, now_us) {
             Ok(grant) => {
-                if next.ticketed {
-                    mark_tentative(place, &next.owner, grant.token, next.rank);
-                }
+                let ticket = next.ticketed.then_some(next.rank);
+                queues::mark_grant(queue, &next.owner, grant.token, ticket);
                 stats::count(&HANDOFFS);
                 next.handle.answer(Outcome::Granted(grant.token));
-                drop(key);
-                return watch(ctx, place, grant.deadline_ms);
+                drop(lock);
+                return watch(ctx, queue, grant.deadline_ms);
             }
             Err(Refusal::Quarantined { ms_left }) => {
-                queues::enqueue(
-                    place,
-                    &next.owner,
-                    next.rank,
-                    next.ticketed,
-                    next.ttl_ms,
-                    next.handle,
-                );
-                return schedule(ctx, place, Duration::from_millis(ms_left.saturating_add(1)));
+                queues::requeue(queue, next);
+                return schedule(ctx, queue, Duration::from_millis(ms_left.saturating_add(1)));
             }
             Err(Refusal::Error(error)) => {
                 next.handle.answer(Outcome::Failed(error.to_string()));
@@ -70,43 +61,33 @@ pub fn hand_off(ctx: &Context, place: &Place, name: &Arg) {
     }
 }
 
-/// A grant to a ticketed waiter stays revocable until its FENCE commits it.
-fn mark_tentative(place: &Place, owner: &[u8], token: u64, ticket: u64) {
-    let tentative = Tentative {
-        owner: owner.to_vec(),
-        token,
-        ticket,
-    };
-    queues::with_key(place, |k| k.tentative = Some(tentative));
-}
-
 /// Keeps one timer on a key with waiters, firing at the holder's deadline.
-pub fn watch(ctx: &Context, place: &Place, deadline_ms: u64) {
-    let waiting = queues::peek(place, |k| k.is_some_and(|k| !k.queue.is_empty()));
+pub fn watch(ctx: &Context, key: &QueueKey, deadline_ms: u64) {
+    let waiting = queues::peek(key, |k| k.is_some_and(|k| !k.queue.is_empty()));
     if !waiting {
-        return cancel_timer(ctx, place);
+        return cancel_timer(ctx, key);
     }
     let wait_ms = deadline_ms.saturating_sub(server::now_ms());
-    schedule(ctx, place, Duration::from_millis(wait_ms.saturating_add(1)));
+    schedule(ctx, key, Duration::from_millis(wait_ms.saturating_add(1)));
 }
 
-/// Runs a handoff of `place` after `after` (replacing the key's pending timer).
-pub fn schedule(ctx: &Context, place: &Place, after: Duration) {
-    cancel_timer(ctx, place);
-    let id = ctx.create_timer(after, on_timer, place.clone());
-    queues::with_key(place, |k| k.timer = Some(id));
+/// Runs a handoff of `key` after `after` (replacing the key's pending timer).
+pub fn schedule(ctx: &Context, key: &QueueKey, after: Duration) {
+    cancel_timer(ctx, key);
+    let id = ctx.create_timer(after, on_timer, key.clone());
+    queues::with_key(key, |k| k.timer = Some(id));
 }
 
-fn cancel_timer(ctx: &Context, place: &Place) {
-    if let Some(id) = queues::update(place, |k| k.timer.take()).flatten() {
-        let _ = ctx.stop_timer::<Place>(id);
+fn cancel_timer(ctx: &Context, key: &QueueKey) {
+    if let Some(id) = queues::update(key, |k| k.timer.take()).flatten() {
+        let _ = ctx.stop_timer::<QueueKey>(id);
     }
 }
 
-fn on_timer(ctx: &Context, place: Place) {
-    queues::update(&place, |k| k.timer = None);
+fn on_timer(ctx: &Context, key: QueueKey) {
+    queues::update(&key, |k| k.timer = None);
     if server::writes_paused() {
-        return schedule(ctx, &place, PAUSED_RETRY);
+        return schedule(ctx, &key, PAUSED_RETRY);
     }
     if server::is_replica(ctx) {
         return;
@@ -116,16 +97,16 @@ fn on_timer(ctx: &Context, place: Place) {
     };
     // SAFETY: the timer's own context; the database index was valid when the key was queued
     // (SelectDb refuses an index out of range, and then nothing is granted).
-    if unsafe { select(ctx.ctx, place.0) } != raw::REDISMODULE_OK as i32 {
-        return fail_all(&place, "ERR the database is gone");
+    if unsafe { select(ctx.ctx, key.0) } != raw::REDISMODULE_OK as i32 {
+        return fail_all(&key, "ERR the database is gone");
     }
-    let name = RedisString::create_from_slice(ctx.ctx, &place.1); // binary-safe
-    hand_off(ctx, &place, &Arg::new(name.inner));
+    let name = RedisString::create_from_slice(ctx.ctx, &key.1); // binary-safe
+    hand_off(ctx, &key, &Arg::new(name.inner));
 }
 
 /// Answers every waiter of the key with an error (the key cannot be granted any more).
-fn fail_all(place: &Place, message: &str) {
-    while let Some(waiter) = queues::pop(place) {
+fn fail_all(key: &QueueKey, message: &str) {
+    while let Some(waiter) = queues::pop(key) {
         waiter.handle.answer(Outcome::Failed(message.to_string()));
     }
 }

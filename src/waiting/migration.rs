@@ -26,7 +26,7 @@ use std::ptr::NonNull;
 
 use redis_module::{raw, Context, RedisValue};
 
-use super::blocked::Outcome;
+use super::parked::Outcome;
 use super::queues;
 use crate::server::{self, SlotMigration};
 
@@ -203,7 +203,7 @@ fn slots_left(ctx: &Context, ranges: &[(i64, i64)]) {
     if queues::idle() || ranges.is_empty() {
         return;
     }
-    let leaving: Vec<(queues::Place, i64)> = queues::places()
+    let leaving: Vec<(queues::QueueKey, i64)> = queues::keys()
         .into_iter()
         .filter_map(|place| Some((key_slot(ctx, &place.1)?, place)))
         .filter(|(slot, _)| {
@@ -220,7 +220,7 @@ fn slots_left(ctx: &Context, ranges: &[(i64, i64)]) {
     for (place, slot) in leaving {
         let (waiters, timers) = queues::take_where(|p| *p == place);
         for id in timers {
-            let _ = ctx.stop_timer::<queues::Place>(id);
+            let _ = ctx.stop_timer::<queues::QueueKey>(id);
         }
         let redirect = nodes
             .as_deref()

@@ -9,26 +9,23 @@ mod cluster;
 mod events;
 mod handoff;
 mod migration;
+mod parked;
 mod queues;
 
+use std::cell::OnceCell;
 use std::time::Duration;
 
-use dlock_core::wait::{self, Decision, Queue, Request, Tentative};
+use dlock_core::wait::{self, Decision, Queue, Request};
 use dlock_core::Held;
 use redis_module::{raw, Context, RedisError, RedisValue};
 
-pub use blocked::Outcome;
 pub use events::watch;
-pub use queues::{waiters, Place};
+pub use queues::{waiters, QueueKey, Wait};
 
 use crate::keyspace::key::selected_db;
 use crate::wire::{errors, Arg};
 use crate::{config, server};
-
-/// The key of a command, as the queues name it.
-pub fn place(ctx: &Context, name: &Arg) -> Place {
-    (selected_db(ctx), name.as_bytes().to_vec())
-}
+use parked::Outcome;
 
 /// Whether this call may park its client: never inside MULTI, scripts or functions, for a
 /// command replicated from a master or on a replica (as `BLPOP` there).
@@ -42,107 +39,124 @@ pub fn may_block(ctx: &Context) -> bool {
     !server::flag(flags, refused)
 }
 
-/// What an ACQUIRE of `name` does here, given the key's queue and tentative mark.
-pub fn decide(ctx: &Context, name: &Arg, held: Option<Held<'_>>, req: &Request<'_>) -> Decision {
-    if queues::idle() {
-        return wait::acquire(held, None, &Queue::<()>::default(), req);
-    }
-    queues::peek(&place(ctx, name), |state| match state {
-        Some(s) => wait::acquire(held, s.tentative.as_ref(), &s.queue, req),
-        None => wait::acquire(held, None, &Queue::<()>::default(), req),
-    })
+/// The waiting state of one command's key. Its [`QueueKey`] is built on first use and then kept,
+/// and not at all while no key anywhere has waiting state (most commands).
+pub struct Waiters<'a> {
+    ctx: &'a Context,
+    name: &'a Arg,
+    key: OnceCell<QueueKey>,
 }
 
-/// A ticketed grant stays tentative until FENCE commits it; a fresh grant ends any mark.
-pub fn granted(ctx: &Context, name: &Arg, owner: &[u8], token: u64, ticket: Option<u64>) {
-    let Some(ticket) = ticket else {
-        if !queues::idle() {
-            queues::update(&place(ctx, name), |k| k.tentative = None);
+impl<'a> Waiters<'a> {
+    pub fn of(ctx: &'a Context, name: &'a Arg) -> Waiters<'a> {
+        Waiters {
+            ctx,
+            name,
+            key: OnceCell::new(),
         }
-        return;
-    };
-    let mark = Tentative {
-        owner: owner.to_vec(),
-        token,
-        ticket,
-    };
-    queues::with_key(&place(ctx, name), |k| k.tentative = Some(mark));
+    }
+
+    fn key(&self) -> &QueueKey {
+        self.key
+            .get_or_init(|| (selected_db(self.ctx), self.name.as_bytes().to_vec()))
+    }
+
+    /// What an ACQUIRE does here, given the key's queue and tentative mark.
+    pub fn decide(&self, held: Option<Held<'_>>, req: &Request<'_>) -> Decision {
+        if queues::idle() {
+            return wait::acquire(held, None, &Queue::<()>::default(), req);
+        }
+        queues::peek(self.key(), |state| match state {
+            Some(s) => wait::acquire(held, s.tentative.as_ref(), &s.queue, req),
+            None => wait::acquire(held, None, &Queue::<()>::default(), req),
+        })
+    }
+
+    /// A ticketed grant stays tentative until FENCE commits it; a fresh grant ends any mark.
+    pub fn granted(&self, owner: &[u8], token: u64, ticket: Option<u64>) {
+        if ticket.is_none() && queues::idle() {
+            return;
+        }
+        queues::mark_grant(self.key(), owner, token, ticket);
+    }
+
+    /// FENCE committed the grant: it can no longer be wounded.
+    pub fn committed(&self) {
+        if !queues::idle() {
+            queues::update(self.key(), |k| k.tentative = None);
+        }
+    }
+
+    /// Parks the calling client in the key's queue for up to `timeout_ms` (0: no limit); it is
+    /// answered later. `holder_deadline_ms`: when the current holder's lease ends, if held.
+    pub fn park(
+        &self,
+        wait: &Wait<'_>,
+        timeout_ms: u64,
+        holder_deadline_ms: Option<u64>,
+    ) -> Result<RedisValue, RedisError> {
+        let (ctx, key) = (self.ctx, self.key());
+        let limit = config::max_waiters();
+        let full = queues::peek(key, |s| {
+            s.is_some_and(|s| {
+                s.queue.len() >= limit && !s.queue.iter().any(|w| w.owner == wait.owner)
+            })
+        });
+        if full {
+            return Err(errors::too_many_waiters(limit));
+        }
+        let parked = blocked::park(ctx, timeout_ms).ok_or_else(errors::cannot_block)?;
+        if let Some(old) = queues::enqueue(key, wait, parked) {
+            old.handle.answer(Outcome::Withdrawn);
+        }
+        match holder_deadline_ms {
+            Some(deadline_ms) => handoff::watch(ctx, key, deadline_ms),
+            // Free, yet someone is ahead: a handoff is due (held up by a pause or a quarantine).
+            None => handoff::schedule(ctx, key, Duration::ZERO),
+        }
+        Ok(RedisValue::NoReply)
+    }
+
+    /// The lock was just freed by this command: the next waiter gets it now.
+    pub fn freed(&self) {
+        if queues::idle() {
+            return;
+        }
+        let key = self.key();
+        if queues::update(key, |k| k.tentative = None).is_some() {
+            handoff::hand_off(self.ctx, key, self.name);
+        }
+    }
+
+    /// RELEASE by `owner` also withdraws its queued wait on the key (how a client cancels).
+    pub fn withdraw(&self, owner: &[u8]) -> bool {
+        if queues::idle() {
+            return false;
+        }
+        let gone = queues::withdraw(self.key(), owner);
+        let withdrew = gone.is_some();
+        if let Some(waiter) = gone {
+            waiter.handle.answer(Outcome::Withdrawn);
+        }
+        withdrew
+    }
+
+    /// Waiters queued on the key.
+    pub fn count(&self) -> usize {
+        if queues::idle() {
+            return 0;
+        }
+        count(self.key())
+    }
+
+    /// `DLOCK.WAITERS`: owner, ticket (or nil) and ms waited, in service order.
+    pub fn list(&self) -> Vec<RedisValue> {
+        list(self.key())
+    }
 }
 
-/// FENCE committed the grant: it can no longer be wounded.
-pub fn committed(ctx: &Context, name: &Arg) {
-    if !queues::idle() {
-        queues::update(&place(ctx, name), |k| k.tentative = None);
-    }
-}
-
-/// One queued ACQUIRE.
-pub struct Wait<'a> {
-    pub owner: &'a [u8],
-    pub rank: u64,
-    pub ticketed: bool,
-    pub ttl_ms: u64,
-    pub timeout_ms: u64,
-    /// The current holder's deadline, if the lock is held.
-    pub holder_deadline_ms: Option<u64>,
-}
-
-/// Parks the calling client in the key's queue; it is answered later.
-pub fn park(ctx: &Context, place: &Place, wait: &Wait<'_>) -> Result<RedisValue, RedisError> {
-    let limit = config::max_waiters();
-    let full = queues::peek(place, |s| {
-        s.is_some_and(|s| s.queue.len() >= limit && !s.queue.iter().any(|w| w.owner == wait.owner))
-    });
-    if full {
-        return Err(errors::too_many_waiters(limit));
-    }
-    let parked = blocked::park(ctx, wait.timeout_ms).ok_or_else(errors::cannot_block)?;
-    let replaced = queues::enqueue(
-        place,
-        wait.owner,
-        wait.rank,
-        wait.ticketed,
-        wait.ttl_ms,
-        parked,
-    );
-    if let Some(old) = replaced {
-        old.handle.answer(Outcome::Withdrawn);
-    }
-    match wait.holder_deadline_ms {
-        Some(deadline_ms) => handoff::watch(ctx, place, deadline_ms),
-        // Free, yet someone is ahead: a handoff is due (held up by a pause or a quarantine).
-        None => handoff::schedule(ctx, place, Duration::ZERO),
-    }
-    Ok(RedisValue::NoReply)
-}
-
-/// The lock under `name` was just freed by this command: the next waiter gets it now.
-pub fn freed(ctx: &Context, name: &Arg) {
-    if queues::idle() {
-        return;
-    }
-    let place = place(ctx, name);
-    if queues::update(&place, |k| k.tentative = None).is_some() {
-        handoff::hand_off(ctx, &place, name);
-    }
-}
-
-/// RELEASE by `owner` also withdraws its queued wait on the key (how a client cancels).
-pub fn withdraw(ctx: &Context, name: &Arg, owner: &[u8]) -> bool {
-    if queues::idle() {
-        return false;
-    }
-    let gone = queues::withdraw(&place(ctx, name), owner);
-    let withdrew = gone.is_some();
-    if let Some(waiter) = gone {
-        waiter.handle.answer(Outcome::Withdrawn);
-    }
-    withdrew
-}
-
-/// `DLOCK.WAITERS`: owner, ticket (or nil) and ms waited, in service order.
-pub fn list(place: &Place) -> Vec<RedisValue> {
-    queues::peek(place, |state| {
+fn list(key: &QueueKey) -> Vec<RedisValue> {
+    queues::peek(key, |state| {
         let Some(state) = state else {
             return Vec::new();
         };
@@ -167,6 +181,6 @@ pub fn list(place: &Place) -> Vec<RedisValue> {
 }
 
 /// Waiters queued on one key.
-pub fn count(place: &Place) -> usize {
-    queues::peek(place, |s| s.map_or(0, |s| s.queue.len()))
+fn count(key: &QueueKey) -> usize {
+    queues::peek(key, |s| s.map_or(0, |s| s.queue.len()))
 }

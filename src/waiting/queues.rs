@@ -11,10 +11,21 @@ use std::collections::HashMap;
 
 use dlock_core::wait::{Queue, Tentative, Waiter};
 
-use super::blocked::Parked;
+use super::parked::Parked;
 
-/// A key in a database.
-pub type Place = (i32, Vec<u8>);
+/// The registry's name for a lock key: its database and key name. (Not to be confused with the
+/// fingerprint a lock stores of where it was granted, `keyspace::place`.)
+pub type QueueKey = (i32, Vec<u8>);
+
+/// One waiting ACQUIRE, as its queue keeps it.
+pub struct Wait<'a> {
+    pub owner: &'a [u8],
+    /// The service order: the ticket, or the arrival time in µs.
+    pub rank: u64,
+    pub ticketed: bool,
+    /// The lease the waiter asked for, granted from the moment it is served.
+    pub ttl_ms: u64,
+}
 
 #[derive(Default)]
 pub struct KeyState {
@@ -26,9 +37,9 @@ pub struct KeyState {
 
 #[derive(Default)]
 struct Registry {
-    keys: HashMap<Place, KeyState>,
+    keys: HashMap<QueueKey, KeyState>,
     /// Parked client id -> its key, for the timeout and disconnect callbacks.
-    parked_at: HashMap<usize, Place>,
+    parked_at: HashMap<usize, QueueKey>,
     waiters: usize,
 }
 
@@ -38,34 +49,34 @@ thread_local! {
 
 /// Runs `f` on the key's state, created empty if absent (to store something in it); `None`
 /// never happens, it only spares the caller a panic path.
-pub fn with_key<R>(place: &Place, f: impl FnOnce(&mut KeyState) -> R) -> Option<R> {
-    REGISTRY.with_borrow_mut(|r| change(r, place, true, f))
+pub fn with_key<R>(key: &QueueKey, f: impl FnOnce(&mut KeyState) -> R) -> Option<R> {
+    REGISTRY.with_borrow_mut(|r| change(r, key, true, f))
 }
 
 /// Runs `f` on the key's state if there is any: a key nobody waits on costs one lookup and no
 /// allocation.
-pub fn update<R>(place: &Place, f: impl FnOnce(&mut KeyState) -> R) -> Option<R> {
-    REGISTRY.with_borrow_mut(|r| change(r, place, false, f))
+pub fn update<R>(key: &QueueKey, f: impl FnOnce(&mut KeyState) -> R) -> Option<R> {
+    REGISTRY.with_borrow_mut(|r| change(r, key, false, f))
 }
 
 /// Applies `f` to one key's state (creating it first if `create`), keeps the waiter total in
 /// step, and drops the entry once it holds nothing.
 fn change<R>(
     r: &mut Registry,
-    place: &Place,
+    key: &QueueKey,
     create: bool,
     f: impl FnOnce(&mut KeyState) -> R,
 ) -> Option<R> {
     let state = if create {
-        r.keys.entry(place.clone()).or_default()
+        r.keys.entry(key.clone()).or_default()
     } else {
-        r.keys.get_mut(place)?
+        r.keys.get_mut(key)?
     };
     let before = state.queue.len();
     let result = f(state);
     let after = state.queue.len();
     if state.queue.is_empty() && state.tentative.is_none() && state.timer.is_none() {
-        r.keys.remove(place);
+        r.keys.remove(key);
     }
     r.waiters = (r.waiters + after).saturating_sub(before);
     Some(result)
@@ -78,50 +89,75 @@ pub fn idle() -> bool {
 }
 
 /// Reads the key's state without creating it.
-pub fn peek<R>(place: &Place, f: impl FnOnce(Option<&KeyState>) -> R) -> R {
-    REGISTRY.with_borrow(|r| f(r.keys.get(place)))
+pub fn peek<R>(key: &QueueKey, f: impl FnOnce(Option<&KeyState>) -> R) -> R {
+    REGISTRY.with_borrow(|r| f(r.keys.get(key)))
 }
 
 /// Queues a parked client; returns the same owner's earlier wait it replaces.
-pub fn enqueue(
-    place: &Place,
-    owner: &[u8],
-    rank: u64,
-    ticketed: bool,
-    ttl_ms: u64,
-    parked: Parked,
-) -> Option<Waiter<Parked>> {
-    let replaced = with_key(place, |k| {
-        k.queue.push(owner, rank, ticketed, ttl_ms, parked)
+pub fn enqueue(key: &QueueKey, wait: &Wait<'_>, parked: Parked) -> Option<Waiter<Parked>> {
+    let replaced = with_key(key, |k| {
+        k.queue
+            .push(wait.owner, wait.rank, wait.ticketed, wait.ttl_ms, parked)
     })
     .flatten();
     REGISTRY.with_borrow_mut(|r| {
         if let Some(old) = &replaced {
             r.parked_at.remove(&old.handle.id());
         }
-        r.parked_at.insert(parked.id(), place.clone());
+        r.parked_at.insert(parked.id(), key.clone());
     });
     replaced
 }
 
+/// Puts a waiter taken off the queue back in its key (a handoff that could not grant yet).
+pub fn requeue(key: &QueueKey, waiter: Waiter<Parked>) {
+    let wait = Wait {
+        owner: &waiter.owner,
+        rank: waiter.rank,
+        ticketed: waiter.ticketed,
+        ttl_ms: waiter.ttl_ms,
+    };
+    enqueue(key, &wait, waiter.handle);
+}
+
+/// Records a grant on the key, made by a command or a handoff: a ticketed grant stays tentative
+/// until FENCE commits it; any other grant ends a mark left from before.
+pub fn mark_grant(key: &QueueKey, owner: &[u8], token: u64, ticket: Option<u64>) {
+    match ticket {
+        Some(ticket) => {
+            let mark = Tentative {
+                owner: owner.to_vec(),
+                token,
+                ticket,
+            };
+            with_key(key, |k| k.tentative = Some(mark));
+        }
+        None => {
+            if !idle() {
+                update(key, |k| k.tentative = None);
+            }
+        }
+    }
+}
+
 /// Takes the first waiter in service order off the key's queue.
-pub fn pop(place: &Place) -> Option<Waiter<Parked>> {
-    let head = update(place, |k| k.queue.pop()).flatten();
+pub fn pop(key: &QueueKey) -> Option<Waiter<Parked>> {
+    let head = update(key, |k| k.queue.pop()).flatten();
     forget(head.iter());
     head
 }
 
 /// Withdraws `owner`'s wait on the key.
-pub fn withdraw(place: &Place, owner: &[u8]) -> Option<Waiter<Parked>> {
-    let gone = update(place, |k| k.queue.remove_owner(owner)).flatten();
+pub fn withdraw(key: &QueueKey, owner: &[u8]) -> Option<Waiter<Parked>> {
+    let gone = update(key, |k| k.queue.remove_owner(owner)).flatten();
     forget(gone.iter());
     gone
 }
 
 /// Takes a parked client out of whatever queue it is in (timeout, disconnect).
 pub fn leave(id: usize) -> Option<Parked> {
-    let place = REGISTRY.with_borrow_mut(|r| r.parked_at.remove(&id))?;
-    let mut gone = update(&place, |k| k.queue.remove_where(|w| w.handle.id() == id))?;
+    let key = REGISTRY.with_borrow_mut(|r| r.parked_at.remove(&id))?;
+    let mut gone = update(&key, |k| k.queue.remove_where(|w| w.handle.id() == id))?;
     gone.pop().map(|w| w.handle)
 }
 
@@ -140,15 +176,15 @@ pub fn drain() -> (Vec<Waiter<Parked>>, Vec<u64>) {
     })
 }
 
-/// Removes every key whose place `leaving` selects, with its waiters, tentative mark and timer
+/// Removes every key that `leaving` selects, with its waiters, tentative mark and timer
 /// (its slot left this node); returns the waiters, to be answered, and the timers, to be stopped.
-pub fn take_where(leaving: impl Fn(&Place) -> bool) -> (Vec<Waiter<Parked>>, Vec<u64>) {
+pub fn take_where(leaving: impl Fn(&QueueKey) -> bool) -> (Vec<Waiter<Parked>>, Vec<u64>) {
     REGISTRY.with_borrow_mut(|r| {
-        let places: Vec<Place> = r.keys.keys().filter(|p| leaving(p)).cloned().collect();
+        let leaving_keys: Vec<QueueKey> = r.keys.keys().filter(|p| leaving(p)).cloned().collect();
         let mut waiters = Vec::new();
         let mut timers = Vec::new();
-        for place in places {
-            let Some(mut state) = r.keys.remove(&place) else {
+        for key in leaving_keys {
+            let Some(mut state) = r.keys.remove(&key) else {
                 continue;
             };
             let gone = state.queue.remove_where(|_| true);
@@ -163,18 +199,18 @@ pub fn take_where(leaving: impl Fn(&Place) -> bool) -> (Vec<Waiter<Parked>>, Vec
     })
 }
 
-/// Every place with any state: waiters, a tentative mark or a timer.
-pub fn places() -> Vec<Place> {
+/// Every key with any state: waiters, a tentative mark or a timer.
+pub fn keys() -> Vec<QueueKey> {
     REGISTRY.with_borrow(|r| r.keys.keys().cloned().collect())
 }
 
 /// Every key with waiters (to hand each off after a FLUSHALL).
-pub fn keys_with_waiters() -> Vec<Place> {
+pub fn keys_with_waiters() -> Vec<QueueKey> {
     REGISTRY.with_borrow(|r| {
         r.keys
             .iter()
             .filter(|(_, k)| !k.queue.is_empty())
-            .map(|(place, _)| place.clone())
+            .map(|(key, _)| key.clone())
             .collect()
     })
 }

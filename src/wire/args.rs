@@ -6,10 +6,7 @@ use dlock_core::MAX_TOKEN;
 use redis_module::RedisError;
 
 use super::errors;
-
-/// Upper bound of every duration, argument or setting: ten years, far from any overflow of
-/// unix ms.
-pub const LIMIT_MS: i64 = 10 * 365 * 24 * 60 * 60 * 1000;
+use super::limits::LIMIT_MS;
 
 /// A strict Redis integer, as `INCRBY` or `string2ll` accept it: an optional `-`, then digits
 /// with no leading zero (`0` itself excepted), within `i64`. No `+`, spaces, decimals, or `-0`.

@@ -5,7 +5,7 @@ use dlock_core::lock::{MAX_HOLDS, MAX_OWNER_LEN};
 use dlock_core::MAX_TOKEN;
 use redis_module::RedisError;
 
-use super::args::LIMIT_MS;
+use super::limits::LIMIT_MS;
 
 fn err(message: String) -> RedisError {
     RedisError::String(message)

@@ -6,6 +6,7 @@
 
 pub mod args;
 pub mod errors;
+pub mod limits;
 
 use redis_module::raw;
 
