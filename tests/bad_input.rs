@@ -3,193 +3,164 @@
 mod common;
 use common::*;
 
-/// (command and arguments, expected start of the error, a fragment it must contain)
-const CASES: &[(&[&str], &str, &str)] = &[
-    (
-        &["DLOCK.ACQUIRE", "k", "o"],
-        "ERR wrong number of arguments for 'dlock.acquire' command",
-        "",
-    ),
-    (
-        &["DLOCK.ACQUIRE", "k", "o", "1", "REENTRANT", "x"],
-        "ERR unknown option 'x', allowed: REENTRANT",
-        "",
-    ),
-    (
-        &["DLOCK.ACQUIRE", "k", "o", "1", "REENTRANT", "reentrant"],
-        "ERR option REENTRANT given more than once",
-        "",
-    ),
-    (
-        &["DLOCK.ACQUIRE", "k", "o", "abc"],
-        "ERR ttl-ms must be an integer from 1 to 86400000",
-        "'abc'",
-    ),
-    (
-        &["DLOCK.ACQUIRE", "k", "o", "0"],
-        "ERR ttl-ms",
-        "from 1 to 86400000",
-    ),
-    (&["DLOCK.ACQUIRE", "k", "o", "-5"], "ERR ttl-ms", "got '-5'"),
-    (
-        &["DLOCK.ACQUIRE", "k", "o", "86400001"],
-        "ERR ttl-ms",
-        "dlock.max-ttl-ms",
-    ),
-    (
-        &["DLOCK.ACQUIRE", "k", "o", "1.5"],
-        "ERR ttl-ms",
-        "got '1.5'",
-    ),
-    (
-        &["DLOCK.ACQUIRE", "k", "o", "99999999999999999999999"],
-        "ERR ttl-ms",
-        "from 1 to",
-    ),
-    (
-        &["DLOCK.ACQUIRE", "k", "", "1000"],
-        "ERR owner must be 1 to 256 bytes",
-        "got 0 bytes",
-    ),
-    (
-        &["DLOCK.ACQUIRE", "k", "o", "1000", "FOO"],
-        "ERR unknown option 'FOO'",
-        "REENTRANT",
-    ),
-    (
-        &["DLOCK.RELEASE", "k"],
-        "ERR wrong number of arguments for 'dlock.release' command",
-        "",
-    ),
-    (
-        &["DLOCK.RELEASE", "k", ""],
-        "ERR owner must be 1 to 256 bytes",
-        "got 0",
-    ),
-    (
-        &["DLOCK.EXTEND", "k", "o"],
-        "ERR wrong number of arguments for 'dlock.extend' command",
-        "",
-    ),
-    (&["DLOCK.EXTEND", "k", "o", "0"], "ERR ttl-ms", "from 1 to"),
-    (&["DLOCK.EXTEND", "k", "o", "x"], "ERR ttl-ms", "got 'x'"),
-    (
-        &["DLOCK.FENCE", "k", "o"],
-        "ERR wrong number of arguments for 'dlock.fence' command",
-        "",
-    ),
-    (
-        &["DLOCK.FENCE", "k", "o", "0"],
-        "ERR token must be an integer from 1 to 9223372036854775807",
-        "got '0'",
-    ),
-    (&["DLOCK.FENCE", "k", "o", "-1"], "ERR token", "got '-1'"),
-    (&["DLOCK.FENCE", "k", "o", "t"], "ERR token", "got 't'"),
-    (
-        &["DLOCK.STATUS"],
-        "ERR wrong number of arguments for 'dlock.status' command",
-        "",
-    ),
-    (
-        &["DLOCK.STATUS", "a", "b"],
-        "ERR wrong number of arguments for 'dlock.status' command",
-        "",
-    ),
-    (
-        &["DLOCK.FORCERELEASE"],
-        "ERR wrong number of arguments for 'dlock.forcerelease' command",
-        "",
-    ),
-    (
-        &["DLOCK.COUNTER", "x"],
-        "ERR wrong number of arguments for 'dlock.counter' command",
-        "",
-    ),
-    (&["DLOCK.RAISE", "0"], "ERR token", "from 1 to"),
-    (
-        &["DLOCK.APPLY", "k", "o", "5"],
-        "ERR wrong number of arguments for 'dlock.apply' command",
-        "",
-    ),
-    (
-        &["DLOCK.APPLY", "k", "o", "5", "0"],
-        "ERR holds must be an integer from 1 to 65535",
-        "got '0'",
-    ),
-    (
-        &["DLOCK.APPLY", "k", "o", "5", "1", "PX", "9"],
-        "ERR unknown option 'PX'",
-        "PXAT",
-    ),
-    (
-        &["DLOCK.APPLY", "k", "o", "5", "1", "PXAT"],
-        "ERR option PXAT needs a value",
-        "",
-    ),
-    (
-        &["DLOCK.FENCE", "k", "holder", "9223372036854775807"],
-        "ERR token 9223372036854775807 is beyond what this node accepts",
-        "one year",
-    ),
-    (
-        &["DLOCK.FENCE", "k", "holder", "7"],
-        "ERR token 7 is below the lock's token",
-        "FENCE never lowers a token",
-    ),
-    (
-        &["DLOCK.RAISE", "9223372036854775807"],
-        "ERR token 9223372036854775807 is beyond what this node accepts",
-        "",
-    ),
-    (
-        &["DLOCK.RAISE", "18446744073709551615"],
-        "ERR token must be an integer from 1 to 9223372036854775807",
-        "",
-    ),
-    (
-        &["DLOCK.APPLY", "k2", "o", "9223372036854775807", "1"],
-        "ERR token 9223372036854775807 is beyond what this node accepts",
-        "",
-    ),
-    (
-        &["DLOCK.APPLY", "k", "o", "5", "1", "PXAT", "-1"],
-        "ERR PXAT must be a unix time",
-        "got '-1'",
-    ),
+/// A refused command: what is wrong, the command and its arguments, the start of the error, and a
+/// fragment the error must also contain.
+type Case = (
+    &'static str,
+    &'static [&'static str],
+    &'static str,
+    &'static str,
+);
+
+#[rustfmt::skip]
+const CASES: &[Case] = &[
+    ("unknown option", &["DLOCK.ACQUIRE", "k", "o", "1", "REENTRANT", "x"],
+     "ERR unknown option 'x', allowed: REENTRANT", ""),
+    ("an option twice", &["DLOCK.ACQUIRE", "k", "o", "1", "REENTRANT", "reentrant"],
+     "ERR option REENTRANT given more than once", ""),
+    ("ttl not a number", &["DLOCK.ACQUIRE", "k", "o", "abc"],
+     "ERR ttl-ms must be an integer from 1 to 86400000", "'abc'"),
+    ("ttl 0", &["DLOCK.ACQUIRE", "k", "o", "0"],
+     "ERR ttl-ms", "from 1 to 86400000"),
+    ("negative ttl", &["DLOCK.ACQUIRE", "k", "o", "-5"],
+     "ERR ttl-ms", "got '-5'"),
+    ("ttl above the maximum", &["DLOCK.ACQUIRE", "k", "o", "86400001"],
+     "ERR ttl-ms", "dlock.max-ttl-ms"),
+    ("fractional ttl", &["DLOCK.ACQUIRE", "k", "o", "1.5"],
+     "ERR ttl-ms", "got '1.5'"),
+    ("ttl beyond 64 bits", &["DLOCK.ACQUIRE", "k", "o", "99999999999999999999999"],
+     "ERR ttl-ms", "from 1 to"),
+    ("empty owner", &["DLOCK.ACQUIRE", "k", "", "1000"],
+     "ERR owner must be 1 to 256 bytes", "got 0 bytes"),
+    ("unknown option after the ttl", &["DLOCK.ACQUIRE", "k", "o", "1000", "FOO"],
+     "ERR unknown option 'FOO'", "REENTRANT"),
+    ("RELEASE with an empty owner", &["DLOCK.RELEASE", "k", ""],
+     "ERR owner must be 1 to 256 bytes", "got 0"),
+    ("EXTEND to 0 ms", &["DLOCK.EXTEND", "k", "o", "0"],
+     "ERR ttl-ms", "from 1 to"),
+    ("EXTEND to no number", &["DLOCK.EXTEND", "k", "o", "x"],
+     "ERR ttl-ms", "got 'x'"),
+    ("FENCE with token 0", &["DLOCK.FENCE", "k", "o", "0"],
+     "ERR token must be an integer from 1 to 9223372036854775807", "got '0'"),
+    ("FENCE with a negative token", &["DLOCK.FENCE", "k", "o", "-1"],
+     "ERR token", "got '-1'"),
+    ("FENCE with no number", &["DLOCK.FENCE", "k", "o", "t"],
+     "ERR token", "got 't'"),
+    ("FENCE beyond what the node accepts", &["DLOCK.FENCE", "k", "holder", "9223372036854775807"],
+     "ERR token 9223372036854775807 is beyond what this node accepts", "one year"),
+    ("FENCE below the lock's token", &["DLOCK.FENCE", "k", "holder", "7"],
+     "ERR token 7 is below the lock's token", "FENCE never lowers a token"),
+    ("RAISE to 0", &["DLOCK.RAISE", "0"],
+     "ERR token", "from 1 to"),
+    ("RAISE beyond what the node accepts", &["DLOCK.RAISE", "9223372036854775807"],
+     "ERR token 9223372036854775807 is beyond what this node accepts", ""),
+    ("RAISE beyond 63 bits", &["DLOCK.RAISE", "18446744073709551615"],
+     "ERR token must be an integer from 1 to 9223372036854775807", ""),
+    ("APPLY with 0 holds", &["DLOCK.APPLY", "k", "o", "5", "0"],
+     "ERR holds must be an integer from 1 to 65535", "got '0'"),
+    ("APPLY with PX", &["DLOCK.APPLY", "k", "o", "5", "1", "PX", "9"],
+     "ERR unknown option 'PX'", "PXAT"),
+    ("APPLY with PXAT and no value", &["DLOCK.APPLY", "k", "o", "5", "1", "PXAT"],
+     "ERR option PXAT needs a value", ""),
+    ("APPLY beyond what the node accepts", &["DLOCK.APPLY", "k2", "o", "9223372036854775807", "1"],
+     "ERR token 9223372036854775807 is beyond what this node accepts", ""),
+    ("APPLY with a negative PXAT", &["DLOCK.APPLY", "k", "o", "5", "1", "PXAT", "-1"],
+     "ERR PXAT must be a unix time", "got '-1'"),
+];
+
+/// Too few or too many arguments: Redis's arity check refuses them, naming the command.
+const WRONG_ARITY: &[&[&str]] = &[
+    &["DLOCK.ACQUIRE", "k", "o"],
+    &["DLOCK.RELEASE", "k"],
+    &["DLOCK.EXTEND", "k", "o"],
+    &["DLOCK.FENCE", "k", "o"],
+    &["DLOCK.STATUS"],
+    &["DLOCK.STATUS", "a", "b"],
+    &["DLOCK.FORCERELEASE"],
+    &["DLOCK.COUNTER", "x"],
+    &["DLOCK.APPLY", "k", "o", "5"],
 ];
 
 #[test]
-fn each_bad_input_gets_its_error_and_changes_nothing() {
-    let server = Server::start();
-    let mut c = server.conn();
-    let token = acquire(&mut c, "k", "holder", 60_000).unwrap();
-    let before = (status(&mut c, "k"), counter(&mut c));
-    let internal = effects_are_internal(&mut c);
-    for (args, prefix, fragment) in CASES {
-        let error = error_of(&mut c, args);
-        if internal && ["DLOCK.APPLY", "DLOCK.RAISE"].contains(&args[0]) {
+fn each_bad_argument_gets_its_error_and_changes_nothing() {
+    let mut node = Untouched::start();
+    for &(name, args, prefix, fragment) in CASES {
+        node.refuse(name, args, prefix, fragment);
+    }
+    node.assert_no_key_created();
+}
+
+#[test]
+fn each_wrong_number_of_arguments_is_refused_by_name_and_changes_nothing() {
+    let mut node = Untouched::start();
+    for &args in WRONG_ARITY {
+        let command = args[0].to_lowercase();
+        let prefix = format!("ERR wrong number of arguments for '{command}' command");
+        node.refuse("wrong number of arguments", args, &prefix, "");
+    }
+    node.assert_no_key_created();
+}
+
+/// A node holding lock `k` (owner `holder`), and what a refused command must leave as it was.
+struct Untouched {
+    _server: Server,
+    c: Connection,
+    token: i64,
+    /// The lock's (owner, token, holds) and the fencing counter.
+    before: (Option<(String, i64, i64)>, i64),
+    /// Redis 8+ hides DLOCK.APPLY and DLOCK.RAISE: they are unknown commands there.
+    internal: bool,
+}
+
+impl Untouched {
+    fn start() -> Untouched {
+        let server = Server::start();
+        let mut c = server.conn();
+        let token = acquire(&mut c, "k", "holder", 60_000).unwrap();
+        Untouched {
+            before: lock_and_counter(&mut c),
+            internal: effects_are_internal(&mut c),
+            _server: server,
+            c,
+            token,
+        }
+    }
+
+    /// Runs `args`, expects an error starting with `prefix` and containing `fragment`, and
+    /// checks that the lock and the counter did not change.
+    fn refuse(&mut self, name: &str, args: &[&str], prefix: &str, fragment: &str) {
+        let error = error_of(&mut self.c, args);
+        if self.internal && ["DLOCK.APPLY", "DLOCK.RAISE"].contains(&args[0]) {
             assert!(
                 error.starts_with("ERR unknown command"),
-                "{args:?}: {error}"
+                "{name}: {args:?}: {error}"
             );
-            continue;
+            return;
         }
-        assert!(error.starts_with(prefix), "{args:?}: {error}");
+        assert!(error.starts_with(prefix), "{name}: {args:?}: {error}");
         assert!(
             error.contains(fragment),
-            "{args:?}: {error} lacks {fragment}"
+            "{name}: {args:?}: {error} lacks {fragment}"
         );
-        let (after_status, after_counter) = (status(&mut c, "k"), counter(&mut c));
+        let (lock, counter) = lock_and_counter(&mut self.c);
+        assert_eq!(lock, self.before.0, "{name}: {args:?} changed the lock");
         assert_eq!(
-            after_status.as_ref().map(|s| (&s.0, s.1, s.3)),
-            before.0.as_ref().map(|s| (&s.0, s.1, s.3)),
-            "{args:?} changed the lock"
+            counter, self.before.1,
+            "{name}: {args:?} changed the counter"
         );
-        assert_eq!(after_counter, before.1, "{args:?} changed the counter");
     }
-    let keys: i64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
-    assert_eq!(keys, 1, "no key was created by bad input");
-    assert_eq!(status(&mut c, "k").unwrap().1, token);
+
+    fn assert_no_key_created(mut self) {
+        let keys: i64 = redis::cmd("DBSIZE").query(&mut self.c).unwrap();
+        assert_eq!(keys, 1, "no key was created by bad input");
+        assert_eq!(status(&mut self.c, "k").unwrap().1, self.token);
+    }
+}
+
+/// Lock `k`'s (owner, token, holds) and the fencing counter; the TTL left is not compared.
+fn lock_and_counter(c: &mut Connection) -> (Option<(String, i64, i64)>, i64) {
+    let lock = status(c, "k").map(|(owner, token, _, holds)| (owner, token, holds));
+    (lock, counter(c))
 }
 
 #[test]
