@@ -43,50 +43,76 @@ fn reentrant_holds_count_up_and_release_counts_down() {
     let server = Server::start();
     let mut c = server.conn();
     let token = acquire_reentrant(&mut c, "res", "alice", 10_000).unwrap();
-    assert_eq!(
-        acquire_reentrant(&mut c, "res", "alice", 10_000),
-        Some(token)
-    );
-    assert_eq!(
-        acquire_reentrant(&mut c, "res", "alice", 10_000),
-        Some(token)
-    );
-    assert_eq!(status(&mut c, "res").unwrap().3, 3);
+    for holds in 2..=3 {
+        let again = acquire_reentrant(&mut c, "res", "alice", 10_000);
+        assert_eq!(again, Some(token), "hold {holds}: the same token");
+        assert_eq!(status(&mut c, "res").unwrap().3, holds);
+    }
     assert_eq!(acquire_reentrant(&mut c, "res", "bob", 10_000), None);
-    assert_eq!(release(&mut c, "res", "alice"), 1);
-    assert_eq!(release(&mut c, "res", "alice"), 1);
-    assert_eq!(
-        status(&mut c, "res").unwrap().3,
-        1,
-        "still held with one hold"
-    );
-    assert_eq!(release(&mut c, "res", "alice"), 1);
-    assert_eq!(status(&mut c, "res"), None, "removed at zero holds");
-    assert_eq!(release(&mut c, "res", "alice"), 0);
+    // (reply, holds left): removed at zero holds, and a release then finds nothing.
+    for (reply, holds_left) in [(1, Some(2)), (1, Some(1)), (1, None), (0, None)] {
+        assert_eq!(
+            release(&mut c, "res", "alice"),
+            reply,
+            "release to {holds_left:?} holds"
+        );
+        let holds = status(&mut c, "res").map(|(_, _, _, holds)| holds);
+        assert_eq!(holds, holds_left, "holds left after a release");
+    }
+}
+
+/// Another owner's commands on a held lock, and the holder's on a free key: each answers nil or 0
+/// and changes neither the lock, its TTL, the counter nor the free key.
+#[test]
+fn commands_of_anyone_but_the_holder_change_nothing() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let token = acquire(&mut c, "res", "alice", 10_000).unwrap();
+    let higher = (token + 1_000_000).to_string();
+    let lock =
+        |c: &mut Connection| status(c, "res").map(|(owner, token, _, holds)| (owner, token, holds));
+    let (lock_before, counter_before) = (lock(&mut c), counter(&mut c));
+    // (who asks what, the command, its reply: None for nil)
+    #[rustfmt::skip]
+    let cases: [(&str, &[&str], Option<i64>); 8] = [
+        ("ACQUIRE by another owner", &["DLOCK.ACQUIRE", "res", "bob", "10000"], None),
+        ("ACQUIRE REENTRANT by another owner",
+            &["DLOCK.ACQUIRE", "res", "bob", "10000", "REENTRANT"], None),
+        ("RELEASE by another owner", &["DLOCK.RELEASE", "res", "bob"], Some(0)),
+        ("RELEASE of a free key", &["DLOCK.RELEASE", "free", "alice"], Some(0)),
+        ("EXTEND by another owner", &["DLOCK.EXTEND", "res", "bob", "60000"], Some(0)),
+        ("EXTEND of a free key", &["DLOCK.EXTEND", "free", "alice", "60000"], Some(0)),
+        ("FENCE by another owner", &["DLOCK.FENCE", "res", "bob", &higher], Some(0)),
+        ("FENCE of a free key", &["DLOCK.FENCE", "free", "alice", &higher], Some(0)),
+    ];
+    for (name, args, expected) in cases {
+        let reply: Option<i64> = redis::cmd(args[0])
+            .arg(&args[1..])
+            .query(&mut c)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(reply, expected, "{name}: the reply");
+        assert_eq!(lock(&mut c), lock_before, "{name}: the lock changed");
+        assert!(pttl(&mut c, "res") <= 10_000, "{name}: the TTL was reset");
+        assert_eq!(counter(&mut c), counter_before, "{name}: the counter moved");
+        assert_eq!(pttl(&mut c, "free"), -2, "{name}: the free key was created");
+    }
 }
 
 #[test]
-fn release_only_by_the_owner() {
+fn release_by_the_owner_removes_the_key() {
     let server = Server::start();
     let mut c = server.conn();
     acquire(&mut c, "res", "alice", 10_000).unwrap();
-    assert_eq!(release(&mut c, "res", "bob"), 0);
-    assert!(
-        status(&mut c, "res").is_some(),
-        "bob's release changed nothing"
-    );
     assert_eq!(release(&mut c, "res", "alice"), 1);
     let exists: i64 = redis::cmd("EXISTS").arg("res").query(&mut c).unwrap();
     assert_eq!(exists, 0);
-    assert_eq!(release(&mut c, "never", "alice"), 0);
 }
 
 #[test]
-fn extend_resets_ttl_for_the_owner_only_and_never_resurrects() {
+fn extend_resets_the_owners_ttl_and_never_resurrects() {
     let server = Server::start();
     let mut c = server.conn();
     acquire(&mut c, "res", "alice", 1_000).unwrap();
-    assert_eq!(extend(&mut c, "res", "bob", 60_000), 0);
     assert!(pttl(&mut c, "res") <= 1_000);
     assert_eq!(extend(&mut c, "res", "alice", 60_000), 1);
     assert!(pttl(&mut c, "res") > 50_000);
@@ -102,16 +128,14 @@ fn extend_resets_ttl_for_the_owner_only_and_never_resurrects() {
 }
 
 #[test]
-fn fence_raises_counter_and_sets_token_only_for_the_holder() {
+fn fence_raises_the_counter_and_sets_the_holders_token() {
     let server = Server::start();
     let mut c = server.conn();
     let token = acquire(&mut c, "res", "alice", 10_000).unwrap();
     let higher = token + 1_000_000;
-    assert_eq!(fence(&mut c, "res", "bob", higher), 0);
-    assert_eq!(fence(&mut c, "free", "alice", higher), 0);
     assert!(
         counter(&mut c) < higher,
-        "refused fences leave the counter alone"
+        "the fence has the counter to raise"
     );
     assert_eq!(fence(&mut c, "res", "alice", higher), 1);
     assert_eq!(status(&mut c, "res").unwrap().1, higher);
@@ -154,16 +178,12 @@ fn force_release_removes_any_owners_lock() {
     let server = Server::start();
     let mut c = server.conn();
     acquire(&mut c, "res", "alice", 10_000).unwrap();
-    let removed: i64 = redis::cmd("DLOCK.FORCERELEASE")
-        .arg("res")
-        .query(&mut c)
-        .unwrap();
-    assert_eq!(removed, 1);
-    let again: i64 = redis::cmd("DLOCK.FORCERELEASE")
-        .arg("res")
-        .query(&mut c)
-        .unwrap();
-    assert_eq!(again, 0);
+    let force_release = |c: &mut Connection| -> i64 {
+        let removed = redis::cmd("DLOCK.FORCERELEASE").arg("res").query(c);
+        removed.expect("DLOCK.FORCERELEASE")
+    };
+    assert_eq!(force_release(&mut c), 1);
+    assert_eq!(force_release(&mut c), 0, "nothing left to remove");
     assert!(acquire(&mut c, "res", "bob", 10_000).is_some());
 }
 
@@ -241,22 +261,37 @@ fn info_section_counts_every_outcome() {
     eventually("Redis reclaimed b's key", 5_000, || {
         redis::cmd("EXISTS").arg("b").query::<i64>(&mut c).unwrap() == 0
     });
-    assert_eq!(info_field(&mut c, "grants"), 2);
-    assert_eq!(info_field(&mut c, "contended"), 1);
-    assert_eq!(info_field(&mut c, "extends"), 1);
-    assert_eq!(info_field(&mut c, "fences"), 1);
-    assert_eq!(info_field(&mut c, "expired_before_release"), 1);
-    assert_eq!(info_field(&mut c, "locks_held"), 1);
-    assert_eq!(info_field(&mut c, "fencing_counter"), top);
-    release(&mut c, "a", "x");
-    assert_eq!(info_field(&mut c, "releases"), 1);
-    assert_eq!(info_field(&mut c, "locks_held"), 0);
-    assert_eq!(
-        info_field(&mut c, "expired_before_release"),
-        1,
-        "a release is not an expiry"
+    assert_info(
+        &mut c,
+        "before the release",
+        &[
+            ("grants", 2),
+            ("contended", 1),
+            ("extends", 1),
+            ("fences", 1),
+            ("expired_before_release", 1),
+            ("locks_held", 1),
+            ("fencing_counter", top),
+        ],
     );
-    assert_eq!(info_field(&mut c, "quarantine_left_ms"), 0);
+    release(&mut c, "a", "x");
+    assert_info(
+        &mut c,
+        "after the release (not an expiry)",
+        &[
+            ("releases", 1),
+            ("locks_held", 0),
+            ("expired_before_release", 1),
+            ("quarantine_left_ms", 0),
+        ],
+    );
+}
+
+/// Each (field, value) of `INFO dlock`, `when` naming the moment in a failure.
+fn assert_info(c: &mut Connection, when: &str, expected: &[(&str, i64)]) {
+    for &(field, value) in expected {
+        assert_eq!(info_field(c, field), value, "{when}: dlock_{field}");
+    }
 }
 
 #[test]
