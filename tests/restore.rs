@@ -8,18 +8,19 @@ use common::*;
 
 const NOW_MS: u64 = 1_800_000_000_000;
 
-/// A lock on `key`, its DUMP, and the server's counter after it.
-fn dumped(c: &mut Connection, key: &str) -> (Vec<u8>, i64) {
+/// A lock on `key`: its DUMP, the DUMP's parts, and the server's counter after it.
+fn dumped(c: &mut Connection, key: &str) -> (Vec<u8>, Parts, i64) {
     acquire(c, key, "owner1", 60_000).unwrap();
-    (dump::dump(c, key), counter(c))
+    let payload = dump::dump(c, key);
+    let parts = Parts::of(&payload);
+    (payload, parts, counter(c))
 }
 
 #[test]
 fn the_payload_encoder_matches_what_the_module_dumps() {
     let server = Server::builder().config("dlock.clock-floor", "no").start();
     let mut c = server.conn();
-    let (payload, _) = dumped(&mut c, "lock:a");
-    let parts = Parts::of(&payload);
+    let (payload, parts, _) = dumped(&mut c, "lock:a");
     // Rebuild the same payload field by field from what the lock holds.
     let n = payload.len();
     let fields = &payload[10..n - 11];
@@ -32,58 +33,41 @@ fn the_payload_encoder_matches_what_the_module_dumps() {
     );
 }
 
-#[test]
-fn crafted_values_are_refused_and_change_nothing() {
-    let server = Server::start();
-    let mut c = server.conn();
-    let (payload, counter_before) = dumped(&mut c, "lock:a");
-    let parts = Parts::of(&payload);
-    let h = parts.header.clone();
-    let good = |token: u64| lock_fields(b"o", token, 1, NOW_MS, 99);
+/// Malformed values, each named, built from a valid DUMP (for its header and RDB version) and
+/// the counter before: a token above it would raise the counter if the value got in.
+fn malformed(payload: &[u8], parts: &Parts, counter_before: i64) -> Vec<(&'static str, Vec<u8>)> {
+    let with = |fields: &[u8]| parts.payload(&parts.header, fields, true);
+    let lock = |owner: &[u8], token, holds, deadline_ms| {
+        with(&lock_fields(owner, token, holds, deadline_ms, 99))
+    };
+    let good = lock_fields(b"o", 5, 1, NOW_MS, 99);
+    let above = lock_fields(b"o", counter_before as u64 + 1_000_000, 1, NOW_MS, 99);
     let without_place = [string(b"o"), uint(5), uint(1), uint(NOW_MS)].concat();
     let token_as_string = [string(b"o"), string(b"5"), uint(1), uint(NOW_MS), uint(99)].concat();
     let huge_owner = [vec![dump::STRING], dump::len(1 << 40), b"xx".to_vec()].concat();
-    let cases: Vec<(&str, Vec<u8>)> = vec![
-        ("missing field", parts.payload(&h, &without_place, true)),
-        (
-            "wrong field marker",
-            parts.payload(&h, &token_as_string, true),
-        ),
-        ("owner length 2^40", parts.payload(&h, &huge_owner, true)),
-        (
-            "empty owner",
-            parts.payload(&h, &lock_fields(b"", 5, 1, NOW_MS, 99), true),
-        ),
-        (
-            "owner of 257 bytes",
-            parts.payload(&h, &lock_fields(&[b'x'; 257], 5, 1, NOW_MS, 99), true),
-        ),
-        ("token 0", parts.payload(&h, &good(0), true)),
-        ("token 2^64-1", parts.payload(&h, &good(u64::MAX), true)),
-        ("token 2^63", parts.payload(&h, &good(1 << 63), true)),
+    vec![
+        ("missing field", with(&without_place)),
+        ("wrong field marker", with(&token_as_string)),
+        ("owner length 2^40", with(&huge_owner)),
+        ("empty owner", lock(b"", 5, 1, NOW_MS)),
+        ("owner of 257 bytes", lock(&[b'x'; 257], 5, 1, NOW_MS)),
+        ("token 0", lock(b"o", 0, 1, NOW_MS)),
+        ("token 2^64-1", lock(b"o", u64::MAX, 1, NOW_MS)),
+        ("token 2^63", lock(b"o", 1 << 63, 1, NOW_MS)),
         (
             "token i64::MAX (far beyond the clock)",
-            parts.payload(&h, &good(i64::MAX as u64), true),
+            lock(b"o", i64::MAX as u64, 1, NOW_MS),
         ),
-        (
-            "holds 0",
-            parts.payload(&h, &lock_fields(b"o", 5, 0, NOW_MS, 99), true),
-        ),
-        (
-            "holds 65536",
-            parts.payload(&h, &lock_fields(b"o", 5, 65_536, NOW_MS, 99), true),
-        ),
-        (
-            "deadline 0",
-            parts.payload(&h, &lock_fields(b"o", 5, 1, 0, 99), true),
-        ),
+        ("holds 0", lock(b"o", 5, 0, NOW_MS)),
+        ("holds 65536", lock(b"o", 5, 65_536, NOW_MS)),
+        ("deadline 0", lock(b"o", 5, 1, 0)),
         (
             "encoding version 3",
-            parts.payload(&parts.with_encver(3), &good(5), true),
+            parts.payload(&parts.with_encver(3), &good, true),
         ),
         (
             "encoding version 0",
-            parts.payload(&parts.with_encver(0), &good(5), true),
+            parts.payload(&parts.with_encver(0), &good, true),
         ),
         (
             "truncated",
@@ -91,19 +75,17 @@ fn crafted_values_are_refused_and_change_nothing() {
         ),
         // The value itself loads, then Redis finds no end marker and drops it: the counter must
         // not have moved for the dropped value (it used to rise before the check).
-        (
-            "no end marker",
-            parts.payload(&h, &good(counter_before as u64 + 1_000_000), false),
-        ),
-        (
-            "an extra field",
-            parts.payload(
-                &h,
-                &[good(counter_before as u64 + 1_000_000), uint(7)].concat(),
-                true,
-            ),
-        ),
-    ];
+        ("no end marker", parts.payload(&parts.header, &above, false)),
+        ("an extra field", with(&[above, uint(7)].concat())),
+    ]
+}
+
+#[test]
+fn crafted_values_are_refused_and_change_nothing() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let (payload, parts, counter_before) = dumped(&mut c, "lock:a");
+    let cases = malformed(&payload, &parts, counter_before);
     for (what, payload) in cases {
         let error =
             dump::restore(&mut c, "lock:b", &payload).unwrap_or_else(|| panic!("{what}: accepted"));
@@ -123,8 +105,7 @@ fn crafted_values_are_refused_and_change_nothing() {
 fn a_valid_restore_under_the_same_name_holds_and_raises_the_counter() {
     let server = Server::start();
     let mut c = server.conn();
-    let (payload, _) = dumped(&mut c, "lock:a");
-    let parts = Parts::of(&payload);
+    let (payload, parts, _) = dumped(&mut c, "lock:a");
     let place = u64::from_be_bytes(
         payload[payload.len() - 19..payload.len() - 11]
             .try_into()
@@ -153,8 +134,7 @@ fn a_valid_restore_under_the_same_name_holds_and_raises_the_counter() {
 fn a_version_one_value_still_loads_with_its_key_ttl_as_deadline() {
     let server = Server::start();
     let mut c = server.conn();
-    let (payload, _) = dumped(&mut c, "lock:a");
-    let parts = Parts::of(&payload);
+    let (_, parts, _) = dumped(&mut c, "lock:a");
     let v1 = parts.payload(
         &parts.with_encver(1),
         &[string(b"old"), uint(42), uint(1)].concat(),
