@@ -1,8 +1,6 @@
 //! What one model run explores: sizes, fault budgets, which assumptions hold, and (for the
 //! mutants) which rule is broken on purpose.
 
-use crate::system::Budget;
-
 /// When a lock's TTL may run out on a node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Expiry {
@@ -29,6 +27,17 @@ pub enum Crashes {
     LoseState {
         quarantine: bool,
     },
+}
+
+/// How many faults of each kind a run may inject; the state carries what is left of it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Budget {
+    pub drops: u8,
+    pub duplicates: u8,
+    pub crashes: u8,
+    pub asks_again: u8,
+    /// Expiries of a client's lock (an earlier holder's lock may always expire once).
+    pub expiries: u8,
 }
 
 /// A rule broken on purpose, to show the properties catch it.

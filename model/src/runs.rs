@@ -1,9 +1,8 @@
 //! The runs `make model` (bounded, under two minutes on two cores) and `make model-deep` make:
 //! the real design under each combination of faults and assumptions, and each mutant.
 
-use crate::config::{Config, Crashes, Expiry, Mutant};
+use crate::config::{Budget, Config, Crashes, Expiry, Mutant};
 use crate::properties::*;
-use crate::system::Budget;
 
 pub struct Run {
     pub config: Config,

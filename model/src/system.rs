@@ -8,7 +8,7 @@ use dlock_client::acquisition::Acquisition;
 use dlock_core::wait::{Queue, Tentative};
 use dlock_core::{Clock, Node};
 
-use crate::config::Config;
+use crate::config::{Budget, Config};
 
 /// Time does not exist in the model: tokens come from counters alone (no clock floor), and
 /// expiry and quarantine are events guarded by what they assume.
@@ -132,16 +132,6 @@ pub struct Ghost {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Budget {
-    pub drops: u8,
-    pub duplicates: u8,
-    pub crashes: u8,
-    pub asks_again: u8,
-    /// Expiries of a client's lock (an earlier holder's lock may always expire once).
-    pub expiries: u8,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct State {
     pub nodes: Vec<NodeState>,
     pub clients: Vec<ClientState>,
@@ -150,6 +140,7 @@ pub struct State {
     /// Replies sent in this step, not yet read (always empty between steps).
     pub inbox: Vec<(usize, Msg)>,
     pub ghost: Ghost,
+    /// What is left of the run's fault budget.
     pub budget: Budget,
 }
 
