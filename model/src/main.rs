@@ -16,8 +16,10 @@ mod system;
 mod trace;
 
 use std::collections::BTreeSet;
+use std::process::ExitCode;
 use std::time::Instant;
 
+use clap::Parser;
 use stateright::{Checker, Model};
 
 pub use model::DlockModel;
@@ -79,93 +81,138 @@ fn summarize(
     (outcome, trace)
 }
 
-fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+/// The command line; two variables narrow a run down further (see `after_help`).
+#[derive(Parser)]
+#[command(
+    about = "Model-checks dlock's quorum fencing and fair waiting (docs/protocol.md §6)",
+    after_help = "Environment:\n  \
+        DLOCK_MODEL_ONLY=TEXT  check only the runs and mutants whose name contains TEXT\n  \
+        DLOCK_MODEL_DEPTH=N    explore the design runs up to N steps"
+)]
+struct Args {
+    /// Raise the bounds (`make model-deep`, about ten minutes on two cores).
+    #[arg(long)]
+    deep: bool,
+    /// Print, step by step, the counterexample of each mutant whose name contains NAME.
+    #[arg(long, value_name = "NAME")]
+    trace: Option<String>,
+}
+
+/// What the runs add up to.
+struct Tally {
+    /// Every design run and every mutant went as expected.
+    ok: bool,
+    /// States the design runs explored.
+    states: usize,
+    /// The properties that held in at least one run that checked them.
+    holding: BTreeSet<&'static str>,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
     let only = std::env::var("DLOCK_MODEL_ONLY").ok();
     let depth: Option<usize> = std::env::var("DLOCK_MODEL_DEPTH")
         .ok()
         .and_then(|d| d.parse().ok());
     let picked = |run: &Run| only.as_deref().is_none_or(|o| run.config.name.contains(o));
-    let deep = args.iter().any(|a| a == "--deep");
-    let trace = args
-        .iter()
-        .position(|a| a == "--trace")
-        .and_then(|i| args.get(i + 1))
-        .cloned();
-    let mut ok = true;
-    let (mut states, mut holding) = (0usize, BTreeSet::<&str>::new());
-    for mut run in runs::design(deep).into_iter().filter(|r| picked(r)) {
+    let mut tally = Tally {
+        ok: true,
+        states: 0,
+        holding: BTreeSet::new(),
+    };
+    for mut run in runs::design(args.deep).into_iter().filter(|r| picked(r)) {
         if depth.is_some() {
             run.config.max_depth = depth;
         }
-        let (outcome, _) = check(&run);
-        states += outcome.states;
-        let unexpected: Vec<_> = outcome
-            .failed
-            .iter()
-            .filter(|p| !run.expected_to_fail.contains(p))
-            .collect();
-        let missed: Vec<_> = run
-            .expected_to_fail
-            .iter()
-            .filter(|p| !outcome.failed.contains(p))
-            .collect();
-        holding.extend(run.checked.iter().filter(|p| !outcome.failed.contains(p)));
-        let verdict = if unexpected.is_empty() && missed.is_empty() {
-            "ok"
-        } else {
-            "FAILED"
-        };
-        ok &= verdict == "ok";
-        println!(
-            "run: {} ({} nodes, {} clients): {} properties hold over {} states in {:.1}s{} -> {verdict}",
-            run.config.name,
-            run.config.nodes,
-            run.config.clients,
-            run.checked.len(),
-            outcome.states,
-            outcome.seconds,
-            expected(&run.expected_to_fail, &outcome.failed),
-        );
-        for p in &unexpected {
-            println!("  VIOLATED: {p}");
-        }
-        if let Some(p) = unexpected.first() {
-            println!("{}", check_tracing(&run, Some(p)).1.unwrap_or_default());
-        }
-        for p in missed {
-            println!("  NOT NOTICED (the run should have broken it): {p}");
-        }
+        check_design(&run, &mut tally);
     }
     let mutants: Vec<Run> = runs::mutants().into_iter().filter(|r| picked(r)).collect();
     let mut caught = 0;
     for run in &mutants {
-        let (outcome, path) = check(run);
-        let name = run.config.name;
-        if let Some(first) = outcome
-            .failed
-            .first()
-            .filter(|f| run.expected_to_fail.contains(f))
-        {
+        if check_mutant(run, args.trace.as_deref()) {
             caught += 1;
-            println!(
-                "mutant: {name}: caught by \"{first}\" after {} states in {:.1}s",
-                outcome.states, outcome.seconds
-            );
         } else {
-            ok = false;
-            println!("mutant: {name}: NOT CAUGHT over {} states", outcome.states);
-        }
-        if trace.as_deref().is_some_and(|t| name.contains(t)) {
-            println!("{}", path.unwrap_or_default());
+            tally.ok = false;
         }
     }
     println!(
-        "model: {} properties hold over {states} states; {caught}/{} mutants caught",
-        holding.len(),
+        "model: {} properties hold over {} states; {caught}/{} mutants caught",
+        tally.holding.len(),
+        tally.states,
         mutants.len()
     );
-    std::process::exit(if ok { 0 } else { 1 });
+    if tally.ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// Checks one run of the real design and prints its line (and the trace of a property that
+/// failed); a property failing that must hold, or holding that must fail, fails the tally.
+fn check_design(run: &Run, tally: &mut Tally) {
+    let (outcome, _) = check(run);
+    tally.states += outcome.states;
+    let unexpected: Vec<_> = outcome
+        .failed
+        .iter()
+        .filter(|p| !run.expected_to_fail.contains(p))
+        .collect();
+    let missed: Vec<_> = run
+        .expected_to_fail
+        .iter()
+        .filter(|p| !outcome.failed.contains(p))
+        .collect();
+    let holding = run.checked.iter().filter(|p| !outcome.failed.contains(p));
+    tally.holding.extend(holding);
+    let verdict = if unexpected.is_empty() && missed.is_empty() {
+        "ok"
+    } else {
+        "FAILED"
+    };
+    tally.ok &= verdict == "ok";
+    println!(
+        "run: {} ({} nodes, {} clients): {} properties hold over {} states in {:.1}s{} -> {verdict}",
+        run.config.name,
+        run.config.nodes,
+        run.config.clients,
+        run.checked.len(),
+        outcome.states,
+        outcome.seconds,
+        expected(&run.expected_to_fail, &outcome.failed),
+    );
+    for p in &unexpected {
+        println!("  VIOLATED: {p}");
+    }
+    if let Some(p) = unexpected.first() {
+        println!("{}", check_tracing(run, Some(p)).1.unwrap_or_default());
+    }
+    for p in missed {
+        println!("  NOT NOTICED (the run should have broken it): {p}");
+    }
+}
+
+/// Checks one mutant and prints its line (and its counterexample when `trace` is part of its
+/// name); true when the property meant to catch it is the first to fail.
+fn check_mutant(run: &Run, trace: Option<&str>) -> bool {
+    let (outcome, path) = check(run);
+    let name = run.config.name;
+    let caught = outcome
+        .failed
+        .first()
+        .filter(|f| run.expected_to_fail.contains(f));
+    if let Some(first) = caught {
+        println!(
+            "mutant: {name}: caught by \"{first}\" after {} states in {:.1}s",
+            outcome.states, outcome.seconds
+        );
+    } else {
+        println!("mutant: {name}: NOT CAUGHT over {} states", outcome.states);
+    }
+    if trace.is_some_and(|t| name.contains(t)) {
+        println!("{}", path.unwrap_or_default());
+    }
+    caught.is_some()
 }
 
 fn expected(expected: &[&'static str], failed: &[&'static str]) -> String {
