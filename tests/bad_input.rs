@@ -191,19 +191,18 @@ fn binary_owners_are_compared_byte_for_byte() {
         .query(&mut c)
         .unwrap();
     assert!(token.is_some());
-    let other: &[u8] = b"\x00\xffbin\r";
-    let released: i64 = redis::cmd("DLOCK.RELEASE")
-        .arg("k")
-        .arg(other)
-        .query(&mut c)
-        .unwrap();
-    assert_eq!(released, 0);
-    let released: i64 = redis::cmd("DLOCK.RELEASE")
-        .arg("k")
-        .arg(owner)
-        .query(&mut c)
-        .unwrap();
-    assert_eq!(released, 1);
+    let one_byte_short: &[u8] = b"\x00\xffbin\r";
+    for (who, releaser, expected) in [
+        ("another owner", one_byte_short, 0),
+        ("the owner", owner, 1),
+    ] {
+        let released: i64 = redis::cmd("DLOCK.RELEASE")
+            .arg("k")
+            .arg(releaser)
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(released, expected, "RELEASE by {who}");
+    }
 }
 
 #[test]
