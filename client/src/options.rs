@@ -1,11 +1,12 @@
 //! The manager's options and their defaults, stated once: the builder starts from
 //! [`Options::default`], and the table in docs/client.md is generated from the defaults by a test
-//! (a test keeps it in step).
+//! (a test keeps it in step). Plain data below the rounds and the transport: this module uses
+//! only `timing`, and the transport turns [`ReplicaAck`] into what each node asks
+//! (`transport::ack`), so the dependency points one way.
 
 use std::time::Duration;
 
 use crate::timing::Drift;
-use crate::transport::Ack;
 
 /// What every round needs.
 #[derive(Debug, Clone)]
@@ -62,16 +63,6 @@ impl ReplicaAck {
             ReplicaAck::Auto { timeout } | ReplicaAck::Replicas { timeout, .. } => timeout,
             ReplicaAck::Off => Duration::ZERO,
         }
-    }
-
-    /// What a node asks: `cluster` says whether it is a cluster URL.
-    pub(crate) fn for_node(self, cluster: bool) -> Option<Ack> {
-        let (replicas, timeout) = match self {
-            ReplicaAck::Auto { timeout } if cluster => (1, timeout),
-            ReplicaAck::Replicas { count, timeout } => (count, timeout),
-            _ => return None,
-        };
-        (replicas > 0).then_some(Ack { replicas, timeout })
     }
 }
 

@@ -11,12 +11,26 @@ use std::time::Duration;
 use redis::{Pipeline, Value};
 
 use super::Request;
+use crate::options::ReplicaAck;
 
 /// How many replicas must have a write, and how long to wait for them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Ack {
     pub replicas: u32,
     pub timeout: Duration,
+}
+
+impl Ack {
+    /// What one node asks under the manager's `policy`: `cluster` says whether the node is a
+    /// `redis+cluster://` URL. `None`: no `WAIT` after its writes.
+    pub fn for_node(policy: ReplicaAck, cluster: bool) -> Option<Ack> {
+        let (replicas, timeout) = match policy {
+            ReplicaAck::Auto { timeout } if cluster => (1, timeout),
+            ReplicaAck::Replicas { count, timeout } => (count, timeout),
+            _ => return None,
+        };
+        (replicas > 0).then_some(Ack { replicas, timeout })
+    }
 }
 
 /// The commands sent for `request`: the request itself, then with `ack` on a writing request,
@@ -129,6 +143,25 @@ mod tests {
                 packed.split("\r\n").nth(2).unwrap_or_default().to_string()
             })
             .collect()
+    }
+
+    #[test]
+    fn the_policy_asks_cluster_nodes_only_when_automatic() {
+        let timeout = Duration::from_millis(100);
+        let auto = ReplicaAck::Auto { timeout };
+        let one = Some(Ack {
+            replicas: 1,
+            timeout,
+        });
+        assert_eq!(Ack::for_node(auto, true), one);
+        assert_eq!(Ack::for_node(auto, false), None);
+        assert_eq!(Ack::for_node(ReplicaAck::Off, true), None);
+        let two = ReplicaAck::Replicas { count: 2, timeout };
+        for cluster in [true, false] {
+            assert_eq!(Ack::for_node(two, cluster), ACK);
+        }
+        let none = ReplicaAck::Replicas { count: 0, timeout };
+        assert_eq!(Ack::for_node(none, true), None);
     }
 
     #[test]

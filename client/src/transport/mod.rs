@@ -16,7 +16,7 @@ use redis::Value;
 
 use crate::error::NodeFailure;
 
-pub use ack::{allowance as ack_allowance, Ack};
+pub use ack::allowance as ack_allowance;
 pub use redis_nodes::RedisTransport;
 
 /// What the rounds ask of one node.

@@ -52,7 +52,7 @@ impl Member {
         };
         Ok(Member {
             server,
-            ack: replica_ack.for_node(cluster),
+            ack: Ack::for_node(replica_ack, cluster),
         })
     }
 
