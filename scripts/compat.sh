@@ -18,7 +18,7 @@ for server in $servers; do
   name=$(basename "$server" | sed 's/-server//')
   log=$(mktemp -t dlock-compat.XXXXXX)
   echo "== $name $version ($server)" >&2
-  if DLOCK_REDIS_SERVER="$server" cargo test --release -q --no-fail-fast -p dlock -p dlock-client --tests >"$log" 2>&1 &&
+  if DLOCK_REDIS_SERVER="$server" cargo test --release -q --no-fail-fast -p dlock -p dlock-client -p dlock-cli --tests >"$log" 2>&1 &&
     (cd python && DLOCK_REDIS_SERVER="$server" .venv/bin/python -m pytest -q -p timeout --timeout 120 \
       tests/test_slot_migration.py) >>"$log" 2>&1; then
     passed=$(grep -o '[0-9]* passed' "$log" | awk '{s+=$1} END {print s}')

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 fn dlock(servers: &[Server], args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_dlock"))
         .env("DLOCK_NODES", urls(servers).join(","))
-        .env("DLOCK_TIMEOUT", "500ms") // see common::PATIENT
+        .env("DLOCK_TIMEOUT", PATIENT)
         .args(args)
         .stdin(Stdio::null())
         .output()
@@ -203,7 +203,7 @@ fn a_cluster_url_takes_the_lock_on_the_slot_master_with_a_replica_acknowledging(
     let cli = |args: &[&str]| {
         Command::new(env!("CARGO_BIN_EXE_dlock"))
             .env("DLOCK_NODES", &url)
-            .env("DLOCK_TIMEOUT", "500ms")
+            .env("DLOCK_TIMEOUT", PATIENT)
             .args(args)
             .output()
             .expect("run dlock")

@@ -29,7 +29,7 @@ fn dlock(servers: &[Server], stop: Stop) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_dlock"));
     command
         .env("DLOCK_NODES", urls(servers).join(","))
-        .env("DLOCK_TIMEOUT", "500ms") // see common::PATIENT
+        .env("DLOCK_TIMEOUT", PATIENT)
         .stdin(Stdio::null());
     let interrupt = match stop {
         Stop::Default => SigHandler::SigDfl,
