@@ -15,6 +15,7 @@
 
 pub mod acquisition;
 mod admin;
+mod connect;
 mod error;
 mod guard;
 mod manager;
@@ -26,6 +27,7 @@ mod transport;
 mod waiting;
 
 pub use admin::{LockInfo, NodeStatus};
+pub use connect::{Credentials, Tls};
 pub use error::{Error, NodeFailure};
 pub use guard::{LockContext, LockGuard, Watchdog};
 pub use manager::{LockManager, LockManagerBuilder};

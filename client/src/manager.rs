@@ -4,6 +4,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::connect::{Connect, Tls};
 use crate::error::Error;
 use crate::guard::{LockContext, LockGuard};
 use crate::options::{Options, ReplicaAck, WaitMode};
@@ -23,6 +24,7 @@ pub struct LockManager {
 pub struct LockManagerBuilder {
     urls: Vec<String>,
     opts: Options,
+    connect: Connect,
 }
 
 impl LockManagerBuilder {
@@ -84,9 +86,39 @@ impl LockManagerBuilder {
         self
     }
 
+    /// TLS for `rediss://` and `rediss+cluster://` nodes (a CA bundle, a client certificate for
+    /// mutual TLS); without it they are verified against the system's roots.
+    pub fn tls(mut self, tls: Tls) -> Self {
+        self.connect.tls = tls;
+        self
+    }
+    /// The ACL user for every node whose URL names no credentials of its own.
+    pub fn username(mut self, username: impl Into<String>) -> Self {
+        self.connect.credentials.username = Some(username.into());
+        self
+    }
+    /// The password (of `username`, or of the default user) for every node whose URL names no
+    /// credentials of its own. Never shown in errors or `Debug` output.
+    pub fn password(mut self, password: impl Into<String>) -> Self {
+        self.connect.credentials.password = Some(password.into());
+        self
+    }
+
+    /// The ACL user and password of the sentinels of `redis+sentinel://` nodes (the master's are
+    /// the URL's, or [`LockManagerBuilder::username`] / [`LockManagerBuilder::password`]).
+    pub fn sentinel_credentials(
+        mut self,
+        username: Option<String>,
+        password: Option<String>,
+    ) -> Self {
+        self.connect.credentials.sentinel_username = username;
+        self.connect.credentials.sentinel_password = password;
+        self
+    }
+
     /// Checks the URLs; connects lazily (nodes may be down now and come up later).
     pub fn build(self) -> Result<LockManager, Error> {
-        let transport = RedisTransport::new(&self.urls, self.opts.replica_ack)?;
+        let transport = RedisTransport::new(&self.urls, self.opts.replica_ack, &self.connect)?;
         Ok(LockManager::with_transport(
             Box::new(transport),
             self.opts,
@@ -104,6 +136,7 @@ impl LockManager {
         LockManagerBuilder {
             urls: nodes.into_iter().map(|s| s.as_ref().to_string()).collect(),
             opts: Options::default(),
+            connect: Connect::default(),
         }
     }
 

@@ -10,8 +10,12 @@ use std::time::{Duration, Instant};
 
 mod atomic;
 mod cluster;
+mod sentinel;
+mod tls;
 pub use atomic::{atomic_migration, AtomicMigration, Ended, Migration};
 pub use cluster::Cluster;
+pub use sentinel::{Sentinels, MASTER_NAME};
+pub use tls::Certificates;
 
 /// Path of the built module: `$DLOCK_MODULE`, else `<workspace>/target/release/libdlock.so`.
 pub fn module_path() -> PathBuf {
@@ -67,6 +71,7 @@ pub struct Builder {
     module_args: Vec<String>,
     port: Option<u16>,
     config_file: Option<PathBuf>,
+    sentinel: bool,
 }
 
 impl Builder {
@@ -86,6 +91,15 @@ impl Builder {
     /// Runs the server under a wrapper program that execs it (same pid), e.g. `["nice", "-n", "5"]`.
     pub fn wrapper<I: IntoIterator<Item = S>, S: Into<OsString>>(mut self, argv: I) -> Self {
         self.wrapper = argv.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// A Redis Sentinel (`redis-server CONFIG --sentinel`, no module) with `config_file`, which
+    /// it rewrites as it learns the topology.
+    pub fn sentinel(mut self, config_file: impl Into<PathBuf>) -> Self {
+        self.sentinel = true;
+        self.with_module = false;
+        self.config_file = Some(config_file.into());
         self
     }
 
@@ -214,6 +228,7 @@ impl Server {
             module_args: Vec::new(),
             port: None,
             config_file: None,
+            sentinel: false,
         }
     }
 
@@ -384,6 +399,9 @@ impl Server {
         if let Some(file) = &b.config_file {
             cmd.arg(file);
         }
+        if b.sentinel {
+            cmd.arg("--sentinel");
+        }
         cmd.arg("--port").arg(self.port.to_string());
         cmd.arg("--bind").arg("127.0.0.1");
         cmd.arg("--dir").arg(self.dir.path());
@@ -457,9 +475,12 @@ impl Server {
         let mut c = redis::Client::open(self.url())
             .and_then(|c| c.get_connection_with_timeout(Duration::from_millis(200)))
             .ok()?;
-        let persistence: String = redis::cmd("INFO").arg("persistence").query(&mut c).ok()?;
-        if !persistence.lines().any(|line| line.trim() == "loading:0") {
-            return None;
+        if !self.builder.sentinel {
+            // (A sentinel loads nothing and has no persistence section.)
+            let persistence: String = redis::cmd("INFO").arg("persistence").query(&mut c).ok()?;
+            if !persistence.lines().any(|line| line.trim() == "loading:0") {
+                return None;
+            }
         }
         let info: String = redis::cmd("INFO").arg("server").query(&mut c).ok()?;
         info.lines()

@@ -21,11 +21,12 @@ pub struct Ack {
 }
 
 impl Ack {
-    /// What one node asks under the manager's `policy`: `cluster` says whether the node is a
-    /// `redis+cluster://` URL. `None`: no `WAIT` after its writes.
-    pub fn for_node(policy: ReplicaAck, cluster: bool) -> Option<Ack> {
+    /// What one node asks under the manager's `policy`: `failover` says whether the node can
+    /// fail over to a replica on its own (a `redis+cluster://` or `redis+sentinel://` URL), where
+    /// `Auto` asks 1 replica. `None`: no `WAIT` after its writes.
+    pub fn for_node(policy: ReplicaAck, failover: bool) -> Option<Ack> {
         let (replicas, timeout) = match policy {
-            ReplicaAck::Auto { timeout } if cluster => (1, timeout),
+            ReplicaAck::Auto { timeout } if failover => (1, timeout),
             ReplicaAck::Replicas { count, timeout } => (count, timeout),
             _ => return None,
         };

@@ -14,19 +14,20 @@ use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo, Pipeline, Value}
 
 use super::node::{Failed, Node};
 use super::slots::{key_slot, SlotMap};
+use crate::connect::Connect;
 use crate::error::{Error, NodeFailure};
 
 /// Redirects followed for one request before giving up (a slot moving twice in one call is
 /// already rare).
 const MAX_REDIRECTS: usize = 5;
 
-/// The URL scheme naming a cluster (a seed node of it). TLS (`rediss://`) is not built into this
-/// client, for clusters as for single masters.
+/// The URL schemes naming a cluster (a seed node of it), plain and over TLS.
 const SCHEME: &str = "redis+cluster://";
+const TLS_SCHEME: &str = "rediss+cluster://";
 
 /// Whether `url` names a cluster rather than a single master.
 pub fn is_cluster_url(url: &str) -> bool {
-    url.starts_with(SCHEME)
+    url.starts_with(SCHEME) || url.starts_with(TLS_SCHEME)
 }
 
 pub struct Cluster {
@@ -34,6 +35,9 @@ pub struct Cluster {
     /// How to reach the seed; every master is reached the same way (user, password, TLS) at its
     /// own address.
     seed: ConnectionInfo,
+    /// Every master is reached over TLS (`rediss+cluster://`), with these settings.
+    tls: bool,
+    connect: Connect,
     slots: RwLock<Option<SlotMap>>,
     masters: Mutex<HashMap<String, Arc<Node>>>,
     /// One topology refresh at a time; the others wait for its result.
@@ -53,12 +57,18 @@ pub struct Bounds {
 
 impl Cluster {
     /// Checks the URL; connects lazily, like a single master.
-    pub fn new(url: &str) -> Result<Cluster, Error> {
+    pub fn new(url: &str, connect: &Connect) -> Result<Cluster, Error> {
         let bad = |why: String| Error::InvalidArgument(format!("cluster URL {url:?}: {why}"));
+        let tls = url.starts_with(TLS_SCHEME);
         let plain = url
             .strip_prefix(SCHEME)
+            .or_else(|| url.strip_prefix(TLS_SCHEME))
             .map(|rest| format!("redis://{rest}"))
-            .ok_or_else(|| bad(format!("expected {SCHEME}host:port")))?;
+            .ok_or_else(|| {
+                bad(format!(
+                    "expected {SCHEME}host:port or {TLS_SCHEME}host:port"
+                ))
+            })?;
         let seed = plain
             .into_connection_info()
             .map_err(|e| bad(e.to_string()))?;
@@ -71,6 +81,8 @@ impl Cluster {
         Ok(Cluster {
             url: url.to_string(),
             seed,
+            tls,
+            connect: connect.clone(),
             slots: RwLock::new(None),
             masters: Mutex::new(HashMap::new()),
             refreshing: tokio::sync::Mutex::new(()),
@@ -216,7 +228,8 @@ impl Cluster {
             return Ok(node.clone());
         }
         let info = self.info_for(address)?;
-        let node = Node::named(address, info).map_err(|e| self.failure(e.to_string()))?;
+        let node =
+            Node::named(address, info, &self.connect).map_err(|e| self.failure(e.to_string()))?;
         let node = Arc::new(node);
         masters.insert(address.to_string(), node.clone());
         Ok(node)
@@ -225,7 +238,17 @@ impl Cluster {
     fn info_for(&self, address: &str) -> Result<ConnectionInfo, NodeFailure> {
         let (host, port) = split_address(address)
             .ok_or_else(|| self.failure(format!("unreadable address {address:?}")))?;
-        Ok(self.seed.clone().set_addr(ConnectionAddr::Tcp(host, port)))
+        let addr = if self.tls {
+            ConnectionAddr::TcpTls {
+                host,
+                port,
+                insecure: false,
+                tls_params: None,
+            }
+        } else {
+            ConnectionAddr::Tcp(host, port)
+        };
+        Ok(self.seed.clone().set_addr(addr))
     }
 
     fn failure(&self, reason: String) -> NodeFailure {
@@ -271,13 +294,13 @@ mod tests {
     fn cluster_urls_are_checked_before_any_connection() {
         assert!(is_cluster_url("redis+cluster://10.0.0.1:7000"));
         assert!(!is_cluster_url("redis://10.0.0.1:7000"));
-        assert!(Cluster::new("redis+cluster://10.0.0.1:7000").is_ok());
-        assert!(Cluster::new("rediss+cluster://10.0.0.1:7000").is_err()); // no TLS built in
-        let db = Cluster::new("redis+cluster://10.0.0.1:7000/2")
+        assert!(Cluster::new("redis+cluster://10.0.0.1:7000", &Connect::default()).is_ok());
+        assert!(Cluster::new("rediss+cluster://10.0.0.1:7000", &Connect::default()).is_err()); // no TLS built in
+        let db = Cluster::new("redis+cluster://10.0.0.1:7000/2", &Connect::default())
             .err()
             .expect("db 2");
         assert!(db.to_string().contains("only database 0"), "{db}");
-        assert!(Cluster::new("redis://10.0.0.1:7000").is_err());
+        assert!(Cluster::new("redis://10.0.0.1:7000", &Connect::default()).is_err());
     }
 
     #[test]
@@ -293,7 +316,11 @@ mod tests {
 
     #[test]
     fn masters_are_reached_with_the_seeds_credentials() {
-        let cluster = Cluster::new("redis+cluster://alice:secret@10.0.0.1:7000").unwrap();
+        let cluster = Cluster::new(
+            "redis+cluster://alice:secret@10.0.0.1:7000",
+            &Connect::default(),
+        )
+        .unwrap();
         let info = cluster.info_for("10.0.0.2:7001").unwrap();
         assert_eq!(info.addr(), &ConnectionAddr::Tcp("10.0.0.2".into(), 7001));
         assert_eq!(info.redis_settings().username(), Some("alice"));

@@ -7,6 +7,7 @@ mod ack;
 mod cluster;
 mod node;
 mod redis_nodes;
+mod sentinel;
 mod slots;
 
 use std::time::Duration;

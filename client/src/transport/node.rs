@@ -12,6 +12,7 @@ use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Client, ErrorKind, IntoConnectionInfo, Pipeline, Value};
 use tokio::sync::Mutex;
 
+use crate::connect::Connect;
 use crate::error::{Error, NodeFailure};
 
 /// Idle wait connections kept per node; more are made on demand and closed after use.
@@ -25,14 +26,21 @@ pub struct Node {
 }
 
 impl Node {
-    pub fn new(url: &str) -> Result<Node, Error> {
-        Node::named(url, url)
+    pub fn new(url: &str, connect: &Connect) -> Result<Node, Error> {
+        Node::named(url, url, connect)
     }
 
-    /// A node reached by `info` (a URL or a [`redis::ConnectionInfo`]), called `name` in errors.
-    pub fn named(name: &str, info: impl IntoConnectionInfo) -> Result<Node, Error> {
-        let client = Client::open(info)
-            .map_err(|e| Error::InvalidArgument(format!("node URL {name:?}: {e}")))?;
+    /// A node reached by `info` (a URL or a [`redis::ConnectionInfo`]) with `connect`'s TLS
+    /// and credentials, called `name` in errors.
+    pub fn named(
+        name: &str,
+        info: impl IntoConnectionInfo,
+        connect: &Connect,
+    ) -> Result<Node, Error> {
+        let bad = |e: redis::RedisError| Error::InvalidArgument(format!("node URL {name:?}: {e}"));
+        let client = connect
+            .client(info.into_connection_info().map_err(bad)?)
+            .map_err(bad)?;
         Ok(Node {
             url: name.to_string(),
             client,
@@ -147,7 +155,24 @@ impl Node {
         self.client
             .get_multiplexed_async_connection_with_config(&config)
             .await
-            .map_err(|e| Failed::Down(self.failure(format!("cannot connect: {e}"))))
+            .map_err(|e| {
+                Failed::Down(self.failure(format!("cannot connect: {e}{}", self.tls_hint(&e))))
+            })
+    }
+
+    /// A plain connection that the server drops while it is being set up is what a TLS port
+    /// does with a client that does not speak TLS: say so.
+    fn tls_hint(&self, e: &redis::RedisError) -> &'static str {
+        let plain = !matches!(
+            self.client.get_connection_info().addr(),
+            redis::ConnectionAddr::TcpTls { .. }
+        );
+        let dropped = e.is_connection_dropped() || e.to_string().contains("reset by peer");
+        if plain && dropped {
+            " (is it a TLS port? then use rediss://)"
+        } else {
+            ""
+        }
     }
 
     fn failure(&self, reason: String) -> NodeFailure {

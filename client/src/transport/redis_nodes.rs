@@ -1,5 +1,6 @@
-//! The real transport: per node URL either one master ([`Node`]) or one Redis Cluster
-//! ([`Cluster`], for `redis+cluster://` URLs), each with its replica acknowledgement.
+//! The real transport: per node URL one master ([`Node`]), one Redis Cluster ([`Cluster`], for
+//! `redis+cluster://` URLs) or one Sentinel-managed master ([`Sentinel`], `redis+sentinel://`),
+//! each with its replica acknowledgement.
 
 use std::time::Duration;
 
@@ -9,7 +10,9 @@ use redis::{Pipeline, Value};
 use super::ack::{self, Ack};
 use super::cluster::{is_cluster_url, Bounds, Cluster};
 use super::node::Node;
+use super::sentinel::{is_sentinel_url, Sentinel};
 use super::{Request, Transport};
+use crate::connect::Connect;
 use crate::error::{Error, NodeFailure};
 use crate::options::ReplicaAck;
 
@@ -26,33 +29,40 @@ struct Member {
 enum Server {
     Master(Node),
     Cluster(Cluster),
+    Sentinel(Box<Sentinel>),
 }
 
 impl RedisTransport {
     /// Checks every URL; connects lazily (nodes may be down now and come up later).
-    pub fn new(urls: &[String], replica_ack: ReplicaAck) -> Result<RedisTransport, Error> {
+    pub fn new(
+        urls: &[String],
+        replica_ack: ReplicaAck,
+        connect: &Connect,
+    ) -> Result<RedisTransport, Error> {
         if urls.is_empty() {
             return Err(Error::InvalidArgument("no nodes given".into()));
         }
         let nodes = urls
             .iter()
-            .map(|url| Member::new(url, replica_ack))
+            .map(|url| Member::new(url, replica_ack, connect))
             .collect::<Result<_, _>>()?;
         Ok(RedisTransport { nodes })
     }
 }
 
 impl Member {
-    fn new(url: &str, replica_ack: ReplicaAck) -> Result<Member, Error> {
-        let cluster = is_cluster_url(url);
-        let server = if cluster {
-            Server::Cluster(Cluster::new(url)?)
+    fn new(url: &str, replica_ack: ReplicaAck, connect: &Connect) -> Result<Member, Error> {
+        let server = if is_cluster_url(url) {
+            Server::Cluster(Cluster::new(url, connect)?)
+        } else if is_sentinel_url(url) {
+            Server::Sentinel(Box::new(Sentinel::new(url, connect)?))
         } else {
-            Server::Master(Node::new(url)?)
+            Server::Master(Node::new(url, connect)?)
         };
+        let failover = !matches!(server, Server::Master(_));
         Ok(Member {
             server,
-            ack: Ack::for_node(replica_ack, cluster),
+            ack: Ack::for_node(replica_ack, failover),
         })
     }
 
@@ -60,6 +70,7 @@ impl Member {
         match &self.server {
             Server::Master(node) => node.url(),
             Server::Cluster(cluster) => cluster.url(),
+            Server::Sentinel(sentinel) => sentinel.url(),
         }
     }
 
@@ -91,6 +102,7 @@ impl Member {
     ) -> Result<Vec<Value>, NodeFailure> {
         match &self.server {
             Server::Cluster(cluster) => cluster.call(key, pipe, bounds).await,
+            Server::Sentinel(sentinel) => sentinel.call(pipe, bounds).await,
             Server::Master(node) => {
                 let reply = if bounds.blocking {
                     node.call_blocking(pipe, bounds.connect, bounds.whole).await
