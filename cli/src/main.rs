@@ -1,5 +1,6 @@
 //! `dlock`: take a lock across N Redis masters running the dlock module, from the shell.
 
+mod connection;
 mod run;
 
 use std::process::ExitCode;
@@ -43,16 +44,16 @@ Exit codes:
 #[derive(Parser)]
 #[command(name = "dlock", version, about = "Distributed locks with fencing tokens across Redis masters running the dlock module", after_help = EXIT_CODES)]
 struct Cli {
-    /// Comma-separated node URLs: redis://host:port for a master, redis+cluster://host:port
-    /// (any node of it) for a Redis Cluster, which then counts as one node of the quorum.
+    /// Comma-separated node URLs: redis://host:port (rediss:// over TLS, unix:///path for a
+    /// socket) for a master, redis+cluster://host:port (rediss+cluster://) for a Redis Cluster
+    /// (any node of it), which then counts as one node of the quorum.
     #[arg(
         long,
         env = "DLOCK_NODES",
         default_value = "redis://127.0.0.1:6379",
-        value_delimiter = ',',
         global = true
     )]
-    nodes: Vec<String>,
+    nodes: String,
     /// Per-node timeout for each call.
     #[arg(long, env = "DLOCK_TIMEOUT", default_value = "50ms", value_parser = humantime::parse_duration, global = true)]
     timeout: Duration,
@@ -77,6 +78,8 @@ struct Cli {
     /// How long a write waits for its replicas before the node counts as not having granted.
     #[arg(long, env = "DLOCK_ACK_TIMEOUT", default_value = "100ms", value_parser = humantime::parse_duration, global = true)]
     ack_timeout: Duration,
+    #[command(flatten)]
+    connection: connection::ConnectionArgs,
     #[command(subcommand)]
     command: Command,
 }
@@ -173,14 +176,13 @@ async fn main() -> ExitCode {
         Command::Run { max_hold, .. } => max_hold,
         _ => None,
     };
-    let manager = match LockManager::builder(&cli.nodes)
+    let builder = LockManager::builder(node_urls(&cli.nodes))
         .timeout(cli.timeout)
         .fencing(!cli.no_fencing)
         .wait_mode(cli.wait_mode.into())
         .max_hold(max_hold)
-        .replica_ack(cli.replica_ack())
-        .build()
-    {
+        .replica_ack(cli.replica_ack());
+    let manager = match cli.connection.apply(builder).and_then(|b| b.build()) {
         Ok(manager) => manager,
         Err(e) => return fail(&e),
     };
@@ -188,6 +190,23 @@ async fn main() -> ExitCode {
     // Releases left in the background (a failed or withdrawn round) go out before exiting.
     manager.settle(SETTLE).await;
     ExitCode::from(code)
+}
+
+/// The node URLs of a comma-separated list. A comma also separates the sentinels inside one
+/// `redis+sentinel://h1:p1,h2:p2/name` URL: a piece without a `scheme://` continues the URL
+/// before it.
+fn node_urls(list: &str) -> Vec<String> {
+    let mut urls: Vec<String> = Vec::new();
+    for piece in list.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        match urls.last_mut() {
+            Some(last) if !piece.contains("://") => {
+                last.push(',');
+                last.push_str(piece);
+            }
+            _ => urls.push(piece.to_string()),
+        }
+    }
+    urls
 }
 
 /// The most dlock waits at exit for its background releases.
@@ -269,4 +288,22 @@ pub fn code_of(e: &Error) -> u8 {
 
 fn fail(e: &Error) -> ExitCode {
     ExitCode::from(code_of(e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::node_urls;
+
+    #[test]
+    fn node_lists_split_on_commas_except_inside_a_sentinel_url() {
+        assert_eq!(
+            node_urls("redis://a:1, redis+sentinel://s1:26379,s2:26379/m,rediss://b:2"),
+            [
+                "redis://a:1",
+                "redis+sentinel://s1:26379,s2:26379/m",
+                "rediss://b:2"
+            ]
+        );
+        assert_eq!(node_urls("redis://a:1,,"), ["redis://a:1"]);
+    }
 }

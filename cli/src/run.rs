@@ -124,6 +124,8 @@ fn spawn(argv: &[String], guard: &LockGuard) -> std::io::Result<Child> {
         .env("DLOCK_TOKEN", guard.token().to_string())
         .env("DLOCK_OWNER", guard.owner())
         .env("DLOCK_RESOURCE", guard.resource())
+        // The command needs the lock, not the nodes' password.
+        .env_remove("DLOCK_PASSWORD")
         .kill_on_drop(true)
         .spawn()
 }
