@@ -1,12 +1,13 @@
 //! Scenario 6: uncontended acquire+release through a Redis Cluster (3 masters, 1 replica each),
 //! with and without replica acknowledgement, next to a single master with and without a replica
-//! acknowledging. Every contender runs the same keys each round (so the same slots), each key
-//! released before the next, in alternating order round by round.
+//! acknowledging, and one master reached over plain TCP and over mutual TLS (the same server, so
+//! the ratio is what TLS costs). Every contender runs the same keys each round (so the same
+//! slots), each key released before the next, in alternating order round by round.
 
 use std::time::{Duration, Instant};
 
-use dlock_client::{LockManager, ReplicaAck};
-use dlock_testkit::{Cluster, Server};
+use dlock_client::{LockManager, ReplicaAck, Tls};
+use dlock_testkit::{Certificates, Cluster, Server};
 
 use crate::contenders::Contender;
 use crate::report::LatencyTable;
@@ -14,12 +15,17 @@ use crate::Plan;
 
 /// The reference row: the master that has a replica attached, without acknowledgement.
 pub const BASELINE: &str = "1 master";
+/// The same TLS-enabled master, over plain TCP and over mutual TLS.
+pub const PLAIN: &str = "1 master (no replica), plain TCP";
+pub const TLS: &str = "1 master (no replica), mutual TLS";
 
 /// The servers the scenario runs against, started before the measuring begins.
 pub struct Setup {
     _cluster: Cluster,
     _master: Server,
     _replica: Server,
+    _tls_master: Server,
+    _certificates: Certificates,
     contenders: Vec<(&'static str, Contender)>,
 }
 
@@ -42,6 +48,19 @@ impl Setup {
             .start();
         wait_for_link(&replica);
         let single = [master.url()];
+        let certificates = Certificates::new();
+        let (builder, tls_port) = Server::builder().tls(&certificates);
+        let tls_master = builder.start();
+        let tls = Tls::from_files(
+            Some(&certificates.path("ca.crt")),
+            Some(&certificates.path("client.crt")),
+            Some(&certificates.path("client.key")),
+        )
+        .expect("test certificates");
+        let over_tls = LockManager::builder([format!("rediss://127.0.0.1:{tls_port}")])
+            .tls(tls)
+            .build()
+            .expect("dlock manager over TLS");
         let contenders = vec![
             (BASELINE, dlock(&single, ReplicaAck::Off)),
             ("1 master + replica, ack 1", dlock(&single, ACK)),
@@ -50,11 +69,15 @@ impl Setup {
                 "cluster, ack 1 (default)",
                 dlock(&cluster_node, ReplicaAck::default()),
             ),
+            (PLAIN, dlock(&[tls_master.url()], ReplicaAck::Off)),
+            (TLS, Contender::Dlock(over_tls)),
         ];
         Setup {
             _cluster: cluster,
             _master: master,
             _replica: replica,
+            _tls_master: tls_master,
+            _certificates: certificates,
             contenders,
         }
     }

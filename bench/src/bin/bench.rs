@@ -79,6 +79,12 @@ fn main() {
     md += "\n## 6. Uncontended acquire+release on Redis Cluster (3 masters, 1 replica each)\n\n";
     md += "Replica acknowledgement is `WAIT 1 100` pipelined after the grant (client/src/transport/ack.rs).\n\n";
     md += &s6.markdown(cluster::BASELINE);
+    if let (Some(tls), Some(plain)) = (s6.p50(cluster::TLS), s6.p50(cluster::PLAIN)) {
+        md += &format!(
+            "\nMutual TLS vs plain TCP on the same master (p50): **{:.2}x** ({tls:.0} µs vs {plain:.0} µs).\n",
+            tls / plain
+        );
+    }
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     std::fs::write(dir.join("results.md"), &md).expect("write results.md");
     let chart = latency_svg(
