@@ -54,7 +54,7 @@ signals() {
   )
 }
 
-suite rust counted cargo test --release --workspace
+suite rust counted cargo test --release --workspace --no-fail-fast
 suite python counted make --no-print-directory python-test
 suite signals counted signals
 suite model status make --no-print-directory model

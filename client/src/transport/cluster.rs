@@ -295,7 +295,14 @@ mod tests {
         assert!(is_cluster_url("redis+cluster://10.0.0.1:7000"));
         assert!(!is_cluster_url("redis://10.0.0.1:7000"));
         assert!(Cluster::new("redis+cluster://10.0.0.1:7000", &Connect::default()).is_ok());
-        assert!(Cluster::new("rediss+cluster://10.0.0.1:7000", &Connect::default()).is_err()); // no TLS built in
+        assert!(is_cluster_url("rediss+cluster://10.0.0.1:7000"));
+        let tls = Cluster::new("rediss+cluster://10.0.0.1:7000", &Connect::default()).unwrap();
+        let master = tls.info_for("10.0.0.2:7001").unwrap();
+        assert!(
+            matches!(master.addr(), ConnectionAddr::TcpTls { host, port: 7001, insecure: false, .. } if host == "10.0.0.2"),
+            "every master over TLS: {:?}",
+            master.addr()
+        );
         let db = Cluster::new("redis+cluster://10.0.0.1:7000/2", &Connect::default())
             .err()
             .expect("db 2");
