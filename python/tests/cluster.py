@@ -43,11 +43,16 @@ def free_port() -> int:
 
 
 class Server:
-    """One redis-server with the module; `kill()`, `pause()`/`resume()` (SIGSTOP/SIGCONT)."""
+    """One redis-server with the module; `kill()`, `pause()`/`resume()` (SIGSTOP/SIGCONT).
+    `conf_lines` go to a config file of its own (mode 600), read first: where secrets (ACL users'
+    passwords) go, never into argv."""
 
-    def __init__(self, module_args: tuple[str, ...] = (), config: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, module_args: tuple[str, ...] = (), config: tuple[str, ...] = (), conf_lines: tuple[str, ...] = ()
+    ) -> None:
         self.module_args = module_args  # after the module path: `quarantine-ms 5000`, ...
         self.config = config  # server options: `--cluster-enabled yes`, ...
+        self.conf_lines = conf_lines
         self.dir = tempfile.mkdtemp(prefix="dlock-py-")
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
@@ -56,11 +61,23 @@ class Server:
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}"
 
+    def listen(self) -> list[str]:
+        """The arguments that say where it listens (a TLS server: TLS only)."""
+        return ["--port", str(self.port)]
+
+    def conf_file(self) -> list[str]:
+        if not self.conf_lines:
+            return []
+        path = Path(self.dir) / "redis.conf"
+        path.write_text("".join(f"{line}\n" for line in self.conf_lines))
+        path.chmod(0o600)
+        return [str(path)]
+
     def spawn(self) -> None:
         argv = [
             server_binary(),
-            "--port",
-            str(self.port),
+            *self.conf_file(),
+            *self.listen(),
             "--bind",
             "127.0.0.1",
             "--save",
@@ -87,10 +104,10 @@ class Server:
             if self.process is None or self.process.poll() is not None:
                 return False
             try:
-                info = redis.Redis(port=self.port, socket_timeout=0.5).info("server")
+                info = self.client(timeout=0.5).info("server")
                 if info.get("process_id") == self.process.pid:
                     return True
-            except redis.ConnectionError:
+            except (redis.ConnectionError, redis.TimeoutError):
                 pass
             time.sleep(0.01)  # nothing to wait on but the port: poll briefly
         return False
@@ -99,8 +116,8 @@ class Server:
     def running(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
-    def client(self) -> redis.Redis:
-        return redis.Redis(port=self.port, socket_timeout=5, protocol=2)
+    def client(self, timeout: float = 5.0) -> redis.Redis:
+        return redis.Redis(port=self.port, socket_timeout=timeout, protocol=2)
 
     def kill(self) -> None:
         if self.process is not None and self.process.poll() is None:
@@ -130,8 +147,12 @@ class Server:
 
 
 def start(count: int, module_args: tuple[str, ...] = ()) -> list[Server]:
-    """Starts `count` servers at once; a port taken meanwhile by someone else is retried."""
-    servers = [Server(module_args) for _ in range(count)]
+    """Starts `count` servers at once."""
+    return launch([Server(module_args) for _ in range(count)])
+
+
+def launch(servers: list[Server]) -> list[Server]:
+    """Starts `servers` at once; a port taken meanwhile by someone else is retried."""
     taken: set[int] = set()
     for server in servers:  # the OS may hand the same free port out twice
         while server.port in taken:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import shutil
 import signal
 import sys
 import time
@@ -10,7 +11,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from cluster import Cluster, Server, start
+from cluster import Cluster, Server, launch, start
+from secure import Pki, TLSServer, make_pki
 
 
 @pytest.fixture
@@ -100,3 +102,20 @@ def eventually(condition: Callable[[], bool], within: float = 5.0, what: str = "
 
 def free_everywhere(servers: list[Server], key: str) -> bool:
     return all(status(s, key) is None and not waiters(s, key) for s in servers)
+
+
+@pytest.fixture(scope="session")
+def pki() -> Iterator[Pki]:
+    """A CA, server and client certificates, made once per session with the openssl CLI."""
+    made = make_pki()
+    yield made
+    shutil.rmtree(made.dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def tls_three(pki: Pki) -> Iterator[list[TLSServer]]:
+    """Three TLS-only masters asking for client certificates, with the ACL user only."""
+    servers = launch([TLSServer(pki) for _ in range(3)])
+    yield servers
+    for server in servers:
+        server.stop()

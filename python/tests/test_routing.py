@@ -8,7 +8,9 @@ from redis.exceptions import AskError, MovedError, ResponseError
 
 from dlock import _ack
 from dlock._cluster import MAX_REDIRECTS, Redirect, SlotMap, Topology, parse_url, redirect, slot_of, with_asking
+from dlock._endpoints import cluster_master_kwargs
 from dlock._replies import answer
+from dlock._security import Login, Security
 from dlock.errors import NodeFailure
 
 
@@ -43,7 +45,7 @@ def test_unserved_slots_and_bad_replies_are_told_apart() -> None:
 @pytest.mark.parametrize(
     ("url", "why"),
     [
-        ("rediss+cluster://10.0.0.1:7000", "TLS"),
+        ("redis+cluster://alice@10.0.0.1:7000", "a user name needs a password"),
         ("redis+cluster://10.0.0.1:7000/2", "only database 0"),
         ("redis+cluster://10.0.0.1", "a port is required"),
         ("redis+cluster://:7000", "a host is required"),
@@ -57,11 +59,16 @@ def test_cluster_urls_are_checked_before_any_connection(url: str, why: str) -> N
         parse_url(url)
 
 
-def test_masters_are_reached_with_the_seeds_credentials() -> None:
+def test_masters_are_reached_with_the_seeds_credentials_and_tls() -> None:
     seed = parse_url("redis+cluster://alice:s%40cret@10.0.0.1:7000/0")
-    assert seed.address == "10.0.0.1:7000"
-    assert seed.master_url("10.0.0.2:7001") == "redis://alice:s%40cret@10.0.0.2:7001"
-    assert parse_url("redis+cluster://[::1]:7000").master_url("[::1]:7001") == "redis://[::1]:7001"
+    assert (seed.address, seed.tls, seed.login) == ("10.0.0.1:7000", False, Login("alice", "s@cret"))
+    assert seed.name == "redis+cluster://alice:***@10.0.0.1:7000/0" and "cret" not in repr(seed)
+    kwargs = cluster_master_kwargs(seed, "10.0.0.2:7001", Security(login=Login("bob", "other")))
+    assert kwargs == {"host": "10.0.0.2", "port": 7001, "username": "alice", "password": "s@cret"}
+    bare = parse_url("rediss+cluster://[::1]:7000")
+    assert bare.tls and bare.login == Login()
+    kwargs = cluster_master_kwargs(bare, "[::1]:7001", Security(login=Login("bob", "other")))
+    assert kwargs == {"host": "::1", "port": 7001, "username": "bob", "password": "other"}
 
 
 def test_redirects_are_read_from_redis_pys_errors() -> None:
@@ -73,14 +80,14 @@ def test_redirects_are_read_from_redis_pys_errors() -> None:
 
 
 def test_moved_forgets_the_map_ask_does_not_and_redirects_are_bounded() -> None:
-    topology = Topology(parse_url("redis+cluster://127.0.0.1:7000"), lambda address, url: url)
+    topology = Topology(parse_url("redis+cluster://127.0.0.1:7000"), lambda address: address)
     assert topology.learn(SlotMap([(0, 16383, "127.0.0.1:7001")]), "r") == "127.0.0.1:7001"
     assert topology.follow(Redirect("127.0.0.1:7002", ask=True), 0) == "127.0.0.1:7002"
     assert topology.known_master_of("r") == "127.0.0.1:7001"
     assert topology.follow(Redirect("127.0.0.1:7002", ask=False), 1) == "127.0.0.1:7002"
     assert topology.known_master_of("r") is None
     assert topology.follow(Redirect("127.0.0.1:7002", ask=False), MAX_REDIRECTS) is None
-    assert topology.master("127.0.0.1:7002") == "redis://127.0.0.1:7002"
+    assert topology.master("127.0.0.1:7002") == "127.0.0.1:7002"
     assert topology.to_ask_for_slots() == ["127.0.0.1:7002", "127.0.0.1:7000"]  # known first, seed last
     topology.learn(SlotMap([(0, 16383, "127.0.0.1:7002")]), "r")
     assert topology.forget_master("127.0.0.1:7002") is not None
@@ -120,9 +127,9 @@ def test_a_write_short_of_acknowledgements_is_a_failure_that_says_how_short() ->
 
 
 def test_replica_ack_per_node_kind() -> None:
-    assert _ack.for_node("auto", 0.1, cluster=True) == _ack.Ack(1, 0.1)
-    assert _ack.for_node("auto", 0.1, cluster=False) is None
-    assert _ack.for_node("off", 0.1, cluster=True) is None
-    assert _ack.for_node(0, 0.1, cluster=True) is None
-    assert _ack.for_node(2, 0.05, cluster=False) == _ack.Ack(2, 0.05)
+    assert _ack.for_node("auto", 0.1, replicated=True) == _ack.Ack(1, 0.1)
+    assert _ack.for_node("auto", 0.1, replicated=False) is None
+    assert _ack.for_node("off", 0.1, replicated=True) is None
+    assert _ack.for_node(0, 0.1, replicated=True) is None
+    assert _ack.for_node(2, 0.05, replicated=False) == _ack.Ack(2, 0.05)
     assert _ack.Ack(1, 0.0004).ms == 1  # WAIT 0 would block for ever

@@ -52,6 +52,7 @@ RULES: list[tuple[str, str]] = [
     (r"\bAwaitable\[(\w+)\]", r"\1"),
     (r"^import asyncio$", "import threading"),
     (r"\basyncio\.Event\b", "threading.Event"),
+    (r"^from redis\.asyncio import", "from redis import"),  # redis-py's clients: same names
     # The asyncio manager hands out a PendingLock (acquired when awaited); the sync one acquires
     # at once.
     (r"\bPendingLock\(lambda: (.*)\)$", r"\1"),

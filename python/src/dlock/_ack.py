@@ -14,7 +14,7 @@ from typing import Literal
 
 from ._commands import Args
 
-#: "auto": 1 replica on redis+cluster:// nodes, none on single masters; "off"; or a replica
+#: "auto": 1 replica on cluster and sentinel nodes, none on single masters; "off"; or a replica
 #: count asked of every node (0 is off).
 ReplicaAck = Literal["auto", "off"] | int
 
@@ -50,10 +50,11 @@ def check_replica_ack(value: object) -> ReplicaAck:
     return value  # type: ignore[return-value]  # narrowed to "auto" | "off" | int above
 
 
-def for_node(replica_ack: ReplicaAck, timeout: float, cluster: bool) -> Ack | None:
-    """What one node asks: `cluster` says whether its URL names a cluster."""
+def for_node(replica_ack: ReplicaAck, timeout: float, replicated: bool) -> Ack | None:
+    """What one node asks: `replicated` says whether it is a cluster or a sentinel-managed master,
+    which fail over to a replica."""
     if replica_ack == "auto":
-        replicas = 1 if cluster else 0
+        replicas = 1 if replicated else 0
     elif replica_ack == "off":
         replicas = 0
     else:

@@ -10,15 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
-from urllib.parse import urlsplit
+from typing import ClassVar, Generic, TypeVar
+from urllib.parse import unquote, urlsplit
 
 from redis.crc import key_slot
 from redis.exceptions import AskError, MovedError
 
 from ._commands import Args
+from ._security import Login, redact
 
-SCHEME = "redis+cluster://"
+SCHEMES = ("redis+cluster://", "rediss+cluster://")
 SLOTS = 16384
 #: Redirects followed for one request before giving up (a slot moving twice in one call is
 #: already rare).
@@ -28,32 +29,32 @@ CLUSTER_SLOTS: Args = ("CLUSTER", "SLOTS")
 
 
 def is_cluster_url(url: str) -> bool:
-    return url.startswith(SCHEME)
+    return url.startswith(SCHEMES)
 
 
 @dataclass(frozen=True)
 class Seed:
-    """A checked cluster URL: the seed's address, and how every master is reached (the seed's
-    user and password, at its own address)."""
+    """A checked cluster URL: `name` (the URL, password hidden), the seed's address, and how
+    every master is reached: at its own address with the seed's TLS and login (the manager's
+    username / password when the URL has none)."""
 
-    url: str
+    name: str
     address: str
-    credentials: str  # "user:password@" as written in the URL, or ""
-
-    def master_url(self, address: str) -> str:
-        return f"redis://{self.credentials}{address}"
+    tls: bool
+    login: Login
+    replicated: ClassVar[bool] = True
 
 
 def parse_url(url: str) -> Seed:
-    """Checks a redis+cluster:// URL before anything connects; ValueError saying what is wrong."""
+    """Checks a redis+cluster:// (or rediss+cluster://, TLS) URL before anything connects;
+    ValueError saying what is wrong."""
+    name = redact(url)
 
     def bad(why: str) -> ValueError:
-        return ValueError(f"cluster URL {url!r}: {why}")
+        return ValueError(f"cluster URL {name!r}: {why}")
 
-    if url.startswith("rediss+cluster://"):
-        raise bad("TLS (rediss+cluster://) is not built into this client")
     if not is_cluster_url(url):
-        raise bad(f"expected {SCHEME}host:port")
+        raise bad(f"expected {SCHEMES[0]}host:port")
     parts = urlsplit(url)
     try:
         port = parts.port
@@ -67,8 +68,10 @@ def parse_url(url: str) -> Seed:
         raise bad("Redis Cluster has only database 0")
     if parts.query:
         raise bad("query parameters are not supported")
-    credentials = parts.netloc.rpartition("@")[0]
-    return Seed(url, address(parts.hostname, port), f"{credentials}@" if credentials else "")
+    if parts.username and parts.password is None:
+        raise bad("a user name needs a password (user:password@)")
+    login = Login(unquote(parts.username or "") or None, unquote(parts.password or "")) if parts.password else Login()
+    return Seed(name, address(parts.hostname, port), url.startswith("rediss+"), login)
 
 
 def address(host: str, port: int) -> str:
@@ -151,9 +154,9 @@ M = TypeVar("M")
 class Topology(Generic[M]):
     """What one cluster node knows of its cluster: the slot map (None until read, and again
     after a redirect or a master that stopped answering) and the masters met so far, each made
-    on first use by `make(address, url)`."""
+    on first use by `make(address)`."""
 
-    def __init__(self, seed: Seed, make: Callable[[str, str], M]) -> None:
+    def __init__(self, seed: Seed, make: Callable[[str], M]) -> None:
         self.seed = seed
         self.make = make
         self.slots: SlotMap | None = None
@@ -161,7 +164,7 @@ class Topology(Generic[M]):
 
     def master(self, address: str) -> M:
         if address not in self.masters:
-            self.masters[address] = self.make(address, self.seed.master_url(address))
+            self.masters[address] = self.make(address)
         return self.masters[address]
 
     def known_master_of(self, resource: str) -> str | None:

@@ -4,12 +4,10 @@ argument checks every entry point runs before anything is sent to a node."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from ._ack import ReplicaAck, check_replica_ack
-from ._cluster import is_cluster_url, parse_url
 
 WaitMode = Literal["queue", "retry"]
 
@@ -31,7 +29,7 @@ class Options:
     wait_mode: WaitMode = "queue"
     max_hold: float | None = None
     extend_interval: float | None = None  # None: ttl / 3
-    replica_ack: ReplicaAck = "auto"  # "auto": 1 replica on cluster nodes, none on single masters
+    replica_ack: ReplicaAck = "auto"  # "auto": 1 replica on cluster and sentinel nodes, none on single masters
     ack_timeout: float = 0.100
 
     def __post_init__(self) -> None:
@@ -111,23 +109,3 @@ def check_owner(owner: object) -> str:
     if not 1 <= len(owner.encode()) <= 256:
         raise ValueError(f"owner must be 1 to 256 bytes, got {len(owner.encode())} bytes")
     return owner
-
-
-def check_nodes(nodes: object) -> list[str]:
-    """The node URLs: a non-empty sequence of redis:// (or rediss://, unix://) URL strings, or
-    redis+cluster:// ones naming a whole cluster (checked as such)."""
-    if isinstance(nodes, (str, bytes)) or not isinstance(nodes, Sequence):
-        raise TypeError(f"nodes must be a list of URL strings, got {nodes!r}")
-    urls = list(nodes)
-    if not urls:
-        raise ValueError("nodes must name at least one Redis URL")
-    for url in urls:
-        if not isinstance(url, str):
-            raise TypeError(f"every node must be a URL string, got {url!r}")
-        if is_cluster_url(url) or url.startswith("rediss+cluster://"):
-            parse_url(url)
-        elif not url.startswith(("redis://", "rediss://", "unix://")):
-            raise ValueError(f"node URL {url!r} must start with redis://, rediss://, unix:// or redis+cluster://")
-    if len(set(urls)) != len(urls):
-        raise ValueError(f"node URLs must be distinct, got {urls}")
-    return urls

@@ -1,6 +1,6 @@
 """The quorum nodes as both transports hold them (_sync_nodes.py, asyncio/_nodes.py): in the
-order given, each a plain master or a whole Redis Cluster with its replica acknowledgement.
-The transports add only the talking."""
+order given, each a plain master, a whole Redis Cluster or a sentinel-managed master, with its
+replica acknowledgement. The transports add only the talking."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from collections.abc import Callable, Sequence
 from typing import Generic, Protocol, TypeVar
 
 from . import _ack
-from ._cluster import is_cluster_url
 from ._commands import Args
+from ._endpoints import Endpoint
 from ._options import Options
 
 
@@ -22,19 +22,17 @@ class Acknowledging(Protocol):
 
 M = TypeVar("M", bound=Acknowledging)
 
-#: How a transport makes a quorum node: (url, per-node timeout, acknowledgement) -> node.
-Make = Callable[[str, float, _ack.Ack | None], M]
+#: How a transport makes a quorum node: (endpoint, acknowledgement) -> node.
+Make = Callable[[Endpoint, _ack.Ack | None], M]
 
 
 class QuorumNodes(Generic[M]):
-    def __init__(self, urls: Sequence[str], opts: Options, master: Make[M], cluster: Make[M]) -> None:
+    def __init__(self, endpoints: Sequence[Endpoint], opts: Options, make: Make[M]) -> None:
         self.timeout = opts.timeout
-        self.names = list(urls)
+        self.names = [e.name for e in endpoints]
         self.members: list[M] = []
-        for url in urls:  # each with its replica acknowledgement
-            in_cluster = is_cluster_url(url)
-            ack = _ack.for_node(opts.replica_ack, opts.ack_timeout, in_cluster)
-            self.members.append((cluster if in_cluster else master)(url, opts.timeout, ack))
+        for e in endpoints:  # each with its replica acknowledgement
+            self.members.append(make(e, _ack.for_node(opts.replica_ack, opts.ack_timeout, e.replicated)))
 
     @property
     def call_bound(self) -> float:

@@ -9,6 +9,7 @@ import redis
 
 from . import _ack
 from ._commands import Args
+from ._diagnosis import diagnose
 from .errors import NodeFailure
 
 
@@ -30,7 +31,11 @@ class NodeTimeout(NodeFailure):
 
 
 def reason(error: BaseException) -> str:
-    """A server error as the server wrote it (`TRYAGAIN ...`), anything else described."""
+    """A server error as the server wrote it (`TRYAGAIN ...`), a TLS or authentication failure
+    said as such, anything else described."""
+    diagnosis = diagnose(error)
+    if diagnosis is not None:
+        return diagnosis
     code = _CODES.get(type(error))
     if code is not None and not str(error).startswith(code):
         return f"{code} {error}"

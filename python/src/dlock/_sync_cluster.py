@@ -8,9 +8,11 @@ import threading
 import time
 
 from . import _ack
-from ._cluster import CLUSTER_SLOTS, MAX_REDIRECTS, SlotMap, Topology, host_of, parse_url, redirect, with_asking
+from ._cluster import CLUSTER_SLOTS, MAX_REDIRECTS, Seed, SlotMap, Topology, host_of, redirect, with_asking
 from ._commands import Args
 from ._replies import NodeTimeout, answer, reason
+from ._security import Security
+from ._sync_connect import cluster_master_pool
 from ._sync_server import Packed, Sent, Server
 from .errors import NodeFailure
 
@@ -19,11 +21,13 @@ class ClusterNode:
     """Thread-safe: the topology is shared by the caller, watchdogs and drain threads; one
     slot-map read at a time (the others wait for its result)."""
 
-    def __init__(self, url: str, timeout: float, ack: _ack.Ack | None) -> None:
-        self.name = url
+    def __init__(self, seed: Seed, timeout: float, security: Security, ack: _ack.Ack | None) -> None:
+        self.name = seed.name
         self.ack = ack
         self.timeout = timeout
-        self.topology = Topology(parse_url(url), lambda address, master_url: Server(address, master_url, timeout))
+        self.topology = Topology(
+            seed, lambda address: Server(address, cluster_master_pool(seed, address, timeout, security))
+        )
         self.lock = threading.Lock()
 
     def send(self, request: Args, blocking: bool, packed: Packed, deadline: float) -> Sent | NodeFailure:

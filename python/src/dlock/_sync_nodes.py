@@ -11,16 +11,24 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, TypeVar
+
+import redis
 
 from . import _ack
+from ._cluster import Seed
 from ._commands import Args
+from ._endpoints import Endpoint
 from ._options import Options
 from ._quorum_nodes import QuorumNodes
-from ._replies import answer
+from ._replies import NodeTimeout, answer
+from ._security import Security
 from ._sync_cluster import ClusterNode
+from ._sync_connect import pool
 from ._sync_server import Packed, Sent, Server
 from .errors import NodeFailure
+
+T = TypeVar("T")
 
 
 class Member(Protocol):
@@ -37,31 +45,48 @@ class Member(Protocol):
 
 
 class Master:
-    """A quorum node that is one master."""
+    """A quorum node that is one master: named by a URL, by sentinels, or a ready-made client's."""
 
-    def __init__(self, url: str, timeout: float, ack: _ack.Ack | None) -> None:
-        self.name = url
+    def __init__(self, node: Endpoint, timeout: float, security: Security, ack: _ack.Ack | None) -> None:
+        self.name = node.name
         self.ack = ack
-        self.server = Server(url, url, timeout)
+        self.server = Server(node.name, pool(node, timeout, security))
+        self.follows_failovers = node.replicated  # a sentinel-managed master
 
     def send(self, request: Args, blocking: bool, packed: Packed, deadline: float) -> Sent | NodeFailure:
         idle = self.server.waits if blocking else self.server.short
-        return self.server.send(idle, _ack.commands(request, self.ack), packed)
+        return self.after(self.server.send(idle, _ack.commands(request, self.ack), packed))
 
     def step(self, request: Args, sent: Sent, deadline: float, allowed: float) -> object:
         """The answer (a NodeFailure when it failed), or the Sent to read next."""
         got = self.server.read(sent, deadline, allowed)
         if isinstance(got, (Sent, NodeFailure)):
-            return got
-        return answer(self.name, request, got, self.ack)
+            return self.after(got)
+        return self.after(answer(self.name, request, got, self.ack))
+
+    def after(self, outcome: T) -> T:
+        """A sentinel-managed master that failed (refused, unreachable, short of acknowledgements:
+        maybe no longer the master) is asked for on new connections, from the sentinels. (A call
+        that timed out closed its own connection; a wait runs out of time in normal use.)"""
+        if self.follows_failovers and isinstance(outcome, NodeFailure) and not isinstance(outcome, NodeTimeout):
+            self.server.forget_idle()
+        return outcome
 
     def close(self) -> None:
         self.server.close()
 
 
 class Nodes(QuorumNodes[Member]):
-    def __init__(self, urls: Sequence[str], opts: Options) -> None:
-        super().__init__(urls, opts, Master, ClusterNode)
+    #: The ready-made clients this flavour takes as nodes.
+    client_type = redis.Redis
+
+    def __init__(self, endpoints: Sequence[Endpoint], opts: Options, security: Security) -> None:
+        def make(node: Endpoint, ack: _ack.Ack | None) -> Member:
+            if isinstance(node, Seed):
+                return ClusterNode(node, opts.timeout, security, ack)
+            return Master(node, opts.timeout, security, ack)
+
+        super().__init__(endpoints, opts, make)
 
     def fan_out(self, calls: Sequence[tuple[int, Args]]) -> list[object]:
         """Sends each (node, command) and returns the replies in order; a failure is a

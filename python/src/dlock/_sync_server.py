@@ -5,36 +5,17 @@ that times out on our side closes its connection, so the node drops the waiter a
 
 from __future__ import annotations
 
-import inspect
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any
 
 import redis
-from redis.connection import AbstractConnection, Connection, ConnectionPool
+from redis.connection import Connection, ConnectionPool
 
 from ._commands import Args
 from ._replies import NodeTimeout, reason
 from .errors import NodeFailure
-
-
-def connection_options() -> dict[str, Any]:
-    """RESP2 whatever redis-py's default (8.x speaks RESP3: a HELLO round trip per connection,
-    other reply shapes), and no CLIENT SETINFO handshake (two more round trips per connection);
-    redis-py 7+ spells that driver_info=None, older ones lib_name=lib_version=None."""
-    if "driver_info" in inspect.signature(AbstractConnection.__init__).parameters:
-        return {"protocol": 2, "driver_info": None}
-    return {"protocol": 2, "lib_name": None, "lib_version": None}
-
-
-def make_pool(url: str, timeout: float | None) -> ConnectionPool:
-    """Parses `url` (redis-py's rules) into what every connection to it is made with;
-    connecting is bounded by `timeout`."""
-    pool: ConnectionPool = ConnectionPool.from_url(  # type: ignore[no-untyped-call, unused-ignore]
-        url, socket_connect_timeout=timeout, socket_timeout=timeout, **connection_options()
-    )
-    return pool
 
 
 class _Broken(NodeFailure):
@@ -92,10 +73,10 @@ class Sent:
 class Server:
     """One redis-server: a plain master, or one master of a cluster (`name` in errors)."""
 
-    def __init__(self, name: str, url: str, timeout: float) -> None:
+    def __init__(self, name: str, pool: ConnectionPool) -> None:
         self.name = name
-        self.short = Idle(make_pool(url, timeout))
-        self.waits = Idle(make_pool(url, timeout))
+        self.short = Idle(pool)  # the pool only says how to connect: its own connections stay unused
+        self.waits = Idle(pool)
 
     def send(self, idle: Idle, commands: tuple[Args, ...], packed: Packed, fresh: bool = False) -> Sent | NodeFailure:
         """Writes `commands` in one write (encoded once per fan-out: `packed` keeps them)."""
@@ -150,6 +131,14 @@ class Server:
             return NodeFailure(got.node, got.reason)
         return got
 
-    def close(self) -> None:
+    def forget_idle(self) -> None:
+        """Closes the idle connections: the next requests connect afresh (and a sentinel-managed
+        master's connections ask the sentinels where the master is)."""
         self.short.close()
         self.waits.close()
+
+    def close(self) -> None:
+        self.forget_idle()
+        sentinels = getattr(self.short.pool, "sentinel_manager", None)  # a sentinel node's own
+        for sentinel in sentinels.sentinels if sentinels is not None else []:
+            sentinel.close()

@@ -5,15 +5,20 @@ fencing tokens (the Rust crate's `dlock_client::LockManager`)."""
 
 from __future__ import annotations
 
+import ssl
 import time
 from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import TypeVar
 
+from redis import Redis
+
 from . import _commands as cmd
 from ._ack import ReplicaAck
 from ._admin import NodeStatus, node_status
-from ._options import Options, WaitMode, check_nodes, check_owner, check_resource, check_ttl, check_wait
+from ._endpoints import check_nodes
+from ._options import Options, WaitMode, check_owner, check_resource, check_ttl, check_wait
+from ._security import security
 from ._sync_concurrency import sleep
 from ._sync_nodes import Nodes
 from ._sync_queue import QueueWait
@@ -28,11 +33,17 @@ T = TypeVar("T")
 
 class LockManager:
     """Holds the nodes and options; hands out locks. Thread-safe; connects lazily, so nodes
-    may be down now and come up later. Defaults as in docs/python.md."""
+    may be down now and come up later. Defaults as in docs/python.md.
+
+    `nodes`: URLs (redis://, rediss://, unix://, redis+cluster://, rediss+cluster://,
+    redis+sentinel://, rediss+sentinel://) or redis.Redis clients, each one quorum node. The
+    ssl_* keywords (redis-py's) apply to every TLS node; username / password to every node
+    whose URL has no credentials; sentinel_username / sentinel_password to the sentinels. A
+    bad file or combination is a ValueError here, before any node is asked."""
 
     def __init__(
         self,
-        nodes: Sequence[str],
+        nodes: Sequence[str | Redis],
         *,
         timeout: float = 0.050,
         retry_count: int | None = None,
@@ -46,8 +57,18 @@ class LockManager:
         extend_interval: float | None = None,
         replica_ack: ReplicaAck = "auto",
         ack_timeout: float = 0.100,
+        ssl_ca_certs: str | None = None,
+        ssl_certfile: str | None = None,
+        ssl_keyfile: str | None = None,
+        ssl_cert_reqs: str | ssl.VerifyMode | None = "required",
+        ssl_check_hostname: bool = True,
+        ssl_password: str | None = None,
+        username: str | None = None,
+        password: str | None = None,
+        sentinel_username: str | None = None,
+        sentinel_password: str | None = None,
     ) -> None:
-        urls = check_nodes(nodes)
+        endpoints = check_nodes(nodes, Nodes.client_type)
         self.options = Options(
             timeout=timeout,
             retry_count=retry_count,
@@ -62,7 +83,20 @@ class LockManager:
             replica_ack=replica_ack,
             ack_timeout=ack_timeout,
         )
-        self._rounds = Rounds(Nodes(urls, self.options), self.options)
+        reach = security(
+            any(node.tls for node in endpoints),
+            ssl_ca_certs=ssl_ca_certs,
+            ssl_certfile=ssl_certfile,
+            ssl_keyfile=ssl_keyfile,
+            ssl_cert_reqs=ssl_cert_reqs,
+            ssl_check_hostname=ssl_check_hostname,
+            ssl_password=ssl_password,
+            username=username,
+            password=password,
+            sentinel_username=sentinel_username,
+            sentinel_password=sentinel_password,
+        )
+        self._rounds = Rounds(Nodes(endpoints, self.options, reach), self.options)
 
     @property
     def nodes(self) -> list[str]:

@@ -10,19 +10,23 @@ import time
 import redis
 
 from .. import _ack
-from .._cluster import CLUSTER_SLOTS, MAX_REDIRECTS, SlotMap, Topology, host_of, parse_url, redirect, with_asking
+from .._cluster import CLUSTER_SLOTS, MAX_REDIRECTS, Seed, SlotMap, Topology, host_of, redirect, with_asking
 from .._commands import Args
 from .._replies import NodeTimeout, answer, reason
+from .._security import Security
 from ..errors import NodeFailure
+from ._connect import cluster_master_clients
 from ._server import Server
 
 
 class ClusterNode:
-    def __init__(self, url: str, timeout: float, ack: _ack.Ack | None) -> None:
-        self.name = url
+    def __init__(self, seed: Seed, timeout: float, security: Security, ack: _ack.Ack | None) -> None:
+        self.name = seed.name
         self.ack = ack
         self.timeout = timeout
-        self.topology = Topology(parse_url(url), lambda address, master_url: Server(address, master_url, timeout))
+        self.topology = Topology(
+            seed, lambda address: Server(address, cluster_master_clients(seed, address, timeout, security))
+        )
         self.refreshing: asyncio.Lock | None = None  # one slot-map read at a time; made in the loop
 
     async def call(self, request: Args, blocking: bool, allowed: float) -> object:

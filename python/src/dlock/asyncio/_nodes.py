@@ -10,18 +10,24 @@ asyncio/_cluster.py); the request and its WAIT go in one pipeline (one write).""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Sequence
 from typing import Protocol
 
 import redis
+import redis.asyncio as aioredis
 
 from .. import _ack
+from .._cluster import Seed
 from .._commands import Args
+from .._endpoints import Endpoint
 from .._options import Options
 from .._quorum_nodes import QuorumNodes
 from .._replies import NodeTimeout, answer, reason
+from .._security import Security
 from ..errors import NodeFailure
 from ._cluster import ClusterNode
+from ._connect import clients
 from ._server import Server
 
 
@@ -37,30 +43,61 @@ class Member(Protocol):
 
 
 class Master:
-    """A quorum node that is one master."""
+    """A quorum node that is one master: named by a URL, by sentinels, or a ready-made client's."""
 
-    def __init__(self, url: str, timeout: float, ack: _ack.Ack | None) -> None:
-        self.name = url
+    def __init__(self, node: Endpoint, timeout: float, security: Security, ack: _ack.Ack | None) -> None:
+        self.name = node.name
         self.ack = ack
-        self.server = Server(url, url, timeout)
+        self.server = Server(node.name, clients(node, timeout, security))
+        # A sentinel-managed master's connection to a master since demoted fails (redis-py turns
+        # READONLY into a connection error): the request is made once more, on a new connection,
+        # which asks the sentinels again. (A plain master's pool replaces a connection found
+        # closed before using it.)
+        self.follows_failovers = node.replicated
 
     async def call(self, request: Args, blocking: bool, allowed: float) -> object:
         """The answer to `request` within `allowed` seconds, or a NodeFailure saying why not."""
+        commands = _ack.commands(request, self.ack)
+        deadline = time.monotonic() + allowed
         try:
-            replies = await asyncio.wait_for(self.server.run(_ack.commands(request, self.ack), blocking), allowed)
+            try:
+                replies = await self.run(commands, blocking, deadline)
+            except redis.ConnectionError as e:
+                if not self.follows_failovers or type(e) is not redis.ConnectionError:  # a subclass is a reply
+                    raise
+                replies = await self.run(commands, blocking, deadline)
         except asyncio.TimeoutError:
-            return NodeTimeout(self.name, f"timed out after {allowed * 1000:.0f}ms")
+            return await self.after(NodeTimeout(self.name, f"timed out after {allowed * 1000:.0f}ms"))
         except (redis.RedisError, OSError) as e:
-            return NodeFailure(self.name, reason(e))
-        return answer(self.name, request, replies, self.ack)
+            return await self.after(NodeFailure(self.name, reason(e)))
+        return await self.after(answer(self.name, request, replies, self.ack))
+
+    async def after(self, outcome: object) -> object:
+        """A sentinel-managed master that failed (refused, unreachable, short of acknowledgements:
+        maybe no longer the master) is asked for on new connections, from the sentinels. (A call
+        that timed out closed its own connection; a wait runs out of time in normal use.)"""
+        if self.follows_failovers and isinstance(outcome, NodeFailure) and not isinstance(outcome, NodeTimeout):
+            await self.server.forget_idle()
+        return outcome
+
+    async def run(self, commands: tuple[Args, ...], blocking: bool, deadline: float) -> list[object]:
+        return await asyncio.wait_for(self.server.run(commands, blocking), max(0.0, deadline - time.monotonic()))
 
     async def close(self) -> None:
         await self.server.close()
 
 
 class Nodes(QuorumNodes[Member]):
-    def __init__(self, urls: Sequence[str], opts: Options) -> None:
-        super().__init__(urls, opts, Master, ClusterNode)
+    #: The ready-made clients this flavour takes as nodes.
+    client_type = aioredis.Redis
+
+    def __init__(self, endpoints: Sequence[Endpoint], opts: Options, security: Security) -> None:
+        def make(node: Endpoint, ack: _ack.Ack | None) -> Member:
+            if isinstance(node, Seed):
+                return ClusterNode(node, opts.timeout, security, ack)
+            return Master(node, opts.timeout, security, ack)
+
+        super().__init__(endpoints, opts, make)
 
     async def call(self, node: int, args: Args, timeout: float, blocking: bool = False) -> object:
         """One request within `timeout` (plus its acknowledgement's time); its reply, or a

@@ -1,31 +1,23 @@
 """One redis-server as the asyncio transport reaches it: a redis.asyncio client for short
 requests and one for server-side waits, which block their connection (each wait gets a
-connection of its own from that client's pool)."""
+connection of its own from that client's pool). The clients are made by asyncio/_connect.py."""
 
 from __future__ import annotations
 
 import redis
-import redis.asyncio as aioredis
 
 from .._commands import Args
-from .._sync_server import connection_options
-
-
-def make_client(url: str, timeout: float) -> aioredis.Redis:
-    """RESP2, no handshake beyond connecting (see connection_options)."""
-    client: aioredis.Redis = aioredis.Redis.from_url(
-        url, socket_connect_timeout=timeout, socket_timeout=None, **connection_options()
-    )
-    return client
+from ._connect import ClientMaker
 
 
 class Server:
-    """One redis-server: a plain master, or one master of a cluster (`name` in errors)."""
+    """One redis-server: a plain master, a sentinel-managed one, or one master of a cluster
+    (`name` in errors)."""
 
-    def __init__(self, name: str, url: str, timeout: float) -> None:
+    def __init__(self, name: str, clients: ClientMaker) -> None:
         self.name = name
-        self.short = make_client(url, timeout)
-        self.waits = make_client(url, timeout)
+        self.short = clients()
+        self.waits = clients()
 
     async def run(self, commands: tuple[Args, ...], blocking: bool) -> list[object]:
         """One reply per command (an error reply as its ResponseError), written in one go.
@@ -42,6 +34,15 @@ class Server:
         replies: list[object] = await pipe.execute(raise_on_error=False)
         return replies
 
+    async def forget_idle(self) -> None:
+        """Closes the idle connections (those of waits in flight stay): the next requests connect
+        afresh (and a sentinel-managed master's connections ask the sentinels where it is)."""
+        for client in (self.short, self.waits):
+            await client.connection_pool.disconnect(inuse_connections=False)
+
     async def close(self) -> None:
         await self.short.aclose()
         await self.waits.aclose()
+        sentinels = getattr(self.short.connection_pool, "sentinel_manager", None)  # a sentinel node's own
+        for sentinel in sentinels.sentinels if sentinels is not None else []:
+            await sentinel.aclose()

@@ -7,15 +7,20 @@
 
 from __future__ import annotations
 
+import ssl
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
+from redis.asyncio import Redis
+
 from .. import _commands as cmd
 from .._ack import ReplicaAck
 from .._admin import NodeStatus, node_status
-from .._options import Options, WaitMode, check_nodes, check_owner, check_resource, check_ttl, check_wait
+from .._endpoints import check_nodes
+from .._options import Options, WaitMode, check_owner, check_resource, check_ttl, check_wait
+from .._security import security
 from .._timing import new_owner, quorum, retry_pause
 from .._verdicts import AttemptFailed
 
@@ -58,16 +63,23 @@ class PendingLock:
 class LockManager:
     # unasync: asyncio only
     """Holds the nodes and options; hands out locks. Use it within one event loop; connects
-    lazily. The options are those of dlock.LockManager."""
+    lazily. The options are those of dlock.LockManager; nodes may be redis.asyncio.Redis
+    clients where the sync manager takes redis.Redis ones."""
 
     # unasync: sync only
     # """Holds the nodes and options; hands out locks. Thread-safe; connects lazily, so nodes
-    # may be down now and come up later. Defaults as in docs/python.md."""
+    # may be down now and come up later. Defaults as in docs/python.md.
+    #
+    # `nodes`: URLs (redis://, rediss://, unix://, redis+cluster://, rediss+cluster://,
+    # redis+sentinel://, rediss+sentinel://) or redis.Redis clients, each one quorum node. The
+    # ssl_* keywords (redis-py's) apply to every TLS node; username / password to every node
+    # whose URL has no credentials; sentinel_username / sentinel_password to the sentinels. A
+    # bad file or combination is a ValueError here, before any node is asked."""
     # unasync: end
 
     def __init__(
         self,
-        nodes: Sequence[str],
+        nodes: Sequence[str | Redis],
         *,
         timeout: float = 0.050,
         retry_count: int | None = None,
@@ -81,8 +93,18 @@ class LockManager:
         extend_interval: float | None = None,
         replica_ack: ReplicaAck = "auto",
         ack_timeout: float = 0.100,
+        ssl_ca_certs: str | None = None,
+        ssl_certfile: str | None = None,
+        ssl_keyfile: str | None = None,
+        ssl_cert_reqs: str | ssl.VerifyMode | None = "required",
+        ssl_check_hostname: bool = True,
+        ssl_password: str | None = None,
+        username: str | None = None,
+        password: str | None = None,
+        sentinel_username: str | None = None,
+        sentinel_password: str | None = None,
     ) -> None:
-        urls = check_nodes(nodes)
+        endpoints = check_nodes(nodes, Nodes.client_type)
         self.options = Options(
             timeout=timeout,
             retry_count=retry_count,
@@ -97,7 +119,20 @@ class LockManager:
             replica_ack=replica_ack,
             ack_timeout=ack_timeout,
         )
-        self._rounds = Rounds(Nodes(urls, self.options), self.options)
+        reach = security(
+            any(node.tls for node in endpoints),
+            ssl_ca_certs=ssl_ca_certs,
+            ssl_certfile=ssl_certfile,
+            ssl_keyfile=ssl_keyfile,
+            ssl_cert_reqs=ssl_cert_reqs,
+            ssl_check_hostname=ssl_check_hostname,
+            ssl_password=ssl_password,
+            username=username,
+            password=password,
+            sentinel_username=sentinel_username,
+            sentinel_password=sentinel_password,
+        )
+        self._rounds = Rounds(Nodes(endpoints, self.options, reach), self.options)
 
     @property
     def nodes(self) -> list[str]:

@@ -1,0 +1,86 @@
+"""Why a connection failed, in words an operator can act on: TLS (certificate not trusted, host
+name, client certificate wanted or refused, no TLS on the port) and authentication. redis-py
+wraps the ssl module's errors in its own ConnectionError; the cause is found along the
+exception chain. No message here carries a credential."""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Iterator
+
+import redis
+
+#: What an OpenSSL server sends when it wanted a client certificate and got none.
+_NO_CLIENT_CERTIFICATE = ("TLSV13_ALERT_CERTIFICATE_REQUIRED",)
+#: A TLS connection closed by the other end: says nothing of why (the connection may).
+_CLOSED = (ssl.SSLEOFError, ssl.SSLZeroReturnError)
+#: What a client reads when the other end does not speak TLS.
+_NOT_TLS = ("WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG", "HTTP_REQUEST")
+
+PLAIN_TO_TLS = (
+    "the server closed the connection before its first reply: a TLS port does that to a"
+    " connection without TLS (use rediss://)"
+)
+REFUSED_AFTER_HANDSHAKE = (
+    "TLS: the server closed the connection right after the handshake: it wants a client"
+    " certificate (ssl_certfile, ssl_keyfile) or refused the one given"
+)
+
+
+class Explained(redis.ConnectionError):
+    """A connection failure whose message already says what probably went wrong."""
+
+
+def causes(error: BaseException) -> Iterator[BaseException]:
+    """`error` and what it was raised from or during, innermost last."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def diagnose(error: BaseException) -> str | None:
+    """What went wrong with TLS or authentication, if that is what `error` came from: the ssl
+    module's own error first, then a connection's guess (Explained)."""
+    chain = list(causes(error))
+    for cause in chain:
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return certificate_refused(cause)
+        if isinstance(cause, ssl.SSLError) and not isinstance(cause, _CLOSED):
+            return tls_failed(cause)
+        if isinstance(cause, TimeoutError) and "handshake" in str(cause):
+            return "TLS: the handshake timed out (a port without TLS never answers it: use redis://?)"
+        if isinstance(cause, redis.AuthenticationError):
+            return authentication_failed(cause)
+    explained = next((str(cause) for cause in chain if isinstance(cause, Explained)), None)
+    if explained is None and any(isinstance(cause, _CLOSED) for cause in chain):
+        return "TLS: the server closed the connection"
+    return explained
+
+
+def certificate_refused(error: ssl.SSLCertVerificationError) -> str:
+    why = str(error.verify_message or error.reason or error).rstrip(".")
+    if "mismatch" in why:
+        return f"TLS: the server's certificate is not for the host asked for ({why})"
+    return f"TLS: the server's certificate is not trusted ({why}): check ssl_ca_certs"
+
+
+def tls_failed(error: ssl.SSLError) -> str:
+    code = str(error.reason or "")
+    if code in _NO_CLIENT_CERTIFICATE:
+        return "TLS: the server requires a client certificate (set ssl_certfile and ssl_keyfile)"
+    if code in _NOT_TLS:
+        return f"TLS: the server does not speak TLS on this port ({code.lower()}): use redis://"
+    if "ALERT" in code:
+        alert = code.lower().replace("_", " ")
+        return f"TLS: the server refused the connection ({alert}): is the client certificate one it trusts?"
+    return f"TLS: {code.lower().replace('_', ' ') if code else error}"
+
+
+def authentication_failed(error: redis.AuthenticationError) -> str:
+    said = str(error)
+    if said.lower().startswith("authentication required"):
+        return "authentication required (NOAUTH): give username= and password=, or user:password@ in the URL"
+    return f"authentication failed: {said}"
