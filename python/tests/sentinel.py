@@ -73,8 +73,10 @@ class SentinelProcess:
         except redis.RedisError:
             return False
         state = dict(zip(master[::2], master[1::2], strict=True))
-        up = [r for r in seen if b"down" not in dict(zip(r[::2], r[1::2], strict=True))[b"flags"]]
-        return state[b"flags"] == b"master" and len(up) >= replicas and len(others) >= sentinels
+        seen = [dict(zip(r[::2], r[1::2], strict=True)) for r in seen]
+        # A replica the sentinel can promote: linked to it, heard from, its link to the master up.
+        ready = [r for r in seen if r[b"flags"] == b"slave" and r[b"master-link-status"] == b"ok"]
+        return state[b"flags"] == b"master" and len(ready) >= replicas and len(others) >= sentinels
 
     def stop(self) -> None:
         if self.process.poll() is None:

@@ -29,6 +29,9 @@ SINGLE_SCHEMES = ("redis://", "rediss://", "unix://")
 CLUSTER_SCHEMES = ("redis+cluster://", "rediss+cluster://")
 SENTINEL_SCHEMES = ("redis+sentinel://", "rediss+sentinel://")
 SENTINEL_PORT = 26379
+#: Connection arguments of a ready-made client that need RESP3 (redis-py 8's maintenance
+#: notifications, on by default there): left out, as dlock speaks RESP2.
+RESP3_ONLY = ("maint_notifications_",)
 #: Query parameters a single-server URL may carry; the rest are the manager's (timeouts, TLS).
 URL_QUERY = ("db", "client_name")
 
@@ -216,6 +219,10 @@ def sentinel_master_login(group: SentinelGroup, security: Security) -> dict[str,
 def ready_kwargs(client: Any) -> dict[str, Any]:
     """A ready-made client's connection arguments, less what dlock must decide itself: replies
     as bytes in RESP2, no retries (the quorum retries), dlock's timeouts (set by the caller)."""
-    kwargs = dict(client.connection_pool.connection_kwargs)
+    kwargs = {
+        name: value
+        for name, value in client.connection_pool.connection_kwargs.items()
+        if not name.startswith(RESP3_ONLY)
+    }
     kwargs.update(connection_options(), decode_responses=False, retry_on_timeout=False, retry_on_error=[])
     return kwargs
