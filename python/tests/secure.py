@@ -73,12 +73,12 @@ class TLSServer(Server):
     """A redis-server with the module that speaks only TLS (`--port 0`), asks every client for a
     certificate signed by the test CA, and knows only the ACL user (ACL above)."""
 
-    def __init__(self, pki: Pki, module_args: tuple[str, ...] = (), config: tuple[str, ...] = ()) -> None:
+    def __init__(self, pki: Pki, config: tuple[str, ...] = (), conf_lines: tuple[str, ...] = ()) -> None:
         tls = (
             "--tls-cert-file", pki["server.crt"], "--tls-key-file", pki["server.key"],
-            "--tls-ca-cert-file", pki["ca.crt"], "--tls-auth-clients", "yes",
+            "--tls-ca-cert-file", pki["ca.crt"], "--tls-auth-clients", "yes", "--tls-replication", "yes",
         )  # fmt: skip
-        super().__init__(module_args, (*tls, *config), ACL)
+        super().__init__((), (*tls, *config), (*ACL, *conf_lines))
         self.pki = pki
 
     @property
@@ -93,10 +93,10 @@ class TLSServer(Server):
         return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=timeout, protocol=2, **tls)  # type: ignore[arg-type]
 
 
-def redis_py_tls(pki: Pki) -> dict[str, str | bool]:
+def redis_py_tls(pki: Pki, username: str | None = USER, password: str = PASSWORD) -> dict[str, str | bool | None]:
     """redis-py's own arguments for the test servers (its own TLS, not dlock's)."""
     tls = {"ssl_ca_certs": pki["ca.crt"], "ssl_certfile": pki["client.crt"], "ssl_keyfile": pki["client.key"]}
-    return {"ssl": True, **tls, "username": USER, "password": PASSWORD}
+    return {"ssl": True, **tls, "username": username, "password": password}
 
 
 def tls_keywords(pki: Pki, **overrides: object) -> dict[str, object]:

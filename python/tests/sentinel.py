@@ -12,7 +12,7 @@ from pathlib import Path
 import redis
 from cluster import free_port, launch, server_binary
 from conftest import eventually
-from secure import PASSWORD, USER, ACLServer
+from secure import PASSWORD, USER, ACLServer, Pki, TLSServer, redis_py_tls
 
 MASTER_NAME = "locks"
 SENTINEL_PASSWORD = "sentinel-pw-91c0e"
@@ -27,14 +27,15 @@ REPLICATION_AUTH = (f"masteruser {USER}", f"masterauth {PASSWORD}")
 class SentinelProcess:
     """One `redis-server sentinel.conf --sentinel` (its config in a temp dir: it rewrites it)."""
 
-    def __init__(self, master_port: int) -> None:
+    def __init__(self, master_port: int, pki: Pki | None = None) -> None:
         self.dir = tempfile.mkdtemp(prefix="dlock-sentinel-")
         self.port = free_port()
+        self.pki = pki
         conf = Path(self.dir) / "sentinel.conf"
         conf.write_text(
             "\n".join(
                 [
-                    f"port {self.port}",
+                    *(tls_only(self.port, pki) if pki is not None else [f"port {self.port}"]),
                     "bind 127.0.0.1",
                     f"dir {self.dir}",
                     "logfile sentinel.log",
@@ -55,7 +56,9 @@ class SentinelProcess:
         )
 
     def client(self) -> redis.Redis:
-        return redis.Redis(port=self.port, password=SENTINEL_PASSWORD, socket_timeout=2, protocol=2)
+        tls = redis_py_tls(self.pki, username=None, password=SENTINEL_PASSWORD) if self.pki else {}
+        where = {"host": "127.0.0.1", "port": self.port, "socket_timeout": 2, "protocol": 2}
+        return redis.Redis(**where, **{"password": SENTINEL_PASSWORD, **tls})  # type: ignore[arg-type]
 
     def master(self) -> tuple[str, int] | None:
         try:
@@ -85,10 +88,24 @@ class SentinelProcess:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def tls_only(port: int, pki: Pki) -> list[str]:
+    """A sentinel speaking TLS only, to clients and to the servers it watches (tls-replication),
+    with the server certificate as its client certificate."""
+    files = [f"tls-cert-file {pki['server.crt']}", f"tls-key-file {pki['server.key']}"]
+    return ["port 0", f"tls-port {port}", *files, f"tls-ca-cert-file {pki['ca.crt']}", "tls-replication yes"]
+
+
 class SentinelDeployment:
-    def __init__(self) -> None:
-        self.master = ACLServer(config=REPLICATION, conf_lines=REPLICATION_AUTH)
-        self.replica = ACLServer(config=REPLICATION, conf_lines=REPLICATION_AUTH)
+    """`pki`: TLS everywhere (data nodes, replication, sentinels), client certificates asked."""
+
+    def __init__(self, pki: Pki | None = None) -> None:
+        self.pki = pki
+        if pki is None:
+            self.master: ACLServer | TLSServer = ACLServer(config=REPLICATION, conf_lines=REPLICATION_AUTH)
+            self.replica: ACLServer | TLSServer = ACLServer(config=REPLICATION, conf_lines=REPLICATION_AUTH)
+        else:
+            self.master = TLSServer(pki, config=REPLICATION, conf_lines=REPLICATION_AUTH)
+            self.replica = TLSServer(pki, config=REPLICATION, conf_lines=REPLICATION_AUTH)
         self.sentinels: list[SentinelProcess] = []
 
     def start(self) -> SentinelDeployment:
@@ -96,7 +113,7 @@ class SentinelDeployment:
         self.replica.client().execute_command("REPLICAOF", "127.0.0.1", self.master.port)
         eventually(lambda: self.replica.client().info("replication").get("master_link_status") == "up", what="link")
         # Started after the link is up, the sentinels see the replica in their first INFO.
-        self.sentinels = [SentinelProcess(self.master.port) for _ in range(3)]
+        self.sentinels = [SentinelProcess(self.master.port, self.pki) for _ in range(3)]
         eventually(lambda: all(s.knows(replicas=1, sentinels=0) for s in self.sentinels), what="sentinels ready")
         return self
 
@@ -118,7 +135,3 @@ class SentinelDeployment:
             process.stop()
         for server in (self.master, self.replica):
             server.stop()
-
-
-def role(server: ACLServer) -> str:
-    return str(server.client().info("replication")["role"])

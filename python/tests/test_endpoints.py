@@ -101,7 +101,7 @@ def test_connection_failures_are_said_in_words() -> None:
     assert (
         said
         == "TLS: the server's certificate is not trusted (unable to get local issuer certificate): check ssl_ca_certs"
-    )  # noqa: E501
+    )
     alert = ssl.SSLError(1, "[SSL: TLSV13_ALERT_CERTIFICATE_REQUIRED] tlsv13 alert certificate required")
     alert.reason = "TLSV13_ALERT_CERTIFICATE_REQUIRED"
     assert "requires a client certificate" in str(diagnose(raised(redis.ConnectionError("x"), alert)))

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 import redis.sentinel
 from conftest import eventually
-from secure import PASSWORD, USER, ACLServer
+from secure import PASSWORD, USER, ACLServer, Pki, TLSServer, tls_keywords
 from sentinel import MASTER_NAME, SENTINEL_PASSWORD, SentinelDeployment
 
 import dlock
@@ -34,13 +34,13 @@ def keywords(**overrides: object) -> dict[str, object]:
     return {**given, "timeout": 0.5, "ack_timeout": 2.0, **overrides}
 
 
-def held(server: ACLServer, key: str) -> int | None:
+def held(server: ACLServer | TLSServer, key: str) -> int | None:
     """The token `server` holds `key` with, by its own account."""
     reply = server.client().execute_command("DLOCK.STATUS", key)
     return None if reply is None else int(dict(zip(reply[::2], reply[1::2], strict=True))[b"token"])
 
 
-def demote(old: ACLServer, new: ACLServer) -> None:
+def demote(old: ACLServer | TLSServer, new: ACLServer | TLSServer) -> None:
     """What the sentinels do to a former master some seconds after a failover (8 s at least),
     done at once: it replicates the new master."""
     old.client().execute_command("REPLICAOF", "127.0.0.1", new.port)
@@ -139,6 +139,23 @@ def test_kill_9_of_the_master_keeps_the_lock_and_the_token_order_in_asyncio(depl
         await locks.close()
 
     asyncio.run(test())
+
+
+def test_tls_sentinels_and_tls_masters(pki: Pki) -> None:
+    """rediss+sentinel://: TLS to the sentinels and to the master, with the client certificate."""
+    deployment = SentinelDeployment(pki).start()
+    try:
+        node = [deployment.url("rediss+sentinel")]
+        locks = dlock.LockManager(node, **tls_keywords(pki, **keywords()))  # type: ignore[arg-type]
+        with locks.lock("t", ttl=10.0, wait=1.0) as lock:
+            assert held(deployment.replica, "t") == lock.token
+            assert [v.info.token for v in locks.status("t") if v.info] == [lock.token]
+        untrusted = tls_keywords(pki, **keywords(ssl_ca_certs=pki["other_ca.crt"]))
+        with pytest.raises(dlock.NoQuorum, match=r"sentinel 127\.0\.0\.1:\d+: TLS: the server's certificate is not"):
+            dlock.LockManager(node, **untrusted).try_lock("t")  # type: ignore[arg-type]
+        locks.close()
+    finally:
+        deployment.stop()
 
 
 def test_sentinels_that_refuse_or_do_not_know_the_master_are_named(deployment: SentinelDeployment) -> None:
