@@ -51,7 +51,7 @@ def test_sentinel_urls() -> None:
         ("redis+sentinel://h:1,,g:2/m", "bad sentinel address ''"),
         ("redis://h:1?ssl_cert_reqs=none", "query parameter 'ssl_cert_reqs' is not supported"),
         ("unix://", "a socket path is required"),
-        ("redis://h:1?db=x", "Invalid value for 'db'"),
+        ("redis://h:1?db=x", "Invalid value for .db. in connection URL"),
     ],
 )
 def test_bad_node_urls(url: str, why: str) -> None:

@@ -22,11 +22,11 @@ import redis
 import redis.asyncio
 import redis.connection
 
-from ._cluster import Seed, address, parse_url
+from ._cluster import SCHEMES, Seed, address, parse_url
 from ._security import Login, Security, redact
 
 SINGLE_SCHEMES = ("redis://", "rediss://", "unix://")
-CLUSTER_SCHEMES = ("redis+cluster://", "rediss+cluster://")
+CLUSTER_SCHEMES = SCHEMES
 SENTINEL_SCHEMES = ("redis+sentinel://", "rediss+sentinel://")
 SENTINEL_PORT = 26379
 #: Connection arguments of a ready-made client that need RESP3 (redis-py 8's maintenance
