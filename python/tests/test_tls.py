@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from cluster import Server
+from cluster import Server, launch
 from conftest import free_everywhere, status, urls
 from secure import KEY_PASS_PHRASE, PASSWORD, USER, Pki, TLSServer, tls_keywords
 
@@ -257,3 +257,28 @@ def test_no_password_in_messages_reprs_names_or_the_servers_argv(tls_three: list
         assert server.process is not None
         assert PASSWORD not in Path(f"/proc/{server.process.pid}/cmdline").read_text()
     locks.close()
+
+
+def test_a_paused_tls_node_does_not_hold_up_the_others(pki: Pki) -> None:
+    """The kernel accepts a TCP connection for a SIGSTOPped server, whose TLS handshake then
+    never ends: connecting to it (up to the per-node timeout) must neither eat the time of the
+    nodes asked with it nor delay connecting to them."""
+    servers = launch([TLSServer(pki) for _ in range(3)])
+    keywords = tls_keywords(pki, timeout=0.3)
+    try:
+        servers[0].pause()
+        started = time.monotonic()
+        with dlock.LockManager(urls(servers), **keywords) as locks:  # type: ignore[arg-type]
+            locks.try_lock("paused", ttl=5.0).release()
+        assert time.monotonic() - started < 3 * 0.3 + 0.5  # acquire, the paused node re-asked, release
+
+        async def attempt() -> None:
+            async with dlock.asyncio.LockManager(urls(servers), **keywords) as alocks:  # type: ignore[arg-type]
+                await (await alocks.try_lock("paused", ttl=5.0)).release()
+
+        started = time.monotonic()
+        asyncio.run(attempt())
+        assert time.monotonic() - started < 3 * 0.3 + 0.5
+    finally:
+        for server in servers:
+            server.stop()

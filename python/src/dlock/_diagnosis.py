@@ -51,7 +51,7 @@ def diagnose(error: BaseException) -> str | None:
         if isinstance(cause, ssl.SSLError) and not isinstance(cause, _CLOSED):
             return tls_failed(cause)
         if isinstance(cause, TimeoutError) and "handshake" in str(cause):
-            return "TLS: the handshake timed out (a port without TLS never answers it: use redis://?)"
+            return "TLS: the handshake timed out (a paused or overloaded server, or a port without TLS: use redis://)"
         if isinstance(cause, redis.AuthenticationError):
             return authentication_failed(cause)
     explained = next((str(cause) for cause in chain if isinstance(cause, Explained)), None)

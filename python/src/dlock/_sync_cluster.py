@@ -30,6 +30,13 @@ class ClusterNode:
         )
         self.lock = threading.Lock()
 
+    def connected(self, request: Args, blocking: bool) -> bool:
+        """Whether the master of `request` is known and a connection to it is at hand."""
+        with self.lock:
+            address = self.topology.known_master_of(str(request[1]))
+            server = self.topology.masters.get(address) if address is not None else None
+        return server is not None and server.has_idle(blocking)
+
     def send(self, request: Args, blocking: bool, packed: Packed, deadline: float) -> Sent | NodeFailure:
         address = self.master_of(str(request[1]), deadline)
         if isinstance(address, NodeFailure):

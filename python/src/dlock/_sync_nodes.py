@@ -9,8 +9,9 @@ answers or says where the request went next (a fresh connection, or a redirect).
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol, TypeVar
 
 import redis
@@ -37,6 +38,10 @@ class Member(Protocol):
     name: str
     ack: _ack.Ack | None
 
+    def connected(self, request: Args, blocking: bool) -> bool:
+        """Whether `request` can be written at once, on an idle connection (no connecting)."""
+        ...
+
     def send(self, request: Args, blocking: bool, packed: Packed, deadline: float) -> Sent | NodeFailure: ...
 
     def step(self, request: Args, sent: Sent, deadline: float, allowed: float) -> object: ...
@@ -52,6 +57,9 @@ class Master:
         self.ack = ack
         self.server = Server(node.name, pool(node, timeout, security))
         self.follows_failovers = node.replicated  # a sentinel-managed master
+
+    def connected(self, request: Args, blocking: bool) -> bool:
+        return self.server.has_idle(blocking)
 
     def send(self, request: Args, blocking: bool, packed: Packed, deadline: float) -> Sent | NodeFailure:
         idle = self.server.waits if blocking else self.server.short
@@ -76,6 +84,30 @@ class Master:
         self.server.close()
 
 
+def at_once(items: list[int], work: Callable[[int], None]) -> None:
+    """`work(item)` for each item, each in a thread of its own when there are several; the first
+    error any raised is raised here once all are done."""
+    if len(items) <= 1:
+        for item in items:
+            work(item)
+        return
+    errors: list[BaseException] = []
+
+    def run(item: int) -> None:
+        try:
+            work(item)
+        except BaseException as e:  # raised in the caller's thread below
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(item,), daemon=True) for item in items]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+
+
 class Nodes(QuorumNodes[Member]):
     #: The ready-made clients this flavour takes as nodes.
     client_type = redis.Redis
@@ -90,14 +122,25 @@ class Nodes(QuorumNodes[Member]):
 
     def fan_out(self, calls: Sequence[tuple[int, Args]]) -> list[object]:
         """Sends each (node, command) and returns the replies in order; a failure is a
-        NodeFailure. All within one per-node timeout from now (plus acknowledgements)."""
+        NodeFailure. All within one per-node timeout from now (plus acknowledgements).
+
+        Requests go first where a connection is at hand, so their replies come while the other
+        nodes are connected to; those connect at once, each in a thread of its own when there
+        are several: a node that accepts TCP but never finishes a TLS handshake or AUTH (paused,
+        overloaded) then costs the others nothing. Connecting is rare (connections are kept)."""
         started = time.monotonic()
         allowed = [self.allowed(node, args, self.timeout) for node, args in calls]
         packed: Packed = {}
-        sent = [
-            self.members[node].send(args, False, packed, started + bound)
-            for (node, args), bound in zip(calls, allowed, strict=True)
-        ]
+        sent: list[object] = [None] * len(calls)
+
+        def send(call: int) -> None:
+            node, args = calls[call]
+            sent[call] = self.members[node].send(args, False, packed, started + allowed[call])
+
+        at_hand = [self.members[node].connected(args, False) for node, args in calls]
+        for call in (call for call, ready in enumerate(at_hand) if ready):
+            send(call)
+        at_once([call for call, ready in enumerate(at_hand) if not ready], send)
         return [
             self.finish(node, args, out, started + bound, bound)
             for (node, args), out, bound in zip(calls, sent, allowed, strict=True)

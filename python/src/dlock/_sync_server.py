@@ -131,6 +131,10 @@ class Server:
             return NodeFailure(got.node, got.reason)
         return got
 
+    def has_idle(self, blocking: bool) -> bool:
+        """Whether an idle connection is at hand, for a wait (`blocking`) or a short request."""
+        return bool((self.waits if blocking else self.short).idle)
+
     def forget_idle(self) -> None:
         """Closes the idle connections: the next requests connect afresh (and a sentinel-managed
         master's connections ask the sentinels where the master is)."""
