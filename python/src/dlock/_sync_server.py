@@ -146,3 +146,4 @@ class Server:
         sentinels = getattr(self.short.pool, "sentinel_manager", None)  # a sentinel node's own
         for sentinel in sentinels.sentinels if sentinels is not None else []:
             sentinel.close()
+            sentinel.connection_pool.disconnect()  # not closed with a client made on it

@@ -41,8 +41,9 @@ class Server:
             await client.connection_pool.disconnect(inuse_connections=False)
 
     async def close(self) -> None:
-        await self.short.aclose()
-        await self.waits.aclose()
+        """Closes every connection, the sentinels' included. The pools are disconnected by name:
+        a client made on a pool given to it leaves the pool open when closed (redis-py 5+)."""
         sentinels = getattr(self.short.connection_pool, "sentinel_manager", None)  # a sentinel node's own
-        for sentinel in sentinels.sentinels if sentinels is not None else []:
-            await sentinel.aclose()
+        for client in [self.short, self.waits, *(sentinels.sentinels if sentinels is not None else [])]:
+            await client.aclose()
+            await client.connection_pool.disconnect()
