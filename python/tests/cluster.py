@@ -168,6 +168,8 @@ def launch(servers: list[Server]) -> list[Server]:
             server.port = free_port()
             server.spawn()
         else:
+            for started in servers:  # none left running behind the error
+                started.kill()
             raise RuntimeError(f"redis-server would not start; see {server.dir}/redis.log")
     return servers
 

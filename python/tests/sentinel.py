@@ -109,13 +109,20 @@ class SentinelDeployment:
         self.sentinels: list[SentinelProcess] = []
 
     def start(self) -> SentinelDeployment:
-        launch([self.master, self.replica])
-        self.replica.client().execute_command("REPLICAOF", "127.0.0.1", self.master.port)
-        eventually(lambda: self.replica.client().info("replication").get("master_link_status") == "up", what="link")
-        # Started after the link is up, the sentinels see the replica in their first INFO.
-        self.sentinels = [SentinelProcess(self.master.port, self.pki) for _ in range(3)]
-        eventually(lambda: all(s.knows(replicas=1, sentinels=0) for s in self.sentinels), what="sentinels ready")
+        try:
+            launch([self.master, self.replica])
+            self.replica.client().execute_command("REPLICAOF", "127.0.0.1", self.master.port)
+            eventually(self.replica_linked, what="replica link")
+            # Started after the link is up, the sentinels see the replica in their first INFO.
+            self.sentinels = [SentinelProcess(self.master.port, self.pki) for _ in range(3)]
+            eventually(lambda: all(s.knows(replicas=1, sentinels=0) for s in self.sentinels), what="sentinels ready")
+        except BaseException:
+            self.stop()  # nothing left running behind a failed start
+            raise
         return self
+
+    def replica_linked(self) -> bool:
+        return self.replica.client().info("replication").get("master_link_status") == "up"
 
     def url(self, scheme: str = "redis+sentinel") -> str:
         hosts = ",".join(f"127.0.0.1:{s.port}" for s in self.sentinels)

@@ -27,14 +27,20 @@ def tls_cluster(pki: Pki) -> Iterator[list[TLSServer]]:
     nodes = [TLSServer(pki, config=(*CLUSTER_CONFIG, "--tls-cluster", "yes")) for _ in SLOT_RANGES]
     for node in nodes:
         node.port = cluster_port(taken)  # its bus port (+10000) free too
-    launch(nodes)
-    for node, (first, last) in zip(nodes, SLOT_RANGES, strict=True):
-        node.client().execute_command("CLUSTER", "ADDSLOTSRANGE", first, last)
-        node.client().execute_command("CLUSTER", "MEET", "127.0.0.1", nodes[0].port)
-    eventually(lambda: all(b"cluster_state:ok" in n.client().execute_command("CLUSTER", "INFO") for n in nodes), 20)
-    yield nodes
-    for node in nodes:
-        node.stop()
+    try:
+        launch(nodes)
+        for node, (first, last) in zip(nodes, SLOT_RANGES, strict=True):
+            node.client().execute_command("CLUSTER", "ADDSLOTSRANGE", first, last)
+            node.client().execute_command("CLUSTER", "MEET", "127.0.0.1", nodes[0].port)
+        eventually(lambda: all(cluster_ok(n) for n in nodes), 20, "cluster ok")
+        yield nodes
+    finally:
+        for node in nodes:
+            node.stop()
+
+
+def cluster_ok(node: TLSServer) -> bool:
+    return b"cluster_state:ok" in node.client().execute_command("CLUSTER", "INFO")
 
 
 def owner(nodes: list[TLSServer], key: str) -> TLSServer:
