@@ -52,6 +52,10 @@ python-venv:
 	  echo "installing: python3-venv"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq python3-venv >/dev/null; }
+	@command -v openssl >/dev/null 2>&1 || { \
+	  echo "installing: openssl (the Python TLS tests make their certificates with it)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq openssl >/dev/null; }
 	@[ -x $(PY_VENV)/bin/pip ] || $(PYTHON) -m venv $(PY_VENV)
 	$(PY_VENV)/bin/pip install -q --disable-pip-version-check ./python -r python/requirements-test.txt \
 	  || { echo "python-test: pip install failed (PyPI unreachable?)" >&2; exit 1; }
