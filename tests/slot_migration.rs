@@ -25,13 +25,17 @@ fn key(i: usize) -> String {
 /// A cluster of 3 masters, or `None` (said on stderr) where the server cannot migrate slots
 /// atomically.
 fn cluster() -> Option<(Cluster, AtomicMigration)> {
+    cluster_with_replicas(0)
+}
+
+fn cluster_with_replicas(replicas: usize) -> Option<(Cluster, AtomicMigration)> {
     let probe = Server::start();
     let Some(kind) = atomic_migration(&mut probe.conn()) else {
         eprintln!("skipped: this server has no atomic slot migration (Redis 8.4+, Valkey 9+)");
         return None;
     };
     drop(probe);
-    let cluster = Cluster::start_with(3, 0, &[("enable-debug-command", "yes")]);
+    let cluster = Cluster::start_with(3, replicas, &[("enable-debug-command", "yes")]);
     Some((cluster, kind))
 }
 
@@ -231,4 +235,67 @@ fn a_cancelled_migration_leaves_both_sides_as_they_were() {
     assert_eq!(release(&mut s, &key(3), "holder"), 1);
     let (reply, _) = waiting.join().unwrap();
     assert!(reply.starts_with("Some("), "granted on the source: {reply}");
+}
+
+#[test]
+fn a_failover_of_the_source_mid_migration_leaves_both_sides_consistent() {
+    let Some((cluster, kind)) = cluster_with_replicas(1) else {
+        return;
+    };
+    let (source, target, before) = held_slot(&cluster);
+    let slot = cluster.slot(&key(0));
+    let replica = cluster.replica_of(source);
+    let mut r = cluster.nodes[replica].conn();
+    sync(&mut cluster.nodes[source].conn()); // the replica has every lock before the failover
+                                             // Frozen, the node the migration needs cannot let it finish; meanwhile the source's replica
+                                             // takes over by force, as after the loss of the source.
+    let frozen = match kind {
+        AtomicMigration::Redis => source,
+        AtomicMigration::Valkey => target,
+    };
+    cluster.nodes[frozen].pause();
+    let migration = cluster.start_atomic_migration(kind, slot, source, target);
+    redis::cmd("CLUSTER")
+        .arg("FAILOVER")
+        .arg("FORCE")
+        .exec(&mut r)
+        .unwrap();
+    eventually("the replica promoted", 10_000, || {
+        let info: String = redis::cmd("INFO").arg("replication").query(&mut r).unwrap();
+        info.contains("role:master")
+    });
+    cluster.nodes[frozen].resume();
+    // The migration either gives up or (Redis) resumes from the new owner of the slot: either
+    // way the locks are whole on whichever node owns the slot afterwards, and nowhere else.
+    let (ended, _) = cluster.wait_atomic_migration(&migration, Duration::from_secs(30));
+    cluster.wait_ok();
+    let owner = cluster.master_for(&key(0));
+    let expected_owner = if ended == Ended::Completed {
+        target
+    } else {
+        replica
+    };
+    assert_eq!(
+        owner, expected_owner,
+        "the slot's owner after a migration that {ended:?}"
+    );
+    let mut o = cluster.nodes[owner].conn();
+    for (i, (holder, token, _)) in before.iter().enumerate() {
+        let (h, t, _, _) = status(&mut o, &key(i)).expect("on the slot's owner");
+        assert_eq!((&h, t), (holder, *token), "{}", key(i));
+    }
+    let highest = before.iter().map(|b| b.1).max().unwrap();
+    assert!(acquire(&mut o, "lk:{a}:fresh", "other", 1_000).unwrap() > highest);
+    let other = if owner == target { replica } else { target };
+    let mut c = cluster.nodes[other].conn();
+    eventually("no copy of the slot on the other side", 10_000, || {
+        let role: String = redis::cmd("INFO").arg("replication").query(&mut c).unwrap();
+        role.contains("role:slave")
+            || redis::cmd("CLUSTER")
+                .arg("COUNTKEYSINSLOT")
+                .arg(slot)
+                .query::<i64>(&mut c)
+                .unwrap()
+                == 0
+    });
 }

@@ -18,6 +18,8 @@ pub enum AtomicMigration {
 pub enum Ended {
     Completed,
     Cancelled,
+    /// The server gave up (its other side failed over or went away, say).
+    Failed,
 }
 
 /// The atomic slot migration the server behind `c` offers, if any.
@@ -106,8 +108,8 @@ impl Cluster {
         cmd.exec(&mut c).expect("cancel the migration");
     }
 
-    /// Waits until `migration` has ended (completed or cancelled) and returns how, and when it
-    /// was first seen ended; panics on a failure or after `timeout`.
+    /// Waits until `migration` has ended (completed, cancelled or failed) and returns how, and
+    /// when it was first seen ended; panics after `timeout`.
     pub fn wait_atomic_migration(
         &self,
         migration: &Migration,
@@ -120,7 +122,7 @@ impl Cluster {
             match state.as_str() {
                 "completed" | "success" => return (Ended::Completed, seen),
                 "canceled" | "cancelled" => return (Ended::Cancelled, seen),
-                "failed" => panic!("the slot migration failed"),
+                "failed" => return (Ended::Failed, seen),
                 _ => {}
             }
             assert!(
