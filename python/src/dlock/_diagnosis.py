@@ -31,6 +31,25 @@ class Explained(redis.ConnectionError):
     """A connection failure whose message already says what probably went wrong."""
 
 
+class NamesEarlyClose:
+    """Mixed into both transports' connection classes: a connection closed before its first
+    reply is Explained as `closed_early` says (plain to a TLS port; TLS without the client
+    certificate the server wants). The connections only report their failures here."""
+
+    closed_early: str
+    replied = False
+    host: str
+    port: int
+
+    def failed(self, error: redis.RedisError, reading: bool) -> None:
+        """After a send or a read failed: a read that failed with anything but a lost connection
+        or a timeout got a reply (an error reply); raises the explanation, if there is one."""
+        if reading:
+            self.replied = self.replied or type(error) not in (redis.ConnectionError, redis.TimeoutError)
+        if type(error) is redis.ConnectionError and not self.replied:
+            raise Explained(f"{self.host}:{self.port}: {self.closed_early}") from error
+
+
 def causes(error: BaseException) -> Iterator[BaseException]:
     """`error` and what it was raised from or during, innermost last."""
     seen: set[int] = set()

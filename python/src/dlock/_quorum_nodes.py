@@ -8,9 +8,11 @@ from collections.abc import Callable, Sequence
 from typing import Generic, Protocol, TypeVar
 
 from . import _ack
+from ._cluster import Seed
 from ._commands import Args
 from ._endpoints import Endpoint
 from ._options import Options
+from ._security import Security
 
 
 class Acknowledging(Protocol):
@@ -22,17 +24,23 @@ class Acknowledging(Protocol):
 
 M = TypeVar("M", bound=Acknowledging)
 
-#: How a transport makes a quorum node: (endpoint, acknowledgement) -> node.
-Make = Callable[[Endpoint, _ack.Ack | None], M]
+#: A transport's class of quorum node: (endpoint, timeout, security, acknowledgement) -> node.
+Kind = Callable[..., M]
 
 
 class QuorumNodes(Generic[M]):
-    def __init__(self, endpoints: Sequence[Endpoint], opts: Options, make: Make[M]) -> None:
+    def __init__(
+        self, endpoints: Sequence[Endpoint], opts: Options, security: Security, kinds: tuple[Kind[M], Kind[M]]
+    ) -> None:
+        """`kinds`: the transport's (master, cluster) node classes; a Seed is a cluster's."""
+        master, cluster = kinds
         self.timeout = opts.timeout
         self.names = [e.name for e in endpoints]
         self.members: list[M] = []
         for e in endpoints:  # each with its replica acknowledgement
-            self.members.append(make(e, _ack.for_node(opts.replica_ack, opts.ack_timeout, e.replicated)))
+            ack = _ack.for_node(opts.replica_ack, opts.ack_timeout, e.replicated)
+            kind = cluster if isinstance(e, Seed) else master
+            self.members.append(kind(e, opts.timeout, security, ack))
 
     @property
     def call_bound(self) -> float:

@@ -17,7 +17,6 @@ from typing import Protocol, TypeVar
 import redis
 
 from . import _ack
-from ._cluster import Seed
 from ._commands import Args
 from ._endpoints import Endpoint
 from ._options import Options
@@ -113,12 +112,7 @@ class Nodes(QuorumNodes[Member]):
     client_type = redis.Redis
 
     def __init__(self, endpoints: Sequence[Endpoint], opts: Options, security: Security) -> None:
-        def make(node: Endpoint, ack: _ack.Ack | None) -> Member:
-            if isinstance(node, Seed):
-                return ClusterNode(node, opts.timeout, security, ack)
-            return Master(node, opts.timeout, security, ack)
-
-        super().__init__(endpoints, opts, make)
+        super().__init__(endpoints, opts, security, (Master, ClusterNode))
 
     def fan_out(self, calls: Sequence[tuple[int, Args]]) -> list[object]:
         """Sends each (node, command) and returns the replies in order; a failure is a

@@ -18,7 +18,7 @@ from redis.backoff import NoBackoff
 
 from .. import _endpoints as ends
 from .._cluster import Seed
-from .._diagnosis import PLAIN_TO_TLS, REFUSED_AFTER_HANDSHAKE, Explained
+from .._diagnosis import PLAIN_TO_TLS, REFUSED_AFTER_HANDSHAKE, NamesEarlyClose
 from .._replies import reason
 from .._security import Security
 from .._sentinel import master_address, not_a_master
@@ -27,9 +27,8 @@ from .._sentinel import master_address, not_a_master
 ClientMaker = Callable[[], aioredis.Redis]
 
 
-class PlainConnection(Connection):
+class PlainConnection(NamesEarlyClose, Connection):
     closed_early = PLAIN_TO_TLS
-    replied = False
 
     async def _connect(self) -> None:
         self.replied = False
@@ -39,23 +38,17 @@ class PlainConnection(Connection):
         try:
             await super().send_packed_command(*args, **kwargs)  # type: ignore[no-untyped-call, unused-ignore]
         except redis.ConnectionError as e:
-            self.explain(e)
+            self.failed(e, reading=False)
             raise
 
     async def read_response(self, *args: Any, **kwargs: Any) -> Any:
         try:
             reply = await super().read_response(*args, **kwargs)  # type: ignore[no-untyped-call, unused-ignore]
         except redis.RedisError as e:
-            self.replied = self.replied or type(e) not in (redis.ConnectionError, redis.TimeoutError)
-            self.explain(e)
+            self.failed(e, reading=True)
             raise
         self.replied = True
         return reply
-
-    def explain(self, error: redis.RedisError) -> None:
-        """Raises what `error` probably means when the socket failed before any reply came."""
-        if type(error) is redis.ConnectionError and not self.replied:
-            raise Explained(f"{self.host}:{self.port}: {self.closed_early}") from error
 
 
 class TLSConnection(PlainConnection):

@@ -18,7 +18,6 @@ import redis
 import redis.asyncio as aioredis
 
 from .. import _ack
-from .._cluster import Seed
 from .._commands import Args
 from .._endpoints import Endpoint
 from .._options import Options
@@ -92,12 +91,7 @@ class Nodes(QuorumNodes[Member]):
     client_type = aioredis.Redis
 
     def __init__(self, endpoints: Sequence[Endpoint], opts: Options, security: Security) -> None:
-        def make(node: Endpoint, ack: _ack.Ack | None) -> Member:
-            if isinstance(node, Seed):
-                return ClusterNode(node, opts.timeout, security, ack)
-            return Master(node, opts.timeout, security, ack)
-
-        super().__init__(endpoints, opts, make)
+        super().__init__(endpoints, opts, security, (Master, ClusterNode))
 
     async def call(self, node: int, args: Args, timeout: float, blocking: bool = False) -> object:
         """One request within `timeout` (plus its acknowledgement's time); its reply, or a
