@@ -15,7 +15,7 @@
 //! The locks themselves travel as keys (the target's `restore` / `loaded` events raise its
 //! counter to each token and set each key's expiry to its deadline), and grants, extensions and
 //! releases made on the source while the slot is being copied reach the target through the
-//! migration's stream of writes, as the module's effects (`DLOCK.APPLY`, `DEL`, `PEXPIREAT`).
+//! migration's stream of writes, as the module's effects (`DLOCK.APPLY`, `DEL`).
 //! The module builds effects only when something can receive them, and a migration's target is
 //! such a receiver the server does not otherwise announce: so the migration's start switches
 //! effects on. (Without it, locks granted during the copy were missing on the target: their
