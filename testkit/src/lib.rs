@@ -15,7 +15,7 @@ mod tls;
 pub use atomic::{atomic_migration, AtomicMigration, Ended, Migration};
 pub use cluster::Cluster;
 pub use sentinel::{Sentinels, MASTER_NAME};
-pub use tls::Certificates;
+pub use tls::{tls_supported, Certificates};
 
 /// Path of the built module: `$DLOCK_MODULE`, else `<workspace>/target/release/libdlock.so`.
 pub fn module_path() -> PathBuf {

@@ -8,7 +8,7 @@ use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, ExtendedKeyUsagePurpose, IsCa, KeyPair,
 };
 
-use crate::{free_port, Builder};
+use crate::{free_port, server_binary, Builder};
 
 /// PEM files in a temp dir, removed on drop.
 pub struct Certificates {
@@ -44,6 +44,47 @@ impl Certificates {
     pub fn dir(&self) -> &Path {
         self.dir.path()
     }
+}
+
+/// Whether the server binary under test was built with TLS (Debian's is; `make compat-servers`
+/// builds with `BUILD_TLS=no`): a TLS port is tried, and such a build exits at once saying so.
+pub fn tls_supported(certificates: &Certificates) -> bool {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    let file = |name: &str| certificates.path(name).display().to_string();
+    let child = Command::new(server_binary())
+        .args([
+            "--port",
+            "0",
+            "--save",
+            "",
+            "--tls-port",
+            &free_port().to_string(),
+        ])
+        .args([
+            "--tls-cert-file",
+            &file("server.crt"),
+            "--tls-key-file",
+            &file("server.key"),
+        ])
+        .args(["--tls-ca-cert-file", &file("ca.crt")])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn();
+    let Ok(mut child) = child else {
+        return false;
+    };
+    let deadline = Instant::now() + Duration::from_millis(1_500);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return false; // exited: "Failed finding TLS support"
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    true
 }
 
 impl Default for Certificates {
