@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 
 mod atomic;
 mod cluster;
+mod nodes;
+pub use nodes::{nodes, token_on, urls, waiters};
 mod sentinel;
 mod tls;
 pub use atomic::{atomic_migration, AtomicMigration, Ended, Migration};

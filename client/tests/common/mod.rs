@@ -4,25 +4,9 @@
 use std::time::Duration;
 
 use dlock_client::LockManager;
-pub use dlock_testkit::Server;
-
-pub fn nodes(n: usize) -> Vec<Server> {
-    (0..n).map(|_| Server::start()).collect()
-}
-
-pub fn urls(servers: &[Server]) -> Vec<String> {
-    servers.iter().map(Server::url).collect()
-}
-
-/// `DLOCK.STATUS` token on one node, `None` when free there.
-pub fn token_on(server: &Server, resource: &str) -> Option<u64> {
-    let reply: Option<Vec<redis::Value>> = redis::cmd("DLOCK.STATUS")
-        .arg(resource)
-        .query(&mut server.conn())
-        .expect("DLOCK.STATUS");
-    let fields = reply?;
-    Some(redis::from_redis_value_ref(&fields[3]).expect("token"))
-}
+// Not every test binary uses every helper.
+#[allow(unused_imports)]
+pub use dlock_testkit::{nodes, token_on, urls, waiters, Server};
 
 pub const TTL: Duration = Duration::from_secs(10);
 
@@ -37,13 +21,4 @@ pub fn manager(servers: &[Server]) -> LockManager {
         .timeout(PATIENT)
         .build()
         .expect("valid node URLs")
-}
-
-/// How many clients wait for `resource` on `server` (`DLOCK.WAITERS`).
-pub fn waiters(server: &Server, resource: &str) -> usize {
-    let queue: Vec<redis::Value> = redis::cmd("DLOCK.WAITERS")
-        .arg(resource)
-        .query(&mut server.conn())
-        .expect("DLOCK.WAITERS");
-    queue.len()
 }
