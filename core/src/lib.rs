@@ -11,6 +11,7 @@
 //! - [`wait`]: fair waiting: the queue, who is served next, when a ticket wounds a grant.
 
 pub mod clock;
+pub mod group;
 pub mod lock;
 pub mod node;
 #[doc(hidden)]

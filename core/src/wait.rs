@@ -9,6 +9,7 @@
 //!   is never revoked.
 //! - A request never jumps the queue: a free lock with waiters ranked ahead goes to them.
 
+use crate::group::Want;
 use crate::lock::{self, Acquire, Held};
 
 /// One queued request. `handle` is whatever the caller needs to answer it later (a blocked
@@ -22,6 +23,8 @@ pub struct Waiter<W> {
     /// Arrival order on this queue (ties between equal ranks).
     pub seq: u64,
     pub ttl_ms: u64,
+    /// What it waits for: the exclusive lock, a shared hold or a permit.
+    pub want: Want,
     pub handle: W,
 }
 
@@ -67,7 +70,7 @@ impl<W> Queue<W> {
         owner: &[u8],
         rank: u64,
         ticketed: bool,
-        ttl_ms: u64,
+        (ttl_ms, want): (u64, Want),
         handle: W,
     ) -> Option<Waiter<W>> {
         let replaced = self.remove_owner(owner);
@@ -82,6 +85,7 @@ impl<W> Queue<W> {
             ticketed,
             seq,
             ttl_ms,
+            want,
             handle,
         };
         self.waiters.insert(at, waiter);

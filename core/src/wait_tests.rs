@@ -1,4 +1,5 @@
 use super::*;
+use crate::group::Want;
 
 fn held(owner: &[u8], token: u64) -> Held<'_> {
     Held {
@@ -22,7 +23,7 @@ fn req(owner: &[u8], ticket: Option<u64>, rank: u64) -> Request<'_> {
 fn queue(entries: &[(&[u8], u64, bool)]) -> Queue<()> {
     let mut q = Queue::default();
     for &(owner, rank, ticketed) in entries {
-        q.push(owner, rank, ticketed, 1_000, ());
+        q.push(owner, rank, ticketed, (1_000, Want::Exclusive), ());
     }
     q
 }
@@ -44,7 +45,7 @@ fn waiters_are_served_by_rank_then_arrival() {
 #[test]
 fn asking_again_keeps_one_place() {
     let mut q = queue(&[(b"a", 10, true), (b"b", 20, true)]);
-    let replaced = q.push(b"a", 10, true, 5, ());
+    let replaced = q.push(b"a", 10, true, (5, Want::Exclusive), ());
     assert_eq!(replaced.map(|w| w.ttl_ms), Some(1_000));
     assert_eq!(q.len(), 2);
     assert_eq!(q.head().unwrap().owner, b"a");

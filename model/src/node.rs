@@ -105,7 +105,7 @@ fn acquire(
             } else {
                 ticket
             };
-            state.nodes[node].queue.push(&who, rank, true, 0, ());
+            state.nodes[node].queue.push(&who, rank, true, (0, Default::default()), ());
         }
         Decision::Contended | Decision::HoldLimit => {}
     }
