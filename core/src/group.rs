@@ -7,7 +7,6 @@
 //! at most one entry per mode: an exclusive holder that also takes the shared side (a downgrade)
 //! holds both, and its RELEASE drops the exclusive entry first.
 
-use crate::lock::MAX_HOLDS;
 use crate::wait::{Queue, Request};
 
 /// Largest semaphore limit: a resource's holders are scanned on every change, so the limit
@@ -138,7 +137,7 @@ fn renew(entry: &Entry<'_>, reentrant: bool) -> Acquire {
             holds: entry.holds,
         };
     }
-    match entry.holds.checked_add(1).filter(|&h| h <= MAX_HOLDS) {
+    match entry.holds.checked_add(1) {
         Some(holds) => Acquire::Renew {
             token: entry.token,
             holds,

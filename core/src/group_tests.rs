@@ -1,4 +1,5 @@
 use super::*;
+use crate::lock::MAX_HOLDS;
 
 fn e(owner: &'static str, mode: Mode, token: u64) -> Entry<'static> {
     Entry {
