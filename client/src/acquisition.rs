@@ -67,6 +67,8 @@ enum Phase {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Acquisition {
     nodes: usize,
+    /// Grants (and commits) that make it held: a majority, or a semaphore's larger quorum.
+    needed: usize,
     round: u32,
     granted: Vec<Option<u64>>,
     unavailable: Vec<bool>,
@@ -76,10 +78,17 @@ pub struct Acquisition {
 }
 
 impl Acquisition {
-    /// Starts round 0: the steps to send.
+    /// Starts round 0 of an exclusive or shared acquisition (a majority): the steps to send.
     pub fn start(nodes: usize) -> (Acquisition, Vec<Step>) {
+        Acquisition::start_needing(nodes, quorum(nodes))
+    }
+
+    /// Starts round 0 of an acquisition held once `needed` nodes committed (see
+    /// [`crate::timing::quorum_for`]).
+    pub fn start_needing(nodes: usize, needed: usize) -> (Acquisition, Vec<Step>) {
         let acquisition = Acquisition {
             nodes,
+            needed: needed.clamp(1, nodes.max(1)),
             round: 0,
             granted: vec![None; nodes],
             unavailable: vec![false; nodes],
@@ -155,7 +164,7 @@ impl Acquisition {
     }
 
     fn needed(&self) -> usize {
-        quorum(self.nodes)
+        self.needed
     }
 
     fn on_granted(&mut self, node: usize, token: u64) -> Vec<Step> {

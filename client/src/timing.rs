@@ -23,6 +23,15 @@ pub fn quorum(nodes: usize) -> usize {
     nodes / 2 + 1
 }
 
+/// Nodes a semaphore of `limit` holders must be held on: the smallest q with q > N·k/(k+1).
+/// With fewer, k+1 holders could each hold a different q-subset without any node admitting more
+/// than k of them (N=3, k=2: {A,B}, {B,C}, {A,C}); with q, the k+1 holders' (k+1)·q grants exceed
+/// the N·k a node set can give. k >= N-1 needs every node.
+pub fn semaphore_quorum(nodes: usize, limit: u32) -> usize {
+    let k = limit.max(1) as usize;
+    nodes.saturating_mul(k) / (k + 1) + 1
+}
+
 /// How much the nodes' clocks may disagree over a TTL: `ttl * factor + constant`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Drift {
@@ -99,6 +108,28 @@ mod tests {
     use super::*;
 
     const MS: fn(u64) -> Duration = Duration::from_millis;
+
+    #[test]
+    fn a_semaphore_needs_more_than_n_k_over_k_plus_one_nodes() {
+        // (nodes, limit, quorum)
+        let cases = [
+            (1, 1, 1),
+            (1, 5, 1),
+            (3, 1, 2),
+            (3, 2, 3),
+            (5, 1, 3),
+            (5, 2, 4),
+            (5, 3, 4),
+            (5, 4, 5),
+            (5, 100, 5),
+            (7, 2, 5),
+        ];
+        for (nodes, limit, q) in cases {
+            assert_eq!(semaphore_quorum(nodes, limit), q, "N={nodes} k={limit}");
+            // No k+1 holders fit: (k+1)·q grants exceed the N·k places.
+            assert!((limit as usize + 1) * q > nodes * limit as usize);
+        }
+    }
 
     #[test]
     fn quorum_is_a_strict_majority() {
