@@ -40,12 +40,15 @@ fn wait_for(
     rx
 }
 
-/// `DLOCK.WAITERS key`: (owner, ticket, ms waited) in service order.
+/// `DLOCK.WAITERS key`: (owner, ticket, ms waited) in service order (each waiter's fourth
+/// field, what it waits for, is always `exclusive` here).
 fn waiters(c: &mut Connection, key: &str) -> Vec<(String, Option<i64>, i64)> {
-    redis::cmd("DLOCK.WAITERS")
+    let listed: Vec<(String, Option<i64>, i64, String)> = redis::cmd("DLOCK.WAITERS")
         .arg(key)
         .query(c)
-        .expect("DLOCK.WAITERS")
+        .expect("DLOCK.WAITERS");
+    assert!(listed.iter().all(|w| w.3 == "exclusive"), "{listed:?}");
+    listed.into_iter().map(|(o, t, ms, _)| (o, t, ms)).collect()
 }
 
 fn answer(rx: &mpsc::Receiver<Reply>) -> Reply {

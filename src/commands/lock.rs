@@ -1,6 +1,7 @@
 //! The lock commands: parse, read the lock, ask the rules in `dlock_core`, apply the answer to
 //! the key, replicate its effect, tell watchers, count it.
 
+use dlock_core::group::Want;
 use dlock_core::lock::{self as rules, Fence, Release};
 use dlock_core::node::deadline_at;
 use dlock_core::wait::{Decision, Request};
@@ -12,12 +13,14 @@ use crate::keyspace::LockKey;
 use crate::node::node;
 use crate::stats::{self, CONTENDED, EXTENDS, FENCES, FORCED, RELEASES, REVOCATIONS};
 use crate::waiting::{self, Wait, Waiters};
+
+use super::group;
 use crate::wire::args::{self, OptionSpec};
 use crate::wire::{errors, Arg};
 use crate::writes::{self, Refusal};
 use crate::{config, server};
 
-const ACQUIRE_OPTIONS: [OptionSpec; 3] = [
+const ACQUIRE_OPTIONS: [OptionSpec; 5] = [
     OptionSpec {
         name: "REENTRANT",
         takes_value: false,
@@ -30,25 +33,32 @@ const ACQUIRE_OPTIONS: [OptionSpec; 3] = [
         name: "TICKET",
         takes_value: true,
     },
+    OptionSpec {
+        name: "SHARED",
+        takes_value: false,
+    },
+    OptionSpec {
+        name: "LIMIT",
+        takes_value: true,
+    },
 ];
 
-/// `DLOCK.ACQUIRE key owner ttl-ms [REENTRANT] [WAIT timeout-ms] [TICKET n]` -> token, or nil
-/// when held by another owner (with WAIT: once granted, or nil at the timeout).
+/// `DLOCK.ACQUIRE key owner ttl-ms [REENTRANT] [WAIT timeout-ms] [TICKET n] [SHARED | LIMIT k]`
+/// -> token, or nil when not available (with WAIT: once granted, or nil at the timeout).
 pub fn acquire(ctx: &Context, argv: &[Arg]) -> RedisResult {
     let owner = args::owner(argv[2].as_bytes())?;
     let ttl_ms = args::ttl_ms(argv[3].as_bytes(), config::max_ttl_ms(), "ttl-ms")?;
-    let [reentrant, wait, ticket] =
+    let [reentrant, wait, ticket, shared, limit] =
         args::options(argv[4..].iter().map(Arg::as_bytes), &ACQUIRE_OPTIONS)?;
     let timeout_ms = wait.flatten().map(args::wait_timeout_ms).transpose()?;
     let ticket = ticket.flatten().map(args::ticket).transpose()?;
     if ticket.is_some() && timeout_ms.is_none() {
         return Err(errors::ticket_needs_wait());
     }
+    let want = args::want(shared, limit)?;
     let mut key = LockKey::open(ctx, &argv[1], true);
     let waiters = Waiters::of(ctx, &argv[1]);
     let now_us = server::now_us(); // one reading: the lock found, the rank, token and deadline
-    let held = key.held(now_us / 1000)?;
-    let holder_deadline_ms = held.map(|h| h.deadline_ms);
     let request = Request {
         owner,
         reentrant: reentrant.is_some(),
@@ -61,8 +71,20 @@ pub fn acquire(ctx: &Context, argv: &[Arg]) -> RedisResult {
         rank: request.rank,
         ticketed: ticket.is_some(),
         ttl_ms,
+        want,
     };
     let timeout_ms = timeout_ms.unwrap_or(0);
+    if want != Want::Exclusive || key.is_group()? {
+        let call = group::Call {
+            request,
+            wait,
+            timeout_ms,
+            now_us,
+        };
+        return group::acquire(ctx, (argv, key, &waiters), &call);
+    }
+    let held = key.held(now_us / 1000)?;
+    let holder_deadline_ms = held.map(|h| h.deadline_ms);
     match waiters.decide(held, &request) {
         Decision::Grant => match grant(ctx, &mut key, (argv, &waiters), &request, ttl_ms, now_us) {
             // A waiter waits out the restart quarantine too.
@@ -133,6 +155,9 @@ fn renew(
 pub fn release(ctx: &Context, argv: &[Arg]) -> RedisResult {
     let owner = args::owner(argv[2].as_bytes())?;
     let mut key = LockKey::open(ctx, &argv[1], true);
+    if key.is_group()? {
+        return group::release(ctx, argv, key, server::now_ms());
+    }
     let held = key
         .held(server::now_ms())?
         .map(|h| (rules::release(Some(h), owner), h.token, h.deadline_ms));
@@ -166,6 +191,9 @@ pub fn extend(ctx: &Context, argv: &[Arg]) -> RedisResult {
     let ttl_ms = args::ttl_ms(argv[3].as_bytes(), config::max_ttl_ms(), "ttl-ms")?;
     let mut key = LockKey::open(ctx, &argv[1], true);
     let now_ms = server::now_ms();
+    if key.is_group()? {
+        return group::extend(ctx, argv, key, now_ms, ttl_ms);
+    }
     let Some((token, holds)) = key
         .held(now_ms)?
         .filter(|h| rules::may_extend(Some(*h), owner))
@@ -200,6 +228,9 @@ pub fn fence(ctx: &Context, argv: &[Arg]) -> RedisResult {
         .map(|ttl| args::ttl_ms(ttl, config::max_ttl_ms(), "PX"))
         .transpose()?;
     let mut key = LockKey::open(ctx, &argv[1], true);
+    if key.is_group()? {
+        return group::fence(ctx, argv, key, (server::now_ms(), token, ttl_ms));
+    }
     let held = key.held(server::now_ms())?;
     let kept = held.map(|h| (h.holds, h.deadline_ms));
     let fenced = node().fence(held, owner, token); // (the node lock is released here)
@@ -230,6 +261,9 @@ pub fn fence(ctx: &Context, argv: &[Arg]) -> RedisResult {
 pub fn status(ctx: &Context, argv: &[Arg]) -> RedisResult {
     let key = LockKey::open(ctx, &argv[1], false);
     let now_ms = server::now_ms();
+    if key.is_group()? {
+        return group::status(ctx, argv, &key, now_ms);
+    }
     let Some(lock) = key.held(now_ms)? else {
         return Ok(RedisValue::Null);
     };
@@ -252,7 +286,11 @@ pub fn status(ctx: &Context, argv: &[Arg]) -> RedisResult {
 /// key holds, expired or moved ones included.
 pub fn force_release(ctx: &Context, argv: &[Arg]) -> RedisResult {
     let mut key = LockKey::open(ctx, &argv[1], true);
-    let was_held = key.held(server::now_ms())?.is_some();
+    let now_ms = server::now_ms();
+    let was_held = match key.is_group()? {
+        true => !key.group_view()?.live(now_ms).is_empty(),
+        false => key.held(now_ms)?.is_some(),
+    };
     if key.stored()?.is_none() {
         return Ok(RedisValue::Integer(0));
     }

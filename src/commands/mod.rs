@@ -2,6 +2,7 @@
 //! arity checks, `COMMAND DOCS` / `COMMAND INFO` metadata, ACL categories and the README's
 //! command reference are all derived from it ([`register`], and the README test).
 
+mod group;
 mod lock;
 mod node;
 mod register;

@@ -8,6 +8,9 @@
 use dlock_core::TokenRefused;
 use redis_module::{raw, Context, RedisError, RedisResult, RedisValue};
 
+use dlock_core::group::Mode;
+
+use crate::keyspace::group::{check_coexist, Holder};
 use crate::keyspace::value::Record;
 use crate::keyspace::{LockKey, FOLLOW_KEY_TTL};
 use crate::node::node;
@@ -15,6 +18,7 @@ use crate::replication::effects;
 use crate::server;
 use crate::wire::args::{self, OptionSpec};
 use crate::wire::{errors, Arg};
+use crate::writes;
 
 /// `DLOCK.COUNTER` -> the node's fencing counter.
 pub fn counter(_ctx: &Context, _argv: &[Arg]) -> RedisResult {
@@ -53,19 +57,41 @@ pub fn raise(ctx: &Context, argv: &[Arg]) -> RedisResult {
     ))
 }
 
-const APPLY_OPTIONS: [OptionSpec; 1] = [OptionSpec {
-    name: "PXAT",
-    takes_value: true,
-}];
+const APPLY_OPTIONS: [OptionSpec; 4] = [
+    OptionSpec {
+        name: "PXAT",
+        takes_value: true,
+    },
+    OptionSpec {
+        name: "EXCLUSIVE",
+        takes_value: false,
+    },
+    OptionSpec {
+        name: "SHARED",
+        takes_value: false,
+    },
+    OptionSpec {
+        name: "LIMIT",
+        takes_value: true,
+    },
+];
 
-/// `DLOCK.APPLY key owner token holds [PXAT unix-ms]` -> OK. Stores the lock as given and
-/// raises the counter to its token. Without PXAT the lock's deadline is its key's TTL (the form
-/// an AOF rewrite of a version-1 lock takes).
+/// `DLOCK.APPLY key owner token holds [PXAT unix-ms] [EXCLUSIVE | SHARED | LIMIT k]` -> OK.
+/// Without a mode: stores the lock as given (replacing whatever the key held). With one: sets
+/// that holder of a shared lock or semaphore (`holds` 0 removes it; PXAT needed). Raises the
+/// counter to the token. Without PXAT the lock's deadline is its key's TTL (the form an AOF
+/// rewrite of a version-1 lock takes).
 pub fn apply(ctx: &Context, argv: &[Arg]) -> RedisResult {
     let owner = args::owner(argv[2].as_bytes())?;
     let token = accept_token(ctx, argv[3].as_bytes())?;
+    let [pxat, exclusive, shared, limit] =
+        args::options(argv[5..].iter().map(Arg::as_bytes), &APPLY_OPTIONS)?;
+    if let Some(mode) = holder_mode(exclusive, shared, limit)? {
+        let holds = args::holds_or_zero(argv[4].as_bytes())?;
+        let deadline_ms = args::unix_ms(pxat.flatten().ok_or_else(errors::apply_needs_pxat)?)?;
+        return apply_holder(ctx, argv, (token, holds, deadline_ms), mode);
+    }
     let holds = args::holds(argv[4].as_bytes())?;
-    let [pxat] = args::options(argv[5..].iter().map(Arg::as_bytes), &APPLY_OPTIONS)?;
     let deadline_ms = match pxat {
         Some(Some(at)) => args::unix_ms(at)?,
         _ => FOLLOW_KEY_TTL,
@@ -83,5 +109,64 @@ pub fn apply(ctx: &Context, argv: &[Arg]) -> RedisResult {
     };
     effects::apply(ctx, key.name(), Some(&argv[2]), &record);
     key.changed(crate::keyspace::notify::ACQUIRE);
+    Ok(RedisValue::SimpleStringStatic("OK"))
+}
+
+type Flag<'a> = Option<Option<&'a [u8]>>;
+
+/// The holder mode an APPLY names, and a semaphore's limit (0 for a lock).
+fn holder_mode(
+    exclusive: Flag<'_>,
+    shared: Flag<'_>,
+    limit: Flag<'_>,
+) -> Result<Option<(Mode, u32)>, RedisError> {
+    let given = [exclusive.is_some(), shared.is_some(), limit.is_some()];
+    if given.iter().filter(|&&g| g).count() > 1 {
+        return Err(errors::shared_and_limit());
+    }
+    Ok(match (exclusive, shared, limit.flatten()) {
+        (Some(_), _, _) => Some((Mode::Exclusive, 0)),
+        (_, Some(_), _) => Some((Mode::Shared, 0)),
+        (_, _, Some(k)) => Some((Mode::Permit, args::limit(k)?)),
+        _ => None,
+    })
+}
+
+/// One holder of a shared lock or a semaphore set (or removed) as given; the holders must still
+/// be able to coexist, else nothing changes.
+fn apply_holder(
+    ctx: &Context,
+    argv: &[Arg],
+    (token, holds, deadline_ms): (u64, u16, u64),
+    (mode, limit): (Mode, u32),
+) -> RedisResult {
+    let owner = argv[2].as_bytes();
+    let mut key = LockKey::open(ctx, &argv[1], true);
+    let before = key.group_view()?;
+    let mut after = before.clone();
+    after.limit = limit;
+    match holds {
+        0 => after
+            .holders
+            .retain(|h| !(*h.owner == *owner && h.mode == mode)),
+        _ => after.upsert(Holder {
+            owner: owner.into(),
+            mode,
+            token,
+            holds,
+            deadline_ms,
+        }),
+    }
+    check_coexist(&after).map_err(|why| errors::holders_conflict(&why.to_string()))?;
+    if holds > 0 {
+        node().raise_counter(token);
+    }
+    writes::store_group(
+        ctx,
+        &mut key,
+        &before,
+        after,
+        crate::keyspace::notify::ACQUIRE,
+    )?;
     Ok(RedisValue::SimpleStringStatic("OK"))
 }

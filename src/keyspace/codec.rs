@@ -134,4 +134,4 @@ pub fn decode_counter<S: Source>(source: &mut S, version: i32) -> Result<u64, De
 
 #[cfg(test)]
 #[path = "codec_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -7,13 +7,13 @@ use super::*;
 use crate::keyspace::FOLLOW_KEY_TTL;
 
 #[derive(Debug, Clone)]
-enum Field {
+pub(crate) enum Field {
     U(u64),
     B(Vec<u8>),
 }
 
 /// A field stream as the RDB loader would hand it out: asking for the wrong kind fails.
-struct Stream(std::vec::IntoIter<Field>);
+pub(crate) struct Stream(pub std::vec::IntoIter<Field>);
 
 impl Source for Stream {
     type Bytes = Vec<u8>;
@@ -32,7 +32,7 @@ impl Source for Stream {
 }
 
 #[derive(Default)]
-struct Collect(Vec<Field>);
+pub(crate) struct Collect(pub Vec<Field>);
 
 impl Sink for Collect {
     fn unsigned(&mut self, value: u64) {
@@ -43,7 +43,7 @@ impl Sink for Collect {
     }
 }
 
-fn stream(fields: Vec<Field>) -> Stream {
+pub(crate) fn stream(fields: Vec<Field>) -> Stream {
     Stream(fields.into_iter())
 }
 

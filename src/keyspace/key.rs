@@ -7,9 +7,19 @@ use std::ptr::NonNull;
 use dlock_core::Held;
 use redis_module::{raw, Context, RedisError};
 
+use super::group::Group;
+use super::group_type::set_group;
+use super::persistence::{self, Value};
 use super::value::{LockMut, LockRef, OwnedLock, Record};
-use super::{persistence, place, FOLLOW_KEY_TTL};
+use super::{place, FOLLOW_KEY_TTL};
 use crate::wire::{errors, Arg};
+use dlock_core::group::Mode;
+
+/// A value found in a key.
+pub enum Stored<'a> {
+    Lock(LockRef<'a>),
+    Group(&'a Group),
+}
 
 /// An open key, closed on drop.
 pub struct LockKey<'a> {
@@ -49,24 +59,84 @@ impl<'a> LockKey<'a> {
         self.place
     }
 
-    /// The lock value stored here, whatever its state; `None` if the key is empty, WRONGTYPE if
-    /// it holds another type.
-    pub fn stored(&self) -> Result<Option<LockRef<'_>>, RedisError> {
+    /// The value stored here, whatever its state; `None` if the key is empty, WRONGTYPE if it
+    /// holds another type.
+    pub fn stored(&self) -> Result<Option<Stored<'_>>, RedisError> {
         let Some(key) = self.key else {
             return Ok(None);
         };
-        match persistence::value_of(key)? {
+        Ok(persistence::value_of(key)?.map(|value| match value {
             // SAFETY: a value of our type in an open key stays put until the key is written,
             // which needs `&mut self` and so ends this borrow first.
-            Some(value) => Ok(Some(unsafe { LockRef::new(value) })),
-            None => Ok(None),
+            Value::Lock(ptr) => Stored::Lock(unsafe { LockRef::new(ptr) }),
+            // SAFETY: as above; a dlockmany value is a boxed Group (never null here).
+            Value::Group(ptr) => Stored::Group(unsafe { &*ptr.as_ptr().cast::<Group>() }),
+        }))
+    }
+
+    /// True if the key holds a shared lock or a semaphore (several holders): the commands then
+    /// take the group path.
+    pub fn is_group(&self) -> Result<bool, RedisError> {
+        Ok(matches!(self.stored()?, Some(Stored::Group(_))))
+    }
+
+    /// The holders stored here as a group, every lease included (ended ones too: a write drops
+    /// them and replicates that, so replicas never judge leases by their own clock): a plain lock
+    /// is one exclusive holder; a value granted under another key (moved) holds nothing.
+    pub fn group_view(&self) -> Result<Group, RedisError> {
+        let mut view = Group {
+            place: self.place,
+            ..Group::default()
+        };
+        match self.stored()? {
+            Some(Stored::Group(group)) if group.place == self.place => view = group.clone(),
+            Some(Stored::Lock(lock)) if lock.record().place == self.place => {
+                let record = lock.record();
+                let deadline_ms = match record.deadline_ms {
+                    FOLLOW_KEY_TTL => self.abs_expire_ms().unwrap_or(u64::MAX),
+                    deadline => deadline,
+                };
+                view.holders.push(super::group::Holder {
+                    owner: record.owner.into(),
+                    mode: Mode::Exclusive,
+                    token: record.token,
+                    holds: record.holds,
+                    deadline_ms,
+                });
+            }
+            _ => {}
         }
+        Ok(view)
+    }
+
+    /// Stores `group` as the resource's new state: nothing (the key is deleted), a plain lock
+    /// (one exclusive holder: the compact form), or a group; the key expires with its last lease.
+    pub fn store_group(&mut self, group: Group) -> Result<(), RedisError> {
+        let single_writer = group.limit == 0
+            && group.holders.len() == 1
+            && group.holders[0].mode == Mode::Exclusive;
+        if group.holders.is_empty() {
+            self.delete();
+            return Ok(());
+        }
+        if single_writer {
+            let h = &group.holders[0];
+            return self.put(&h.owner, h.token, h.holds, h.deadline_ms);
+        }
+        let last = group.last_deadline();
+        let key = self.key.ok_or_else(errors::cannot_store)?;
+        set_group(key, group)?;
+        if let Some(deadline_ms) = last {
+            self.expire_at(deadline_ms);
+        }
+        Ok(())
     }
 
     /// The lock held here at `now_ms`: stored, granted under this very key, and before its
-    /// deadline. Anything else is a free lock.
+    /// deadline. Anything else is a free lock. A group's holders are not one lock: `None`
+    /// (the commands route groups to their own path first).
     pub fn held(&self, now_ms: u64) -> Result<Option<Held<'_>>, RedisError> {
-        let Some(value) = self.stored()? else {
+        let Some(Stored::Lock(value)) = self.stored()? else {
             return Ok(None);
         };
         let record = value.record();
@@ -113,7 +183,9 @@ impl<'a> LockKey<'a> {
 
     /// The stored value, to change in place.
     pub fn value_mut(&mut self) -> Option<LockMut<'_>> {
-        let value = persistence::value_of(self.key?).ok()??;
+        let Value::Lock(value) = persistence::value_of(self.key?).ok()?? else {
+            return None;
+        };
         // SAFETY: `&mut self` is the only way to the value while this borrow lasts.
         Some(unsafe { LockMut::new(value) })
     }

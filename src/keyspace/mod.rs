@@ -5,6 +5,8 @@
 //! [`notify`] tells Redis a lock key changed (WATCH and keyspace events).
 
 pub mod codec;
+pub mod group;
+pub mod group_type;
 pub mod key;
 pub mod moves;
 pub mod notify;

@@ -25,7 +25,8 @@ use std::ptr::NonNull;
 
 use redis_module::raw;
 
-use super::persistence::value_of;
+use super::group::Group;
+use super::persistence::{value_of, Value};
 use super::value::{LockMut, LockRef};
 use super::{FOLLOW_KEY_TTL, MOVED};
 use crate::node::node;
@@ -136,11 +137,10 @@ fn with_lock(ctx: *mut raw::RedisModuleCtx, key: *mut raw::RedisModuleString, ch
     };
     if let Ok(Some(value)) = value_of(handle) {
         // SAFETY: our value in a key opened just now; nothing else touches it during the call.
-        let record = unsafe { LockRef::new(value) }.record();
-        let (token, deadline_ms) = (record.token, record.deadline_ms);
+        let (token, deadline_ms) = unsafe { newest_and_last(value) };
         match change {
             // SAFETY: as above; the shared view above is no longer used.
-            Change::Moved => unsafe { LockMut::new(value) }.set_place(MOVED),
+            Change::Moved => unsafe { mark_value_moved(value) },
             Change::Restored => {
                 node().raise_counter(token);
                 expire_at_deadline(handle, deadline_ms, Align::Exactly);
@@ -233,6 +233,39 @@ extern "C" fn mark_moved(
 ) {
     if let Some(Ok(Some(value))) = NonNull::new(key).map(value_of) {
         // SAFETY: our value in the key the scan opened for this call.
-        unsafe { LockMut::new(value) }.set_place(MOVED);
+        unsafe { mark_value_moved(value) };
+    }
+}
+
+/// The value's newest token (the counter rises to it) and its last deadline (the key's TTL).
+///
+/// # Safety
+/// `value` must be a live dlock value that nothing writes during the call.
+unsafe fn newest_and_last(value: Value) -> (u64, u64) {
+    match value {
+        Value::Lock(ptr) => {
+            // SAFETY: the caller's promise.
+            let record = unsafe { LockRef::new(ptr) }.record();
+            (record.token, record.deadline_ms)
+        }
+        Value::Group(ptr) => {
+            // SAFETY: the caller's promise; a dlockmany value is a boxed Group.
+            let group = unsafe { &*ptr.as_ptr().cast::<Group>() };
+            let newest = group.holders.iter().map(|h| h.token).max().unwrap_or(0);
+            (newest, group.last_deadline().unwrap_or(FOLLOW_KEY_TTL))
+        }
+    }
+}
+
+/// Marks the value as granted elsewhere: never held under the key it was carried to.
+///
+/// # Safety
+/// `value` must be a live dlock value that nothing else reads or writes during the call.
+unsafe fn mark_value_moved(value: Value) {
+    match value {
+        // SAFETY: the caller's promise.
+        Value::Lock(ptr) => unsafe { LockMut::new(ptr) }.set_place(MOVED),
+        // SAFETY: the caller's promise; a dlockmany value is a boxed Group.
+        Value::Group(ptr) => unsafe { &mut *ptr.as_ptr().cast::<Group>() }.place = MOVED,
     }
 }

@@ -51,8 +51,15 @@ fn lock_type() -> *mut raw::RedisModuleType {
     *LOCK_TYPE.raw_type.borrow()
 }
 
+/// A dlock value in an open key: a lock (one holder) or a group (a shared lock, a semaphore).
+#[derive(Clone, Copy)]
+pub enum Value {
+    Lock(NonNull<c_void>),
+    Group(NonNull<c_void>),
+}
+
 /// The dlock value in an open key; `None` if the key is empty, WRONGTYPE for any other type.
-pub fn value_of(key: NonNull<raw::RedisModuleKey>) -> Result<Option<NonNull<c_void>>, RedisError> {
+pub fn value_of(key: NonNull<raw::RedisModuleKey>) -> Result<Option<Value>, RedisError> {
     let (Some(key_type), Some(get_type), Some(get_value)) = (
         crate::api!(RedisModule_KeyType),
         crate::api!(RedisModule_ModuleTypeGetType),
@@ -65,14 +72,20 @@ pub fn value_of(key: NonNull<raw::RedisModuleKey>) -> Result<Option<NonNull<c_vo
     if kind == raw::REDISMODULE_KEYTYPE_EMPTY as c_int {
         return Ok(None);
     }
-    // SAFETY: as above; GetType is valid for module keys.
-    let ours = kind == raw::REDISMODULE_KEYTYPE_MODULE as c_int
-        && unsafe { get_type(key.as_ptr()) } == lock_type();
-    if !ours {
+    if kind != raw::REDISMODULE_KEYTYPE_MODULE as c_int {
         return Err(errors::wrong_type());
     }
-    // SAFETY: as above, and the key holds a value of our type.
-    Ok(NonNull::new(unsafe { get_value(key.as_ptr()) }))
+    // SAFETY: as above; GetType is valid for module keys.
+    let module_type = unsafe { get_type(key.as_ptr()) };
+    let wrap = if module_type == lock_type() {
+        Value::Lock
+    } else if module_type == super::group_type::group_type() {
+        Value::Group
+    } else {
+        return Err(errors::wrong_type());
+    };
+    // SAFETY: as above, and the key holds a value of one of our types.
+    Ok(NonNull::new(unsafe { get_value(key.as_ptr()) }).map(wrap))
 }
 
 /// Stores `lock` in an open key (replacing what it held); on failure the lock is freed.
@@ -101,7 +114,7 @@ unsafe fn lock_ref<'a>(value: *const c_void) -> Option<LockRef<'a>> {
 }
 
 /// The RDB loader as a field source (`None` on a short read or a wrong field marker).
-struct RdbIn(*mut raw::RedisModuleIO);
+pub(super) struct RdbIn(pub *mut raw::RedisModuleIO);
 
 impl Source for RdbIn {
     type Bytes = redis_module::RedisBuffer;
@@ -113,7 +126,7 @@ impl Source for RdbIn {
     }
 }
 
-struct RdbOut(*mut raw::RedisModuleIO);
+pub(super) struct RdbOut(pub *mut raw::RedisModuleIO);
 
 impl Sink for RdbOut {
     fn unsigned(&mut self, value: u64) {
@@ -192,7 +205,7 @@ fn place_of_io(io: *mut raw::RedisModuleIO) -> u64 {
     )
 }
 
-fn log_io(io: *mut raw::RedisModuleIO, message: &str) {
+pub(super) fn log_io(io: *mut raw::RedisModuleIO, message: &str) {
     let (Some(log), Ok(message)) = (crate::api!(RedisModule_LogIOError), CString::new(message))
     else {
         return;

@@ -9,56 +9,131 @@ use std::time::Duration;
 
 use redis_module::{raw, Context, RedisString};
 
-use super::parked::Outcome;
+use dlock_core::group::{self, Serve, Want};
+use dlock_core::wait::Waiter;
+
+use super::parked::{Outcome, Parked};
 use super::queues::{self, QueueKey};
+use crate::keyspace::group::Group;
 use crate::keyspace::LockKey;
 use crate::server;
 use crate::stats::{self, HANDOFFS};
-use crate::wire::Arg;
-use crate::writes::{self, Refusal};
+use crate::wire::{errors, Arg};
+use crate::writes::{self, Grant, Refusal};
 
 /// How soon a handoff held up by a write pause tries again.
 const PAUSED_RETRY: Duration = Duration::from_millis(5);
 
-/// Grants the lock under `name` to waiters in service order until one holds it, then watches
-/// the holder's deadline while others still wait.
+/// Serves the waiters of the resource under `name` in service order while the head can be
+/// granted (a free lock to one writer; consecutive readers together; a semaphore's free places
+/// in order), then watches the next lease to end while others still wait.
 pub fn hand_off(ctx: &Context, queue: &QueueKey, name: &Arg) {
     loop {
-        let mut lock = LockKey::open(ctx, name, true);
+        let mut key = LockKey::open(ctx, name, true);
         let now_us = server::now_us();
-        let deadline_ms = match lock.held(now_us / 1000) {
-            Ok(Some(held)) => Some(held.deadline_ms),
-            Ok(None) => None,
-            Err(_) => return fail_all(queue, "ERR the key no longer holds a lock"),
+        let Ok(view) = key.group_view() else {
+            return fail_all(queue, "ERR the key no longer holds a lock");
         };
-        if let Some(deadline_ms) = deadline_ms {
-            drop(lock);
-            return watch(ctx, queue, deadline_ms);
-        }
-        if let Err(redirect) = super::cluster::may_grant_here(ctx, queue, name.as_bytes()) {
-            return fail_all(queue, &redirect);
-        }
-        let Some(next) = queues::pop(queue) else {
+        let live = view.live(now_us / 1000);
+        forget_stale_marks(queue, &live);
+        let Some((owner, want)) = queues::head(queue) else {
             return;
         };
-        match writes::grant(ctx, &mut lock, &next.owner, None, next.ttl_ms, now_us) {
-            Ok(grant) => {
-                let ticket = next.ticketed.then_some(next.rank);
-                queues::mark_grant(queue, &next.owner, grant.token, ticket);
-                stats::count(&HANDOFFS);
-                next.handle.answer(Outcome::Granted(grant.token));
-                drop(lock);
-                return watch(ctx, queue, grant.deadline_ms);
+        match group::serve_head(group::kind_of(&live, view.limit), &live, &owner, want) {
+            Serve::Wait => {
+                let next = group::next_deadline(&live);
+                drop(key);
+                if let Some(deadline_ms) = next {
+                    watch(ctx, queue, deadline_ms);
+                }
+                return;
             }
-            Err(Refusal::Quarantined { ms_left }) => {
-                queues::requeue(queue, next);
-                return schedule(ctx, queue, Duration::from_millis(ms_left.saturating_add(1)));
+            Serve::WrongKind { is } => {
+                let failed = queues::pop(queue);
+                let error = errors::wrong_kind(is, want).to_string();
+                if let Some(waiter) = failed {
+                    waiter.handle.answer(Outcome::Failed(error));
+                }
             }
-            Err(Refusal::Error(error)) => {
-                next.handle.answer(Outcome::Failed(error.to_string()));
+            Serve::Grant { downgrade } => {
+                if let Err(redirect) = super::cluster::may_grant_here(ctx, queue, name.as_bytes()) {
+                    return fail_all(queue, &redirect);
+                }
+                let Some(next) = queues::pop(queue) else {
+                    return;
+                };
+                let single = want == Want::Exclusive && live.is_empty();
+                drop(live);
+                let granted = if single {
+                    writes::grant(ctx, &mut key, &next.owner, None, next.ttl_ms, now_us)
+                } else {
+                    let how = (next.owner.as_slice(), next.want);
+                    grant_or_downgrade(ctx, &mut key, &view, how, (next.ttl_ms, downgrade, now_us))
+                };
+                if let Some(retry) = answer(queue, next, granted) {
+                    return schedule(ctx, queue, retry);
+                }
             }
         }
     }
+}
+
+/// Answers a served waiter; `Some(delay)` when the grant must wait (the quarantine) and the
+/// waiter went back to the head of the queue.
+fn answer(
+    queue: &QueueKey,
+    next: Waiter<Parked>,
+    granted: Result<Grant, Refusal>,
+) -> Option<Duration> {
+    match granted {
+        Ok(grant) => {
+            let ticket = next.ticketed.then_some(next.rank);
+            match next.want {
+                Want::Exclusive => queues::mark_grant(queue, &next.owner, grant.token, ticket),
+                _ => queues::mark_holder(queue, &next.owner, grant.token, ticket),
+            }
+            stats::count(&HANDOFFS);
+            next.handle.answer(Outcome::Granted(grant.token));
+            None
+        }
+        Err(Refusal::Quarantined { ms_left }) => {
+            queues::requeue(queue, next);
+            Some(Duration::from_millis(ms_left.saturating_add(1)))
+        }
+        Err(Refusal::Error(error)) => {
+            next.handle.answer(Outcome::Failed(error.to_string()));
+            None
+        }
+    }
+}
+
+/// A served shared or permit waiter: a fresh place, or (an exclusive holder asking for the
+/// shared side) a downgrade keeping its token.
+fn grant_or_downgrade(
+    ctx: &Context,
+    key: &mut LockKey<'_>,
+    before: &Group,
+    (owner, want): (&[u8], Want),
+    (ttl_ms, downgrade, now_us): (u64, Option<u64>, u64),
+) -> Result<Grant, Refusal> {
+    match downgrade {
+        None => writes::grant_holder(ctx, key, before, (owner, want), ttl_ms, now_us),
+        Some(token) => {
+            let deadline_ms = dlock_core::node::deadline_at(now_us / 1000, ttl_ms);
+            writes::downgrade(ctx, key, before, owner, (token, deadline_ms), now_us / 1000)
+                .map(|()| Grant { token })
+                .map_err(Refusal::Error)
+        }
+    }
+}
+
+/// Drops the marks of holders that are gone (released, expired, revoked).
+fn forget_stale_marks(queue: &QueueKey, live: &[group::Entry<'_>]) {
+    queues::unmark_where(queue, |m| {
+        !live
+            .iter()
+            .any(|e| e.owner == m.owner.as_slice() && e.token == m.token)
+    });
 }
 
 /// Keeps one timer on a key with waiters, firing at the holder's deadline.

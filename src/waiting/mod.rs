@@ -15,7 +15,8 @@ mod queues;
 use std::cell::OnceCell;
 use std::time::Duration;
 
-use dlock_core::wait::{self, Decision, Queue, Request};
+use dlock_core::group::{self, Entry, Kind, Want};
+use dlock_core::wait::{self, Decision, Queue, Request, Tentative};
 use dlock_core::Held;
 use redis_module::{raw, Context, RedisError, RedisValue};
 
@@ -70,6 +71,38 @@ impl<'a> Waiters<'a> {
             Some(s) => wait::acquire(held, s.tentative.as_ref(), &s.queue, req),
             None => wait::acquire(held, None, &Queue::<()>::default(), req),
         })
+    }
+
+    /// What an ACQUIRE of a shared lock or a semaphore does here, given the live holders, the
+    /// queue and the holders' tentative marks.
+    pub fn decide_group(
+        &self,
+        holders: (Option<Kind>, &[Entry<'_>]),
+        req: &Request<'_>,
+        want: Want,
+    ) -> group::Decision {
+        let empty = Queue::<()>::default();
+        if queues::idle() {
+            return group::decide(holders, &empty, req, want, |_| None);
+        }
+        queues::peek(self.key(), |state| match state {
+            Some(s) => group::decide(holders, &s.queue, req, want, |e| ticket_of(&s.marks, e)),
+            None => group::decide(holders, &empty, req, want, |_| None),
+        })
+    }
+
+    /// A ticketed grant to a holder stays tentative until its FENCE commits it.
+    pub fn granted_holder(&self, owner: &[u8], token: u64, ticket: Option<u64>) {
+        if ticket.is_some() {
+            queues::mark_holder(self.key(), owner, token, ticket);
+        }
+    }
+
+    /// The holder's FENCE committed its grant: it can no longer be wounded.
+    pub fn committed_holder(&self, owner: &[u8]) {
+        if !queues::idle() {
+            queues::unmark_where(self.key(), |m| m.owner == owner);
+        }
     }
 
     /// A ticketed grant stays tentative until FENCE commits it; a fresh grant ends any mark.
@@ -155,6 +188,14 @@ impl<'a> Waiters<'a> {
     }
 }
 
+/// The ticket of `entry`'s uncommitted grant, if it is one.
+pub fn ticket_of(marks: &[Tentative], entry: &Entry<'_>) -> Option<u64> {
+    marks
+        .iter()
+        .find(|m| m.owner == entry.owner && m.token == entry.token)
+        .map(|m| m.ticket)
+}
+
 fn list(key: &QueueKey) -> Vec<RedisValue> {
     queues::peek(key, |state| {
         let Some(state) = state else {
@@ -174,10 +215,24 @@ fn list(key: &QueueKey) -> Vec<RedisValue> {
                     RedisValue::StringBuffer(w.owner.clone()),
                     ticket,
                     RedisValue::Integer(i64::try_from(waited).unwrap_or(i64::MAX)),
+                    RedisValue::SimpleStringStatic(want_word(w.want)),
                 ])
             })
             .collect()
     })
+}
+
+/// How `DLOCK.WAITERS` and `DLOCK.STATUS` name what a waiter or a holder has or wants.
+pub fn want_word(want: Want) -> &'static str {
+    mode_word(want.mode())
+}
+
+pub fn mode_word(mode: group::Mode) -> &'static str {
+    match mode {
+        group::Mode::Exclusive => "exclusive",
+        group::Mode::Shared => "shared",
+        group::Mode::Permit => "permit",
+    }
 }
 
 /// Waiters queued on one key.

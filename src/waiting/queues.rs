@@ -9,6 +9,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
+use dlock_core::group::Want;
 use dlock_core::wait::{Queue, Tentative, Waiter};
 
 use super::parked::Parked;
@@ -25,12 +26,17 @@ pub struct Wait<'a> {
     pub ticketed: bool,
     /// The lease the waiter asked for, granted from the moment it is served.
     pub ttl_ms: u64,
+    /// The exclusive lock, a shared hold or a permit.
+    pub want: Want,
 }
 
 #[derive(Default)]
 pub struct KeyState {
     pub queue: Queue<Parked>,
     pub tentative: Option<Tentative>,
+    /// The tentative marks of a shared lock's or a semaphore's holders (several may be
+    /// uncommitted at once); a mark describes its holder only while owner and token match.
+    pub marks: Vec<Tentative>,
     /// The pending timer that watches this key's deadline or retries its handoff.
     pub timer: Option<u64>,
 }
@@ -75,7 +81,8 @@ fn change<R>(
     let before = state.queue.len();
     let result = f(state);
     let after = state.queue.len();
-    if state.queue.is_empty() && state.tentative.is_none() && state.timer.is_none() {
+    let holds_nothing = state.tentative.is_none() && state.marks.is_empty();
+    if state.queue.is_empty() && holds_nothing && state.timer.is_none() {
         r.keys.remove(key);
     }
     r.waiters = (r.waiters + after).saturating_sub(before);
@@ -96,8 +103,13 @@ pub fn peek<R>(key: &QueueKey, f: impl FnOnce(Option<&KeyState>) -> R) -> R {
 /// Queues a parked client; returns the same owner's earlier wait it replaces.
 pub fn enqueue(key: &QueueKey, wait: &Wait<'_>, parked: Parked) -> Option<Waiter<Parked>> {
     let replaced = with_key(key, |k| {
-        k.queue
-            .push(wait.owner, wait.rank, wait.ticketed, wait.ttl_ms, parked)
+        k.queue.push(
+            wait.owner,
+            wait.rank,
+            wait.ticketed,
+            (wait.ttl_ms, wait.want),
+            parked,
+        )
     })
     .flatten();
     REGISTRY.with_borrow_mut(|r| {
@@ -116,6 +128,7 @@ pub fn requeue(key: &QueueKey, waiter: Waiter<Parked>) {
         rank: waiter.rank,
         ticketed: waiter.ticketed,
         ttl_ms: waiter.ttl_ms,
+        want: waiter.want,
     };
     enqueue(key, &wait, waiter.handle);
 }
@@ -138,6 +151,35 @@ pub fn mark_grant(key: &QueueKey, owner: &[u8], token: u64, ticket: Option<u64>)
             }
         }
     }
+}
+
+/// Records a grant to one holder of a shared lock or a semaphore: a ticketed one stays
+/// tentative (a wound may revoke it) until its FENCE commits it.
+pub fn mark_holder(key: &QueueKey, owner: &[u8], token: u64, ticket: Option<u64>) {
+    let Some(ticket) = ticket else {
+        return;
+    };
+    let mark = Tentative {
+        owner: owner.to_vec(),
+        token,
+        ticket,
+    };
+    with_key(key, |k| {
+        k.marks.retain(|m| m.owner != owner);
+        k.marks.push(mark);
+    });
+}
+
+/// Forgets the marks `stale` selects (committed, or their holder is gone).
+pub fn unmark_where(key: &QueueKey, stale: impl Fn(&Tentative) -> bool) {
+    if !idle() {
+        update(key, |k| k.marks.retain(|m| !stale(m)));
+    }
+}
+
+/// The first waiter's owner and what it wants, without taking it off the queue.
+pub fn head(key: &QueueKey) -> Option<(Vec<u8>, Want)> {
+    peek(key, |k| k?.queue.head().map(|w| (w.owner.clone(), w.want)))
 }
 
 /// Takes the first waiter in service order off the key's queue.

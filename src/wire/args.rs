@@ -1,6 +1,7 @@
 //! Parsing and validating command arguments, free of the Redis API (so they are fuzzed in the
 //! tests). Everything is checked before any key is touched: bad input changes nothing.
 
+use dlock_core::group::{Want, MAX_LIMIT};
 use dlock_core::lock::{MAX_HOLDS, MAX_OWNER_LEN};
 use dlock_core::MAX_TOKEN;
 use redis_module::RedisError;
@@ -66,6 +67,13 @@ pub fn holds(bytes: &[u8]) -> Result<u16, RedisError> {
         .ok_or_else(|| errors::holds(bytes))
 }
 
+/// A hold count in an effect that may remove a holder (0).
+pub fn holds_or_zero(bytes: &[u8]) -> Result<u16, RedisError> {
+    in_range(bytes, 0, i64::from(MAX_HOLDS))
+        .map(|holds| holds as u16)
+        .ok_or_else(|| errors::holds(bytes))
+}
+
 pub fn unix_ms(bytes: &[u8]) -> Result<u64, RedisError> {
     in_range(bytes, 1, MAX_TOKEN as i64).ok_or_else(|| errors::expiry(bytes))
 }
@@ -79,6 +87,28 @@ pub fn wait_timeout_ms(bytes: &[u8]) -> Result<u64, RedisError> {
 /// `TICKET n`: a positive integer.
 pub fn ticket(bytes: &[u8]) -> Result<u64, RedisError> {
     in_range(bytes, 1, i64::MAX).ok_or_else(|| errors::ticket(bytes))
+}
+
+/// `LIMIT k`: a semaphore's number of places.
+pub fn limit(bytes: &[u8]) -> Result<u32, RedisError> {
+    in_range(bytes, 1, i64::from(MAX_LIMIT))
+        .map(|limit| limit as u32)
+        .ok_or_else(|| errors::limit(bytes))
+}
+
+/// What an ACQUIRE asks for from its `SHARED` flag and `LIMIT k` option (at most one of them).
+pub fn want(
+    shared: Option<Option<&[u8]>>,
+    limit: Option<Option<&[u8]>>,
+) -> Result<Want, RedisError> {
+    match (shared, limit.flatten()) {
+        (Some(_), Some(_)) => Err(errors::shared_and_limit()),
+        (Some(_), None) => Ok(Want::Shared),
+        (None, Some(k)) => Ok(Want::Permit {
+            limit: self::limit(k)?,
+        }),
+        (None, None) => Ok(Want::Exclusive),
+    }
 }
 
 /// One optional argument a command accepts after its fixed ones: a bare flag or a `NAME value`.

@@ -1,6 +1,7 @@
 //! Every error string a client can see, in one place. Each starts with a Redis error code
 //! (`ERR`, `WRONGTYPE`, `TRYAGAIN`) and names the argument and what is allowed.
 
+use dlock_core::group::{Kind, Want, MAX_LIMIT};
 use dlock_core::lock::{MAX_HOLDS, MAX_OWNER_LEN};
 use dlock_core::MAX_TOKEN;
 use redis_module::RedisError;
@@ -145,4 +146,47 @@ pub fn wrong_type() -> RedisError {
 /// error stays one short line that every client can decode.
 fn shown(got: &[u8]) -> String {
     got[..got.len().min(64)].escape_ascii().to_string()
+}
+
+/// How errors name a resource's kind, or what a request asked for.
+fn kind_words(kind: Kind) -> String {
+    match kind {
+        Kind::Lock => "a lock".to_string(),
+        Kind::Semaphore { limit } => format!("a semaphore with LIMIT {limit}"),
+    }
+}
+
+/// A resource keeps its kind while held (a WRONGTYPE of resources).
+pub fn wrong_kind(is: Kind, asked: Want) -> RedisError {
+    err(format!(
+        "WRONGKIND the resource is {}, asked as {}: a resource keeps its kind while held",
+        kind_words(is),
+        kind_words(asked.kind())
+    ))
+}
+
+pub fn upgrade_refused() -> RedisError {
+    err("ERR owner holds the lock shared: upgrading to exclusive is refused (two upgrading readers would wait for each other forever); release the shared hold and acquire exclusive".to_string())
+}
+
+pub fn shared_and_limit() -> RedisError {
+    err(
+        "ERR SHARED and LIMIT cannot be given together: a resource is a lock or a semaphore"
+            .to_string(),
+    )
+}
+
+pub fn limit(got: &[u8]) -> RedisError {
+    err(format!(
+        "ERR LIMIT must be an integer from 1 to {MAX_LIMIT}, got '{}'",
+        shown(got)
+    ))
+}
+
+pub fn holders_conflict(why: &str) -> RedisError {
+    err(format!("ERR the holders would not coexist: {why}"))
+}
+
+pub fn apply_needs_pxat() -> RedisError {
+    err("ERR DLOCK.APPLY of a shared lock's or a semaphore's holder needs PXAT".to_string())
 }

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod dump;
+pub mod group;
 
 pub use dlock_testkit::Server;
 pub use redis::{Connection, Value};
