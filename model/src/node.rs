@@ -105,7 +105,9 @@ fn acquire(
             } else {
                 ticket
             };
-            state.nodes[node].queue.push(&who, rank, true, (0, Default::default()), ());
+            state.nodes[node]
+                .queue
+                .push(&who, rank, true, (0, Default::default()), ());
         }
         Decision::Contended | Decision::HoldLimit => {}
     }

@@ -85,9 +85,9 @@ macro_rules! args {
 #[rustfmt::skip]
 pub static COMMANDS: &[Command] = &[
     Command { name: "dlock.acquire", handler: lock::acquire, flags: "write deny-oom fast blocking", key: KeyUse::Update, arity: -4, since: "0.1.0", audience: App,
-        usage: "key owner ttl-ms [REENTRANT] [WAIT timeout-ms] [TICKET n]",
-        summary: "Takes the lock, or renews it for the same owner. Replies the fencing token, or nil when another owner holds it; with WAIT, queues until granted (nil at the timeout, 0 = none), served by TICKET then arrival.",
-        args: args![c"key": Key, c"owner": Str, c"ttl-ms": Integer, c"reentrant": Flag(c"REENTRANT"), c"timeout-ms": Opt(c"WAIT"), c"ticket": Opt(c"TICKET")] },
+        usage: "key owner ttl-ms [REENTRANT] [WAIT timeout-ms] [TICKET n] [SHARED | LIMIT k]",
+        summary: "Takes the lock (exclusive; SHARED: a reader's hold; LIMIT k: one of k permits), or renews it for the same owner. Replies the fencing token, or nil when not available; with WAIT, queues until granted (nil at the timeout, 0 = none), served by TICKET then arrival. WRONGKIND when the resource is held as another kind.",
+        args: args![c"key": Key, c"owner": Str, c"ttl-ms": Integer, c"reentrant": Flag(c"REENTRANT"), c"timeout-ms": Opt(c"WAIT"), c"ticket": Opt(c"TICKET"), c"shared": Flag(c"SHARED"), c"limit": Opt(c"LIMIT")] },
     Command { name: "dlock.release", handler: lock::release, flags: "write fast", key: KeyUse::Delete, arity: 3, since: "0.1.0", audience: App,
         usage: "key owner",
         summary: "Releases one hold of owner's lock. Replies 1 if owner held it, else 0.",
@@ -102,11 +102,11 @@ pub static COMMANDS: &[Command] = &[
         args: args![c"key": Key, c"owner": Str, c"token": Integer, c"ttl-ms": Opt(c"PX")] },
     Command { name: "dlock.status", handler: lock::status, flags: "readonly fast", key: KeyUse::Read, arity: 2, since: "0.1.0", audience: App,
         usage: "key",
-        summary: "Replies nil when free, else owner, token, ttl (ms left), holds and waiters.",
+        summary: "Replies nil when free, else owner, token, ttl (ms left), holds and waiters; for a shared lock or a semaphore: kind, limit, holders (owner, token, ttl, holds, mode each) and waiters.",
         args: args![c"key": Key] },
     Command { name: "dlock.waiters", handler: lock::waiters, flags: "readonly fast", key: KeyUse::Read, arity: 2, since: "0.2.0", audience: App,
         usage: "key",
-        summary: "Lists the clients waiting for the lock in service order: owner, ticket (or nil) and ms waited each.",
+        summary: "Lists the clients waiting for the lock in service order: owner, ticket (or nil), ms waited and what it waits for (exclusive, shared or permit) each.",
         args: args![c"key": Key] },
     Command { name: "dlock.counter", handler: node::counter, flags: "readonly fast", key: KeyUse::None, arity: 1, since: "0.1.0", audience: App,
         usage: "",
@@ -121,9 +121,9 @@ pub static COMMANDS: &[Command] = &[
         summary: "Raises the node counter to at least token (never lowers it). Replicated effect; not for applications.",
         args: args![c"token": Integer] },
     Command { name: "dlock.apply", handler: node::apply, flags: "write", key: KeyUse::Overwrite, arity: -5, since: "0.1.0", audience: Effect,
-        usage: "key owner token holds [PXAT unix-ms]",
-        summary: "Stores a lock exactly as given. The replicated effect of every lock write; not for applications.",
-        args: args![c"key": Key, c"owner": Str, c"token": Integer, c"holds": Integer, c"unix-ms": Opt(c"PXAT")] },
+        usage: "key owner token holds [PXAT unix-ms] [EXCLUSIVE | SHARED | LIMIT k]",
+        summary: "Stores a lock exactly as given; with a mode, sets one holder of a shared lock or semaphore (holds 0 removes it). The replicated effect of every lock write; not for applications.",
+        args: args![c"key": Key, c"owner": Str, c"token": Integer, c"holds": Integer, c"unix-ms": Opt(c"PXAT"), c"exclusive": Flag(c"EXCLUSIVE"), c"shared": Flag(c"SHARED"), c"limit": Opt(c"LIMIT")] },
 ];
 
 impl Command {

@@ -100,7 +100,7 @@ fn set_info(handle: *mut raw::RedisModuleCommand, command: &Command) -> Result<(
     let info = raw::RedisModuleCommandInfo {
         version: &INFO_VERSION,
         summary: summary.as_ptr(),
-        complexity: c"O(1)".as_ptr(),
+        complexity: c"O(1); O(holders) on a shared lock or a semaphore".as_ptr(),
         since: since.as_ptr(),
         history: ptr::null_mut(),
         tips: ptr::null(),
