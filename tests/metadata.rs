@@ -110,6 +110,8 @@ fn dlock_acquire_docs_and_info() {
         ("reentrant", "pure-token"),
         ("timeout-ms", "integer"),
         ("ticket", "integer"),
+        ("shared", "pure-token"),
+        ("limit", "integer"),
     ];
     assert_eq!(names, expected.map(|(n, t)| (n.to_string(), t.to_string())));
 
