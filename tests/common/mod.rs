@@ -137,7 +137,12 @@ pub fn effects_are_internal(c: &mut Connection) -> bool {
 
 /// A replica of `master`, with its link up.
 pub fn replica_of(master: &Server) -> Server {
-    let replica = Server::builder()
+    replica_built(master, Server::builder())
+}
+
+/// A replica of `master` started from `builder`, with its link up.
+pub fn replica_built(master: &Server, builder: dlock_testkit::Builder) -> Server {
+    let replica = builder
         .config("replicaof", &format!("127.0.0.1 {}", master.port()))
         .start();
     let mut c = replica.conn();
