@@ -27,11 +27,11 @@ fn make_groups(c: &mut Connection) {
     take(c, "pool", "b", MIN, Kind::Limit(2)).unwrap();
 }
 
+/// A resource as (kind, limit, holders as (owner, token, mode)), without the ttl, which moves.
+type Snapshot = (String, Option<i64>, Vec<(String, i64, String)>);
+
 /// Holders as (owner, token, mode), without the ttl, which moves.
-fn holders(
-    c: &mut Connection,
-    key: &str,
-) -> Option<(String, Option<i64>, Vec<(String, i64, String)>)> {
+fn holders(c: &mut Connection, key: &str) -> Option<Snapshot> {
     let (kind, limit, holders, _): GroupStatus = group_status(c, key)?;
     let list = holders
         .into_iter()
@@ -40,7 +40,7 @@ fn holders(
     Some((kind, limit, list))
 }
 
-fn snapshot(c: &mut Connection) -> Vec<Option<(String, Option<i64>, Vec<(String, i64, String)>)>> {
+fn snapshot(c: &mut Connection) -> Vec<Option<Snapshot>> {
     ["doc", "down", "pool"]
         .iter()
         .map(|k| holders(c, k))

@@ -6,8 +6,10 @@ mod run;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{Parser, Subcommand, ValueEnum};
-use dlock_client::{Error, LockManager, ReplicaAck, WaitMode};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use dlock_client::{
+    Error, Holders, LockKind, LockManager, ReplicaAck, Resource, WaitMode, MAX_LIMIT,
+};
 
 /// Exit codes of dlock itself (`run` otherwise exits with the command's own status).
 pub mod exit {
@@ -22,6 +24,9 @@ pub mod exit {
     pub const LOST: u8 = 5;
     /// `release` / `extend`: OWNER does not hold the lock on a majority.
     pub const NOT_HELD: u8 = 6;
+    /// The resource is held as another kind (a semaphore of another --limit, a lock asked
+    /// with --limit, a semaphore asked without it).
+    pub const WRONG_KIND: u8 = 7;
     /// `run`: the command could not be started.
     pub const CANNOT_RUN: u8 = 127;
     /// `run`: interrupted (SIGINT); the command was stopped and the lock released.
@@ -37,6 +42,7 @@ Exit codes:
   4    no quorum: too few nodes reachable, or validity ran out while acquiring
   5    run: lock lost while the command ran, or held past --max-hold (the command got SIGTERM)
   6    release/extend: OWNER does not hold the lock on a majority
+  7    the resource is held as another kind (--shared/--limit do not match how it is held)
   127  run: the command could not be started
   130  run: interrupted (Ctrl-C); command stopped (or the wait withdrawn), lock released
   143  run: dlock got SIGTERM; command stopped, lock released";
@@ -131,6 +137,30 @@ impl Cli {
     }
 }
 
+/// How to hold the resource: exclusively (the default), shared, or as one of N permits.
+#[derive(Args, Clone, Copy)]
+struct KindArgs {
+    /// Take a shared (reader's) hold: any number of shared holders at once, none while
+    /// someone holds it exclusively.
+    #[arg(long, conflicts_with = "limit")]
+    shared: bool,
+    /// Take one of N permits of a semaphore: at most N holders at once (`sem` for a fleet).
+    /// Needs more than nodes·N/(N+1) nodes to grant.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_LIMIT)))]
+    limit: Option<u32>,
+}
+
+impl KindArgs {
+    fn of(self, name: &str) -> Resource<'_> {
+        let kind = match (self.shared, self.limit) {
+            (_, Some(limit)) => LockKind::Semaphore { limit },
+            (true, None) => LockKind::Shared,
+            (false, None) => LockKind::Exclusive,
+        };
+        Resource { name, kind }
+    }
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Run CMD while holding RESOURCE (extended while it runs, released when it exits).
@@ -145,6 +175,8 @@ enum Command {
         /// stuck command cannot keep the lock forever. Default: no cap.
         #[arg(long, value_parser = humantime::parse_duration)]
         max_hold: Option<Duration>,
+        #[command(flatten)]
+        kind: KindArgs,
         #[arg(last = true, required = true)]
         cmd: Vec<String>,
     },
@@ -155,15 +187,20 @@ enum Command {
         ttl: Duration,
         #[arg(long, default_value = "0s", value_parser = humantime::parse_duration)]
         wait: Duration,
+        #[command(flatten)]
+        kind: KindArgs,
     },
     /// Release OWNER's lock on RESOURCE on every node.
     Release { resource: String, owner: String },
-    /// Reset the TTL of OWNER's lock on RESOURCE; prints the new VALIDITY_MS.
+    /// Reset the TTL of OWNER's lock on RESOURCE; prints the new VALIDITY_MS. A semaphore's
+    /// permit needs its --limit (its quorum is larger than a majority).
     Extend {
         resource: String,
         owner: String,
         #[arg(long, value_parser = humantime::parse_duration)]
         ttl: Duration,
+        #[command(flatten)]
+        kind: KindArgs,
     },
     /// Show each node's view of RESOURCE.
     Status { resource: String },
@@ -219,13 +256,15 @@ async fn dispatch(manager: &LockManager, command: Command) -> u8 {
             ttl,
             wait,
             max_hold,
+            kind,
             cmd,
-        } => run::run(manager, &resource, (ttl, wait, max_hold), &cmd).await,
+        } => run::run(manager, kind.of(&resource), (ttl, wait, max_hold), &cmd).await,
         Command::Acquire {
             resource,
             ttl,
             wait,
-        } => match manager.lock(&resource, ttl, wait).await {
+            kind,
+        } => match manager.lock(kind.of(&resource), ttl, wait).await {
             Ok(guard) => {
                 let (owner, token, validity) = guard.detach();
                 println!("{owner} {token} {}", validity.as_millis());
@@ -244,7 +283,8 @@ async fn dispatch(manager: &LockManager, command: Command) -> u8 {
             resource,
             owner,
             ttl,
-        } => match manager.extend_owner(&resource, &owner, ttl).await {
+            kind,
+        } => match manager.extend_owner(kind.of(&resource), &owner, ttl).await {
             Ok(validity) => {
                 println!("{}", validity.as_millis());
                 0
@@ -259,15 +299,32 @@ async fn dispatch(manager: &LockManager, command: Command) -> u8 {
 async fn status(manager: &LockManager, resource: &str) -> u8 {
     for node in manager.status(resource).await {
         match node.state {
-            Ok(Some(lock)) => println!(
-                "{} owner={} token={} ttl={}ms holds={}",
-                node.node, lock.owner, lock.token, lock.ttl_ms, lock.holds
-            ),
-            Ok(None) => println!("{} free", node.node),
+            Ok(held) => print_holders(&node.node, &held),
             Err(reason) => println!("{} unreachable: {reason}", node.node),
         }
     }
     0
+}
+
+/// One line per holder: `NODE owner=.. token=.. ttl=..ms holds=..` (plus `mode=..` for a shared
+/// lock's or semaphore's holders), or `NODE free`.
+fn print_holders(node: &str, held: &Holders) {
+    if held.holders.is_empty() {
+        println!("{node} free");
+    }
+    let plain =
+        held.limit.is_none() && held.holders.len() == 1 && held.holders[0].mode == "exclusive";
+    for lock in &held.holders {
+        let mode = match (plain, held.limit) {
+            (true, _) => String::new(),
+            (false, Some(limit)) => format!(" mode=permit limit={limit}"),
+            (false, None) => format!(" mode={}", lock.mode),
+        };
+        println!(
+            "{node} owner={} token={} ttl={}ms holds={}{mode}",
+            lock.owner, lock.token, lock.ttl_ms, lock.holds
+        );
+    }
 }
 
 fn not_held(resource: &str, owner: &str) -> u8 {
@@ -283,6 +340,7 @@ pub fn code_of(e: &Error) -> u8 {
         Error::NoQuorum { .. } | Error::ValidityExpired { .. } => exit::NO_QUORUM,
         Error::LockLost { .. } => exit::LOST,
         Error::InvalidArgument(_) => exit::USAGE,
+        Error::WrongKind { .. } => exit::WRONG_KIND,
     }
 }
 

@@ -3,7 +3,7 @@
 use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
-use dlock_client::{LockGuard, LockManager};
+use dlock_client::{LockGuard, LockManager, Resource};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use tokio::process::{Child, Command};
@@ -16,7 +16,7 @@ const GRACE: Duration = Duration::from_secs(10);
 
 pub async fn run(
     manager: &LockManager,
-    resource: &str,
+    target: Resource<'_>,
     (ttl, wait, max_hold): (Duration, Duration, Option<Duration>),
     argv: &[String],
 ) -> u8 {
@@ -28,8 +28,9 @@ pub async fn run(
             return exit::CANNOT_RUN;
         }
     };
+    let resource = target.name;
     let acquired = tokio::select! {
-        acquired = manager.lock(resource, ttl, wait) => acquired,
+        acquired = manager.lock(target, ttl, wait) => acquired,
         // The dropped lock() withdraws its wait in the background; main settles it.
         _ = interrupt.recv() => return exit::INTERRUPTED,
         _ = terminate.recv() => return 128 + Signal::SIGTERM as u8,

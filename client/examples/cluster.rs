@@ -33,7 +33,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let guard = locks.lock(resource, ttl, wait).await?;
         println!("{resource}: token {}", guard.token());
         for node in locks.status(resource).await {
-            match node.state {
+            match node.state.as_ref().map(|held| held.holders.first()) {
                 Ok(Some(lock)) => println!(
                     "  {}: held by {}, token {}, {} ms left",
                     node.node, lock.owner, lock.token, lock.ttl_ms

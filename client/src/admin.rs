@@ -6,6 +6,7 @@ use std::time::Duration;
 use redis::Value;
 
 use crate::error::Error;
+use crate::kind::Resource;
 use crate::manager::LockManager;
 use crate::shared::check_ttl;
 use crate::timing::quorum as majority;
@@ -14,8 +15,19 @@ use crate::timing::quorum as majority;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeStatus {
     pub node: String,
-    /// `Ok(None)`: free; `Ok(Some)`: held; `Err`: unreachable, with the reason.
-    pub state: Result<Option<LockInfo>, String>,
+    /// The holders (empty: free; several: a shared lock's readers or a semaphore's permits),
+    /// or why the node could not be asked.
+    pub state: Result<Holders, String>,
+}
+
+/// Who holds a resource on one node.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Holders {
+    /// A semaphore's limit; `None` for a lock.
+    pub limit: Option<u32>,
+    pub holders: Vec<LockInfo>,
+    /// Clients queued for it.
+    pub waiters: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,6 +36,8 @@ pub struct LockInfo {
     pub token: u64,
     pub ttl_ms: i64,
     pub holds: u64,
+    /// `exclusive`, `shared` or `permit`.
+    pub mode: String,
 }
 
 impl LockManager {
@@ -33,27 +47,29 @@ impl LockManager {
         let shared = &self.shared;
         let tally = shared.round(resource, owner).release().await;
         if tally.answered() < majority(shared.nodes()) {
-            return Err(tally.no_quorum(resource, shared.nodes()));
+            return Err(tally.no_quorum(resource, majority(shared.nodes())));
         }
         Ok(tally.done)
     }
 
-    /// Extends `owner`'s lock on all nodes; the new validity. [`Error::NoQuorum`] if too few
-    /// nodes answered, [`Error::LockLost`] if a majority answered but did not extend.
-    pub async fn extend_owner(
+    /// Extends `owner`'s hold on all nodes; the new validity. [`Error::NoQuorum`] if too few
+    /// nodes answered, [`Error::LockLost`] if the kind's quorum answered but did not extend (a
+    /// semaphore's permit needs its larger quorum: pass it as a [`Resource::semaphore`]).
+    pub async fn extend_owner<'r>(
         &self,
-        resource: &str,
+        resource: impl Into<Resource<'r>>,
         owner: &str,
         ttl: Duration,
     ) -> Result<Duration, Error> {
         check_ttl(ttl)?;
-        let shared = &self.shared;
+        let Resource { name, kind } = resource.into();
+        let (shared, needed) = (&self.shared, kind.check()?.quorum(self.shared.nodes()));
         shared
-            .round(resource, owner)
+            .round_of(name, owner, kind)
             .extend(ttl)
             .await
             .map(|until| until.saturating_duration_since(shared.clock.now()))
-            .map_err(|tally| tally.extend_error(resource, shared.nodes()))
+            .map_err(|tally| tally.extend_error(name, needed))
     }
 
     /// `DLOCK.STATUS` on every node.
@@ -71,10 +87,9 @@ impl LockManager {
     }
 }
 
-/// `owner <bytes> token <int> ttl <int> holds <int>` as a RESP2 array or RESP3 map.
-fn parse_status(reply: Value) -> Result<Option<LockInfo>, String> {
+/// A RESP2 array of name/value pairs or a RESP3 map, as pairs.
+fn pairs(reply: Value) -> Result<Vec<(String, Value)>, String> {
     let pairs: Vec<(Value, Value)> = match reply {
-        Value::Nil => return Ok(None),
         Value::Map(pairs) => pairs,
         Value::Array(items) => {
             let mut it = items.into_iter();
@@ -82,22 +97,65 @@ fn parse_status(reply: Value) -> Result<Option<LockInfo>, String> {
         }
         other => return Err(format!("unexpected DLOCK.STATUS reply {other:?}")),
     };
+    pairs
+        .into_iter()
+        .map(|(name, value)| {
+            Ok((
+                redis::from_redis_value(name).map_err(|e| e.to_string())?,
+                value,
+            ))
+        })
+        .collect()
+}
+
+/// `DLOCK.STATUS`: nil (free); a lock's `owner token ttl holds waiters`; or a shared lock's or
+/// semaphore's `kind [limit] holders waiters`, each holder `owner token ttl holds mode`.
+fn parse_status(reply: Value) -> Result<Holders, String> {
+    if reply == Value::Nil {
+        return Ok(Holders::default());
+    }
+    let mut status = Holders::default();
+    let mut single = None;
+    for (name, value) in pairs(reply)? {
+        let bad = |e: redis::ParsingError| format!("field {name}: {e}");
+        match name.as_str() {
+            "limit" => status.limit = Some(redis::from_redis_value(value).map_err(bad)?),
+            "waiters" => status.waiters = redis::from_redis_value(value).map_err(bad)?,
+            "holders" => {
+                let list: Vec<Value> = redis::from_redis_value(value).map_err(bad)?;
+                for holder in list {
+                    status.holders.push(holder_of(pairs(holder)?, "shared")?);
+                }
+            }
+            "kind" => {}
+            _ => single.get_or_insert_with(Vec::new).push((name, value)),
+        }
+    }
+    if let Some(fields) = single {
+        status.holders.push(holder_of(fields, "exclusive")?);
+    }
+    Ok(status)
+}
+
+/// One holder from its fields; `mode` when the reply names none (a plain lock's).
+fn holder_of(fields: Vec<(String, Value)>, mode: &str) -> Result<LockInfo, String> {
     let mut info = LockInfo {
         owner: String::new(),
         token: 0,
         ttl_ms: 0,
         holds: 0,
+        mode: mode.to_string(),
     };
-    for (name, value) in pairs {
-        let name: String = redis::from_redis_value(name).map_err(|e| e.to_string())?;
+    for (name, value) in fields {
         let bad = |e: redis::ParsingError| format!("field {name}: {e}");
         match name.as_str() {
             "owner" => info.owner = redis::from_redis_value(value).map_err(bad)?,
             "token" => info.token = redis::from_redis_value(value).map_err(bad)?,
             "ttl" => info.ttl_ms = redis::from_redis_value(value).map_err(bad)?,
             "holds" => info.holds = redis::from_redis_value(value).map_err(bad)?,
+            "mode" => info.mode = redis::from_redis_value(value).map_err(bad)?,
             _ => {}
         }
     }
-    Ok(Some(info))
+    Ok(info)
 }

@@ -23,8 +23,16 @@ pub enum Error {
     ValidityExpired { resource: String },
     /// The lock is no longer held on a majority (extension failed or validity ran out).
     LockLost { resource: String },
-    /// Bad arguments: no nodes, bad URL, zero TTL.
+    /// Bad arguments: no nodes, bad URL, zero TTL, a semaphore limit out of range.
     InvalidArgument(String),
+    /// The resource is held as another kind (a semaphore of another limit, a lock asked as a
+    /// semaphore, ...): the node's `WRONGKIND` message. Never retried.
+    WrongKind { resource: String, message: String },
+}
+
+/// A node's reply that the resource is held as another kind.
+pub(crate) fn is_wrong_kind(failure: &NodeFailure) -> bool {
+    failure.reason.contains("WRONGKIND")
 }
 
 impl Error {
@@ -64,6 +72,9 @@ impl fmt::Display for Error {
                 )
             }
             Error::InvalidArgument(why) => write!(f, "invalid argument: {why}"),
+            Error::WrongKind { resource, message } => {
+                write!(f, "lock {resource:?} cannot be taken as asked: {message}")
+            }
         }
     }
 }

@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 use std::sync::Arc;
 
 use crate::error::Error;
+use crate::kind::{LockKind, Resource};
 use crate::round::Granted;
 use crate::shared::{check_ttl, Shared};
 use crate::timing::quorum as majority;
@@ -18,6 +19,7 @@ use crate::timing::quorum as majority;
 pub struct LockGuard {
     shared: Arc<Shared>,
     resource: String,
+    kind: LockKind,
     owner: String,
     token: u64,
     valid_until: Instant,
@@ -29,11 +31,17 @@ pub struct LockGuard {
 }
 
 impl LockGuard {
-    pub(crate) fn new(shared: Arc<Shared>, resource: &str, owner: &str, granted: Granted) -> Self {
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        resource: Resource<'_>,
+        owner: &str,
+        granted: Granted,
+    ) -> Self {
         let acquired_at = shared.clock.now();
         LockGuard {
             shared,
-            resource: resource.to_string(),
+            resource: resource.name.to_string(),
+            kind: resource.kind,
             owner: owner.to_string(),
             token: granted.token,
             valid_until: granted.valid_until,
@@ -68,6 +76,16 @@ impl LockGuard {
         &self.resource
     }
 
+    /// How it is held: exclusively, shared, or as a semaphore's permit.
+    pub fn kind(&self) -> LockKind {
+        self.kind
+    }
+
+    /// Nodes an extension must reach: the kind's quorum.
+    fn needed(&self) -> usize {
+        self.kind.quorum(self.shared.nodes())
+    }
+
     /// Time left before the lock may be held by someone else (zero when over).
     pub fn validity(&self) -> Duration {
         let now = self.shared.clock.now();
@@ -82,7 +100,7 @@ impl LockGuard {
         check_ttl(ttl)?;
         let extended = self
             .shared
-            .round(&self.resource, &self.owner)
+            .round_of(&self.resource, &self.owner, self.kind)
             .extend(ttl)
             .await;
         match extended {
@@ -90,7 +108,7 @@ impl LockGuard {
                 self.valid_until = valid_until;
                 Ok(())
             }
-            Err(tally) => Err(tally.extend_error(&self.resource, self.shared.nodes())),
+            Err(tally) => Err(tally.extend_error(&self.resource, self.needed())),
         }
     }
 
@@ -107,7 +125,7 @@ impl LockGuard {
         if tally.answered() >= majority(self.shared.nodes()) {
             return Ok(());
         }
-        Err(tally.no_quorum(&self.resource, self.shared.nodes()))
+        Err(tally.no_quorum(&self.resource, majority(self.shared.nodes())))
     }
 
     /// Keeps the lock held after the guard is gone (no release on drop): for handing it to
@@ -132,7 +150,7 @@ impl LockGuard {
         };
         let task = tokio::spawn(keep_extended(
             self.shared.clone(),
-            self.resource.clone(),
+            (self.resource.clone(), self.kind),
             self.owner.clone(),
             schedule,
             (lost.clone(), stop.clone()),
@@ -191,7 +209,7 @@ struct Schedule {
 /// once the hold cap is reached (the lock itself then runs out at its TTL).
 async fn keep_extended(
     shared: Arc<Shared>,
-    resource: String,
+    (resource, kind): (String, LockKind),
     owner: String,
     mut at: Schedule,
     (lost, stop): (CancellationToken, CancellationToken),
@@ -211,7 +229,11 @@ async fn keep_extended(
             lost.cancel();
             return;
         }
-        match shared.round(&resource, &owner).extend(at.ttl).await {
+        match shared
+            .round_of(&resource, &owner, kind)
+            .extend(at.ttl)
+            .await
+        {
             Ok(until) => at.valid_until = until,
             Err(_) => {
                 lost.cancel();

@@ -7,10 +7,11 @@ use std::time::{Duration, Instant};
 use crate::connect::{Connect, Tls};
 use crate::error::Error;
 use crate::guard::{LockContext, LockGuard};
+use crate::kind::Resource;
 use crate::options::{Options, ReplicaAck, WaitMode};
 use crate::round::AttemptError;
 use crate::shared::{check_ttl, new_owner, Shared};
-use crate::timing::{quorum as majority, SystemClock};
+use crate::timing::SystemClock;
 use crate::transport::{RedisTransport, Transport};
 use crate::waiting::QueueWait;
 
@@ -184,9 +185,14 @@ impl LockManager {
         (0..t.nodes()).map(|i| t.name(i).to_string()).collect()
     }
 
-    /// One attempt, with a fresh owner.
-    pub async fn try_lock(&self, resource: &str, ttl: Duration) -> Result<LockGuard, Error> {
-        check_ttl(ttl)?;
+    /// One attempt, with a fresh owner. `resource` is a name (the exclusive lock) or a
+    /// [`Resource`] naming a shared hold or a semaphore's permit.
+    pub async fn try_lock<'r>(
+        &self,
+        resource: impl Into<Resource<'r>>,
+        ttl: Duration,
+    ) -> Result<LockGuard, Error> {
+        let resource = checked(resource.into(), ttl)?;
         let owner = new_owner();
         self.attempt(resource, &owner, ttl)
             .await
@@ -195,13 +201,13 @@ impl LockManager {
 
     /// Waits up to `wait` for the lock: queued on the nodes in ticket order by default, or by
     /// retrying with delay + jitter ([`WaitMode`]).
-    pub async fn lock(
+    pub async fn lock<'r>(
         &self,
-        resource: &str,
+        resource: impl Into<Resource<'r>>,
         ttl: Duration,
         wait: Duration,
     ) -> Result<LockGuard, Error> {
-        check_ttl(ttl)?;
+        let resource = checked(resource.into(), ttl)?;
         let deadline = self.shared.clock.now() + wait;
         if self.shared.queues() {
             let queued = Arc::new(QueueWait::new(self.shared.clone(), resource, ttl, deadline));
@@ -220,7 +226,7 @@ impl LockManager {
     /// [`WaitMode::Retry`]: attempt, pause, attempt again until `deadline`.
     async fn lock_retrying(
         &self,
-        resource: &str,
+        resource: Resource<'_>,
         ttl: Duration,
         deadline: Instant,
     ) -> Result<LockGuard, Error> {
@@ -244,9 +250,9 @@ impl LockManager {
     /// Runs `work` while a watchdog keeps the lock extended, then releases it. `work` sees
     /// [`LockContext::lost`] fire as soon as an extension misses a majority or validity runs
     /// out; `with_lock` then returns [`Error::LockLost`] instead of the work's output.
-    pub async fn with_lock<F, Fut, T>(
+    pub async fn with_lock<'r, F, Fut, T>(
         &self,
-        resource: &str,
+        resource: impl Into<Resource<'r>>,
         ttl: Duration,
         wait: Duration,
         work: F,
@@ -255,6 +261,7 @@ impl LockManager {
         F: FnOnce(LockContext) -> Fut,
         Fut: Future<Output = T>,
     {
+        let resource = resource.into();
         let guard = self.lock(resource, ttl, wait).await?;
         let watchdog = guard.watchdog(ttl);
         let output = work(watchdog.context()).await;
@@ -262,7 +269,7 @@ impl LockManager {
         let _ = guard.release().await;
         if lost {
             Err(Error::LockLost {
-                resource: resource.to_string(),
+                resource: resource.name.to_string(),
             })
         } else {
             Ok(output)
@@ -271,11 +278,12 @@ impl LockManager {
 
     async fn attempt(
         &self,
-        resource: &str,
+        resource: Resource<'_>,
         owner: &str,
         ttl: Duration,
     ) -> Result<LockGuard, AttemptError> {
-        let granted = self.shared.round(resource, owner).acquire(ttl).await?;
+        let round = self.shared.round_of(resource.name, owner, resource.kind);
+        let granted = round.acquire(ttl).await?;
         Ok(LockGuard::new(
             self.shared.clone(),
             resource,
@@ -284,18 +292,31 @@ impl LockManager {
         ))
     }
 
-    pub(crate) fn to_error(&self, resource: &str, failure: AttemptError, attempts: u32) -> Error {
-        let resource = resource.to_string();
+    pub(crate) fn to_error(
+        &self,
+        target: Resource<'_>,
+        failure: AttemptError,
+        attempts: u32,
+    ) -> Error {
+        let resource = target.name.to_string();
         match failure {
             AttemptError::Contended => Error::Contended { resource, attempts },
+            AttemptError::WrongKind(message) => Error::WrongKind { resource, message },
             AttemptError::NoQuorum(failures) => Error::NoQuorum {
                 resource,
-                needed: majority(self.shared.nodes()),
+                needed: target.kind.quorum(self.shared.nodes()),
                 failures,
             },
             AttemptError::ValidityExpired => Error::ValidityExpired { resource },
         }
     }
+}
+
+/// The TTL and a semaphore's limit, checked before any node is asked.
+fn checked(resource: Resource<'_>, ttl: Duration) -> Result<Resource<'_>, Error> {
+    check_ttl(ttl)?;
+    resource.kind.check()?;
+    Ok(resource)
 }
 
 #[cfg(test)]

@@ -8,9 +8,10 @@ use std::time::{Duration, Instant};
 use futures::future::join_all;
 use redis::Value;
 
-use crate::error::{Error, NodeFailure};
+use crate::error::{is_wrong_kind, Error, NodeFailure};
+use crate::kind::LockKind;
 use crate::options::RoundOptions;
-use crate::timing::{quorum, validity, Clock};
+use crate::timing::{validity, Clock};
 use crate::transport::{Request, Transport};
 
 /// One lock and everything its rounds need.
@@ -20,6 +21,7 @@ pub struct Round<'a> {
     pub opts: &'a RoundOptions,
     pub resource: &'a str,
     pub owner: &'a str,
+    pub kind: LockKind,
 }
 
 /// A successful acquisition.
@@ -36,6 +38,8 @@ pub enum AttemptError {
     Contended,
     /// Too few nodes answered for a majority to be possible.
     NoQuorum(Vec<NodeFailure>),
+    /// A node holds the resource as another kind (its message).
+    WrongKind(String),
     ValidityExpired,
 }
 
@@ -62,6 +66,11 @@ impl Round<'_> {
         self.transport.nodes()
     }
 
+    /// Nodes that make it held (or extended): see [`LockKind::quorum`].
+    fn needed(&self) -> usize {
+        self.kind.quorum(self.nodes())
+    }
+
     async fn ask(&self, node: usize, request: Request<'_>) -> Result<Value, NodeFailure> {
         self.transport.call(node, request, self.opts.timeout).await
     }
@@ -71,6 +80,7 @@ impl Round<'_> {
             resource: self.resource,
             owner: self.owner,
             ttl_ms: ms(ttl),
+            kind: self.kind,
         };
         match self.ask(node, request).await {
             Ok(Value::Int(token)) if token > 0 => Vote::Granted(token as u64),
@@ -92,7 +102,7 @@ impl Round<'_> {
         let ttl = whole_ms(ttl);
         let started = self.clock.now();
         let mut votes = join_all((0..self.nodes()).map(|n| self.vote(n, ttl))).await;
-        let again = nodes_worth_asking_again(&votes);
+        let again = nodes_worth_asking_again(&votes, self.needed());
         for (node, vote) in again
             .iter()
             .copied()
@@ -115,14 +125,14 @@ impl Round<'_> {
         votes: Vec<Vote>,
     ) -> Result<Granted, AttemptError> {
         let count = Count::of(votes);
-        let token = majority_token(self.nodes(), &count)?;
+        let token = quorum_token(self.nodes(), self.needed(), &count)?;
         let has_validity = || validity(ttl, started, self.clock.now(), &self.opts.drift).is_some();
         if self.opts.fencing && self.nodes() > 1 {
             if !has_validity() {
                 return Err(AttemptError::ValidityExpired);
             }
             let refused = self.fence(token, &count.grants).await;
-            commit_verdict(self.nodes(), &count, refused, has_validity())?;
+            commit_verdict(self.needed(), &count, refused, has_validity())?;
         }
         let now = self.clock.now();
         let left =
@@ -191,7 +201,7 @@ impl Round<'_> {
         let tally = self.tally(request).await;
         let now = self.clock.now();
         match validity(ttl, started, now, &self.opts.drift) {
-            Some(left) if tally.done >= quorum(self.nodes()) => Ok(now + left),
+            Some(left) if tally.done >= self.needed() => Ok(now + left),
             _ => Err(tally),
         }
     }
@@ -233,8 +243,7 @@ impl Count {
 /// Nodes that failed (timeout, dropped connection) and may be asked again within the same
 /// attempt — ACQUIRE by the same owner is idempotent, so a grant whose reply was lost returns
 /// the same token — but only when that can still change the outcome.
-pub fn nodes_worth_asking_again(votes: &[Vote]) -> Vec<usize> {
-    let needed = quorum(votes.len());
+pub fn nodes_worth_asking_again(votes: &[Vote], needed: usize) -> Vec<usize> {
     let granted = votes
         .iter()
         .filter(|v| matches!(v, Vote::Granted(_)))
@@ -248,12 +257,17 @@ pub fn nodes_worth_asking_again(votes: &[Vote]) -> Vec<usize> {
     failed
 }
 
-/// Phase 1's verdict: the largest granted token if a majority granted, else why not (too few
-/// nodes answered at all: no quorum; enough answered but others hold it: contended).
-pub fn majority_token(nodes: usize, count: &Count) -> Result<u64, AttemptError> {
-    let needed = quorum(nodes);
+/// Phase 1's verdict: the largest granted token if `needed` nodes granted, else why not (too
+/// few nodes answered at all: no quorum; enough answered but others hold it: contended).
+pub fn quorum_token(nodes: usize, needed: usize, count: &Count) -> Result<u64, AttemptError> {
     match count.grants.iter().map(|&(_, token)| token).max() {
         Some(top) if count.grants.len() >= needed => Ok(top),
+        _ if count.failures.iter().any(is_wrong_kind) => {
+            let failure = count.failures.iter().find(|f| is_wrong_kind(f));
+            Err(AttemptError::WrongKind(
+                failure.map(|f| f.reason.clone()).unwrap_or_default(),
+            ))
+        }
         _ if nodes - count.failures.len() < needed => {
             Err(AttemptError::NoQuorum(count.failures.clone()))
         }
@@ -265,12 +279,12 @@ pub fn majority_token(nodes: usize, count: &Count) -> Result<u64, AttemptError> 
 /// out is reported as expiry; otherwise every node that kept the commit from a majority is
 /// named, the ones that failed phase 1 included.
 pub fn commit_verdict(
-    nodes: usize,
+    needed: usize,
     count: &Count,
     refused: Vec<NodeFailure>,
     valid: bool,
 ) -> Result<(), AttemptError> {
-    if count.grants.len() - refused.len() >= quorum(nodes) {
+    if count.grants.len() - refused.len() >= needed {
         return Ok(());
     }
     if !valid {
@@ -295,20 +309,20 @@ impl Tally {
         self.done + self.refused
     }
 
-    /// Too few nodes answered for a majority to be possible: say which and why.
-    pub fn no_quorum(self, resource: &str, nodes: usize) -> Error {
+    /// Too few nodes answered for a quorum (`needed`) to be possible: say which and why.
+    pub fn no_quorum(self, resource: &str, needed: usize) -> Error {
         Error::NoQuorum {
             resource: resource.to_string(),
-            needed: quorum(nodes),
+            needed,
             failures: self.unreachable,
         }
     }
 
     /// A failed extension: `NoQuorum` when too few nodes answered to tell, otherwise the lock is
     /// no longer held (or not long enough) on a majority: `LockLost`.
-    pub fn extend_error(self, resource: &str, nodes: usize) -> Error {
-        if self.answered() < quorum(nodes) {
-            return self.no_quorum(resource, nodes);
+    pub fn extend_error(self, resource: &str, needed: usize) -> Error {
+        if self.answered() < needed {
+            return self.no_quorum(resource, needed);
         }
         Error::LockLost {
             resource: resource.to_string(),

@@ -32,6 +32,7 @@ fn round<'a>(t: &'a FakeTransport, clock: &'a Arc<FakeClock>, opts: &'a RoundOpt
         opts,
         resource: "res",
         owner: "me",
+        kind: crate::kind::LockKind::Exclusive,
     }
 }
 
@@ -131,17 +132,17 @@ async fn nobody_is_asked_again_when_it_cannot_change_the_outcome() {
             .collect()
     };
     assert_eq!(
-        nodes_worth_asking_again(&votes(&[Some(1), Some(2), None])),
+        nodes_worth_asking_again(&votes(&[Some(1), Some(2), None]), 2),
         Vec::<usize>::new(),
         "already a majority"
     );
     assert_eq!(
-        nodes_worth_asking_again(&votes(&[Some(0), Some(0), None])),
+        nodes_worth_asking_again(&votes(&[Some(0), Some(0), None]), 2),
         Vec::<usize>::new(),
         "hopeless"
     );
     assert_eq!(
-        nodes_worth_asking_again(&votes(&[Some(1), Some(0), None, None, Some(3)])),
+        nodes_worth_asking_again(&votes(&[Some(1), Some(0), None, None, Some(3)]), 3),
         vec![2, 3]
     );
 }
@@ -247,7 +248,7 @@ async fn extend_needs_a_majority_within_the_new_validity() {
     let tally = round(&t, &clock, &o).extend(TTL).await.unwrap_err();
     assert_eq!((tally.done, tally.refused), (2, 3));
     assert!(
-        matches!(tally.extend_error("res", 5), Error::LockLost { .. }),
+        matches!(tally.extend_error("res", 3), Error::LockLost { .. }),
         "a majority said no"
     );
     let (t, clock) = setup(5, |n, r, a| match n {
@@ -257,7 +258,7 @@ async fn extend_needs_a_majority_within_the_new_validity() {
     let tally = round(&t, &clock, &o).extend(TTL).await.unwrap_err();
     assert!(
         matches!(
-            tally.extend_error("res", 5),
+            tally.extend_error("res", 3),
             Error::NoQuorum { needed: 3, .. }
         ),
         "too few answered to tell"

@@ -7,6 +7,7 @@ use rand::Rng;
 use tokio_util::task::TaskTracker;
 
 use crate::error::Error;
+use crate::kind::LockKind;
 use crate::options::{Options, WaitMode};
 use crate::round::Round;
 use crate::timing::Clock;
@@ -40,14 +41,20 @@ impl Shared {
         }
     }
 
-    /// The rounds of one lock.
+    /// The rounds of one exclusive lock.
     pub fn round<'a>(&'a self, resource: &'a str, owner: &'a str) -> Round<'a> {
+        self.round_of(resource, owner, LockKind::Exclusive)
+    }
+
+    /// The rounds of one lock of `kind` (its quorum).
+    pub fn round_of<'a>(&'a self, resource: &'a str, owner: &'a str, kind: LockKind) -> Round<'a> {
         Round {
             transport: self.transport.as_ref(),
             clock: self.clock.as_ref(),
             opts: &self.opts.rounds,
             resource,
             owner,
+            kind,
         }
     }
 

@@ -27,10 +27,11 @@ use redis::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::acquisition::{Acquisition, Event, Step};
-use crate::error::NodeFailure;
+use crate::error::{is_wrong_kind, NodeFailure};
+use crate::kind::{LockKind, Resource};
 use crate::round::{whole_ms, AttemptError, Granted};
 use crate::shared::{new_owner, Shared};
-use crate::timing::{quorum, validity};
+use crate::timing::validity;
 use crate::transport::Request;
 
 /// A lock won in queue mode: the owner it is held under and its grant.
@@ -45,6 +46,7 @@ pub struct Acquired {
 pub struct QueueWait {
     shared: Arc<Shared>,
     resource: String,
+    kind: LockKind,
     ttl: Duration,
     ticket: Option<u64>,
     deadline: Instant,
@@ -53,11 +55,17 @@ pub struct QueueWait {
 type Reply = (Event, Option<Why>);
 
 impl QueueWait {
-    pub fn new(shared: Arc<Shared>, resource: &str, ttl: Duration, deadline: Instant) -> Self {
+    pub fn new(
+        shared: Arc<Shared>,
+        resource: Resource<'_>,
+        ttl: Duration,
+        deadline: Instant,
+    ) -> Self {
         let ticket = (shared.nodes() > 1).then(draw_ticket);
         QueueWait {
             shared,
-            resource: resource.to_string(),
+            resource: resource.name.to_string(),
+            kind: resource.kind,
             ttl: whole_ms(ttl),
             ticket,
             deadline,
@@ -71,7 +79,9 @@ impl QueueWait {
             attempts = attempts.saturating_add(1);
             let failure = match self.attempt(&new_owner()).await {
                 Ok(acquired) => return Ok(acquired),
-                Err(AttemptError::Contended) => return Err((AttemptError::Contended, attempts)),
+                Err(failure @ (AttemptError::Contended | AttemptError::WrongKind(_))) => {
+                    return Err((failure, attempts))
+                }
                 Err(failure) => failure,
             };
             let pause = self.shared.retry_pause();
@@ -89,7 +99,8 @@ impl QueueWait {
     /// gets at least one whole call (per-node timeout and replica acknowledgement), so that a
     /// zero `wait` still asks once and hears the answer.
     async fn attempt(self: &Arc<Self>, base: &str) -> Result<Acquired, AttemptError> {
-        let (machine, mut steps) = Acquisition::start(self.shared.nodes());
+        let nodes = self.shared.nodes();
+        let (machine, mut steps) = Acquisition::start_needing(nodes, self.kind.quorum(nodes));
         let mut run = Attempt {
             wait: self,
             base,
@@ -146,6 +157,7 @@ impl QueueWait {
                 ttl_ms: ms(this.ttl),
                 timeout_ms: ms(left), // at least 1: 0 would mean no limit
                 ticket: this.ticket,
+                kind: this.kind,
             };
             let reply = this.call(node, request).await;
             let unavailable = Event::Unavailable { node, round };
@@ -158,6 +170,9 @@ impl QueueWait {
                 Ok(other) => {
                     let why = format!("unexpected reply {other:?}");
                     (unavailable, Some(Why::Failed(this.failure(node, &why))))
+                }
+                Err(failure) if is_wrong_kind(&failure) => {
+                    (unavailable, Some(Why::WrongKind(failure)))
                 }
                 Err(failure) => (unavailable, Some(Why::Failed(failure))),
             }
@@ -305,6 +320,8 @@ enum Why {
     /// The wait ran to the deadline: others held the lock there all along.
     TimedOut,
     Failed(NodeFailure),
+    /// The node holds the resource as another kind: the attempt ends at once.
+    WrongKind(NodeFailure),
 }
 
 /// One attempt while its requests are out.
@@ -373,6 +390,10 @@ impl<'a> Attempt<'a> {
 
     fn on(&mut self, event: Event, why: Option<Why>) -> Vec<Step> {
         let current = self.machine.round();
+        if let Some(Why::WrongKind(_)) = &why {
+            self.why = vec![why; self.why.len()];
+            return vec![Step::Failed];
+        }
         if let (Event::Unavailable { node, round }, Some(why)) = (event, why) {
             if round == current {
                 if matches!(why, Why::Failed(_)) {
@@ -408,6 +429,9 @@ impl<'a> Attempt<'a> {
     /// No majority this round. If the nodes that failed leave too few, that is the error;
     /// otherwise the others held the lock until the deadline: contended.
     fn failure(&self) -> AttemptError {
+        if let Some(Some(Why::WrongKind(failure))) = self.why.first() {
+            return AttemptError::WrongKind(failure.reason.clone());
+        }
         let failures: Vec<NodeFailure> = self
             .why
             .iter()
@@ -417,7 +441,7 @@ impl<'a> Attempt<'a> {
             })
             .collect();
         let nodes = self.wait.shared.nodes();
-        if nodes - failures.len() >= quorum(nodes) {
+        if nodes - failures.len() >= self.wait.kind.quorum(nodes) {
             return AttemptError::Contended;
         }
         AttemptError::NoQuorum(failures)

@@ -41,7 +41,7 @@ fn setup_on(
 fn wait(shared: &Arc<Shared>, clock: &FakeClock, wait: Duration) -> Arc<QueueWait> {
     Arc::new(QueueWait::new(
         shared.clone(),
-        "res",
+        "res".into(),
         TTL,
         clock.now() + wait,
     ))

@@ -61,7 +61,12 @@ async fn each_lock_lives_on_its_slot_master_and_its_replica_has_it_on_return() {
         );
         let status = locks.status(&resource).await;
         assert_eq!(status[0].node, cluster_url(&cluster));
-        let held = status[0].state.clone().expect("reachable").expect("held");
+        let held = status[0]
+            .state
+            .clone()
+            .expect("reachable")
+            .holders
+            .remove(0);
         assert_eq!(held.token, guard.token());
         guard.release().await.expect("release");
         assert_eq!(token_on(&cluster.nodes[master], &resource), None);

@@ -97,7 +97,8 @@ fn holders_that_cannot_coexist_are_refused() {
 fn out_of_range_fields_are_refused() {
     let good = encoded(&semaphore(2, vec![holder("a", Mode::Permit, 5)]));
     // (index of the field, bad value, what must be reported)
-    let cases: [(usize, Field, fn(&GroupError) -> bool); 7] = [
+    type Case = (usize, Field, fn(&GroupError) -> bool);
+    let cases: [Case; 7] = [
         (0, Field::U(u64::from(MAX_LIMIT) + 1), |e| {
             matches!(e, GroupError::Limit(_))
         }),

@@ -175,6 +175,7 @@ mod tests {
             ttl_ms: 1000,
             timeout_ms: 500,
             ticket: Some(7),
+            kind: crate::kind::LockKind::Shared,
         };
         assert_eq!(names(&pipeline(wait, ACK)), ["DLOCK.ACQUIRE", "WAIT"]);
         let release = Request::Release {
@@ -202,6 +203,7 @@ mod tests {
             resource: "r",
             owner: "o",
             ttl_ms: 1000,
+            kind: crate::kind::LockKind::Exclusive,
         };
         assert_eq!(
             reply(refused, vec![Value::Nil, Value::Int(0)], ACK),

@@ -10,6 +10,7 @@ mod redis_nodes;
 mod sentinel;
 mod slots;
 
+use crate::kind::LockKind;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -28,6 +29,7 @@ pub enum Request<'a> {
         resource: &'a str,
         owner: &'a str,
         ttl_ms: u64,
+        kind: LockKind,
     },
     /// `DLOCK.ACQUIRE resource owner ttl-ms WAIT timeout-ms [TICKET n]`: token, or nil when
     /// the wait ended without a grant. Blocks on the server, so it goes over a dedicated
@@ -38,6 +40,7 @@ pub enum Request<'a> {
         ttl_ms: u64,
         timeout_ms: u64,
         ticket: Option<u64>,
+        kind: LockKind,
     },
     /// `DLOCK.FENCE resource owner token [PX ttl-ms]`: 1 committed, 0 not held.
     Fence {
@@ -79,9 +82,11 @@ impl<'a> Request<'a> {
                 resource,
                 owner,
                 ttl_ms,
+                kind,
             } => {
                 cmd = redis::cmd("DLOCK.ACQUIRE");
                 cmd.arg(resource).arg(owner).arg(ttl_ms);
+                kind.add_args(&mut cmd);
             }
             Request::Wait {
                 resource,
@@ -89,6 +94,7 @@ impl<'a> Request<'a> {
                 ttl_ms,
                 timeout_ms,
                 ticket,
+                kind,
             } => {
                 cmd = redis::cmd("DLOCK.ACQUIRE");
                 cmd.arg(resource).arg(owner).arg(ttl_ms);
@@ -96,6 +102,7 @@ impl<'a> Request<'a> {
                 if let Some(ticket) = ticket {
                     cmd.arg("TICKET").arg(ticket);
                 }
+                kind.add_args(&mut cmd);
             }
             Request::Fence {
                 resource,

@@ -1,0 +1,139 @@
+//! What a lock request takes: the exclusive lock (the default), a shared hold of a read/write
+//! lock, or one permit of a semaphore. The kind decides the ACQUIRE's option and how many nodes
+//! make it held (docs/protocol.md, shared locks and semaphores).
+
+use crate::error::Error;
+use crate::timing::{quorum, semaphore_quorum};
+
+/// Largest semaphore limit the module accepts.
+pub const MAX_LIMIT: u32 = 10_000;
+
+/// How a resource is held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum LockKind {
+    /// One holder at a time (a writer): what `lock` and `try_lock` take for a plain `&str`.
+    #[default]
+    Exclusive,
+    /// Any number of shared holders at once, none while someone holds it exclusively.
+    Shared,
+    /// At most `limit` holders at once (1 to [`MAX_LIMIT`]).
+    Semaphore { limit: u32 },
+}
+
+impl LockKind {
+    /// Nodes that must grant (and commit) for the lock to be held on `nodes` nodes: a majority
+    /// for exclusive and shared holds (any reader majority meets any writer majority); for a
+    /// semaphore of limit k, more than N·k/(k+1), so that k+1 holders can never each gather a
+    /// quorum without some node admitting k+1 of them.
+    pub fn quorum(self, nodes: usize) -> usize {
+        match self {
+            LockKind::Exclusive | LockKind::Shared => quorum(nodes),
+            LockKind::Semaphore { limit } => semaphore_quorum(nodes, limit),
+        }
+    }
+
+    /// Refuses a limit the module would refuse, before any node is asked.
+    pub fn check(self) -> Result<Self, Error> {
+        match self {
+            LockKind::Semaphore { limit } if !(1..=MAX_LIMIT).contains(&limit) => {
+                Err(Error::InvalidArgument(format!(
+                    "a semaphore's limit must be from 1 to {MAX_LIMIT}, got {limit}"
+                )))
+            }
+            kind => Ok(kind),
+        }
+    }
+
+    /// Appends the ACQUIRE option naming the kind.
+    pub(crate) fn add_args(self, cmd: &mut redis::Cmd) {
+        match self {
+            LockKind::Exclusive => {}
+            LockKind::Shared => {
+                cmd.arg("SHARED");
+            }
+            LockKind::Semaphore { limit } => {
+                cmd.arg("LIMIT").arg(limit);
+            }
+        }
+    }
+}
+
+/// A resource and how to hold it. A `&str` is the exclusive lock of that name; build the others
+/// with [`Resource::shared`] and [`Resource::semaphore`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Resource<'a> {
+    pub name: &'a str,
+    pub kind: LockKind,
+}
+
+impl<'a> Resource<'a> {
+    pub fn exclusive(name: &'a str) -> Self {
+        Resource {
+            name,
+            kind: LockKind::Exclusive,
+        }
+    }
+
+    /// A shared (reader's) hold of the read/write lock `name`.
+    pub fn shared(name: &'a str) -> Self {
+        Resource {
+            name,
+            kind: LockKind::Shared,
+        }
+    }
+
+    /// One of `limit` permits of the semaphore `name` (checked when the lock is asked for).
+    pub fn semaphore(name: &'a str, limit: u32) -> Self {
+        Resource {
+            name,
+            kind: LockKind::Semaphore { limit },
+        }
+    }
+}
+
+impl<'a> From<&'a str> for Resource<'a> {
+    fn from(name: &'a str) -> Self {
+        Resource::exclusive(name)
+    }
+}
+
+impl<'a> From<&'a String> for Resource<'a> {
+    fn from(name: &'a String) -> Self {
+        Resource::exclusive(name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_quorum_follows_the_kind() {
+        assert_eq!(LockKind::Exclusive.quorum(5), 3);
+        assert_eq!(LockKind::Shared.quorum(5), 3);
+        assert_eq!(LockKind::Semaphore { limit: 2 }.quorum(5), 4);
+        assert_eq!(LockKind::Semaphore { limit: 2 }.quorum(3), 3);
+        assert_eq!(LockKind::Semaphore { limit: 1 }.quorum(3), 2);
+    }
+
+    #[test]
+    fn a_limit_out_of_range_is_refused_before_any_node() {
+        for limit in [0, MAX_LIMIT + 1] {
+            let refused = LockKind::Semaphore { limit }.check();
+            assert!(matches!(refused, Err(Error::InvalidArgument(_))), "{limit}");
+        }
+        assert!(LockKind::Semaphore { limit: MAX_LIMIT }.check().is_ok());
+    }
+
+    #[test]
+    fn the_kind_becomes_the_acquire_option() {
+        let args = |kind: LockKind| {
+            let mut cmd = redis::cmd("DLOCK.ACQUIRE");
+            kind.add_args(&mut cmd);
+            cmd.args_iter().count()
+        };
+        assert_eq!(args(LockKind::Exclusive), 0);
+        assert_eq!(args(LockKind::Shared), 1);
+        assert_eq!(args(LockKind::Semaphore { limit: 3 }), 2);
+    }
+}
