@@ -132,8 +132,9 @@ mod tests {
             kind.add_args(&mut cmd);
             cmd.args_iter().count()
         };
-        assert_eq!(args(LockKind::Exclusive), 0);
-        assert_eq!(args(LockKind::Shared), 1);
-        assert_eq!(args(LockKind::Semaphore { limit: 3 }), 2);
+        // The command's name counts as its first argument.
+        assert_eq!(args(LockKind::Exclusive), 1);
+        assert_eq!(args(LockKind::Shared), 2);
+        assert_eq!(args(LockKind::Semaphore { limit: 3 }), 3);
     }
 }
