@@ -3,22 +3,8 @@
 mod common;
 use common::*;
 
-use std::process::{Command, Output, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
-
-fn dlock(servers: &[Server], args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dlock"))
-        .env("DLOCK_NODES", urls(servers).join(","))
-        .env("DLOCK_TIMEOUT", PATIENT)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run dlock")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).trim().to_string()
-}
 
 #[test]
 fn run_passes_the_lock_in_the_environment_and_exits_with_the_commands_status() {

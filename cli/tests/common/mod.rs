@@ -10,3 +10,18 @@ pub use dlock_testkit::{nodes, token_on, urls, waiters, Server};
 /// 2-core machine (parallel builds, other tests' servers) a slow reply is not mistaken for a down
 /// node. The client tests use the same (`PATIENT` in client/tests/common/mod.rs).
 pub const PATIENT: &str = "500ms";
+
+/// Runs `dlock ARGS` against `servers` (stdin closed) and collects what it printed.
+pub fn dlock(servers: &[Server], args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_dlock"))
+        .env("DLOCK_NODES", urls(servers).join(","))
+        .env("DLOCK_TIMEOUT", PATIENT)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run dlock")
+}
+
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).trim().to_string()
+}
