@@ -25,7 +25,8 @@ fn reference() -> String {
         };
         out += &format!(
             "| `{}` | {} | {} | {} | {} | {} | {} |\n",
-            c.synopsis(),
+            // A `|` in a synopsis would end the markdown cell.
+            c.synopsis().replace('|', "\\|"),
             c.summary,
             c.arity,
             c.flags,
