@@ -5,7 +5,7 @@ CARGO        ?= cargo
 MODULE       := target/release/libdlock.so
 REDIS_PORT   ?= 6379
 
-.PHONY: all deps build run test model model-deep bench-waiters bench-handoff compat compat-servers memcheck chaos chaos-quick bench bench-quick bench-server cluster redis-cluster fmt lint clean
+.PHONY: all deps build run test model model-deep bench-waiters bench-handoff compat compat-servers memcheck chaos chaos-quick bench bench-quick bench-server bench-shared cluster redis-cluster fmt lint clean
 
 all: build
 
@@ -105,6 +105,11 @@ bench-handoff: build
 
 bench-server: build
 	$(CARGO) run --release -q -p dlock-bench --bin bench-server
+
+# Shared locks and semaphores: grant cost vs SET NX PX, a writer's release to 16 queued readers
+# (part of `make bench`; about a minute).
+bench-shared: build
+	$(CARGO) run --release -q -p dlock-bench --bin bench-shared
 
 bench: build
 	bash bench/run.sh

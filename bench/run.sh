@@ -24,4 +24,11 @@ if [ -x "$here/.venv/bin/pip" ]; then
     || echo "bench: pip install of ./python failed: dlock (python) skipped" >&2
   rm -rf "$here/../python/build"
 fi
-cd "$here/.." && cargo run --release -q -p dlock-bench --bin bench -- "$@"
+cd "$here/.." || exit 1
+cargo run --release -q -p dlock-bench --bin bench -- "$@"
+status=$?
+# Shared locks and semaphores on the server (docs/bench.md): full runs only.
+if [ "${1:-}" != "--quick" ]; then
+  cargo run --release -q -p dlock-bench --bin bench-shared || status=1
+fi
+exit $status

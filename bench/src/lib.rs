@@ -48,3 +48,39 @@ mod tests {
         assert!(median(vec![]).is_nan());
     }
 }
+
+/// A command from its words.
+pub fn cmd(args: &[&str]) -> redis::Cmd {
+    let mut cmd = redis::cmd(args[0]);
+    for arg in &args[1..] {
+        cmd.arg(*arg);
+    }
+    cmd
+}
+
+/// Runs `make(i)` for each of `keys` keys, pipelined, and returns the server's usec_per_call for `stat`.
+pub fn usec_per_call(
+    c: &mut redis::Connection,
+    stat: &str,
+    keys: usize,
+    make: &dyn Fn(usize) -> redis::Cmd,
+) -> f64 {
+    redis::cmd("CONFIG").arg("RESETSTAT").exec(c).unwrap();
+    for chunk in (0..keys).collect::<Vec<_>>().chunks(1_000) {
+        let mut pipe = redis::pipe();
+        for &i in chunk {
+            pipe.add_command(make(i)).ignore();
+        }
+        pipe.exec(c).unwrap_or_else(|e| panic!("{stat}: {e}"));
+    }
+    let stats: String = redis::cmd("INFO").arg("commandstats").query(c).unwrap();
+    let line = stats
+        .lines()
+        .find(|l| l.starts_with(&format!("cmdstat_{stat}:")))
+        .unwrap_or_else(|| panic!("no cmdstat_{stat}"));
+    let field = line
+        .split(',')
+        .find_map(|f| f.strip_prefix("usec_per_call="))
+        .unwrap();
+    field.parse().unwrap()
+}

@@ -2,7 +2,7 @@
 //! commands next to what people run today, on one server in one run, and bytes per held lock.
 //! Ratios, not absolute times: the machine is noisy, both sides share the noise.
 
-use dlock_bench::median;
+use dlock_bench::{cmd, median, usec_per_call};
 use dlock_testkit::Server;
 use redis::Connection;
 
@@ -128,7 +128,7 @@ fn cpu_rounds(c: &mut Connection) -> Vec<Row> {
             redis::cmd("FLUSHALL").exec(c).unwrap();
             let side = if is_ours { &ours } else { &theirs };
             for (row, (stat, make)) in rows.iter_mut().zip(side.iter()) {
-                let us = usec_per_call(c, stat, make.as_ref());
+                let us = usec_per_call(c, stat, KEYS, make.as_ref());
                 if is_ours {
                     row.ours_us.push(us)
                 } else {
@@ -140,42 +140,12 @@ fn cpu_rounds(c: &mut Connection) -> Vec<Row> {
     rows
 }
 
-fn cmd(args: &[&str]) -> redis::Cmd {
-    let mut cmd = redis::cmd(args[0]);
-    for arg in &args[1..] {
-        cmd.arg(*arg);
-    }
-    cmd
-}
-
 fn load_script(c: &mut Connection, body: &str) -> String {
     redis::cmd("SCRIPT")
         .arg("LOAD")
         .arg(body)
         .query(c)
         .expect("SCRIPT LOAD")
-}
-
-/// Runs `make(i)` for every key, pipelined, and returns the server's usec_per_call for `stat`.
-fn usec_per_call(c: &mut Connection, stat: &str, make: &dyn Fn(usize) -> redis::Cmd) -> f64 {
-    redis::cmd("CONFIG").arg("RESETSTAT").exec(c).unwrap();
-    for chunk in (0..KEYS).collect::<Vec<_>>().chunks(1_000) {
-        let mut pipe = redis::pipe();
-        for &i in chunk {
-            pipe.add_command(make(i)).ignore();
-        }
-        pipe.exec(c).unwrap_or_else(|e| panic!("{stat}: {e}"));
-    }
-    let stats: String = redis::cmd("INFO").arg("commandstats").query(c).unwrap();
-    let line = stats
-        .lines()
-        .find(|l| l.starts_with(&format!("cmdstat_{stat}:")))
-        .unwrap_or_else(|| panic!("no cmdstat_{stat}"));
-    let field = line
-        .split(',')
-        .find_map(|f| f.strip_prefix("usec_per_call="))
-        .unwrap();
-    field.parse().unwrap()
 }
 
 fn print_cpu_table(setup: &str, rows: &[Row]) {
