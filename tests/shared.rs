@@ -334,3 +334,41 @@ fn a_smaller_ticket_wounds_a_tentative_permit_but_never_a_committed_one() {
     );
     assert!(info_field(&mut c, "revocations") >= 1);
 }
+
+/// `DLOCK.ACQUIRE doc owner 60000 WAIT 1 TICKET t [kind]`.
+fn ticketed(c: &mut Connection, owner: &str, ticket: i64, kind: Kind) -> Option<i64> {
+    let mut cmd = redis::cmd("DLOCK.ACQUIRE");
+    cmd.arg("doc")
+        .arg(owner)
+        .arg(MIN)
+        .arg("WAIT")
+        .arg(1)
+        .arg("TICKET")
+        .arg(ticket);
+    common::group::kind_args(&mut cmd, kind);
+    cmd.query(c).unwrap()
+}
+
+#[test]
+fn wounds_cross_between_a_tentative_writer_and_readers() {
+    let server = Server::start();
+    let mut c = server.conn();
+    ticketed(&mut c, "writer", 50, Kind::Exclusive).expect("free");
+    let reader = ticketed(&mut c, "reader", 10, Kind::Shared);
+    assert!(
+        reader.is_some(),
+        "a smaller ticket wounds the tentative writer"
+    );
+    assert_eq!(owners(&mut c, "doc"), ["reader"]);
+    ticketed(&mut c, "reader2", 60, Kind::Shared).expect("readers share");
+    let writer = ticketed(&mut c, "writer2", 40, Kind::Exclusive);
+    assert_eq!(writer, None, "reader (ticket 10) is not woundable by 40");
+    assert_eq!(
+        fence(&mut c, "doc", "reader", i64::MAX / 2),
+        0,
+        "too far ahead changes nothing"
+    );
+    let both_tentative = ticketed(&mut c, "writer3", 5, Kind::Exclusive);
+    assert!(both_tentative.is_some(), "5 wounds every tentative reader");
+    assert_eq!(status(&mut c, "doc").map(|s| s.0), Some("writer3".into()));
+}

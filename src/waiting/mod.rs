@@ -86,7 +86,7 @@ impl<'a> Waiters<'a> {
             return group::decide(holders, &empty, req, want, |_| None);
         }
         queues::peek(self.key(), |state| match state {
-            Some(s) => group::decide(holders, &s.queue, req, want, |e| ticket_of(&s.marks, e)),
+            Some(s) => group::decide(holders, &s.queue, req, want, |e| ticket_in(s, e)),
             None => group::decide(holders, &empty, req, want, |_| None),
         })
     }
@@ -98,10 +98,16 @@ impl<'a> Waiters<'a> {
         }
     }
 
-    /// The holder's FENCE committed its grant: it can no longer be wounded.
+    /// The holder's FENCE committed its grant: it can no longer be wounded (whether its mark is
+    /// a holder's or, for an exclusive grant, the lock's).
     pub fn committed_holder(&self, owner: &[u8]) {
         if !queues::idle() {
             queues::unmark_where(self.key(), |m| m.owner == owner);
+            queues::update(self.key(), |k| {
+                if k.tentative.as_ref().is_some_and(|t| t.owner == owner) {
+                    k.tentative = None;
+                }
+            });
         }
     }
 
@@ -188,11 +194,13 @@ impl<'a> Waiters<'a> {
     }
 }
 
-/// The ticket of `entry`'s uncommitted grant, if it is one.
-pub fn ticket_of(marks: &[Tentative], entry: &Entry<'_>) -> Option<u64> {
-    marks
-        .iter()
-        .find(|m| m.owner == entry.owner && m.token == entry.token)
+/// The ticket of `entry`'s uncommitted grant, if it is one: a shared or permit holder's mark,
+/// or the lock's own mark when the entry is its exclusive holder.
+fn ticket_in(state: &queues::KeyState, entry: &Entry<'_>) -> Option<u64> {
+    let describes = |m: &&Tentative| m.owner == entry.owner && m.token == entry.token;
+    let holder_mark = state.marks.iter().find(describes);
+    holder_mark
+        .or_else(|| state.tentative.as_ref().filter(describes))
         .map(|m| m.ticket)
 }
 
