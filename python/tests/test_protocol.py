@@ -15,7 +15,7 @@ from dlock.errors import NodeFailure
 
 
 def test_a_majority_of_grants_commits_the_largest_token_on_them() -> None:
-    a, steps = m.Acquisition.start(3)
+    a, steps = m.Acquisition.start(3, quorum(3))
     assert steps == [m.Wait(0, [0, 1, 2])]
     assert a.on(m.Granted(2, 0, 11)) == []
     assert a.on(m.Granted(0, 0, 6)) == [m.Fence(0, 11, [0, 2])]
@@ -25,7 +25,7 @@ def test_a_majority_of_grants_commits_the_largest_token_on_them() -> None:
 
 
 def test_a_wounded_grant_fails_the_commit_and_the_next_round_waits_again() -> None:
-    a, _ = m.Acquisition.start(3)
+    a, _ = m.Acquisition.start(3, quorum(3))
     a.on(m.Granted(0, 0, 5))
     a.on(m.Granted(1, 0, 7))
     assert a.on(m.Fenced(0, 0, True)) == [], "one more commit could still make it"
@@ -38,7 +38,7 @@ def test_a_wounded_grant_fails_the_commit_and_the_next_round_waits_again() -> No
 
 
 def test_duplicate_fence_replies_count_once() -> None:
-    a, _ = m.Acquisition.start(5)
+    a, _ = m.Acquisition.start(5, quorum(5))
     for node in range(3):
         a.on(m.Granted(node, 0, 1))
     a.on(m.Fenced(0, 0, True))
@@ -47,12 +47,12 @@ def test_duplicate_fence_replies_count_once() -> None:
 
 
 def test_one_node_holds_at_its_grant() -> None:
-    a, _ = m.Acquisition.start(1)
+    a, _ = m.Acquisition.start(1, quorum(1))
     assert a.on(m.Granted(0, 0, 4)) == [m.Held(4)]
 
 
 def test_too_many_unavailable_nodes_fail_the_acquisition() -> None:
-    a, _ = m.Acquisition.start(3)
+    a, _ = m.Acquisition.start(3, quorum(3))
     a.on(m.Granted(0, 0, 4))
     assert a.on(m.Unavailable(1, 0)) == []
     assert a.on(m.Unavailable(2, 0)) == [m.Release(0, [0, 1, 2]), m.Failed()]
@@ -60,9 +60,9 @@ def test_too_many_unavailable_nodes_fail_the_acquisition() -> None:
 
 def test_a_node_is_asked_again_only_when_that_can_change_the_outcome() -> None:
     down = NodeFailure("n", "timed out")
-    assert nodes_worth_asking_again([Granted(1), Granted(2), down]) == []  # a majority already
-    assert nodes_worth_asking_again([Granted(1), down, Refused()]) == [1]
-    assert nodes_worth_asking_again([Refused(), Refused(), down]) == []  # cannot reach 2 grants
+    assert nodes_worth_asking_again([Granted(1), Granted(2), down], 2) == []  # a majority already
+    assert nodes_worth_asking_again([Granted(1), down, Refused()], 2) == [1]
+    assert nodes_worth_asking_again([Refused(), Refused(), down], 2) == []  # cannot reach 2 grants
     assert Count.of([Granted(3), down, Refused()]).grants == [(0, 3)]
 
 

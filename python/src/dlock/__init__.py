@@ -10,9 +10,19 @@
 The asyncio twin is `dlock.asyncio.LockManager`.
 """
 
-from ._admin import LockInfo, NodeStatus
+from ._admin import Holder, LockInfo, NodeStatus
 from ._options import WaitMode
-from .errors import DlockError, LockContended, LockLost, LockTimeout, NodeFailure, NoQuorum, ValidityExpired
+from .errors import (
+    DlockError,
+    KindRefused,
+    LockContended,
+    LockLost,
+    LockTimeout,
+    NodeFailure,
+    NoQuorum,
+    ValidityExpired,
+    WrongKindError,
+)
 from .lock import Lock
 from .manager import LockManager
 
@@ -20,6 +30,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DlockError",
+    "Holder",
+    "KindRefused",
     "Lock",
     "LockContended",
     "LockInfo",
@@ -31,5 +43,6 @@ __all__ = [
     "NodeStatus",
     "ValidityExpired",
     "WaitMode",
+    "WrongKindError",
     "__version__",
 ]

@@ -4,10 +4,11 @@ steps come out. The sync and asyncio drivers feed it over the network.
 
 Round by round (docs/protocol.md section 5):
 1. Wait on every node with one ticket (ACQUIRE ... WAIT ... TICKET t), as owner `o:round`.
-2. With grants from a majority, commit their largest token with FENCE on the granting nodes.
+2. With grants from a quorum (`needed`: a majority, more for a semaphore), commit their largest
+   token with FENCE on the granting nodes.
    A grant is tentative until committed; a smaller ticket may wound it meanwhile, and the node
    then refuses the FENCE.
-3. Committed on a majority: held. Otherwise release everything of the round and wait again with
+3. Committed on the quorum: held. Otherwise release everything of the round and wait again with
    the same ticket (it keeps its place) under a new owner name.
 With one node there is nothing to commit: the grant is the lock.
 """
@@ -15,8 +16,6 @@ With one node there is nothing to commit: the grant is the lock.
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-from ._timing import quorum
 
 
 @dataclass(frozen=True)
@@ -72,7 +71,7 @@ class Held:
 
 @dataclass(frozen=True)
 class Failed:
-    """No majority is possible this round (too many nodes unavailable)."""
+    """No quorum is possible this round (too many nodes unavailable)."""
 
 
 Step = Wait | Fence | Release | Held | Failed
@@ -81,8 +80,9 @@ Step = Wait | Fence | Release | Held | Failed
 class Acquisition:
     """One acquisition, possibly over several rounds."""
 
-    def __init__(self, nodes: int) -> None:
+    def __init__(self, nodes: int, needed: int) -> None:
         self.nodes = nodes
+        self.needed = needed
         self.round = 0
         self.granted: list[int | None] = [None] * nodes
         self.unavailable = [False] * nodes
@@ -92,8 +92,9 @@ class Acquisition:
         self.committed: list[bool] = []
 
     @staticmethod
-    def start(nodes: int) -> tuple[Acquisition, list[Step]]:
-        return Acquisition(nodes), [Wait(0, list(range(nodes)))]
+    def start(nodes: int, needed: int) -> tuple[Acquisition, list[Step]]:
+        """`needed`: the acquisition's quorum (Kind.quorum of `nodes`)."""
+        return Acquisition(nodes, needed), [Wait(0, list(range(nodes)))]
 
     def held(self) -> int | None:
         return self.token if self.phase == "held" else None
@@ -114,7 +115,7 @@ class Acquisition:
         return self._on_fenced(event.node, event.committed)
 
     def _needed(self) -> int:
-        return quorum(self.nodes)
+        return self.needed
 
     def _granted_nodes(self) -> list[int]:
         return [n for n in range(self.nodes) if self.granted[n] is not None]
@@ -161,7 +162,7 @@ class Acquisition:
         return [Held(token)]
 
     def _next_round(self) -> list[Step]:
-        """The commit missed a majority: release everything of this round, wait again."""
+        """The commit missed the quorum: release everything of this round, wait again."""
         release = self._release_all()
         self.round += 1
         self.granted = [None] * self.nodes

@@ -5,14 +5,17 @@ from __future__ import annotations
 Args = tuple[object, ...]
 
 
-def acquire(resource: str, owner: str, ttl_ms: int) -> Args:
-    return ("DLOCK.ACQUIRE", resource, owner, ttl_ms)
+def acquire(resource: str, owner: str, ttl_ms: int, kind: Args) -> Args:
+    """`kind`: the kind option (`()` exclusive, `("SHARED",)`, `("LIMIT", k)`), last, as on
+    every ACQUIRE of an acquisition."""
+    return ("DLOCK.ACQUIRE", resource, owner, ttl_ms, *kind)
 
 
-def wait(resource: str, owner: str, ttl_ms: int, timeout_ms: int, ticket: int | None) -> Args:
+def wait(resource: str, owner: str, ttl_ms: int, timeout_ms: int, ticket: int | None, kind: Args) -> Args:
     """Blocks on the node until granted or `timeout_ms`: a connection of its own."""
     args: Args = ("DLOCK.ACQUIRE", resource, owner, ttl_ms, "WAIT", timeout_ms)
-    return (*args, "TICKET", ticket) if ticket is not None else args
+    ticketed = (*args, "TICKET", ticket) if ticket is not None else args
+    return (*ticketed, *kind)
 
 
 def fence(resource: str, owner: str, token: int, ttl_ms: int | None = None) -> Args:

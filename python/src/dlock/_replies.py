@@ -10,6 +10,7 @@ import redis
 from . import _ack
 from ._commands import Args
 from ._diagnosis import diagnose
+from ._verdicts import KindRefusal, kind_refusal
 from .errors import NodeFailure
 
 
@@ -51,9 +52,12 @@ def reason(error: BaseException) -> str:
 def answer(node: str, request: Args, replies: Sequence[object], ack: _ack.Ack | None, via: str = "") -> object:
     """The node's answer to `request` from the replies to what was written for it (the request,
     then its WAIT): the reply, or a NodeFailure for an error reply (`via` names the cluster's
-    master that gave it) or for a write short of acknowledgements."""
+    master that gave it; a KindRefusal when it refuses the kind asked for) or for a write short
+    of acknowledgements."""
     first = replies[0] if replies else None
     if isinstance(first, redis.ResponseError):
-        return NodeFailure(node, f"{via}{reason(first)}")
+        said = reason(first)
+        failure = KindRefusal if kind_refusal(request, said) else NodeFailure
+        return failure(node, f"{via}{said}")
     why = _ack.shortfall(request, replies, ack)
     return first if why is None else NodeFailure(node, why)

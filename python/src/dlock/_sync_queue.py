@@ -9,7 +9,9 @@
   are fed to the machine as they come (Waits: one selector read from the caller's thread in the
   sync flavour, a task per wait in asyncio's).
 - The commit (FENCE ... PX ttl) starts the lease afresh: waiting does not eat it.
-- No majority possible (nodes down): release, pause, new attempt with the same ticket.
+- No quorum possible (nodes down): release, pause, new attempt with the same ticket.
+- The kind option (SHARED, LIMIT k) goes on every wait of every round; a node refusing the kind
+  (WRONGKIND, ...) ends the lock() call at once, never retried.
 - At the deadline, or when the caller is interrupted (Ctrl-C, a cancelled task), the round is
   withdrawn everywhere (RELEASE of its owner) before the interruption goes on; waits still out
   end and any grant they bring back is released."""
@@ -21,12 +23,13 @@ import time
 
 from . import _acquisition as machine
 from . import _commands as cmd
+from ._kind import Kind
 from ._replies import NodeTimeout
 from ._sync_concurrency import shielded, sleep
 from ._sync_round import Rounds
 from ._sync_waits import Answer, Waits
-from ._timing import draw_ticket, ms, new_owner, quorum, retry_pause, round_owner, validity
-from ._verdicts import CONTENDED, EXPIRED, NO_QUORUM, AttemptFailed, Grant, unexpected
+from ._timing import draw_ticket, ms, new_owner, retry_pause, round_owner, validity
+from ._verdicts import CONTENDED, EXPIRED, NO_QUORUM, REFUSED, AttemptFailed, Grant, KindRefusal, unexpected
 from .errors import NodeFailure
 
 
@@ -40,11 +43,13 @@ class Won:
 class QueueWait:
     """One lock() call in queue mode."""
 
-    def __init__(self, rounds: Rounds, resource: str, ttl_ms: int, deadline: float) -> None:
+    def __init__(self, rounds: Rounds, resource: str, ttl_ms: int, deadline: float, kind: Kind) -> None:
         self.rounds = rounds
         self.resource = resource
         self.ttl_ms = ttl_ms
         self.deadline = deadline
+        self.kind = kind
+        self.needed = rounds.needed(kind)
         self.ticket: int | None = draw_ticket() if rounds.size() > 1 else None
 
     def acquire(self) -> tuple[Won | AttemptFailed, int]:
@@ -61,7 +66,7 @@ class QueueWait:
                 pause = retry_pause(opts)
                 out_of_time = time.monotonic() + pause >= self.deadline
                 too_many = opts.retry_count is not None and attempts > opts.retry_count
-                if failure.kind == CONTENDED or out_of_time or too_many:
+                if failure.kind in (CONTENDED, REFUSED) or out_of_time or too_many:
                     return failure, attempts
                 sleep(pause)
 
@@ -73,7 +78,7 @@ class QueueWait:
         owner = round_owner(base, 0)
         lease_from = time.monotonic()
         left = self.deadline - lease_from
-        request = cmd.wait(self.resource, owner, self.ttl_ms, ms(left), None)
+        request = cmd.wait(self.resource, owner, self.ttl_ms, ms(left), None, self.kind.option())
         try:
             reply = self.rounds.nodes.call_blocking(0, request, max(left, self.rounds.opts.timeout))
         except BaseException:  # interrupted: withdraw the wait before going on
@@ -84,6 +89,8 @@ class QueueWait:
         self.withdraw(owner)
         if reply is None or (isinstance(reply, NodeTimeout) and time.monotonic() >= self.deadline):
             raise AttemptFailed(CONTENDED)  # others held it until the deadline
+        if isinstance(reply, KindRefusal):
+            raise AttemptFailed(REFUSED, [reply])
         failure = reply if isinstance(reply, NodeFailure) else unexpected(self.rounds.nodes.names[0], reply)
         raise AttemptFailed(NO_QUORUM, [failure])
 
@@ -127,7 +134,7 @@ class Attempt:
         self.wait = wait
         self.base = base
         self.nodes = wait.rounds.size()
-        self.machine, self.steps = machine.Acquisition.start(self.nodes)
+        self.machine, self.steps = machine.Acquisition.start(self.nodes, wait.needed)
         self.waits = Waits(wait.rounds.nodes)
         self.ready: list[tuple[machine.Event, object | None]] = []  # replies not fed yet
         self.timers: list[tuple[float, int, int]] = []  # (when, node, round): waits to ask again
@@ -168,6 +175,8 @@ class Attempt:
         return []
 
     def feed(self, event: machine.Event, why: object | None) -> list[machine.Step]:
+        if isinstance(why, KindRefusal):
+            raise AttemptFailed(REFUSED, [why])  # asking again cannot change it
         if isinstance(event, machine.Unavailable) and event.round == self.machine.round and why is not None:
             if isinstance(why, NodeFailure):  # asked again after the retry pause, while the round lasts
                 self.timers.append((time.monotonic() + retry_pause(self.wait.rounds.opts), event.node, event.round))
@@ -198,7 +207,8 @@ class Attempt:
         """ACQUIRE ... WAIT ... [TICKET] on `node` as the owner of `round_`."""
         w = self.wait
         left = max(0.0, w.deadline - time.monotonic())
-        request = cmd.wait(w.resource, round_owner(self.base, round_), w.ttl_ms, ms(left), w.ticket)
+        owner = round_owner(self.base, round_)
+        request = cmd.wait(w.resource, owner, w.ttl_ms, ms(left), w.ticket, w.kind.option())
         failure = self.waits.send(node, round_, request, left + w.rounds.opts.timeout)
         if failure is not None:
             self.ready.append((machine.Unavailable(node, round_), failure))
@@ -247,8 +257,8 @@ class Attempt:
         self.waits.drain_later(self.release_late)
 
     def failure(self) -> AttemptFailed:
-        """No majority this round: too few reachable nodes is no quorum; else contended."""
+        """No quorum this round: too few reachable nodes is no quorum; else contended."""
         failures = [why for why in self.why if isinstance(why, NodeFailure)]
-        if self.nodes - len(failures) >= quorum(self.nodes):
+        if self.nodes - len(failures) >= self.wait.needed:
             return AttemptFailed(CONTENDED)
         return AttemptFailed(NO_QUORUM, failures)

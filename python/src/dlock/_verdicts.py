@@ -1,17 +1,53 @@
 """What the replies of one round come to (client/src/round.rs, its pure functions): votes,
-majority, the commit verdict and tallies. Shared by the sync and asyncio clients."""
+quorum, the commit verdict and tallies. Shared by the sync and asyncio clients. `needed` is
+always the acquisition's quorum (Kind.quorum: a majority for a lock, more for a semaphore)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ._timing import quorum
-from .errors import DlockError, LockContended, LockLost, LockTimeout, NodeFailure, NoQuorum, ValidityExpired
+from ._commands import Args
+from .errors import (
+    DlockError,
+    KindRefused,
+    LockContended,
+    LockLost,
+    LockTimeout,
+    NodeFailure,
+    NoQuorum,
+    ValidityExpired,
+    WrongKindError,
+)
 
 CONTENDED = "contended"
 NO_QUORUM = "no quorum"
 EXPIRED = "validity expired"
+REFUSED = "kind refused"  # never retried: asking again cannot change it
+
+
+class KindRefusal(NodeFailure):
+    """A node's error reply to ACQUIRE that refuses what it asks for (see kind_refusal)."""
+
+
+def kind_refusal(request: Args, why: str) -> bool:
+    """Whether an error reply (as _replies.reason words it: redis-py strips `ERR `) to `request`
+    refuses its kind for good: WRONGKIND, an upgrade from a shared hold refused, or a module
+    that does not know the kind option at all."""
+    if not request or request[0] != "DLOCK.ACQUIRE":
+        return False
+    lowered = why.lower()
+    return (
+        why.startswith("WRONGKIND ")
+        or "upgrade" in lowered
+        or "unknown option 'shared'" in lowered
+        or "unknown option 'limit'" in lowered
+    )
+
+
+def refusal(votes: Sequence[object]) -> KindRefusal | None:
+    """The first kind refusal among the replies, if any: it ends the acquisition."""
+    return next((v for v in votes if isinstance(v, KindRefusal)), None)
 
 
 class AttemptFailed(Exception):
@@ -22,11 +58,15 @@ class AttemptFailed(Exception):
         self.kind = kind
         self.failures = failures or []
 
-    def to_error(self, resource: str, nodes: int, attempts: int, waited: bool) -> DlockError:
+    def to_error(self, resource: str, needed: int, attempts: int, waited: bool) -> DlockError:
         if self.kind == CONTENDED:
             return LockTimeout(resource, attempts) if waited else LockContended(resource, attempts)
         if self.kind == NO_QUORUM:
-            return NoQuorum(resource, quorum(nodes), self.failures)
+            return NoQuorum(resource, needed, self.failures)
+        if self.kind == REFUSED:
+            failure = self.failures[0]
+            wrong = "WRONGKIND " in failure.reason
+            return (WrongKindError if wrong else KindRefused)(resource, failure.node, failure.reason)
         return ValidityExpired(resource)
 
 
@@ -76,11 +116,10 @@ class Count:
         return count
 
 
-def nodes_worth_asking_again(votes: Sequence[Vote]) -> list[int]:
+def nodes_worth_asking_again(votes: Sequence[Vote], needed: int) -> list[int]:
     """Nodes that failed (timeout, dropped connection) and may be asked again within the same
     attempt - ACQUIRE by the same owner is idempotent, so a grant whose reply was lost returns the
     same token - but only when that can still change the outcome."""
-    needed = quorum(len(votes))
     granted = sum(isinstance(v, Granted) for v in votes)
     failed = [i for i, v in enumerate(votes) if isinstance(v, NodeFailure)]
     if granted >= needed or granted + len(failed) < needed:
@@ -88,10 +127,9 @@ def nodes_worth_asking_again(votes: Sequence[Vote]) -> list[int]:
     return failed
 
 
-def majority_token(nodes: int, count: Count) -> int:
-    """Phase 1: the largest granted token if a majority granted; else no quorum (too few nodes
-    answered at all) or contended (enough answered but others hold it)."""
-    needed = quorum(nodes)
+def majority_token(nodes: int, needed: int, count: Count) -> int:
+    """Phase 1: the largest granted token if `needed` nodes granted; else no quorum (too few
+    nodes answered at all) or contended (enough answered but others hold it)."""
     if len(count.grants) >= needed:
         return max(token for _, token in count.grants)
     if nodes - len(count.failures) < needed:
@@ -99,10 +137,10 @@ def majority_token(nodes: int, count: Count) -> int:
     raise AttemptFailed(CONTENDED)
 
 
-def commit_verdict(nodes: int, count: Count, refused: list[NodeFailure], valid: bool) -> None:
-    """Phase 2: a majority of all nodes must have committed. A refusal after validity ran out is
-    expiry; otherwise every node that kept the commit from a majority is named."""
-    if len(count.grants) - len(refused) >= quorum(nodes):
+def commit_verdict(needed: int, count: Count, refused: list[NodeFailure], valid: bool) -> None:
+    """Phase 2: `needed` nodes must have committed. A refusal after validity ran out is expiry;
+    otherwise every node that kept the commit from the quorum is named."""
+    if len(count.grants) - len(refused) >= needed:
         return
     if not valid:
         raise AttemptFailed(EXPIRED)
@@ -145,14 +183,14 @@ class Tally:
     def answered(self) -> int:
         return self.done + self.refused
 
-    def no_quorum(self, resource: str, nodes: int) -> NoQuorum:
-        return NoQuorum(resource, quorum(nodes), self.unreachable)
+    def no_quorum(self, resource: str, needed: int) -> NoQuorum:
+        return NoQuorum(resource, needed, self.unreachable)
 
-    def extend_error(self, resource: str, nodes: int) -> DlockError:
+    def extend_error(self, resource: str, needed: int) -> DlockError:
         """NoQuorum when too few nodes answered to tell; otherwise the lock is not held (or not
-        long enough) on a majority: LockLost."""
-        if self.answered() < quorum(nodes):
-            return self.no_quorum(resource, nodes)
+        long enough) on a quorum: LockLost."""
+        if self.answered() < needed:
+            return self.no_quorum(resource, needed)
         return LockLost(resource)
 
 

@@ -60,3 +60,20 @@ class LockLost(DlockError):
 
     def __init__(self, resource: str) -> None:
         super().__init__(resource, f"lock {resource!r} was lost (no longer held on a majority)")
+
+
+class KindRefused(DlockError):
+    """A node refused what the acquisition asks for, which asking again cannot change: never
+    retried. `node` names it, `reply` is the server's message. Besides WrongKindError: a shared
+    holder asking for the exclusive side (upgrade refused), or a module that predates shared
+    locks and semaphores (`unknown option 'SHARED'`)."""
+
+    def __init__(self, resource: str, node: str, reply: str) -> None:
+        super().__init__(resource, f"{node} refused {resource!r}: {reply}")
+        self.node = node
+        self.reply = reply
+
+
+class WrongKindError(KindRefused):
+    """`WRONGKIND ...`: the resource is held as another kind (a lock asked as a semaphore, or a
+    semaphore asked with another limit, or the reverse). A resource keeps its kind while held."""

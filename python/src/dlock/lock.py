@@ -9,17 +9,18 @@ import threading
 import time
 from types import TracebackType
 
+from ._kind import Kind
 from ._options import check_ttl
 from ._sync_concurrency import Worker, shielded
 from ._sync_round import Rounds
-from ._timing import quorum
 from ._verdicts import Grant
 from .errors import DlockError, LockLost
 
 
 class Lock:
-    """A lock held on a majority. Use it as a context manager (released on exit), or call
-    `release()`. `token` is the fencing token to hand to the protected resource."""
+    """A lock held on a quorum: a majority, more for a semaphore's permit (`shared`, `limit`
+    say which hold it is). Use it as a context manager (released on exit), or call `release()`.
+    `token` is the fencing token to hand to the protected resource."""
 
     def __init__(
         self,
@@ -28,12 +29,15 @@ class Lock:
         owner: str,
         ttl_ms: int,
         grant: Grant,
+        kind: Kind,
         on_release: threading.Event | None = None,
     ) -> None:
         self._rounds = rounds
         self._resource = resource
         self._owner = owner
         self._ttl_ms = ttl_ms
+        self._kind = kind
+        self._needed = rounds.needed(kind)  # the quorum of every extension and release
         self._token = grant.token
         self._valid_until = grant.valid_until
         self._acquired_at = time.monotonic()
@@ -57,6 +61,16 @@ class Lock:
         return self._resource
 
     @property
+    def shared(self) -> bool:
+        """Whether this is a shared hold of a lock (`shared=True`)."""
+        return self._kind.shared
+
+    @property
+    def limit(self) -> int | None:
+        """The semaphore's limit for a permit (`limit=k`), else None."""
+        return self._kind.limit
+
+    @property
     def validity(self) -> float:
         """Seconds left before the lock may be held by someone else (0 when over)."""
         return max(0.0, self._valid_until - time.monotonic())
@@ -68,18 +82,18 @@ class Lock:
 
     def extend(self, ttl: float | None = None) -> None:
         """Resets the TTL (default: the one acquired with) on all nodes. Raises NoQuorum when too
-        few nodes answered, LockLost when a majority answered and did not extend; either way
+        few nodes answered, LockLost when a quorum answered and did not extend; either way
         `validity` still counts down from the last success."""
         ttl_ms = self._ttl_ms if ttl is None else check_ttl(ttl)
-        result = self._rounds.extend(self._resource, self._owner, ttl_ms)
+        result = self._rounds.extend(self._resource, self._owner, ttl_ms, self._needed)
         if isinstance(result, float):
             self._valid_until = result
             return
-        raise result.extend_error(self._resource, self._rounds.size())
+        raise result.extend_error(self._resource, self._needed)
 
     def release(self) -> None:
         """Releases on all nodes (a second call does nothing). Raises NoQuorum naming the nodes
-        if fewer than a majority answered: the lock then lingers there until its TTL."""
+        if fewer than a quorum answered: the lock then lingers there until its TTL."""
         if self._released:
             return
         self._released = True
@@ -87,8 +101,8 @@ class Lock:
         if self._on_release is not None:
             self._on_release.set()  # waits still out now know a grant they get is stale
         tally = shielded(self._rounds.release(self._resource, self._owner))
-        if tally.answered() < quorum(self._rounds.size()):
-            raise tally.no_quorum(self._resource, self._rounds.size())
+        if tally.answered() < self._needed:
+            raise tally.no_quorum(self._resource, self._needed)
 
     def detach(self) -> tuple[str, int, float]:
         """Keeps the lock held with nobody here to release it (no release on exit): for handing
@@ -129,7 +143,7 @@ class Lock:
             now = time.monotonic()
             if now >= self._valid_until or (hold_until is not None and now >= hold_until):
                 break
-            result = self._rounds.extend(self._resource, self._owner, self._ttl_ms)
+            result = self._rounds.extend(self._resource, self._owner, self._ttl_ms, self._needed)
             if not isinstance(result, float):
                 break
             self._valid_until = result
@@ -150,7 +164,9 @@ class Lock:
             raise LockLost(self._resource)
 
     def __repr__(self) -> str:
+        kind = ", shared=True" if self._kind.shared else ""
+        kind = kind if self._kind.limit is None else f", limit={self._kind.limit}"
         return (
             f"Lock(resource={self._resource!r}, owner={self._owner!r}, token={self._token}, "
-            f"validity={self.validity:.3f})"
+            f"validity={self.validity:.3f}{kind})"
         )

@@ -18,8 +18,18 @@ async with locks.lock("orders:42", ttl=10.0, wait=5.0) as lock:
 # """
 # unasync: end
 
-from .._admin import LockInfo, NodeStatus
-from ..errors import DlockError, LockContended, LockLost, LockTimeout, NodeFailure, NoQuorum, ValidityExpired
+from .._admin import Holder, LockInfo, NodeStatus
+from ..errors import (
+    DlockError,
+    KindRefused,
+    LockContended,
+    LockLost,
+    LockTimeout,
+    NodeFailure,
+    NoQuorum,
+    ValidityExpired,
+    WrongKindError,
+)
 from .lock import Lock
 from .manager import LockManager, PendingLock
 
@@ -31,6 +41,8 @@ from .manager import LockManager, PendingLock
 
 __all__ = [
     "DlockError",
+    "Holder",
+    "KindRefused",
     "Lock",
     "LockContended",
     "LockInfo",
@@ -46,6 +58,9 @@ __all__ = [
     "ValidityExpired",
     # unasync: sync only
     # "WaitMode",
+    # unasync: end
+    "WrongKindError",
+    # unasync: sync only
     # "__version__",
     # unasync: end
 ]

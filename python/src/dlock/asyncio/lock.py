@@ -11,8 +11,8 @@ import contextlib
 import time
 from types import TracebackType
 
+from .._kind import Kind
 from .._options import check_ttl
-from .._timing import quorum
 from .._verdicts import Grant
 from ..errors import DlockError, LockLost
 from ._concurrency import Worker, shielded
@@ -21,12 +21,13 @@ from ._round import Rounds
 
 class Lock:
     # unasync: asyncio only
-    """A lock held on a majority. `async with` it (released on exit, even when the block is
-    cancelled), or `await lock.release()`."""
+    """A lock (or a shared hold, or a semaphore's permit) held on a quorum. `async with` it
+    (released on exit, even when the block is cancelled), or `await lock.release()`."""
 
     # unasync: sync only
-    # """A lock held on a majority. Use it as a context manager (released on exit), or call
-    # `release()`. `token` is the fencing token to hand to the protected resource."""
+    # """A lock held on a quorum: a majority, more for a semaphore's permit (`shared`, `limit`
+    # say which hold it is). Use it as a context manager (released on exit), or call `release()`.
+    # `token` is the fencing token to hand to the protected resource."""
     # unasync: end
 
     def __init__(
@@ -36,12 +37,15 @@ class Lock:
         owner: str,
         ttl_ms: int,
         grant: Grant,
+        kind: Kind,
         on_release: asyncio.Event | None = None,
     ) -> None:
         self._rounds = rounds
         self._resource = resource
         self._owner = owner
         self._ttl_ms = ttl_ms
+        self._kind = kind
+        self._needed = rounds.needed(kind)  # the quorum of every extension and release
         self._token = grant.token
         self._valid_until = grant.valid_until
         self._acquired_at = time.monotonic()
@@ -69,6 +73,16 @@ class Lock:
         return self._resource
 
     @property
+    def shared(self) -> bool:
+        """Whether this is a shared hold of a lock (`shared=True`)."""
+        return self._kind.shared
+
+    @property
+    def limit(self) -> int | None:
+        """The semaphore's limit for a permit (`limit=k`), else None."""
+        return self._kind.limit
+
+    @property
     def validity(self) -> float:
         """Seconds left before the lock may be held by someone else (0 when over)."""
         return max(0.0, self._valid_until - time.monotonic())
@@ -83,23 +97,23 @@ class Lock:
         """As dlock.Lock.extend: NoQuorum when too few answered, LockLost when not extended."""
         # unasync: sync only
         # """Resets the TTL (default: the one acquired with) on all nodes. Raises NoQuorum when too
-        # few nodes answered, LockLost when a majority answered and did not extend; either way
+        # few nodes answered, LockLost when a quorum answered and did not extend; either way
         # `validity` still counts down from the last success."""
         # unasync: end
         ttl_ms = self._ttl_ms if ttl is None else check_ttl(ttl)
-        result = await self._rounds.extend(self._resource, self._owner, ttl_ms)
+        result = await self._rounds.extend(self._resource, self._owner, ttl_ms, self._needed)
         if isinstance(result, float):
             self._valid_until = result
             return
-        raise result.extend_error(self._resource, self._rounds.size())
+        raise result.extend_error(self._resource, self._needed)
 
     async def release(self) -> None:
         # unasync: asyncio only
         """Releases on all nodes; a cancellation meanwhile does not stop the RELEASE going out.
-        Raises NoQuorum naming the nodes if fewer than a majority answered."""
+        Raises NoQuorum naming the nodes if fewer than a quorum answered."""
         # unasync: sync only
         # """Releases on all nodes (a second call does nothing). Raises NoQuorum naming the nodes
-        # if fewer than a majority answered: the lock then lingers there until its TTL."""
+        # if fewer than a quorum answered: the lock then lingers there until its TTL."""
         # unasync: end
         if self._released:
             return
@@ -108,8 +122,8 @@ class Lock:
         if self._on_release is not None:
             self._on_release.set()  # waits still out now know a grant they get is stale
         tally = await shielded(self._rounds.release(self._resource, self._owner))
-        if tally.answered() < quorum(self._rounds.size()):
-            raise tally.no_quorum(self._resource, self._rounds.size())
+        if tally.answered() < self._needed:
+            raise tally.no_quorum(self._resource, self._needed)
 
     def detach(self) -> tuple[str, int, float]:
         # unasync: asyncio only
@@ -159,7 +173,7 @@ class Lock:
             now = time.monotonic()
             if now >= self._valid_until or (hold_until is not None and now >= hold_until):
                 break
-            result = await self._rounds.extend(self._resource, self._owner, self._ttl_ms)
+            result = await self._rounds.extend(self._resource, self._owner, self._ttl_ms, self._needed)
             if not isinstance(result, float):
                 break
             self._valid_until = result
@@ -185,7 +199,9 @@ class Lock:
             raise LockLost(self._resource)
 
     def __repr__(self) -> str:
+        kind = ", shared=True" if self._kind.shared else ""
+        kind = kind if self._kind.limit is None else f", limit={self._kind.limit}"
         return (
             f"Lock(resource={self._resource!r}, owner={self._owner!r}, token={self._token}, "
-            f"validity={self.validity:.3f})"
+            f"validity={self.validity:.3f}{kind})"
         )

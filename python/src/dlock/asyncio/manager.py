@@ -19,10 +19,11 @@ from .. import _commands as cmd
 from .._ack import ReplicaAck
 from .._admin import NodeStatus, node_status
 from .._endpoints import check_nodes
+from .._kind import Kind, check_kind, check_limit
 from .._options import Options, WaitMode, check_owner, check_resource, check_ttl, check_wait
 from .._security import security
-from .._timing import new_owner, quorum, retry_pause
-from .._verdicts import AttemptFailed
+from .._timing import new_owner, retry_pause
+from .._verdicts import REFUSED, AttemptFailed
 
 # unasync: sync only
 # from .errors import LockLost
@@ -138,22 +139,45 @@ class LockManager:
     def nodes(self) -> list[str]:
         return list(self._rounds.nodes.names)
 
-    def try_lock(self, resource: str, ttl: float = 10.0, *, watchdog: bool = False) -> PendingLock:
-        """One attempt with a fresh owner. Raises LockContended, NoQuorum or ValidityExpired."""
-        resource, ttl_ms = check_resource(resource), check_ttl(ttl)
-        return PendingLock(lambda: self._try_lock(resource, ttl_ms, watchdog))
+    def try_lock(
+        self,
+        resource: str,
+        ttl: float = 10.0,
+        *,
+        watchdog: bool = False,
+        shared: bool = False,
+        limit: int | None = None,
+    ) -> PendingLock:
+        """One attempt with a fresh owner. Raises LockContended, NoQuorum, ValidityExpired or
+        KindRefused (WrongKindError). `shared=True`: a shared hold; `limit=k`: a permit of a
+        semaphore of limit k (not both); neither: exclusive."""
+        resource, ttl_ms, kind = check_resource(resource), check_ttl(ttl), check_kind(shared, limit)
+        return PendingLock(lambda: self._try_lock(resource, ttl_ms, watchdog, kind))
 
-    def lock(self, resource: str, ttl: float = 10.0, wait: float = 30.0, *, watchdog: bool = False) -> PendingLock:
+    def lock(
+        self,
+        resource: str,
+        ttl: float = 10.0,
+        wait: float = 30.0,
+        *,
+        watchdog: bool = False,
+        shared: bool = False,
+        limit: int | None = None,
+    ) -> PendingLock:
         # unasync: asyncio only
         """Waits up to `wait` seconds (queued on the nodes by default). Raises LockTimeout,
-        NoQuorum or ValidityExpired. Cancelling it while it waits withdraws the wait."""
+        NoQuorum, ValidityExpired or KindRefused. Cancelling it while it waits withdraws the
+        wait. `shared` and `limit` as for try_lock."""
         # unasync: sync only
         # """Waits up to `wait` seconds: queued on the nodes in ticket order (wait_mode "queue",
         # the default), or retrying with delay + jitter ("retry"). Raises LockTimeout (a
-        # LockContended) when others held it throughout, NoQuorum, or ValidityExpired."""
+        # LockContended) when others held it throughout, NoQuorum, ValidityExpired, or
+        # KindRefused (never retried: WrongKindError when held as another kind). `shared=True`:
+        # a shared hold of the lock; `limit=k`: a permit of a semaphore of limit k (not both)."""
         # unasync: end
         resource, ttl_ms, wait = check_resource(resource), check_ttl(ttl), check_wait(wait)
-        return PendingLock(lambda: self._lock(resource, ttl_ms, wait, watchdog))
+        kind = check_kind(shared, limit)
+        return PendingLock(lambda: self._lock(resource, ttl_ms, wait, watchdog, kind))
 
     async def with_lock(
         self,
@@ -161,6 +185,9 @@ class LockManager:
         work: Callable[[Lock], Awaitable[T]],
         ttl: float = 10.0,
         wait: float = 30.0,
+        *,
+        shared: bool = False,
+        limit: int | None = None,
     ) -> T:
         # unasync: asyncio only
         """Awaits `work(lock)` while a watchdog keeps the lock extended, then releases it; raises
@@ -170,26 +197,26 @@ class LockManager:
         # LockLost instead of returning if the lock was lost meanwhile (`work` can watch
         # `lock.lost` to stop early)."""
         # unasync: end
-        async with self.lock(resource, ttl, wait, watchdog=True) as lock:
+        async with self.lock(resource, ttl, wait, watchdog=True, shared=shared, limit=limit) as lock:
             return await work(lock)
 
-    async def _try_lock(self, resource: str, ttl_ms: int, watchdog: bool) -> Lock:
+    async def _try_lock(self, resource: str, ttl_ms: int, watchdog: bool, kind: Kind) -> Lock:
         owner = new_owner()
         try:
-            grant = await self._rounds.acquire(resource, owner, ttl_ms)
+            grant = await self._rounds.acquire(resource, owner, ttl_ms, kind)
         except AttemptFailed as failure:
-            raise failure.to_error(resource, self._rounds.size(), 1, waited=False) from None
-        return self._held(Lock(self._rounds, resource, owner, ttl_ms, grant), watchdog)
+            raise failure.to_error(resource, self._rounds.needed(kind), 1, waited=False) from None
+        return self._held(Lock(self._rounds, resource, owner, ttl_ms, grant, kind), watchdog)
 
-    async def _lock(self, resource: str, ttl_ms: int, wait: float, watchdog: bool) -> Lock:
+    async def _lock(self, resource: str, ttl_ms: int, wait: float, watchdog: bool, kind: Kind) -> Lock:
         deadline = time.monotonic() + wait
         if self._queues():
-            won, attempts = await QueueWait(self._rounds, resource, ttl_ms, deadline).acquire()
+            won, attempts = await QueueWait(self._rounds, resource, ttl_ms, deadline, kind).acquire()
             if isinstance(won, AttemptFailed):
-                raise won.to_error(resource, self._rounds.size(), attempts, waited=True)
-            lock = Lock(self._rounds, resource, won.owner, ttl_ms, won.grant, won.released)
+                raise won.to_error(resource, self._rounds.needed(kind), attempts, waited=True)
+            lock = Lock(self._rounds, resource, won.owner, ttl_ms, won.grant, kind, won.released)
             return self._held(lock, watchdog)
-        return self._held(await self._lock_retrying(resource, ttl_ms, deadline), watchdog)
+        return self._held(await self._lock_retrying(resource, ttl_ms, deadline, kind), watchdog)
 
     async def status(self, resource: str) -> list[NodeStatus]:
         """DLOCK.STATUS on every node: each node's view (held, free, or why unreachable)."""
@@ -197,49 +224,54 @@ class LockManager:
         replies = await self._rounds.nodes.everywhere(cmd.status(resource))
         return [node_status(name, r) for name, r in zip(self.nodes, replies, strict=True)]
 
-    async def release_owner(self, resource: str, owner: str) -> int:
+    async def release_owner(self, resource: str, owner: str, *, limit: int | None = None) -> int:
         # unasync: asyncio only
         """As dlock.LockManager.release_owner: how many nodes released it."""
         # unasync: sync only
         # """Releases `owner`'s lock (taken elsewhere) on all nodes; how many released it.
-        # NoQuorum naming the unreachable nodes if fewer than a majority answered."""
+        # NoQuorum naming the unreachable nodes if fewer than a quorum answered (a majority; for
+        # a semaphore's permit, `limit=k`, its larger quorum)."""
         # unasync: end
         resource, owner = check_resource(resource), check_owner(owner)
+        needed = self._rounds.needed(Kind(limit=check_limit(limit)))
         tally = await self._rounds.release(resource, owner)
-        if tally.answered() < quorum(self._rounds.size()):
-            raise tally.no_quorum(resource, self._rounds.size())
+        if tally.answered() < needed:
+            raise tally.no_quorum(resource, needed)
         return tally.done
 
-    async def extend_owner(self, resource: str, owner: str, ttl: float) -> float:
+    async def extend_owner(self, resource: str, owner: str, ttl: float, *, limit: int | None = None) -> float:
         # unasync: asyncio only
         """As dlock.LockManager.extend_owner: the new validity in seconds."""
         # unasync: sync only
         # """Extends `owner`'s lock on all nodes; the new validity in seconds. NoQuorum if too few
-        # nodes answered, LockLost if a majority answered and did not extend."""
+        # nodes answered, LockLost if a quorum answered and did not extend (a majority; for a
+        # semaphore's permit, `limit=k`, its larger quorum)."""
         # unasync: end
         resource, owner, ttl_ms = check_resource(resource), check_owner(owner), check_ttl(ttl)
-        result = await self._rounds.extend(resource, owner, ttl_ms)
+        needed = self._rounds.needed(Kind(limit=check_limit(limit)))
+        result = await self._rounds.extend(resource, owner, ttl_ms, needed)
         if isinstance(result, float):
             return max(0.0, result - time.monotonic())
-        raise result.extend_error(resource, self._rounds.size())
+        raise result.extend_error(resource, needed)
 
     def _queues(self) -> bool:
         """Tickets are only safe with the commit round: queue mode needs fencing on several nodes."""
         return self.options.wait_mode == "queue" and (self._rounds.size() == 1 or self.options.fencing)
 
-    async def _lock_retrying(self, resource: str, ttl_ms: int, deadline: float) -> Lock:
+    async def _lock_retrying(self, resource: str, ttl_ms: int, deadline: float, kind: Kind) -> Lock:
         owner = new_owner()
         attempts = 0
         while True:
             attempts += 1
             try:
-                grant = await self._rounds.acquire(resource, owner, ttl_ms)
-                return Lock(self._rounds, resource, owner, ttl_ms, grant)
+                grant = await self._rounds.acquire(resource, owner, ttl_ms, kind)
+                return Lock(self._rounds, resource, owner, ttl_ms, grant, kind)
             except AttemptFailed as failure:
                 pause = retry_pause(self.options)
                 count = self.options.retry_count
-                if time.monotonic() + pause > deadline or (count is not None and attempts > count):
-                    raise failure.to_error(resource, self._rounds.size(), attempts, waited=True) from None
+                out = time.monotonic() + pause > deadline or (count is not None and attempts > count)
+                if out or failure.kind == REFUSED:
+                    raise failure.to_error(resource, self._rounds.needed(kind), attempts, waited=True) from None
                 await sleep(pause)
 
     def _held(self, lock: Lock, watchdog: bool) -> Lock:
