@@ -180,6 +180,10 @@ def test_bad_limits_of_the_owner_name_calls_are_refused(
 
 WRONGKIND = "WRONGKIND the resource is a lock, asked as a semaphore with LIMIT 3: a resource keeps its kind while held"
 ACQUIRE = cmd.acquire("r", "o", 1000, ("LIMIT", 3))
+UPGRADE = (  # the module's words (src/wire/errors.rs), without the ERR redis-py strips
+    "owner holds the lock shared: upgrading to exclusive is refused (two upgrading readers would wait for each "
+    "other forever); release the shared hold and acquire exclusive"
+)
 
 
 @pytest.mark.parametrize(
@@ -189,11 +193,12 @@ ACQUIRE = cmd.acquire("r", "o", 1000, ("LIMIT", 3))
         (cmd.wait("r", "o", 1000, 5, 9, ("SHARED",)), WRONGKIND, True),
         (ACQUIRE, "unknown option 'LIMIT', allowed: REENTRANT WAIT TICKET", True),
         (ACQUIRE, "unknown option 'SHARED', allowed: REENTRANT WAIT TICKET", True),
-        (ACQUIRE, "the owner holds the shared side: upgrade refused", True),
+        (ACQUIRE, UPGRADE, True),
+        (ACQUIRE, "SHARED and LIMIT cannot be given together: a resource is a lock or a semaphore", False),
         (ACQUIRE, "too many clients wait for this lock already (dlock.max-waiters is 10)", False),
         (ACQUIRE, "TRYAGAIN the node is quarantined", False),
         (cmd.release("r", "o"), WRONGKIND, False),
-        (cmd.extend("r", "o", 1000), "upgrade", False),
+        (cmd.extend("r", "o", 1000), UPGRADE, False),
     ],
 )
 def test_which_error_replies_refuse_the_kind_for_good(request_: cmd.Args, said: str, refused: bool) -> None:

@@ -39,7 +39,7 @@ def kind_refusal(request: Args, why: str) -> bool:
     lowered = why.lower()
     return (
         why.startswith("WRONGKIND ")
-        or "upgrade" in lowered
+        or "upgrading to exclusive is refused" in lowered
         or "unknown option 'shared'" in lowered
         or "unknown option 'limit'" in lowered
     )
