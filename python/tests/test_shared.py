@@ -285,7 +285,10 @@ def test_wrongkind_is_raised_at_once_and_never_retried(masters: list[Server]) ->
     assert all(v.info is not None and [h.owner for h in v.info.holders] == [permit.owner] for v in views)
     assert all(not waiters(s, "sem") for s in masters), "no refused wait left queued"
     permit.release()
+    locks.try_lock("sem", ttl=10.0, shared=True).release()  # free again: any kind
     reader = locks.try_lock("rw", ttl=10.0, shared=True)
+    with pytest.raises(dlock.LockTimeout):  # its own shared hold keeps an exclusive lock() out
+        locks.lock("rw", ttl=10.0, wait=0.2)
     with pytest.raises(dlock.WrongKindError):
         locks.try_lock("rw", ttl=10.0, limit=2)
     reader.release()
