@@ -354,3 +354,17 @@ def test_the_upgrade_refusal_is_a_kind_refusal() -> None:
         assert kind_refusal(request, reason(caught.value)), str(caught.value)
     finally:
         server.stop()
+
+
+def test_with_lock_keeps_a_permit_and_a_shared_hold_extended(masters: list[Server]) -> None:
+    """The watchdog extends every ttl/3, counting to the kind's quorum: both outlive 3 TTLs."""
+    locks = manager(masters)
+
+    def work(lock: dlock.Lock) -> int:
+        time.sleep(1.0)
+        assert not lock.lost.is_set() and lock.validity > 0
+        return lock.token
+
+    assert locks.with_lock("sem", work, ttl=0.3, wait=1.0, limit=2) > 0
+    assert locks.with_lock("rw", work, ttl=0.3, wait=1.0, shared=True) > 0
+    assert free_everywhere(masters, "sem") and free_everywhere(masters, "rw")
