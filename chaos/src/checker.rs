@@ -15,6 +15,24 @@ pub struct Figures {
     pub accepted_stale: usize,
     /// Grants whose token is not above every token granted before them.
     pub order_violations: usize,
+    /// Scenario 11's figures (a semaphore has no mutual exclusion to overlap); `None` for the
+    /// lock scenarios.
+    pub permits: Option<Permits>,
+}
+
+/// What scenario 11 counts from its holders' logs (crate::permits).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Permits {
+    pub limit: usize,
+    /// Most holds in force at one instant, a hold lasting from its grant to its end or its
+    /// lease's end, whichever came first.
+    pub max_holders: usize,
+    /// Holds whose holder was still inside when its lease ended (it had been stopped).
+    pub cut_short: usize,
+    /// Grants that carried a token an earlier grant already had.
+    pub duplicate_tokens: usize,
+    /// SIGSTOPs the harness sent to holders.
+    pub stops: usize,
 }
 
 pub fn check(sections: &[Section], writes: &[Write]) -> Figures {
@@ -24,6 +42,7 @@ pub fn check(sections: &[Section], writes: &[Write]) -> Figures {
         rejections: writes.iter().filter(|w| !w.accepted).count(),
         accepted_stale: accepted_stale(writes),
         order_violations: order_violations(sections),
+        permits: None,
     }
 }
 

@@ -1,21 +1,25 @@
 //! `make chaos` / `make chaos-quick`: five real nodes, K workers taking one lock through
-//! dlock-client, a fencing resource server, and one fault per scenario. Exits non-zero if a
-//! pass criterion fails (docs/safety.md).
+//! dlock-client, a fencing resource server, and one fault per scenario; scenario 11 runs
+//! semaphore holders as processes of this binary (`dlock-chaos holder`, hidden). Exits non-zero
+//! if a pass criterion fails (docs/safety.md).
 
 mod checker;
 mod cluster;
+mod holder;
+mod permits;
 mod proxy;
 mod resource;
 mod scenario;
+mod semaphore;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use clap::Parser;
+use clap::{Parser, Subcommand};
 use dlock_client::{LockManager, ReplicaAck};
 
-use checker::Figures;
+use checker::{Figures, Permits};
 use resource::{Resource, Section};
 use scenario::{Fault, Fixture, Scenario, NODES};
 
@@ -27,13 +31,25 @@ struct Args {
     /// Short run for CI (about 10 s per scenario instead of 60 s).
     #[arg(long)]
     quick: bool,
-    /// Run only these scenario numbers (1-10).
+    /// Run only these scenario numbers (1-11).
     #[arg(long, value_delimiter = ',')]
     only: Vec<u8>,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// One of scenario 11's holder processes (started by the suite itself).
+    #[command(hide = true)]
+    Holder(holder::HolderArgs),
 }
 
 fn main() -> std::process::ExitCode {
     let args = Args::parse();
+    if let Some(Command::Holder(holder)) = args.command {
+        return holder::main(holder);
+    }
     let duration = Duration::from_secs(if args.quick { 8 } else { 60 });
     let shim_dir = tempfile::tempdir().expect("temp dir");
     let shim = build_clock_shim(&shim_dir.path().join("clockshift.so"));
@@ -47,13 +63,23 @@ fn main() -> std::process::ExitCode {
         let started = Instant::now();
         let figures = match sc.fault {
             Fault::ClusterFailover { ack } => cluster::run(&sc, duration, ack),
+            Fault::StopHolders { limit } => semaphore::run(&sc, duration, limit),
             _ => run(&sc, duration, shim.clone()),
         };
         let verdict = judge(&sc, &figures);
+        let counted = match &figures.permits {
+            Some(p) => format!("{} grants, {}", figures.grants, permits_line(p)),
+            None => format!(
+                "{} grants, {} overlaps, {} fencing rejections, {} accepted stale, {} order violations",
+                figures.grants, figures.overlaps, figures.rejections, figures.accepted_stale,
+                figures.order_violations,
+            ),
+        };
         eprintln!(
-            "[{}/{count}] {}: {} grants, {} overlaps, {} fencing rejections, {} accepted stale, {} order violations ({:.0?}) -> {}",
-            sc.number, sc.name, figures.grants, figures.overlaps, figures.rejections,
-            figures.accepted_stale, figures.order_violations, started.elapsed(),
+            "[{}/{count}] {}: {counted} ({:.0?}) -> {}",
+            sc.number,
+            sc.name,
+            started.elapsed(),
             shown(&verdict),
         );
         results.push((sc, figures, verdict));
@@ -83,6 +109,9 @@ fn judge(sc: &Scenario, f: &Figures) -> Result<&'static str, String> {
     if f.grants == 0 {
         return Err("FAILED: no grants (the scenario made no progress)".into());
     }
+    if let Some(p) = &f.permits {
+        return judge_permits(p);
+    }
     if f.accepted_stale > 0 {
         return Err("FAILED: stale writes accepted".into());
     }
@@ -96,6 +125,28 @@ fn judge(sc: &Scenario, f: &Figures) -> Result<&'static str, String> {
         return Err("FAILED: overlapping critical sections".into());
     }
     Ok("pass")
+}
+
+/// Scenario 11: never more holders than permits, and every grant its own token.
+fn judge_permits(p: &Permits) -> Result<&'static str, String> {
+    if p.max_holders > p.limit {
+        return Err(format!(
+            "FAILED: {} holders at once on a semaphore of {}",
+            p.max_holders, p.limit
+        ));
+    }
+    if p.duplicate_tokens > 0 {
+        return Err("FAILED: a token granted twice".into());
+    }
+    Ok("pass")
+}
+
+/// Scenario 11's figures in words (its own line under the table, and its stderr line).
+fn permits_line(p: &Permits) -> String {
+    format!(
+        "max {} holders at once (limit {}), {} holds cut short by their lease ({} SIGSTOPs), {} duplicate tokens",
+        p.max_holders, p.limit, p.cut_short, p.stops, p.duplicate_tokens
+    )
 }
 
 fn run(sc: &Scenario, duration: Duration, shim: Option<PathBuf>) -> Figures {
@@ -213,26 +264,25 @@ async fn worker(id: usize, manager: LockManager, resource: Arc<Resource>, plan: 
 }
 
 fn report(results: &[(Scenario, Figures, Result<&'static str, String>)]) -> std::process::ExitCode {
-    println!("| # | scenario | assumption broken | grants | overlaps | fencing rejections | accepted stale | order violations | result |");
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("| # | scenario | assumption broken | grants | overlaps | fencing rejections | accepted stale | order violations | max holders | result |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     let mut total = Figures::default();
     for (sc, f, verdict) in results {
-        println!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            sc.number,
-            sc.name,
-            sc.breaks,
-            f.grants,
-            f.overlaps,
-            f.rejections,
-            f.accepted_stale,
-            f.order_violations,
-            shown(verdict),
-        );
+        println!("{}", row(sc, f, shown(verdict)));
         total.grants += f.grants;
         total.overlaps += f.overlaps;
         total.accepted_stale += f.accepted_stale;
         total.order_violations += f.order_violations;
+    }
+    for (sc, f, _) in results {
+        if let Some(p) = &f.permits {
+            println!(
+                "scenario {}: {} grants, {}",
+                sc.number,
+                f.grants,
+                permits_line(p)
+            );
+        }
     }
     println!(
         "chaos: {} scenarios, {} grants, {} overlaps, {} accepted stale writes, {} token-order violations",
@@ -248,6 +298,29 @@ fn report(results: &[(Scenario, Figures, Result<&'static str, String>)]) -> std:
     } else {
         std::process::ExitCode::SUCCESS
     }
+}
+
+/// One table row. The lock columns say `-` for the semaphore scenario (permits may be held
+/// together, and no resource counts writes there), and `max holders` says `-` for the locks.
+fn row(sc: &Scenario, f: &Figures, verdict: &str) -> String {
+    let lock = |n: usize| match f.permits {
+        Some(_) => "-".to_string(),
+        None => n.to_string(),
+    };
+    let holders = f.permits.map_or("-".to_string(), |p| {
+        format!("{} (limit {})", p.max_holders, p.limit)
+    });
+    format!(
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {holders} | {verdict} |",
+        sc.number,
+        sc.name,
+        sc.breaks,
+        f.grants,
+        lock(f.overlaps),
+        lock(f.rejections),
+        lock(f.accepted_stale),
+        lock(f.order_violations),
+    )
 }
 
 fn shown<'a>(verdict: &'a Result<&'static str, String>) -> &'a str {

@@ -27,6 +27,11 @@ pub enum Fault {
     ClusterFailover {
         ack: bool,
     },
+    /// Scenario 11: holder processes of a semaphore of `limit` permits, one at a time SIGSTOPped
+    /// past the TTL, while nodes crash and restart as in `KillMinorityAof` (crate::semaphore).
+    StopHolders {
+        limit: u32,
+    },
 }
 
 pub struct Scenario {
@@ -159,6 +164,18 @@ pub fn all() -> Vec<Scenario> {
             writes: 3,
             hazard: true,
         },
+        Scenario {
+            number: 11,
+            name: "semaphore: holders SIGSTOPped past the TTL, kill -9 + restart a node",
+            fault: Fault::StopHolders { limit: 2 },
+            overlaps_allowed: false,
+            breaks: "bounded process pauses, node crashes",
+            ttl: ms(1_000),
+            // The holders pick 50-150 ms each (crate::holder); these two are unused.
+            hold: ms(100),
+            writes: 0,
+            hazard: false,
+        },
     ]
 }
 
@@ -171,7 +188,7 @@ pub fn node_builder(
 ) -> Builder {
     let mut builder = Server::builder();
     match fault {
-        Fault::KillMinorityAof => {
+        Fault::KillMinorityAof | Fault::StopHolders { .. } => {
             builder = builder
                 .config("appendonly", "yes")
                 .config("appendfsync", "always");
@@ -210,7 +227,8 @@ pub fn inject(fault: Fault, fixture: &Fixture, ttl: Duration, until: Instant) {
             Fault::None | Fault::PauseWorker | Fault::ClusterFailover { .. } => {
                 std::thread::sleep(ms(200))
             }
-            Fault::KillMinorityAof => {
+            // One node at a time: a semaphore of limit 2 on 5 nodes needs 4 of them.
+            Fault::KillMinorityAof | Fault::StopHolders { .. } => {
                 let victim = round % NODES;
                 std::thread::sleep(ms(300));
                 with_servers(fixture, |s| s[victim].kill());
