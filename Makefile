@@ -34,7 +34,8 @@ run: build
 	  --loadmodule $(CURDIR)/$(MODULE)
 
 # Unit and integration tests against real redis-server processes, the Python client's, the
-# signal-sensitive tests again with SIGINT/SIGTERM ignored and no terminal, the model check and the
+# signal-sensitive tests again with SIGINT/SIGTERM ignored and no terminal, the monitoring tests
+# (real redis_exporter, promtool, tmux), the model check and the
 # quick chaos suite; the last line totals the tests ("total: N passed, M failed").
 test: build
 	bash scripts/test.sh
@@ -46,7 +47,7 @@ test: build
 PYTHON  ?= python3
 PY_VENV := python/.venv
 
-.PHONY: python-test python-venv
+.PHONY: python-test python-venv monitoring-deps monitoring-test
 python-venv:
 	@$(PYTHON) -c 'import ensurepip, venv' >/dev/null 2>&1 || { \
 	  echo "installing: python3-venv"; \
@@ -66,6 +67,27 @@ python-test: build python-venv
 	cd python && .venv/bin/ruff check src tests tools && .venv/bin/ruff format --check src tests tools
 	cd python && .venv/bin/mypy --strict src
 	cd python && .venv/bin/python -m pytest -q -p timeout --timeout 120
+
+# Installs what the monitoring tests run for real when missing: Debian's redis_exporter (1.45) and
+# promtool (package prometheus), and tmux (the terminal tests of `dlock top` and the waiting line).
+monitoring-deps:
+	@missing=""; \
+	command -v prometheus-redis-exporter >/dev/null 2>&1 || missing="$$missing prometheus-redis-exporter"; \
+	command -v promtool >/dev/null 2>&1 || missing="$$missing prometheus"; \
+	command -v tmux >/dev/null 2>&1 || missing="$$missing tmux"; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+# monitoring/: the collect script through the real exporter, the alert rules (promtool check and
+# test), the dashboard's queries against a real scrape, `dlock top` and the waiting line in tmux.
+# In the Python venv (its redis-py and pytest); ruff as for the client. ~30 s.
+monitoring-test: build python-venv monitoring-deps
+	python/.venv/bin/ruff check --config python/pyproject.toml monitoring/tests
+	python/.venv/bin/ruff format --check --config python/pyproject.toml monitoring/tests
+	python/.venv/bin/python -m pytest -q -p timeout --timeout 120 monitoring/tests
 
 # Model-checks the protocol (docs/protocol.md): bounded, about a minute on two cores.
 model: build

@@ -57,6 +57,7 @@ signals() {
 suite rust counted cargo test --release --workspace --no-fail-fast
 suite python counted make --no-print-directory python-test
 suite signals counted signals
+suite monitoring counted make --no-print-directory monitoring-test
 suite model status make --no-print-directory model
 suite chaos-quick status make --no-print-directory chaos-quick
 
