@@ -6,6 +6,7 @@ mod group;
 mod lock;
 mod node;
 mod register;
+mod top;
 
 use std::ffi::CStr;
 use std::os::raw::c_int;
@@ -71,6 +72,8 @@ pub struct Command {
     pub usage: &'static str,
     pub summary: &'static str,
     pub since: &'static str,
+    /// What one call costs, as `COMMAND DOCS` shows it.
+    pub complexity: &'static str,
     pub args: &'static [ArgDoc],
     pub audience: Audience,
 }
@@ -84,46 +87,51 @@ macro_rules! args {
 
 #[rustfmt::skip]
 pub static COMMANDS: &[Command] = &[
-    Command { name: "dlock.acquire", handler: lock::acquire, flags: "write deny-oom fast blocking", key: KeyUse::Update, arity: -4, since: "0.1.0", audience: App,
+    Command { name: "dlock.acquire", handler: lock::acquire, flags: "write deny-oom fast blocking", key: KeyUse::Update, arity: -4, since: "0.1.0", complexity: "O(1); O(holders) on a shared lock or a semaphore", audience: App,
         usage: "key owner ttl-ms [REENTRANT] [WAIT timeout-ms] [TICKET n] [SHARED | LIMIT k]",
         summary: "Takes the lock (exclusive; SHARED: a reader's hold; LIMIT k: one of k permits), or renews it for the same owner. Replies the fencing token, or nil when not available; with WAIT, queues until granted (nil at the timeout, 0 = none), served by TICKET then arrival. WRONGKIND when the resource is held as another kind.",
         args: args![c"key": Key, c"owner": Str, c"ttl-ms": Integer, c"reentrant": Flag(c"REENTRANT"), c"timeout-ms": Opt(c"WAIT"), c"ticket": Opt(c"TICKET"), c"shared": Flag(c"SHARED"), c"limit": Opt(c"LIMIT")] },
-    Command { name: "dlock.release", handler: lock::release, flags: "write fast", key: KeyUse::Delete, arity: 3, since: "0.1.0", audience: App,
+    Command { name: "dlock.release", handler: lock::release, flags: "write fast", key: KeyUse::Delete, arity: 3, since: "0.1.0", complexity: "O(1); O(holders) on a shared lock or a semaphore", audience: App,
         usage: "key owner",
         summary: "Releases one hold of owner's lock. Replies 1 if owner held it, else 0.",
         args: args![c"key": Key, c"owner": Str] },
-    Command { name: "dlock.extend", handler: lock::extend, flags: "write deny-oom fast", key: KeyUse::Update, arity: 4, since: "0.1.0", audience: App,
+    Command { name: "dlock.extend", handler: lock::extend, flags: "write deny-oom fast", key: KeyUse::Update, arity: 4, since: "0.1.0", complexity: "O(1); O(holders) on a shared lock or a semaphore", audience: App,
         usage: "key owner ttl-ms",
         summary: "Resets the TTL of owner's lock. Replies 1 if owner held it, else 0; never revives an expired lock.",
         args: args![c"key": Key, c"owner": Str, c"ttl-ms": Integer] },
-    Command { name: "dlock.fence", handler: lock::fence, flags: "write deny-oom fast", key: KeyUse::Update, arity: -4, since: "0.1.0", audience: App,
+    Command { name: "dlock.fence", handler: lock::fence, flags: "write deny-oom fast", key: KeyUse::Update, arity: -4, since: "0.1.0", complexity: "O(1); O(holders) on a shared lock or a semaphore", audience: App,
         usage: "key owner token [PX ttl-ms]",
         summary: "Commits a quorum token: if owner holds the lock, its token becomes token (never lower), the node counter rises to it, and PX resets the TTL. Replies 1, else 0.",
         args: args![c"key": Key, c"owner": Str, c"token": Integer, c"ttl-ms": Opt(c"PX")] },
-    Command { name: "dlock.status", handler: lock::status, flags: "readonly fast", key: KeyUse::Read, arity: 2, since: "0.1.0", audience: App,
+    Command { name: "dlock.status", handler: lock::status, flags: "readonly fast", key: KeyUse::Read, arity: 2, since: "0.1.0", complexity: "O(1); O(holders) on a shared lock or a semaphore", audience: App,
         usage: "key",
         summary: "Replies nil when free, else owner, token, ttl (ms left), holds and waiters; for a shared lock or a semaphore: kind, limit, holders (owner, token, ttl, holds, mode each) and waiters.",
         args: args![c"key": Key] },
-    Command { name: "dlock.waiters", handler: lock::waiters, flags: "readonly fast", key: KeyUse::Read, arity: 2, since: "0.2.0", audience: App,
+    Command { name: "dlock.waiters", handler: lock::waiters, flags: "readonly fast", key: KeyUse::Read, arity: 2, since: "0.2.0", complexity: "O(N): N clients waiting on the key", audience: App,
         usage: "key",
         summary: "Lists the clients waiting for the lock in service order: owner, ticket (or nil), ms waited and what it waits for (exclusive, shared or permit) each.",
         args: args![c"key": Key] },
-    Command { name: "dlock.counter", handler: node::counter, flags: "readonly fast", key: KeyUse::None, arity: 1, since: "0.1.0", audience: App,
+    Command { name: "dlock.counter", handler: node::counter, flags: "readonly fast", key: KeyUse::None, arity: 1, since: "0.1.0", complexity: "O(1)", audience: App,
         usage: "",
         summary: "Replies the node's fencing counter: the highest token issued, fenced or loaded.",
         args: args![] },
-    Command { name: "dlock.forcerelease", handler: lock::force_release, flags: "write fast", key: KeyUse::Delete, arity: 2, since: "0.1.0", audience: Operator,
+    Command { name: "dlock.forcerelease", handler: lock::force_release, flags: "write fast", key: KeyUse::Delete, arity: 2, since: "0.1.0", complexity: "O(1); O(holders) on a shared lock or a semaphore", audience: Operator,
         usage: "key",
         summary: "Removes whatever lock the key holds (operator escape hatch). Replies 1 if a lock was held, else 0.",
         args: args![c"key": Key] },
-    Command { name: "dlock.raise", handler: node::raise, flags: "write fast", key: KeyUse::None, arity: 2, since: "0.1.0", audience: Effect,
+    Command { name: "dlock.raise", handler: node::raise, flags: "write fast", key: KeyUse::None, arity: 2, since: "0.1.0", complexity: "O(1)", audience: Effect,
         usage: "token",
         summary: "Raises the node counter to at least token (never lowers it). Replicated effect; not for applications.",
         args: args![c"token": Integer] },
-    Command { name: "dlock.apply", handler: node::apply, flags: "write", key: KeyUse::Overwrite, arity: -5, since: "0.1.0", audience: Effect,
+    Command { name: "dlock.apply", handler: node::apply, flags: "write", key: KeyUse::Overwrite, arity: -5, since: "0.1.0", complexity: "O(1); O(holders) on a shared lock or a semaphore", audience: Effect,
         usage: "key owner token holds [PXAT unix-ms] [EXCLUSIVE | SHARED | LIMIT k]",
         summary: "Stores a lock exactly as given; with a mode, sets one holder of a shared lock or semaphore (holds 0 removes it). The replicated effect of every lock write; not for applications.",
         args: args![c"key": Key, c"owner": Str, c"token": Integer, c"holds": Integer, c"unix-ms": Opt(c"PXAT"), c"exclusive": Flag(c"EXCLUSIVE"), c"shared": Flag(c"SHARED"), c"limit": Opt(c"LIMIT")] },
+    Command { name: "dlock.top", handler: top::top, flags: "readonly", key: KeyUse::None, arity: -1, since: "0.3.0", audience: Operator,
+        complexity: "O(W log W + COUNT): W keys with waiters (module memory, first step only), then one SCAN step of about COUNT buckets (1 to 10000, default 100)",
+        usage: "[CURSOR c] [COUNT n]",
+        summary: "Lists the node's hot locks in the selected database: on the first step (CURSOR 0) the keys with waiters (longest queue, then oldest waiter, first; at most COUNT), and each step the held locks one SCAN step finds. Replies cursor (0: done), waiting ([key, waiters, oldest-wait-ms, owner, token, ttl] each) and held ([key, owner, token, ttl, holds, waiters] each).",
+        args: args![c"cursor": Opt(c"CURSOR"), c"count": Opt(c"COUNT")] },
 ];
 
 impl Command {

@@ -91,6 +91,7 @@ fn set_info(handle: *mut raw::RedisModuleCommand, command: &Command) -> Result<(
     };
     let summary = CString::new(command.summary).map_err(|e| e.to_string())?;
     let since = CString::new(command.since).map_err(|e| e.to_string())?;
+    let complexity = CString::new(command.complexity).map_err(|e| e.to_string())?;
     let mut key_specs = vec![key_spec(command.key), zeroed_key_spec()];
     if command.key == KeyUse::None {
         key_specs.remove(0);
@@ -100,7 +101,7 @@ fn set_info(handle: *mut raw::RedisModuleCommand, command: &Command) -> Result<(
     let info = raw::RedisModuleCommandInfo {
         version: &INFO_VERSION,
         summary: summary.as_ptr(),
-        complexity: c"O(1); O(holders) on a shared lock or a semaphore".as_ptr(),
+        complexity: complexity.as_ptr(),
         since: since.as_ptr(),
         history: ptr::null_mut(),
         tips: ptr::null(),

@@ -8,7 +8,7 @@ use super::*;
 /// since) and what each command replies.
 fn reference() -> String {
     let mut out = String::from(
-        "| command | what it does | arity | flags | key spec | ACL | since |\n|---|---|---|---|---|---|---|\n",
+        "| command | what it does | cost | arity | flags | key spec | ACL | since |\n|---|---|---|---|---|---|---|---|\n",
     );
     for c in COMMANDS {
         let acl = match c.audience {
@@ -24,10 +24,11 @@ fn reference() -> String {
             KeyUse::Overwrite => "1: OW UPDATE",
         };
         out += &format!(
-            "| `{}` | {} | {} | {} | {} | {} | {} |\n",
+            "| `{}` | {} | {} | {} | {} | {} | {} | {} |\n",
             // A `|` in a synopsis would end the markdown cell.
             c.synopsis().replace('|', "\\|"),
             c.summary,
+            c.complexity,
             c.arity,
             c.flags,
             key,

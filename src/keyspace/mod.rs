@@ -15,6 +15,9 @@ pub mod value;
 
 pub use key::LockKey;
 
+/// The data type's name, as `TYPE` shows it and `SCAN ... TYPE` matches it.
+pub const TYPE_NAME: &str = "dlocklock";
+
 /// `place` of a lock that was moved away from the key it was granted under: never held.
 pub const MOVED: u64 = 0;
 

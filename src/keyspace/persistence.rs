@@ -20,7 +20,7 @@ use crate::stats;
 use crate::wire::errors;
 
 pub static LOCK_TYPE: RedisType = RedisType::new(
-    "dlocklock",
+    super::TYPE_NAME,
     ENCODING_VERSION,
     raw::RedisModuleTypeMethods {
         // 5 adds aux_save2 (Redis 7.2+): no aux field at all until a token was issued. Older

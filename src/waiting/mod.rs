@@ -243,6 +243,35 @@ pub fn mode_word(mode: group::Mode) -> &'static str {
     }
 }
 
+/// A key with waiters, as `DLOCK.TOP` lists it.
+pub struct Queued {
+    pub key: Vec<u8>,
+    pub waiters: usize,
+    /// How long the longest-waiting client has waited.
+    pub oldest_ms: u64,
+}
+
+/// The keys of database `db` with waiters, longest queue first, then oldest waiter first; at
+/// most `limit`. Costs a pass over the keys with waiting state and a sort of them.
+pub fn busiest(db: i32, limit: usize) -> Vec<Queued> {
+    if queues::idle() {
+        return Vec::new();
+    }
+    let mut queued: Vec<Queued> = queues::queued_in(db)
+        .into_iter()
+        .map(|(key, waiters, oldest)| Queued {
+            key,
+            waiters,
+            oldest_ms: u64::try_from(oldest.as_millis()).unwrap_or(u64::MAX),
+        })
+        .collect();
+    queued.sort_unstable_by(|a, b| {
+        (b.waiters, b.oldest_ms, &a.key).cmp(&(a.waiters, a.oldest_ms, &b.key))
+    });
+    queued.truncate(limit);
+    queued
+}
+
 /// Waiters queued on one key.
 fn count(key: &QueueKey) -> usize {
     queues::peek(key, |s| s.map_or(0, |s| s.queue.len()))

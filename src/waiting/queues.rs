@@ -257,6 +257,21 @@ pub fn keys_with_waiters() -> Vec<QueueKey> {
     })
 }
 
+/// Every key of database `db` with waiters: its name, how many wait and how long the oldest has
+/// waited. One pass over the registry (keys with waiting state, not the keyspace).
+pub fn queued_in(db: i32) -> Vec<(Vec<u8>, usize, std::time::Duration)> {
+    REGISTRY.with_borrow(|r| {
+        r.keys
+            .iter()
+            .filter(|((key_db, _), state)| *key_db == db && !state.queue.is_empty())
+            .map(|((_, name), state)| {
+                let oldest = state.queue.iter().map(|w| w.handle.since.elapsed()).max();
+                (name.clone(), state.queue.len(), oldest.unwrap_or_default())
+            })
+            .collect()
+    })
+}
+
 /// Clients waiting now, over all keys.
 pub fn waiters() -> usize {
     REGISTRY.with_borrow(|r| r.waiters)

@@ -112,6 +112,26 @@ pub fn want(
 }
 
 /// One optional argument a command accepts after its fixed ones: a bare flag or a `NAME value`.
+/// The most keys one `DLOCK.TOP` step may visit (and rows it may list): bounds what one call
+/// costs the server.
+pub const TOP_MAX_COUNT: u64 = 10_000;
+
+/// `DLOCK.TOP ... COUNT n`: 1 to [`TOP_MAX_COUNT`].
+pub fn top_count(bytes: &[u8]) -> Result<u64, RedisError> {
+    in_range(bytes, 1, TOP_MAX_COUNT as i64).ok_or_else(|| errors::top_count(bytes, TOP_MAX_COUNT))
+}
+
+/// `DLOCK.TOP ... CURSOR c`: a SCAN cursor, an unsigned 64-bit integer in decimal (0 starts).
+pub fn cursor(bytes: &[u8]) -> Result<u64, RedisError> {
+    let digits = !bytes.is_empty() && bytes.iter().all(u8::is_ascii_digit);
+    let canonical = bytes == b"0" || bytes.first() != Some(&b'0');
+    std::str::from_utf8(bytes)
+        .ok()
+        .filter(|_| digits && canonical)
+        .and_then(|text| text.parse().ok())
+        .ok_or_else(|| errors::cursor(bytes))
+}
+
 pub struct OptionSpec {
     pub name: &'static str,
     pub takes_value: bool,

@@ -3,6 +3,20 @@ use proptest::prelude::*;
 use super::*;
 
 #[test]
+fn top_takes_scan_cursors_and_a_bounded_count() {
+    assert_eq!(cursor(b"0").ok(), Some(0));
+    assert_eq!(cursor(b"18446744073709551615").ok(), Some(u64::MAX));
+    for bad in ["", "-1", "01", "1.0", " 1", "18446744073709551616", "x"] {
+        assert!(cursor(bad.as_bytes()).is_err(), "{bad:?}");
+    }
+    assert_eq!(top_count(b"1").ok(), Some(1));
+    assert_eq!(top_count(b"10000").ok(), Some(TOP_MAX_COUNT));
+    for bad in ["0", "10001", "-5", "ten"] {
+        assert!(top_count(bad.as_bytes()).is_err(), "{bad:?}");
+    }
+}
+
+#[test]
 fn integers_are_parsed_exactly_as_redis_does() {
     let ok: &[(&str, i64)] = &[
         ("0", 0),
@@ -113,6 +127,14 @@ proptest! {
         if let Some(value) = integer(&bytes) {
             let printed = value.to_string();
             prop_assert_eq!(printed.as_bytes(), &bytes[..]);
+        }
+    }
+
+    /// Any bytes: never a panic; an accepted cursor prints back to the same bytes.
+    #[test]
+    fn cursor_parsing_is_exact(bytes in proptest::collection::vec(prop_oneof![Just(b'0'), b'0'..=b'9', any::<u8>()], 0..22)) {
+        if let Ok(value) = cursor(&bytes) {
+            prop_assert_eq!(value.to_string().as_bytes(), &bytes[..]);
         }
     }
 

@@ -26,6 +26,20 @@ pub fn ttl(name: &str, got: &[u8], max_ttl_ms: i64) -> RedisError {
     ))
 }
 
+pub fn top_count(got: &[u8], max: u64) -> RedisError {
+    err(format!(
+        "ERR COUNT must be an integer from 1 to {max}, got '{}'",
+        shown(got)
+    ))
+}
+
+pub fn cursor(got: &[u8]) -> RedisError {
+    err(format!(
+        "ERR CURSOR must be a cursor DLOCK.TOP returned (an unsigned integer, 0 to start), got '{}'",
+        shown(got)
+    ))
+}
+
 pub fn owner(len: usize) -> RedisError {
     err(format!(
         "ERR owner must be 1 to {MAX_OWNER_LEN} bytes, got {len} bytes"
@@ -136,6 +150,10 @@ pub fn eviction(policy: &str) -> RedisError {
 
 pub fn cannot_store() -> RedisError {
     err("ERR dlock could not store the lock".to_string())
+}
+
+pub fn cannot_scan() -> RedisError {
+    err("ERR dlock could not read the keyspace (SCAN failed)".to_string())
 }
 
 pub fn wrong_type() -> RedisError {
