@@ -134,7 +134,8 @@ proptest! {
     #[test]
     fn cursor_parsing_is_exact(bytes in proptest::collection::vec(prop_oneof![Just(b'0'), b'0'..=b'9', any::<u8>()], 0..22)) {
         if let Ok(value) = cursor(&bytes) {
-            prop_assert_eq!(value.to_string().as_bytes(), &bytes[..]);
+            let printed = value.to_string();
+            prop_assert_eq!(printed.as_bytes(), &bytes[..]);
         }
     }
 
