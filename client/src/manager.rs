@@ -13,7 +13,7 @@ use crate::round::AttemptError;
 use crate::shared::{check_ttl, new_owner, Shared};
 use crate::timing::SystemClock;
 use crate::transport::{RedisTransport, Transport};
-use crate::waiting::QueueWait;
+use crate::waiting::{QueueWait, WaitProbe};
 
 /// Redlock across N independent masters running the dlock module. Cheap to clone.
 #[derive(Clone)]
@@ -207,10 +207,24 @@ impl LockManager {
         ttl: Duration,
         wait: Duration,
     ) -> Result<LockGuard, Error> {
+        self.lock_probed(resource, ttl, wait, &WaitProbe::new())
+            .await
+    }
+
+    /// [`LockManager::lock`], telling `probe` which owner it waits as, round by round.
+    pub async fn lock_probed<'r>(
+        &self,
+        resource: impl Into<Resource<'r>>,
+        ttl: Duration,
+        wait: Duration,
+        probe: &WaitProbe,
+    ) -> Result<LockGuard, Error> {
         let resource = checked(resource.into(), ttl)?;
         let deadline = self.shared.clock.now() + wait;
         if self.shared.queues() {
-            let queued = Arc::new(QueueWait::new(self.shared.clone(), resource, ttl, deadline));
+            let mut queued = QueueWait::new(self.shared.clone(), resource, ttl, deadline);
+            queued.probe = Some(probe.clone());
+            let queued = Arc::new(queued);
             return match queued.acquire().await {
                 Ok(won) => {
                     let guard =
@@ -220,7 +234,7 @@ impl LockManager {
                 Err((failure, attempts)) => Err(self.to_error(resource, failure, attempts)),
             };
         }
-        self.lock_retrying(resource, ttl, deadline).await
+        self.lock_retrying(resource, ttl, deadline, probe).await
     }
 
     /// [`WaitMode::Retry`]: attempt, pause, attempt again until `deadline`.
@@ -229,8 +243,10 @@ impl LockManager {
         resource: Resource<'_>,
         ttl: Duration,
         deadline: Instant,
+        probe: &WaitProbe,
     ) -> Result<LockGuard, Error> {
         let owner = new_owner();
+        probe.set(&owner);
         let mut attempts = 0u32;
         loop {
             attempts = attempts.saturating_add(1);

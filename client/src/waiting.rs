@@ -18,7 +18,7 @@
 //!   no wait and no uncommitted grant is left behind.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use futures::future::{join_all, BoxFuture};
@@ -42,6 +42,30 @@ pub struct Acquired {
     pub released: CancellationToken,
 }
 
+/// The owner a `lock()` call waits as right now (a new one per round), so that the caller can
+/// look up its place in the queue meanwhile ([`crate::LockManager::lock_probed`],
+/// [`crate::LockManager::queue_state`]). Cheap to clone; clones share the value.
+#[derive(Debug, Clone, Default)]
+pub struct WaitProbe(Arc<Mutex<Option<String>>>);
+
+impl WaitProbe {
+    pub fn new() -> WaitProbe {
+        WaitProbe::default()
+    }
+
+    /// `None` until the call has asked the nodes.
+    pub fn owner(&self) -> Option<String> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub(crate) fn set(&self, owner: &str) {
+        let mut current = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if current.as_deref() != Some(owner) {
+            *current = Some(owner.to_string());
+        }
+    }
+}
+
 /// One `lock()` call in queue mode.
 pub struct QueueWait {
     shared: Arc<Shared>,
@@ -50,6 +74,8 @@ pub struct QueueWait {
     ttl: Duration,
     ticket: Option<u64>,
     deadline: Instant,
+    /// Told the owner of each round as it starts waiting.
+    pub probe: Option<WaitProbe>,
 }
 
 type Reply = (Event, Option<Why>);
@@ -69,6 +95,7 @@ impl QueueWait {
             ttl: whole_ms(ttl),
             ticket,
             deadline,
+            probe: None,
         }
     }
 
@@ -145,6 +172,9 @@ impl QueueWait {
     /// `ACQUIRE ... WAIT ... [TICKET]` on `node` as the owner of `round`.
     fn wait(self: &Arc<Self>, node: usize, round: u32, base: &str) -> BoxFuture<'static, Reply> {
         let owner = round_owner(base, round);
+        if let Some(probe) = &self.probe {
+            probe.set(&owner);
+        }
         let this = self.clone();
         Box::pin(async move {
             let this = &this;

@@ -82,6 +82,8 @@ fn describe(request: &Request<'_>) -> String {
         Request::Extend { ttl_ms, .. } => format!("EXTEND {ttl_ms}"),
         Request::Release { .. } => "RELEASE".into(),
         Request::Status { .. } => "STATUS".into(),
+        Request::Waiters { .. } => "WAITERS".into(),
+        Request::Top { cursor, .. } => format!("TOP {cursor}"),
     }
 }
 

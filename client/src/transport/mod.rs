@@ -59,6 +59,11 @@ pub enum Request<'a> {
     Release { resource: &'a str, owner: &'a str },
     /// `DLOCK.STATUS resource`.
     Status { resource: &'a str },
+    /// `DLOCK.WAITERS resource`: the waiters in service order (owner, ticket, ms waited).
+    Waiters { resource: &'a str },
+    /// `DLOCK.TOP CURSOR cursor COUNT count`: one step of a node's hot locks. Names no key: on a
+    /// cluster it would reach one master only, so the caller sends it to masters alone.
+    Top { cursor: u64, count: u64 },
 }
 
 impl<'a> Request<'a> {
@@ -70,7 +75,9 @@ impl<'a> Request<'a> {
             | Request::Fence { resource, .. }
             | Request::Extend { resource, .. }
             | Request::Release { resource, .. }
-            | Request::Status { resource } => resource,
+            | Request::Status { resource }
+            | Request::Waiters { resource } => resource,
+            Request::Top { .. } => "",
         }
     }
 
@@ -131,6 +138,14 @@ impl<'a> Request<'a> {
             Request::Status { resource } => {
                 cmd = redis::cmd("DLOCK.STATUS");
                 cmd.arg(resource);
+            }
+            Request::Waiters { resource } => {
+                cmd = redis::cmd("DLOCK.WAITERS");
+                cmd.arg(resource);
+            }
+            Request::Top { cursor, count } => {
+                cmd = redis::cmd("DLOCK.TOP");
+                cmd.arg("CURSOR").arg(cursor).arg("COUNT").arg(count);
             }
         }
         cmd
