@@ -9,11 +9,12 @@ use crate::error::Error;
 use crate::guard::{LockContext, LockGuard};
 use crate::kind::Resource;
 use crate::options::{Options, ReplicaAck, WaitMode};
+use crate::probe::WaitProbe;
 use crate::round::AttemptError;
 use crate::shared::{check_ttl, new_owner, Shared};
 use crate::timing::SystemClock;
 use crate::transport::{RedisTransport, Transport};
-use crate::waiting::{QueueWait, WaitProbe};
+use crate::waiting::QueueWait;
 
 /// Redlock across N independent masters running the dlock module. Cheap to clone.
 #[derive(Clone)]

@@ -18,7 +18,7 @@
 //!   no wait and no uncommitted grant is left behind.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use futures::future::{join_all, BoxFuture};
@@ -29,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 use crate::acquisition::{Acquisition, Event, Step};
 use crate::error::{is_wrong_kind, NodeFailure};
 use crate::kind::{LockKind, Resource};
+use crate::probe::WaitProbe;
 use crate::round::{whole_ms, AttemptError, Granted};
 use crate::shared::{new_owner, Shared};
 use crate::timing::validity;
@@ -40,30 +41,6 @@ pub struct Acquired {
     pub granted: Granted,
     /// To be cancelled when the holder releases: waits still out are then stale.
     pub released: CancellationToken,
-}
-
-/// The owner a `lock()` call waits as right now (a new one per round), so that the caller can
-/// look up its place in the queue meanwhile ([`crate::LockManager::lock_probed`],
-/// [`crate::LockManager::queue_state`]). Cheap to clone; clones share the value.
-#[derive(Debug, Clone, Default)]
-pub struct WaitProbe(Arc<Mutex<Option<String>>>);
-
-impl WaitProbe {
-    pub fn new() -> WaitProbe {
-        WaitProbe::default()
-    }
-
-    /// `None` until the call has asked the nodes.
-    pub fn owner(&self) -> Option<String> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-
-    pub(crate) fn set(&self, owner: &str) {
-        let mut current = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if current.as_deref() != Some(owner) {
-            *current = Some(owner.to_string());
-        }
-    }
 }
 
 /// One `lock()` call in queue mode.
