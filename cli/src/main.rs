@@ -1,7 +1,10 @@
 //! `dlock`: take a lock across N Redis masters running the dlock module, from the shell.
 
 mod connection;
+mod progress;
 mod run;
+mod screen;
+mod top;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -177,6 +180,9 @@ enum Command {
         max_hold: Option<Duration>,
         #[command(flatten)]
         kind: KindArgs,
+        /// No waiting line on stderr (it shows only on a terminal anyway).
+        #[arg(long, short)]
+        quiet: bool,
         #[arg(last = true, required = true)]
         cmd: Vec<String>,
     },
@@ -189,6 +195,9 @@ enum Command {
         wait: Duration,
         #[command(flatten)]
         kind: KindArgs,
+        /// No waiting line on stderr (it shows only on a terminal anyway).
+        #[arg(long, short)]
+        quiet: bool,
     },
     /// Release OWNER's lock on RESOURCE on every node.
     Release { resource: String, owner: String },
@@ -204,6 +213,32 @@ enum Command {
     },
     /// Show each node's view of RESOURCE.
     Status { resource: String },
+    /// Show the hot locks of every node: resources with waiters (longest queue first) and held
+    /// locks with holder, token and lease left. Live on a terminal (q or Ctrl-C quits).
+    /// Needs DLOCK.TOP (ACL @dangerous); redis+cluster:// nodes: list each master instead.
+    Top {
+        /// Time between refreshes.
+        #[arg(long, default_value = "2s", value_parser = parse_interval)]
+        interval: Duration,
+        /// Rows per table.
+        #[arg(long, default_value = "20", value_parser = clap::value_parser!(u16).range(1..=1000))]
+        rows: u16,
+        /// Print the table once and exit (also what happens when stdout is not a terminal).
+        #[arg(long)]
+        once: bool,
+        /// Print each node's answer as one JSON document and exit.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// A refresh interval: at least 100 ms, so that a typo cannot hammer the nodes.
+fn parse_interval(text: &str) -> Result<Duration, String> {
+    let interval = humantime::parse_duration(text).map_err(|e| e.to_string())?;
+    if interval < Duration::from_millis(100) {
+        return Err(format!("{text}: the interval must be at least 100ms"));
+    }
+    Ok(interval)
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -257,14 +292,25 @@ async fn dispatch(manager: &LockManager, command: Command) -> u8 {
             wait,
             max_hold,
             kind,
+            quiet,
             cmd,
-        } => run::run(manager, kind.of(&resource), (ttl, wait, max_hold), &cmd).await,
+        } => {
+            run::run(
+                manager,
+                kind.of(&resource),
+                (ttl, wait, max_hold),
+                quiet,
+                &cmd,
+            )
+            .await
+        }
         Command::Acquire {
             resource,
             ttl,
             wait,
             kind,
-        } => match manager.lock(kind.of(&resource), ttl, wait).await {
+            quiet,
+        } => match progress::lock(manager, kind.of(&resource), (ttl, wait), quiet).await {
             Ok(guard) => {
                 let (owner, token, validity) = guard.detach();
                 println!("{owner} {token} {}", validity.as_millis());
@@ -293,6 +339,21 @@ async fn dispatch(manager: &LockManager, command: Command) -> u8 {
             Err(e) => code_of(&e),
         },
         Command::Status { resource } => status(manager, &resource).await,
+        Command::Top {
+            interval,
+            rows,
+            once,
+            json,
+        } => {
+            let rows = usize::from(rows);
+            let opts = top::Options {
+                interval,
+                rows,
+                once,
+                json,
+            };
+            top::top(manager, &opts).await
+        }
     }
 }
 

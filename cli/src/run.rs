@@ -18,6 +18,7 @@ pub async fn run(
     manager: &LockManager,
     target: Resource<'_>,
     (ttl, wait, max_hold): (Duration, Duration, Option<Duration>),
+    quiet: bool,
     argv: &[String],
 ) -> u8 {
     // Handlers go in before the wait: a Ctrl-C from then on withdraws the wait or releases.
@@ -30,7 +31,7 @@ pub async fn run(
     };
     let resource = target.name;
     let acquired = tokio::select! {
-        acquired = manager.lock(target, ttl, wait) => acquired,
+        acquired = crate::progress::lock(manager, target, (ttl, wait), quiet) => acquired,
         // The dropped lock() withdraws its wait in the background; main settles it.
         _ = interrupt.recv() => return exit::INTERRUPTED,
         _ = terminate.recv() => return 128 + Signal::SIGTERM as u8,

@@ -1,0 +1,214 @@
+//! `dlock top`: each node's hot locks (DLOCK.TOP through `LockManager::top`), merged into one
+//! table by resource: live on a terminal, once with `--once` (or without a terminal), or as one
+//! JSON document with `--json`.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use dlock_client::{LockManager, NodeView, Top};
+use serde_json::{json, Value};
+
+use crate::{exit, screen};
+
+pub struct Options {
+    pub interval: Duration,
+    pub rows: usize,
+    pub once: bool,
+    pub json: bool,
+}
+
+pub async fn top(manager: &LockManager, opts: &Options) -> u8 {
+    if opts.json {
+        let views = manager.top(opts.rows).await;
+        println!("{}", to_json(&views));
+        return code(&views);
+    }
+    if opts.once || !std::io::stdout().is_terminal() {
+        let views = manager.top(opts.rows).await;
+        print!("{}", render(&views, opts));
+        return code(&views);
+    }
+    match screen::live(
+        || async { render(&manager.top(opts.rows).await, opts) },
+        opts.interval,
+    )
+    .await
+    {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("dlock: top: cannot drive the terminal: {e}");
+            exit::CANNOT_RUN
+        }
+    }
+}
+
+/// 0 when some node answered, else the no-quorum code (nothing could be shown).
+fn code(views: &[NodeView<Top>]) -> u8 {
+    if views.iter().any(|v| v.state.is_ok()) {
+        0
+    } else {
+        exit::NO_QUORUM
+    }
+}
+
+/// Each node as it answered; scripts merge as they need.
+fn to_json(views: &[NodeView<Top>]) -> Value {
+    let nodes: Vec<Value> = views.iter().map(node_json).collect();
+    json!({ "nodes": nodes })
+}
+
+fn node_json(view: &NodeView<Top>) -> Value {
+    let top = match &view.state {
+        Ok(top) => top,
+        Err(reason) => return json!({ "node": view.node, "error": reason }),
+    };
+    let holder = |h: &dlock_client::Holder| json!({ "owner": h.owner, "token": h.token, "ttl_ms": millis(h.ttl) });
+    let waiting: Vec<Value> = top
+        .waiting
+        .iter()
+        .map(|q| {
+            json!({ "resource": q.resource, "waiters": q.waiters,
+                    "oldest_wait_ms": millis(q.oldest_wait), "holder": q.holder.as_ref().map(holder) })
+        })
+        .collect();
+    let held: Vec<Value> = top
+        .held
+        .iter()
+        .map(|l| {
+            json!({ "resource": l.resource, "holder": holder(&l.holder), "holds": l.holds,
+                    "waiters": l.waiters })
+        })
+        .collect();
+    json!({ "node": view.node, "complete": top.complete, "held_total": top.held_total,
+            "waiting": waiting, "held": held })
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// One resource over the nodes that list it.
+#[derive(Default)]
+struct Merged {
+    waiters: u64,
+    oldest_wait: Duration,
+    /// owner -> (nodes naming it, token, smallest lease left)
+    holders: BTreeMap<String, (usize, u64, Duration)>,
+    nodes: usize,
+}
+
+impl Merged {
+    fn add_holder(&mut self, h: &dlock_client::Holder) {
+        let entry = self.holders.entry(h.owner.clone()).or_insert((0, 0, h.ttl));
+        *entry = (entry.0 + 1, entry.1.max(h.token), entry.2.min(h.ttl));
+    }
+
+    /// The owner most nodes name (a majority holds the lock), with its token and lease.
+    fn holder(&self) -> Option<(&str, u64, Duration)> {
+        let (owner, (_, token, ttl)) = self.holders.iter().max_by_key(|(_, (n, ..))| *n)?;
+        Some((owner, *token, *ttl))
+    }
+}
+
+/// Resources with what the nodes listing them say, most waiters first.
+type Rows = Vec<(String, Merged)>;
+
+fn merge(views: &[NodeView<Top>]) -> (Rows, Rows) {
+    let (mut waiting, mut held) = (BTreeMap::new(), BTreeMap::new());
+    for top in views.iter().filter_map(|v| v.state.as_ref().ok()) {
+        for q in &top.waiting {
+            let m: &mut Merged = waiting.entry(q.resource.clone()).or_default();
+            (m.waiters, m.oldest_wait) =
+                (m.waiters.max(q.waiters), m.oldest_wait.max(q.oldest_wait));
+            m.nodes += 1;
+            q.holder.iter().for_each(|h| m.add_holder(h));
+        }
+        for l in &top.held {
+            let m: &mut Merged = held.entry(l.resource.clone()).or_default();
+            m.waiters = m.waiters.max(l.waiters);
+            m.nodes += 1;
+            m.add_holder(&l.holder);
+        }
+    }
+    let mut waiting: Vec<_> = waiting.into_iter().collect();
+    waiting.sort_by_key(|(_, m)| std::cmp::Reverse((m.waiters, m.oldest_wait)));
+    let mut held: Vec<_> = held.into_iter().collect();
+    held.sort_by_key(|(_, m)| std::cmp::Reverse(m.waiters));
+    (waiting, held)
+}
+
+/// The table: a header line, the resources with waiters, the held locks, unreachable nodes.
+pub fn render(views: &[NodeView<Top>], opts: &Options) -> String {
+    let answered = views.iter().filter(|v| v.state.is_ok()).count();
+    let mut out = format!(
+        "dlock top: {answered} of {} nodes answered, every {}; q quits\n\n",
+        views.len(),
+        humantime::format_duration(opts.interval)
+    );
+    let (waiting, held) = merge(views);
+    let _ = writeln!(
+        out,
+        "{:<28} {:>7} {:>10} {:<36} {:>9} {:>5}",
+        "WAITING", "waiters", "oldest", "holder", "lease", "nodes"
+    );
+    for (resource, m) in waiting.iter().take(opts.rows) {
+        let (owner, _, ttl) = m
+            .holder()
+            .unwrap_or(("(free: handoff due)", 0, Duration::ZERO));
+        let _ = writeln!(
+            out,
+            "{:<28} {:>7} {:>10} {:<36} {:>9} {:>5}",
+            cut(resource, 28),
+            m.waiters,
+            seconds(m.oldest_wait),
+            cut(owner, 36),
+            seconds(ttl),
+            m.nodes
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\n{:<28} {:<36} {:>20} {:>9} {:>7} {:>5}",
+        "HELD", "holder", "token", "lease", "waiters", "nodes"
+    );
+    for (resource, m) in held.iter().take(opts.rows) {
+        let (owner, token, ttl) = m.holder().unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "{:<28} {:<36} {:>20} {:>9} {:>7} {:>5}",
+            cut(resource, 28),
+            cut(owner, 36),
+            token,
+            seconds(ttl),
+            m.waiters,
+            m.nodes
+        );
+    }
+    for view in views {
+        match &view.state {
+            Err(reason) => {
+                let _ = writeln!(out, "\n{}: {reason}", view.node);
+            }
+            Ok(top) if !top.complete => {
+                let _ = writeln!(out, "\n{}: keyspace too large, partly shown", view.node);
+            }
+            Ok(_) => {}
+        }
+    }
+    out
+}
+
+fn seconds(d: Duration) -> String {
+    format!("{:.1}s", d.as_secs_f64())
+}
+
+/// At most `width` characters, an ellipsis marking a cut.
+pub fn cut(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_string();
+    }
+    let kept: String = text.chars().take(width.saturating_sub(1)).collect();
+    format!("{kept}…")
+}
