@@ -12,6 +12,7 @@ The asyncio twin is `dlock.asyncio.LockManager`.
 
 from ._admin import Holder, LockInfo, NodeStatus
 from ._options import WaitMode
+from ._top import HeldLock, NodeTop, QueuedLock, TopHolder
 from .errors import (
     DlockError,
     KindRefused,
@@ -30,6 +31,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DlockError",
+    "HeldLock",
     "Holder",
     "KindRefused",
     "Lock",
@@ -41,6 +43,9 @@ __all__ = [
     "NoQuorum",
     "NodeFailure",
     "NodeStatus",
+    "NodeTop",
+    "QueuedLock",
+    "TopHolder",
     "ValidityExpired",
     "WaitMode",
     "WrongKindError",

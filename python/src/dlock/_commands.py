@@ -33,3 +33,8 @@ def release(resource: str, owner: str) -> Args:
 
 def status(resource: str) -> Args:
     return ("DLOCK.STATUS", resource)
+
+
+def top(cursor: int, count: int) -> Args:
+    """One step of a node's hot locks (names no key: masters only, never a cluster)."""
+    return ("DLOCK.TOP", "CURSOR", cursor, "COUNT", count)

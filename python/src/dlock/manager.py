@@ -25,6 +25,7 @@ from ._sync_nodes import Nodes
 from ._sync_queue import QueueWait
 from ._sync_round import Rounds
 from ._timing import new_owner, retry_pause
+from ._top import NodeTop, Walk, check_rows
 from ._verdicts import REFUSED, AttemptFailed
 from .errors import LockLost
 from .lock import Lock
@@ -176,6 +177,16 @@ class LockManager:
         resource = check_resource(resource)
         replies = self._rounds.nodes.everywhere(cmd.status(resource))
         return [node_status(name, r) for name, r in zip(self.nodes, replies, strict=True)]
+
+    def top(self, rows: int = 20) -> list[NodeTop]:
+        """Each node's hot locks (DLOCK.TOP, ACL @dangerous): resources with waiters, longest
+        queue first, and held locks with holder, token and lease left; at most `rows` of each.
+        The keyspace is walked in steps of 1000 keys, each a bounded call. A redis+cluster://
+        node is refused by name (list each master instead)."""
+        walk = Walk(self.nodes, check_rows(rows))
+        while calls := walk.requests():
+            walk.take(calls, self._rounds.nodes.fan_out(calls))
+        return walk.result()
 
     def release_owner(self, resource: str, owner: str, *, limit: int | None = None) -> int:
         """Releases `owner`'s lock (taken elsewhere) on all nodes; how many released it.

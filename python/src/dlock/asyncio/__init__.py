@@ -19,6 +19,7 @@ async with locks.lock("orders:42", ttl=10.0, wait=5.0) as lock:
 # unasync: end
 
 from .._admin import Holder, LockInfo, NodeStatus
+from .._top import HeldLock, NodeTop, QueuedLock, TopHolder
 from ..errors import (
     DlockError,
     KindRefused,
@@ -41,6 +42,7 @@ from .manager import LockManager, PendingLock
 
 __all__ = [
     "DlockError",
+    "HeldLock",
     "Holder",
     "KindRefused",
     "Lock",
@@ -52,9 +54,12 @@ __all__ = [
     "NoQuorum",
     "NodeFailure",
     "NodeStatus",
+    "NodeTop",
     # unasync: asyncio only
     "PendingLock",
     # unasync: end
+    "QueuedLock",
+    "TopHolder",
     "ValidityExpired",
     # unasync: sync only
     # "WaitMode",

@@ -23,6 +23,7 @@ from .._kind import Kind, check_kind, check_limit
 from .._options import Options, WaitMode, check_owner, check_resource, check_ttl, check_wait
 from .._security import security
 from .._timing import new_owner, retry_pause
+from .._top import NodeTop, Walk, check_rows
 from .._verdicts import REFUSED, AttemptFailed
 
 # unasync: sync only
@@ -223,6 +224,16 @@ class LockManager:
         resource = check_resource(resource)
         replies = await self._rounds.nodes.everywhere(cmd.status(resource))
         return [node_status(name, r) for name, r in zip(self.nodes, replies, strict=True)]
+
+    async def top(self, rows: int = 20) -> list[NodeTop]:
+        """Each node's hot locks (DLOCK.TOP, ACL @dangerous): resources with waiters, longest
+        queue first, and held locks with holder, token and lease left; at most `rows` of each.
+        The keyspace is walked in steps of 1000 keys, each a bounded call. A redis+cluster://
+        node is refused by name (list each master instead)."""
+        walk = Walk(self.nodes, check_rows(rows))
+        while calls := walk.requests():
+            walk.take(calls, await self._rounds.nodes.fan_out(calls))
+        return walk.result()
 
     async def release_owner(self, resource: str, owner: str, *, limit: int | None = None) -> int:
         # unasync: asyncio only
