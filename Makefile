@@ -5,7 +5,7 @@ CARGO        ?= cargo
 MODULE       := target/release/libdlock.so
 REDIS_PORT   ?= 6379
 
-.PHONY: all deps build run test model model-deep bench-waiters bench-handoff compat compat-servers memcheck chaos chaos-quick bench bench-quick bench-server bench-shared cluster redis-cluster fmt lint clean
+.PHONY: all deps build run test model model-deep bench-waiters bench-handoff bench-top compat compat-servers memcheck chaos chaos-quick bench bench-quick bench-server bench-shared cluster redis-cluster fmt lint clean
 
 all: build
 
@@ -124,6 +124,10 @@ bench-waiters: build
 # How late after a crashed holder's deadline a waiter gets the lock, ~1 min.
 bench-handoff: build
 	python3 bench/handoff_latency.py $(MODULE) 500
+
+# How long one `dlock top` call blocks a node: one held lock among 100k keys (docs/bench.md), ~20 s.
+bench-top: build
+	python3 bench/top_latency.py $(MODULE) target/release/dlock 100000 20
 
 bench-server: build
 	$(CARGO) run --release -q -p dlock-bench --bin bench-server
