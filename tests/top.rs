@@ -185,3 +185,37 @@ fn the_database_selected_is_the_one_listed() {
     let keys: Vec<String> = held.iter().map(|r| text(&r[0])).collect();
     assert_eq!(keys, ["one"]);
 }
+
+#[test]
+fn shared_locks_and_semaphores_list_every_holder_with_its_mode() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let mut take = |key: &str, owner: &str, how: &[&str]| -> i64 {
+        let mut cmd = redis::cmd("DLOCK.ACQUIRE");
+        cmd.arg(key).arg(owner).arg(60_000);
+        for word in how {
+            cmd.arg(*word);
+        }
+        cmd.query::<Option<i64>>(&mut c)
+            .expect("acquire")
+            .expect("granted")
+    };
+    take("readers", "r1", &["SHARED"]);
+    take("readers", "r2", &["SHARED"]);
+    take("permits", "p1", &["LIMIT", "3"]);
+    take("plain", "w", &[]);
+    let (_, _, held) = top(&mut c, &["COUNT", "1000"]);
+    let mut rows: Vec<(String, String, String)> = held
+        .iter()
+        .map(|r| (text(&r[0]), text(&r[1]), text(&r[6])))
+        .collect();
+    rows.sort();
+    let expected = [
+        ("permits", "p1", "permit"),
+        ("plain", "w", "exclusive"),
+        ("readers", "r1", "shared"),
+        ("readers", "r2", "shared"),
+    ]
+    .map(|(k, o, m)| (k.to_string(), o.to_string(), m.to_string()));
+    assert_eq!(rows, expected);
+}

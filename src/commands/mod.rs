@@ -128,9 +128,9 @@ pub static COMMANDS: &[Command] = &[
         summary: "Stores a lock exactly as given; with a mode, sets one holder of a shared lock or semaphore (holds 0 removes it). The replicated effect of every lock write; not for applications.",
         args: args![c"key": Key, c"owner": Str, c"token": Integer, c"holds": Integer, c"unix-ms": Opt(c"PXAT"), c"exclusive": Flag(c"EXCLUSIVE"), c"shared": Flag(c"SHARED"), c"limit": Opt(c"LIMIT")] },
     Command { name: "dlock.top", handler: top::top, flags: "readonly", key: KeyUse::None, arity: -1, since: "0.3.0", audience: Operator,
-        complexity: "O(W log W + COUNT): W keys with waiters (module memory, first step only), then one SCAN step of about COUNT buckets (1 to 10000, default 100)",
+        complexity: "O(W log W + COUNT): W keys with waiters (module memory, first step only), then one SCAN step of about COUNT buckets (1 to 10000, default 100), each key it returns looked up",
         usage: "[CURSOR c] [COUNT n]",
-        summary: "Lists the node's hot locks in the selected database: on the first step (CURSOR 0) the keys with waiters (longest queue, then oldest waiter, first; at most COUNT), and each step the held locks one SCAN step finds. Replies cursor (0: done), waiting ([key, waiters, oldest-wait-ms, owner, token, ttl] each) and held ([key, owner, token, ttl, holds, waiters] each).",
+        summary: "Lists the node's hot locks in the selected database: on the first step (CURSOR 0) the keys with waiters (longest queue, then oldest waiter, first; at most COUNT), and each step the holders of the locks one SCAN step finds. Replies cursor (0: done), waiting ([key, waiters, oldest-wait-ms, owner, token, ttl] each, the first holder's) and held ([key, owner, token, ttl, holds, waiters, mode] per holder).",
         args: args![c"cursor": Opt(c"CURSOR"), c"count": Opt(c"COUNT")] },
 ];
 

@@ -4,18 +4,21 @@
 //! - `waiting` (first step only, cursor 0): keys of the selected database with waiters, from
 //!   the wait registry in module memory (never the keyspace): longest queue first, then the
 //!   oldest waiter; at most `n` rows.
-//! - `held`: the locks held among the keys one `SCAN c COUNT n TYPE dlocklock` step returns;
-//!   `cursor` is the next step's (0: the scan went round). SCAN's own bound (about `n` buckets
-//!   per step) is the bound here: a client walks the keyspace in steps, as with SCAN.
+//! - `held`: one row per live holder of the lock keys (plain locks, shared locks, semaphores)
+//!   among the keys one `SCAN c COUNT n` step returns; `cursor` is the next step's (0: the scan
+//!   went round). SCAN's own bound (about `n` buckets per step) is the bound here: a client
+//!   walks the keyspace in steps, as with SCAN. No `TYPE` filter: a lock is one of two types,
+//!   and SCAN filters by one; each key returned is opened and its type checked instead (what
+//!   SCAN's filter does too: a lookup per key).
 
 use redis_module::{Context, RedisError, RedisResult, RedisValue};
 
 use crate::keyspace::key::selected_db;
 use crate::keyspace::LockKey;
+use crate::server;
 use crate::waiting::{self, Waiters};
 use crate::wire::args::{self, OptionSpec};
 use crate::wire::{errors, Arg};
-use crate::{keyspace, server};
 
 const OPTIONS: [OptionSpec; 2] = [
     OptionSpec {
@@ -44,7 +47,7 @@ pub fn top(ctx: &Context, argv: &[Arg]) -> RedisResult {
     let now_ms = server::now_ms();
     let held = keys
         .iter()
-        .filter_map(|key| held_row(ctx, key, now_ms))
+        .flat_map(|key| held_rows(ctx, key, now_ms))
         .collect();
     let waiting = match cursor {
         0 => waiting_rows(ctx, count, now_ms),
@@ -59,18 +62,12 @@ pub fn top(ctx: &Context, argv: &[Arg]) -> RedisResult {
     Ok(RedisValue::NoReply)
 }
 
-/// One `SCAN cursor COUNT count TYPE dlocklock`: the next cursor and the lock keys it returned.
+/// One `SCAN cursor COUNT count`: the next cursor and the keys it returned.
 fn scan_step(ctx: &Context, cursor: u64, count: u64) -> Result<(u64, Vec<Vec<u8>>), RedisError> {
     let (cursor, count) = (cursor.to_string(), count.to_string());
     let reply = ctx.call(
         "SCAN",
-        &[
-            cursor.as_bytes(),
-            b"COUNT".as_slice(),
-            count.as_bytes(),
-            b"TYPE".as_slice(),
-            keyspace::TYPE_NAME.as_bytes(),
-        ],
+        &[cursor.as_bytes(), b"COUNT".as_slice(), count.as_bytes()],
     )?;
     let RedisValue::Array(mut parts) = reply else {
         return Err(errors::cannot_scan());
@@ -92,25 +89,38 @@ fn bytes(value: RedisValue) -> Option<Vec<u8>> {
     }
 }
 
-/// `[key, owner, token, ttl-ms, holds, waiters]` if the key holds a live lock.
-fn held_row(ctx: &Context, key: &[u8], now_ms: u64) -> Option<RedisValue> {
+/// `[key, owner, token, ttl-ms, holds, waiters, mode]` per live holder, if the key is a lock
+/// (none for other types, free locks, and locks moved here from another key).
+fn held_rows(ctx: &Context, key: &[u8], now_ms: u64) -> Vec<RedisValue> {
     let name = ctx.create_string(key);
     let arg = Arg::new(name.inner);
     let lock = LockKey::open(ctx, &arg, false);
-    let held = lock.held(now_ms).ok()??;
-    let waiters = Waiters::of(ctx, &arg).count();
-    Some(RedisValue::Array(vec![
-        RedisValue::StringBuffer(key.to_vec()),
-        RedisValue::StringBuffer(held.owner.to_vec()),
-        integer(held.token),
-        integer(held.deadline_ms.saturating_sub(now_ms)),
-        integer(u64::from(held.holds)),
-        integer(waiters as u64),
-    ]))
+    let Ok(view) = lock.group_view() else {
+        return Vec::new(); // another type
+    };
+    let live = view.live(now_ms);
+    if live.is_empty() {
+        return Vec::new();
+    }
+    let waiters = integer(Waiters::of(ctx, &arg).count() as u64);
+    live.iter()
+        .map(|holder| {
+            RedisValue::Array(vec![
+                RedisValue::StringBuffer(key.to_vec()),
+                RedisValue::StringBuffer(holder.owner.to_vec()),
+                integer(holder.token),
+                integer(holder.deadline_ms.saturating_sub(now_ms)),
+                integer(u64::from(holder.holds)),
+                waiters.clone(),
+                RedisValue::SimpleStringStatic(waiting::mode_word(holder.mode)),
+            ])
+        })
+        .collect()
 }
 
-/// `[key, waiters, oldest-wait-ms, owner, token, ttl-ms]` per key with waiters; the last three
-/// nil while the lock is free (a handoff is due, held up by a quarantine or a pause).
+/// `[key, waiters, oldest-wait-ms, owner, token, ttl-ms]` per key with waiters, naming the first
+/// live holder (a shared lock may have more: the held rows list them); the last three nil while
+/// the lock is free (a handoff is due, held up by a quarantine or a pause).
 fn waiting_rows(ctx: &Context, count: u64, now_ms: u64) -> Vec<RedisValue> {
     let limit = usize::try_from(count).unwrap_or(usize::MAX);
     waiting::busiest(selected_db(ctx), limit)
@@ -119,13 +129,14 @@ fn waiting_rows(ctx: &Context, count: u64, now_ms: u64) -> Vec<RedisValue> {
             let name = ctx.create_string(queued.key.as_slice());
             let arg = Arg::new(name.inner);
             let lock = LockKey::open(ctx, &arg, false);
-            let holder = match lock.held(now_ms) {
-                Ok(Some(held)) => [
-                    RedisValue::StringBuffer(held.owner.to_vec()),
-                    integer(held.token),
-                    integer(held.deadline_ms.saturating_sub(now_ms)),
+            let view = lock.group_view().unwrap_or_default();
+            let holder = match view.live(now_ms).first() {
+                Some(first) => [
+                    RedisValue::StringBuffer(first.owner.to_vec()),
+                    integer(first.token),
+                    integer(first.deadline_ms.saturating_sub(now_ms)),
                 ],
-                _ => [RedisValue::Null, RedisValue::Null, RedisValue::Null],
+                None => [RedisValue::Null, RedisValue::Null, RedisValue::Null],
             };
             let mut row = vec![
                 RedisValue::StringBuffer(queued.key),
