@@ -78,7 +78,7 @@ fn node_json(view: &NodeView<Top>) -> Value {
         .iter()
         .map(|l| {
             json!({ "resource": l.resource, "holder": holder(&l.holder), "holds": l.holds,
-                    "waiters": l.waiters })
+                    "waiters": l.waiters, "mode": l.mode })
         })
         .collect();
     json!({ "node": view.node, "complete": top.complete, "held_total": top.held_total,
@@ -112,10 +112,11 @@ impl Merged {
     }
 }
 
-/// Resources with what the nodes listing them say, most waiters first.
-type Rows = Vec<(String, Merged)>;
+/// Resources (held: resource, holder and mode) with what the nodes listing them say, most
+/// waiters first.
+type Rows<K> = Vec<(K, Merged)>;
 
-fn merge(views: &[NodeView<Top>]) -> (Rows, Rows) {
+fn merge(views: &[NodeView<Top>]) -> (Rows<String>, Rows<(String, String, String)>) {
     let (mut waiting, mut held) = (BTreeMap::new(), BTreeMap::new());
     for top in views.iter().filter_map(|v| v.state.as_ref().ok()) {
         for q in &top.waiting {
@@ -125,8 +126,10 @@ fn merge(views: &[NodeView<Top>]) -> (Rows, Rows) {
             m.nodes += 1;
             q.holder.iter().for_each(|h| m.add_holder(h));
         }
+        // A row per holder: a shared lock's readers are rows of their own.
         for l in &top.held {
-            let m: &mut Merged = held.entry(l.resource.clone()).or_default();
+            let row = (l.resource.clone(), l.holder.owner.clone(), l.mode.clone());
+            let m: &mut Merged = held.entry(row).or_default();
             m.waiters = m.waiters.max(l.waiters);
             m.nodes += 1;
             m.add_holder(&l.holder);
@@ -170,16 +173,17 @@ pub fn render(views: &[NodeView<Top>], opts: &Options) -> String {
     }
     let _ = writeln!(
         out,
-        "\n{:<28} {:<36} {:>20} {:>9} {:>7} {:>5}",
-        "HELD", "holder", "token", "lease", "waiters", "nodes"
+        "\n{:<28} {:<36} {:<9} {:>20} {:>9} {:>7} {:>5}",
+        "HELD", "holder", "mode", "token", "lease", "waiters", "nodes"
     );
-    for (resource, m) in held.iter().take(opts.rows) {
+    for ((resource, _, mode), m) in held.iter().take(opts.rows) {
         let (owner, token, ttl) = m.holder().unwrap_or_default();
         let _ = writeln!(
             out,
-            "{:<28} {:<36} {:>20} {:>9} {:>7} {:>5}",
+            "{:<28} {:<36} {:<9} {:>20} {:>9} {:>7} {:>5}",
             cut(resource, 28),
             cut(owner, 36),
+            mode,
             token,
             seconds(ttl),
             m.waiters,

@@ -45,13 +45,15 @@ pub struct QueuedLock {
     pub holder: Option<Holder>,
 }
 
-/// A held lock.
+/// One holder of a held lock (a shared lock or a semaphore has a row per holder).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HeldLock {
     pub resource: String,
     pub holder: Holder,
     pub holds: u64,
     pub waiters: u64,
+    /// `exclusive`, `shared` or `permit`.
+    pub mode: String,
 }
 
 /// One node's hot locks.
@@ -59,7 +61,7 @@ pub struct HeldLock {
 pub struct Top {
     /// Longest queue first, then oldest waiter.
     pub waiting: Vec<QueuedLock>,
-    /// Most waiters first, then by name; at most the rows asked for.
+    /// Most waiters first, then by name; at most the rows asked for (a row per holder).
     pub held: Vec<HeldLock>,
     /// Held locks found, before the cut to the rows asked for.
     pub held_total: usize,
@@ -197,14 +199,20 @@ fn queued_lock(fields: Vec<Value>) -> Result<QueuedLock, String> {
     })
 }
 
-/// `[key, owner, token, ttl, holds, waiters]`
-fn held_lock(fields: Vec<Value>) -> Result<HeldLock, String> {
+/// `[key, owner, token, ttl, holds, waiters, mode]` (a module without shared locks sends no
+/// mode: exclusive)
+fn held_lock(mut fields: Vec<Value>) -> Result<HeldLock, String> {
+    let mode = match fields.len() {
+        7.. => text(fields.remove(6))?,
+        _ => "exclusive".to_string(),
+    };
     let [key, owner, token, ttl, holds, waiters] = fixed(fields)?;
     Ok(HeldLock {
         resource: text(key)?,
         holder: holder(owner, token, ttl)?,
         holds: int(holds)?,
         waiters: int(waiters)?,
+        mode,
     })
 }
 

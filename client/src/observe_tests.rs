@@ -29,6 +29,7 @@ fn a_top_step_reads_as_a_resp2_array_or_a_resp3_map() {
         Value::Int(9000),
         Value::Int(1),
         Value::Int(3),
+        bulk("shared"),
         Value::Int(7), // a field a newer module may add: ignored
     ])]);
     let resp2 = Value::Array(vec![
@@ -57,6 +58,7 @@ fn a_top_step_reads_as_a_resp2_array_or_a_resp3_map() {
     );
     assert_eq!(step.held[0].holder, holder);
     assert_eq!((step.held[0].holds, step.held[0].waiters), (1, 3));
+    assert_eq!(step.held[0].mode, "shared");
     let resp3 = Value::Map(vec![
         (bulk("cursor"), bulk("0")),
         (bulk("waiting"), free),

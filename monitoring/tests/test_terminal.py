@@ -123,3 +123,17 @@ def test_top_quits_on_ctrl_c(three: list[Server]) -> None:
         pane.until("the exit", lambda s: "EXITED=0" in s)
     finally:
         pane.close()
+
+
+def test_the_waiting_line_names_a_shared_lock_s_holders(three: list[Server]) -> None:
+    readers = [run_dlock(three, "acquire", "doc", "--ttl", "30s", "--shared").split()[0] for _ in range(2)]
+    pane = Pane(f"{DLOCK} run doc --wait 20s -- echo WROTE", nodes_env(three))
+    try:
+        line = pane.until("the waiting line", lambda s: "waiting for doc" in s)
+        assert "1st of 1 in queue" in line and " and 1 more (" in line, line
+        assert any(f"held by {r}" in line for r in readers), line
+        for reader in readers:
+            run_dlock(three, "release", "doc", reader)
+        pane.until("the writer's turn", lambda s: "EXITED=0" in s and "WROTE" in s)
+    finally:
+        pane.close()

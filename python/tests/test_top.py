@@ -69,12 +69,12 @@ def test_replies_read_as_resp2_arrays_or_resp3_maps_and_bad_ones_fail_the_node()
     walk = Walk(["a", "b", "c"], rows=5)
     calls = walk.requests()
     row = [b"k", 2, 30, None, None, None]
-    resp2 = [b"cursor", b"0", b"waiting", [row], b"held", [[b"k", b"o", 7, 900, 1, 2, b"extra"]]]
+    resp2 = [b"cursor", b"0", b"waiting", [row], b"held", [[b"k", b"o", 7, 900, 1, 2, b"shared", b"extra"]]]
     resp3 = {"cursor": "0", "waiting": [], "held": []}
     walk.take(calls, [resp2, resp3, [b"cursor", b"0", b"held", [[b"short"]]]])
     a, b, c = walk.result()
     assert a.waiting[0].holder is None and a.waiting[0].oldest_wait_ms == 30
-    assert a.held[0].holder.token == 7 and a.held[0].waiters == 2
+    assert a.held[0].holder.token == 7 and a.held[0].waiters == 2 and a.held[0].mode == "shared"
     assert b.complete and b.failure is None
     assert c.failure is not None and not c.complete
     assert walk.requests() == []

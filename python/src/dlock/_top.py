@@ -36,10 +36,14 @@ class QueuedLock:
 
 @dataclass(frozen=True)
 class HeldLock:
+    """One holder of a held lock (a shared lock or a semaphore has one per holder)."""
+
     resource: str
     holder: TopHolder
     holds: int
     waiters: int
+    #: "exclusive", "shared" or "permit".
+    mode: str = "exclusive"
 
 
 @dataclass
@@ -143,6 +147,7 @@ def queued(row: list[object]) -> QueuedLock:
 
 
 def held(row: list[object]) -> HeldLock:
-    """[key, owner, token, ttl, holds, waiters]"""
+    """[key, owner, token, ttl, holds, waiters, mode] (no mode from a module without shared locks)"""
     holder = TopHolder(text(row[1]), integer(row[2]), integer(row[3]))
-    return HeldLock(text(row[0]), holder, integer(row[4]), integer(row[5]))
+    mode = text(row[6]) if len(row) > 6 else "exclusive"
+    return HeldLock(text(row[0]), holder, integer(row[4]), integer(row[5]), mode)
