@@ -216,29 +216,7 @@ enum Command {
     /// Show the hot locks of every node: resources with waiters (longest queue first) and held
     /// locks with holder, token and lease left. Live on a terminal (q or Ctrl-C quits).
     /// Needs DLOCK.TOP (ACL @dangerous); redis+cluster:// nodes: list each master instead.
-    Top {
-        /// Time between refreshes.
-        #[arg(long, default_value = "2s", value_parser = parse_interval)]
-        interval: Duration,
-        /// Rows per table.
-        #[arg(long, default_value = "20", value_parser = clap::value_parser!(u16).range(1..=1000))]
-        rows: u16,
-        /// Print the table once and exit (also what happens when stdout is not a terminal).
-        #[arg(long)]
-        once: bool,
-        /// Print each node's answer as one JSON document and exit.
-        #[arg(long)]
-        json: bool,
-    },
-}
-
-/// A refresh interval: at least 100 ms, so that a typo cannot hammer the nodes.
-fn parse_interval(text: &str) -> Result<Duration, String> {
-    let interval = humantime::parse_duration(text).map_err(|e| e.to_string())?;
-    if interval < Duration::from_millis(100) {
-        return Err(format!("{text}: the interval must be at least 100ms"));
-    }
-    Ok(interval)
+    Top(top::Options),
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -339,21 +317,7 @@ async fn dispatch(manager: &LockManager, command: Command) -> u8 {
             Err(e) => code_of(&e),
         },
         Command::Status { resource } => status(manager, &resource).await,
-        Command::Top {
-            interval,
-            rows,
-            once,
-            json,
-        } => {
-            let rows = usize::from(rows);
-            let opts = top::Options {
-                interval,
-                rows,
-                once,
-                json,
-            };
-            top::top(manager, &opts).await
-        }
+        Command::Top(opts) => top::top(manager, &opts).await,
     }
 }
 

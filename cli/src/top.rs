@@ -7,16 +7,35 @@ use std::fmt::Write;
 use std::io::IsTerminal;
 use std::time::Duration;
 
+use clap::builder::TypedValueParser;
 use dlock_client::{LockManager, NodeView, Top};
 use serde_json::{json, Value};
 
 use crate::{exit, screen};
 
+#[derive(clap::Args)]
 pub struct Options {
+    /// Time between refreshes.
+    #[arg(long, default_value = "2s", value_parser = parse_interval)]
     pub interval: Duration,
+    /// Rows per table.
+    #[arg(long, default_value = "20", value_parser = clap::value_parser!(u16).range(1..=1000).map(usize::from))]
     pub rows: usize,
+    /// Print the table once and exit (also what happens when stdout is not a terminal).
+    #[arg(long)]
     pub once: bool,
+    /// Print each node's answer as one JSON document and exit.
+    #[arg(long)]
     pub json: bool,
+}
+
+/// A refresh interval: at least 100 ms, so that a typo cannot hammer the nodes.
+fn parse_interval(text: &str) -> Result<Duration, String> {
+    let interval = humantime::parse_duration(text).map_err(|e| e.to_string())?;
+    if interval < Duration::from_millis(100) {
+        return Err(format!("{text}: the interval must be at least 100ms"));
+    }
+    Ok(interval)
 }
 
 pub async fn top(manager: &LockManager, opts: &Options) -> u8 {
