@@ -35,19 +35,6 @@ pub fn percentile(mut values: Vec<f64>, p: f64) -> f64 {
     values[rank.clamp(1, values.len()) - 1]
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn median_and_percentiles_by_nearest_rank() {
-        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
-        let hundred: Vec<f64> = (1..=100).map(f64::from).collect();
-        assert_eq!(percentile(hundred.clone(), 99.0), 99.0);
-        assert_eq!(percentile(hundred, 50.0), 50.0);
-        assert!(median(vec![]).is_nan());
-    }
-}
 
 /// A command from its words.
 pub fn cmd(args: &[&str]) -> redis::Cmd {
@@ -83,4 +70,18 @@ pub fn usec_per_call(
         .find_map(|f| f.strip_prefix("usec_per_call="))
         .unwrap();
     field.parse().unwrap()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_and_percentiles_by_nearest_rank() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        let hundred: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(percentile(hundred.clone(), 99.0), 99.0);
+        assert_eq!(percentile(hundred, 50.0), 50.0);
+        assert!(median(vec![]).is_nan());
+    }
 }
