@@ -3,12 +3,26 @@
 //! release.
 
 use dlock_client::acquisition::{Acquisition, Event, Step};
+use dlock_client::timing::{quorum, semaphore_quorum};
+use dlock_core::group::Want;
 
 use crate::config::{Config, Mutant};
-use crate::system::{Hold, Msg, Phase, State, To};
+use crate::system::{owner, Hold, Holder, Msg, Phase, State, To};
+
+/// How many nodes must commit: a majority for the lock and its shared side, more for a
+/// semaphore (docs/protocol.md §7). The `SemaphoreMajority` mutant settles for a majority.
+fn needed(config: &Config, client: usize) -> usize {
+    match config.want(client) {
+        Want::Permit { limit } if config.mutant != Some(Mutant::SemaphoreMajority) => {
+            semaphore_quorum(config.nodes, limit)
+        }
+        _ => quorum(config.nodes),
+    }
+}
 
 pub fn start(config: &Config, state: &mut State, client: usize) {
-    let (acquisition, steps) = Acquisition::start(config.nodes);
+    let needed = needed(config, client);
+    let (acquisition, steps) = Acquisition::start_needing(config.nodes, needed);
     let c = &mut state.clients[client];
     c.phase = Phase::Acquiring;
     c.acquisition = Some(acquisition);
@@ -58,7 +72,7 @@ fn apply(config: &Config, state: &mut State, client: usize, steps: Vec<Step>) {
         match step {
             Step::Wait { round, nodes } => send_waits(state, client, round, ticket, nodes),
             Step::Fence { token, nodes, .. } if config.mutant == Some(Mutant::NoCommit) => {
-                hold(state, client, token, nodes); // the largest token, uncommitted
+                hold(config, state, client, (token, nodes)); // the largest token, uncommitted
             }
             Step::Fence {
                 round,
@@ -96,14 +110,14 @@ fn apply(config: &Config, state: &mut State, client: usize, steps: Vec<Step>) {
                     .as_ref()
                     .map(Acquisition::holding_nodes)
                     .unwrap_or_default();
-                hold(state, client, token, on);
+                hold(config, state, client, (token, on));
             }
             Step::Failed => state.clients[client].phase = Phase::Done,
         }
     }
 }
 
-fn hold(state: &mut State, client: usize, token: u64, on: Vec<usize>) {
+fn hold(config: &Config, state: &mut State, client: usize, (token, on): (u64, Vec<usize>)) {
     let c = &mut state.clients[client];
     c.phase = Phase::Holding;
     let granted = on
@@ -112,6 +126,7 @@ fn hold(state: &mut State, client: usize, token: u64, on: Vec<usize>) {
         .collect();
     state.ghost.holds.push(Hold {
         client,
+        mode: config.want(client).mode(),
         token,
         granted,
     });
@@ -163,4 +178,51 @@ fn send_waits(state: &mut State, client: usize, round: u32, ticket: u64, nodes: 
         };
         state.send(To::Node(node), msg);
     }
+}
+
+/// The last client already holds on `config.holding_at_start`: granted there, committed with the
+/// largest of those grants, in its critical section. The same machine and node rules as a run.
+pub fn start_holding(config: &Config, state: &mut State) {
+    let on = config.holding_at_start.clone();
+    let client = config.clients.saturating_sub(1);
+    if on.is_empty() || client >= state.clients.len() {
+        return;
+    }
+    let (mut acquisition, _) = Acquisition::start_needing(config.nodes, needed(config, client));
+    let mut commit = 0;
+    for &node in &on {
+        let token = state.nodes[node]
+            .node
+            .grant(&crate::node::SETTINGS)
+            .unwrap_or(0);
+        state.clients[client].grants[node] = Some(token);
+        for step in acquisition.on(Event::Granted {
+            node,
+            round: 0,
+            token,
+        }) {
+            if let Step::Fence { token, .. } = step {
+                commit = token;
+            }
+        }
+    }
+    for &node in &on {
+        let n = &mut state.nodes[node];
+        n.node.raise_counter(commit); // what FENCE does to the counter
+        n.holders.push(Holder {
+            owner: owner(client, 0),
+            mode: config.want(client).mode(),
+            token: commit,
+            tentative: None,
+            lapsed: false,
+        });
+        let event = Event::Fenced {
+            node,
+            round: 0,
+            committed: true,
+        };
+        acquisition.on(event);
+    }
+    state.clients[client].acquisition = Some(acquisition);
+    hold(config, state, client, (commit, on));
 }

@@ -1,6 +1,8 @@
 //! What one model run explores: sizes, fault budgets, which assumptions hold, and (for the
 //! mutants) which rule is broken on purpose.
 
+use dlock_core::group::Want;
+
 /// When a lock's TTL may run out on a node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Expiry {
@@ -51,14 +53,23 @@ pub enum Mutant {
     RevokeCommitted,
     /// Waiters are served in arrival order instead of by ticket.
     FifoQueue,
+    /// A semaphore's client is content with a majority instead of `semaphore_quorum`.
+    SemaphoreMajority,
+    /// A reader's request is shown the holders without the writer.
+    ReaderBesideWriter,
+    /// A holder whose lease ended is still shown to the rules as a holder.
+    ExpiredPermitKept,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 4] = [
+    pub const ALL: [Mutant; 7] = [
         Mutant::NoCommit,
         Mutant::FenceWithoutOwnerCheck,
         Mutant::RevokeCommitted,
         Mutant::FifoQueue,
+        Mutant::SemaphoreMajority,
+        Mutant::ReaderBesideWriter,
+        Mutant::ExpiredPermitKept,
     ];
 
     pub fn name(self) -> &'static str {
@@ -67,6 +78,9 @@ impl Mutant {
             Mutant::FenceWithoutOwnerCheck => "FENCE without the still-held check",
             Mutant::RevokeCommitted => "revoking a committed grant",
             Mutant::FifoQueue => "serving tickets FIFO instead of by ticket",
+            Mutant::SemaphoreMajority => "semaphore quorum = simple majority",
+            Mutant::ReaderBesideWriter => "shared lock: a reader granted beside a writer",
+            Mutant::ExpiredPermitKept => "semaphore: an expired holder keeps its permit",
         }
     }
 }
@@ -88,6 +102,16 @@ pub struct Config {
     /// TTL may run out at any moment. Both clients then queue behind it, so two clients suffice
     /// to exercise the order in which a queue is served.
     pub preheld: bool,
+    /// What each client asks for, on a resource with several holders (`dlock_core::group`).
+    /// Empty: the plain lock of §5, through `dlock_core::lock` and `wait` as before.
+    pub wants: Vec<Want>,
+    /// Resources with several holders: every node starts with committed entries of earlier
+    /// holders that crashed (one per item), whose leases may end at any moment.
+    pub earlier: Vec<Want>,
+    /// The last client starts in its critical section, committed on these nodes (what it won
+    /// before the run began; its wait on the other nodes is never delivered). Lets a mutant
+    /// show three holders with two clients moving.
+    pub holding_at_start: Vec<usize>,
     /// Explore every behaviour of at most this many steps (`None`: every behaviour).
     pub max_depth: Option<usize>,
 }
@@ -114,8 +138,42 @@ impl Config {
             },
             mutant: None,
             preheld: false,
+            wants: Vec::new(),
+            earlier: Vec::new(),
+            holding_at_start: Vec::new(),
             max_depth: None,
         }
+    }
+
+    /// A run on a resource with several holders: client i asks for `wants[i]`.
+    pub fn group(name: &'static str, nodes: usize, wants: &[Want]) -> Config {
+        Config {
+            wants: wants.to_vec(),
+            ..Config::base(name, nodes, wants.len())
+        }
+    }
+
+    /// Whether the run drives `dlock_core::group` (several holders) rather than the lock.
+    pub fn is_group(&self) -> bool {
+        !self.wants.is_empty()
+    }
+
+    /// What `client` asks for (the plain lock is exclusive).
+    pub fn want(&self, client: usize) -> Want {
+        self.wants.get(client).copied().unwrap_or_default()
+    }
+
+    /// The semaphore's limit in this run (0 when it has none).
+    pub fn limit(&self) -> u32 {
+        let permit = |w: &Want| match *w {
+            Want::Permit { limit } => Some(limit),
+            _ => None,
+        };
+        self.wants
+            .iter()
+            .chain(&self.earlier)
+            .find_map(permit)
+            .unwrap_or(0)
     }
 
     pub fn faultless(&self) -> bool {

@@ -8,6 +8,7 @@
 
 mod client;
 mod config;
+mod group_node;
 mod model;
 mod node;
 mod properties;

@@ -10,7 +10,7 @@ use stateright::{Model, Property};
 
 use crate::config::{Config, Crashes, Expiry};
 use crate::system::{Action, Phase, State, To};
-use crate::{client, node, properties};
+use crate::{client, group_node, node, properties};
 
 pub struct DlockModel {
     pub config: Config,
@@ -48,6 +48,11 @@ impl Model for DlockModel {
         for (i, n) in s.nodes.iter().enumerate() {
             if n.up && n.lock.is_some() && self.may_expire(s, i) {
                 actions.push(Action::Expire(i));
+            }
+            for (at, h) in n.holders.iter().enumerate() {
+                if n.up && !h.lapsed && self.may_expire_owner(s, &h.owner) {
+                    actions.push(Action::ExpireEntry(i, at));
+                }
             }
             if cfg.crashes != Crashes::None {
                 if n.up && s.budget.crashes > 0 {
@@ -103,6 +108,12 @@ impl Model for DlockModel {
                 }
                 node::expire(&mut s, n);
             }
+            Action::ExpireEntry(n, at) => {
+                if s.nodes[n].holders[at].owner[0] != crate::system::EARLIER_HOLDER {
+                    s.budget.expiries -= 1;
+                }
+                group_node::expire(cfg, &mut s, n, at);
+            }
             Action::Crash(n) => {
                 s.budget.crashes -= 1;
                 node::crash(cfg, &mut s, n);
@@ -114,7 +125,11 @@ impl Model for DlockModel {
                 if let Some(owner) = s.nodes[n].forgotten.take() {
                     client::outlive(&mut s, &owner);
                 }
-                node::hand_off(&mut s, n);
+                if cfg.is_group() {
+                    group_node::hand_off(cfg, &mut s, n);
+                } else {
+                    node::hand_off(&mut s, n);
+                }
             }
         }
         while !s.inbox.is_empty() {
@@ -140,11 +155,13 @@ impl Model for DlockModel {
 impl DlockModel {
     /// Whether the lock on `node` may expire now (see [`Expiry`]).
     fn may_expire(&self, s: &State, node: usize) -> bool {
-        let earlier = s.nodes[node]
-            .lock
-            .as_ref()
-            .is_some_and(|(owner, _)| owner[0] == crate::system::EARLIER_HOLDER);
-        if earlier {
+        let lock = s.nodes[node].lock.as_ref();
+        lock.is_some_and(|(owner, _)| self.may_expire_owner(s, owner))
+    }
+
+    /// Whether a lease of `owner` may end now (see [`Expiry`]).
+    fn may_expire_owner(&self, s: &State, owner: &[u8]) -> bool {
+        if owner[0] == crate::system::EARLIER_HOLDER {
             return true; // a crashed earlier holder's TTL runs out whenever
         }
         if s.budget.expiries == 0 {
@@ -153,13 +170,7 @@ impl DlockModel {
         match self.config.expiry {
             Expiry::Never => false,
             Expiry::Anytime => true,
-            Expiry::WhenNotHolding => {
-                let holder = s.nodes[node]
-                    .lock
-                    .as_ref()
-                    .map(|(owner, _)| usize::from(owner[0]));
-                holder.is_none_or(|c| s.clients[c].phase != Phase::Holding)
-            }
+            Expiry::WhenNotHolding => s.clients[usize::from(owner[0])].phase != Phase::Holding,
         }
     }
 

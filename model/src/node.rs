@@ -10,7 +10,7 @@ use dlock_core::Settings;
 use crate::config::{Config, Mutant};
 use crate::system::{owner, Msg, NodeState, State, To};
 
-const SETTINGS: Settings = Settings {
+pub const SETTINGS: Settings = Settings {
     quarantine_ms: 0,
     clock_floor: false,
 };
@@ -34,6 +34,9 @@ pub fn committed(n: &NodeState) -> bool {
 }
 
 pub fn on_message(config: &Config, state: &mut State, node: usize, msg: Msg) {
+    if config.is_group() {
+        return crate::group_node::on_message(config, state, node, msg);
+    }
     match msg {
         Msg::Acquire {
             client,
@@ -210,6 +213,9 @@ pub fn crash(config: &Config, state: &mut State, node: usize) {
     let waiters: Vec<Vec<u8>> = n.queue.iter().map(|w| w.owner.clone()).collect();
     n.queue = Default::default();
     n.tentative = None; // module memory: lost; a restarted grant counts as committed
+    for h in &mut n.holders {
+        h.tentative = None;
+    }
     for who in waiters {
         let (client, round) = (usize::from(who[0]), u32::from(who[1]));
         state.send(To::Client(client), Msg::Unavailable { node, round });
@@ -221,6 +227,7 @@ pub fn restart(config: &Config, state: &mut State, node: usize) {
     n.up = true;
     if let crate::config::Crashes::LoseState { quarantine } = config.crashes {
         n.lock = None;
+        n.holders.clear();
         let mut fresh = dlock_core::Node::new(crate::system::NoClock);
         fresh.raise_counter(n.highest_counter); // the clock floor
         n.node = fresh;

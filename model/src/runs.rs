@@ -1,8 +1,15 @@
 //! The runs `make model` (bounded, under two minutes on two cores) and `make model-deep` make:
 //! the real design under each combination of faults and assumptions, and each mutant.
 
+use dlock_core::group::Want;
+
 use crate::config::{Budget, Config, Crashes, Expiry, Mutant};
 use crate::properties::*;
+
+const READ: Want = Want::Shared;
+const WRITE: Want = Want::Exclusive;
+/// A permit of a semaphore of limit 2: on 3 nodes it needs all 3 (q > 3·2/3).
+const PERMIT: Want = Want::Permit { limit: 2 };
 
 pub struct Run {
     pub config: Config,
@@ -76,7 +83,7 @@ pub fn design(deep: bool) -> Vec<Run> {
     quarantined.name = "restart without state, with quarantine";
     quarantined.crashes = Crashes::LoseState { quarantine: true };
     let safety_and_exclusion = [TOKEN_ORDER, NEVER_REVOKED, MUTUAL_EXCLUSION, TICKET_ORDER];
-    vec![
+    let mut runs = vec![
         run(Config::base("no faults", n, m), &ALL, &[]),
         run(queued, &ALL, &[]),
         run(lossy, &safety_and_exclusion, &[]),
@@ -84,6 +91,101 @@ pub fn design(deep: bool) -> Vec<Run> {
         run(paused, &SAFETY, &[MUTUAL_EXCLUSION]),
         run(amnesia, &SAFETY, &[MUTUAL_EXCLUSION]),
         run(quarantined, &safety_and_exclusion, &[]),
+    ];
+    runs.extend(shared_runs(deep));
+    runs.extend(semaphore_runs(deep));
+    runs
+}
+
+/// Read/write locks. Client 0 reads with ticket 30, client 1 writes with 20: when the writer's
+/// wait reaches a node first, the later reader queues behind it (writer fairness).
+fn shared_runs(deep: bool) -> Vec<Run> {
+    let depth = |quick: usize| Some(if deep { quick + 4 } else { quick });
+    let mut behind = Config::group(
+        "shared lock: a reader and a writer behind an earlier reader",
+        3,
+        &[READ, WRITE],
+    );
+    behind.earlier = vec![READ];
+    let mut three = Config::group(
+        "shared lock: two readers and a writer",
+        3,
+        &[READ, WRITE, READ],
+    );
+    three.max_depth = depth(16);
+    let mut crashing = Config::group(
+        "shared lock: crash and restart with state; expiry of idle holders",
+        3,
+        &[READ, WRITE],
+    );
+    crashing.crashes = Crashes::KeepState;
+    crashing.expiry = Expiry::WhenNotHolding;
+    crashing.budget = faults(0, 1, 1);
+    crashing.max_depth = depth(14);
+    let mut paused = Config::group("shared lock: expiry at any moment", 3, &[READ, WRITE]);
+    paused.expiry = Expiry::Anytime;
+    paused.budget = faults(0, 0, 1);
+    paused.max_depth = depth(16);
+    let all = [
+        TOKEN_ORDER,
+        NEVER_REVOKED,
+        NO_DEADLOCK,
+        SMALLEST_FIRST,
+        RW_EXCLUSION,
+        TICKET_ORDER,
+    ];
+    let safety = [TOKEN_ORDER, NEVER_REVOKED, RW_EXCLUSION, TICKET_ORDER];
+    vec![
+        run(behind, &all, &[]),
+        run(three, &safety, &[]),
+        run(crashing, &safety, &[]),
+        run(paused, &SAFETY, &[RW_EXCLUSION]),
+    ]
+}
+
+/// Semaphores of limit 2 on 3 nodes, so a holder needs all 3: three contenders (clients, or
+/// earlier holders whose leases end) for two places.
+fn semaphore_runs(deep: bool) -> Vec<Run> {
+    let depth = |quick: usize| Some(if deep { quick + 4 } else { quick });
+    let mut behind = Config::group(
+        "semaphore: two clients behind two earlier holders",
+        3,
+        &[PERMIT, PERMIT],
+    );
+    behind.earlier = vec![PERMIT, PERMIT];
+    let mut three = Config::group("semaphore: three clients", 3, &[PERMIT, PERMIT, PERMIT]);
+    three.max_depth = depth(16);
+    let mut crashing = Config::group(
+        "semaphore: crash and restart with state; expiry of idle holders",
+        3,
+        &[PERMIT, PERMIT, PERMIT],
+    );
+    crashing.crashes = Crashes::KeepState;
+    crashing.expiry = Expiry::WhenNotHolding;
+    crashing.budget = faults(0, 1, 1);
+    crashing.max_depth = depth(14);
+    let mut paused = Config::group(
+        "semaphore: expiry at any moment",
+        3,
+        &[PERMIT, PERMIT, PERMIT],
+    );
+    paused.expiry = Expiry::Anytime;
+    paused.budget = faults(0, 0, 1);
+    paused.max_depth = depth(16);
+    let all = [
+        NEVER_REVOKED,
+        NO_DEADLOCK,
+        SMALLEST_FIRST,
+        SEMAPHORE_LIMIT,
+        TICKET_ORDER,
+        NO_LOST_PERMIT,
+    ];
+    let safety = [NEVER_REVOKED, SEMAPHORE_LIMIT, TICKET_ORDER];
+    vec![
+        run(behind, &all, &[]),
+        run(three, &safety, &[]),
+        run(crashing, &safety, &[]),
+        run(paused, &[NEVER_REVOKED, TICKET_ORDER], &[SEMAPHORE_LIMIT]),
     ]
 }
 
@@ -94,8 +196,6 @@ pub fn mutants() -> Vec<Run> {
         .iter()
         .map(|&mutant| {
             let mut config = Config::base(mutant.name(), 3, 2);
-            config.mutant = Some(mutant);
-            config.max_depth = Some(24);
             let catcher = match mutant {
                 Mutant::NoCommit => TOKEN_ORDER,
                 Mutant::FenceWithoutOwnerCheck => MUTUAL_EXCLUSION,
@@ -104,7 +204,25 @@ pub fn mutants() -> Vec<Run> {
                     config.preheld = true;
                     TICKET_ORDER
                 }
+                Mutant::SemaphoreMajority => {
+                    // Client 2 already holds on {n0, n2} (a majority): clients 0 and 1 can then
+                    // take {n0, n1} and {n1, n2}, and no node has more than two holders.
+                    config = Config::group(mutant.name(), 3, &[PERMIT, PERMIT, PERMIT]);
+                    config.holding_at_start = vec![0, 2];
+                    SEMAPHORE_LIMIT
+                }
+                Mutant::ReaderBesideWriter => {
+                    config = Config::group(mutant.name(), 3, &[WRITE, READ]);
+                    RW_EXCLUSION
+                }
+                Mutant::ExpiredPermitKept => {
+                    config = Config::group(mutant.name(), 3, &[PERMIT, PERMIT]);
+                    config.earlier = vec![PERMIT, PERMIT];
+                    NO_LOST_PERMIT
+                }
             };
+            config.mutant = Some(mutant);
+            config.max_depth = Some(24);
             run(config, &[], &[catcher])
         })
         .collect()

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use dlock_client::acquisition::Acquisition;
+use dlock_core::group::Mode;
 use dlock_core::wait::{Queue, Tentative};
 use dlock_core::{Clock, Node};
 
@@ -72,6 +73,20 @@ pub fn owner(client: usize, round: u32) -> Vec<u8> {
     vec![client as u8, round as u8]
 }
 
+/// One holder of a resource with several holders, as the module stores it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Holder {
+    pub owner: Vec<u8>,
+    pub mode: Mode,
+    pub token: u64,
+    /// The ticket of an uncommitted grant (module memory, what wound-wait reads); `None` once
+    /// FENCE committed it.
+    pub tentative: Option<u64>,
+    /// Its lease ended. The module stops counting such an entry at once, so the design drops
+    /// it; only the `ExpiredPermitKept` mutant keeps it (and shows it to the rules).
+    pub lapsed: bool,
+}
+
 /// One node's key: the module's state for it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct NodeState {
@@ -80,6 +95,8 @@ pub struct NodeState {
     /// The lock: owner and token (holds are always 1 here; deadlines are the expiry event).
     pub lock: Option<(Vec<u8>, u64)>,
     pub tentative: Option<Tentative>,
+    /// A resource with several holders (group runs), in grant order; `lock` stays `None`.
+    pub holders: Vec<Holder>,
     pub queue: Queue<()>,
     pub quarantined: bool,
     /// Ghost: the owner of the committed lock this node forgot when it last lost its state
@@ -118,6 +135,8 @@ pub struct ClientState {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Hold {
     pub client: usize,
+    /// Exclusive for the plain lock: token order is claimed for holds that exclude each other.
+    pub mode: Mode,
     pub token: u64,
     pub granted: Vec<(usize, u64)>,
 }
@@ -155,6 +174,8 @@ pub enum Action {
     Duplicate(usize, usize, Chan),
     /// The lock's TTL ran out on a node.
     Expire(usize),
+    /// The lease of a node's holder (its index) ran out (resources with several holders).
+    ExpireEntry(usize, usize),
     Crash(usize),
     Restart(usize),
     QuarantineEnds(usize),
@@ -162,6 +183,25 @@ pub enum Action {
     AskAgain(usize),
     /// The critical section ends: release everywhere.
     Finish(usize),
+}
+
+/// The committed entries of `config.earlier` (owners `EARLIER_HOLDER:i`), granted in order.
+fn earlier_holders(config: &Config, node: &mut Node<NoClock>) -> Vec<Holder> {
+    let settings = crate::node::SETTINGS;
+    let mut holders = Vec::new();
+    for (i, want) in config.earlier.iter().enumerate() {
+        let Ok(token) = node.grant(&settings) else {
+            continue;
+        };
+        holders.push(Holder {
+            owner: vec![EARLIER_HOLDER, i as u8],
+            mode: want.mode(),
+            token,
+            tentative: None,
+            lapsed: false,
+        });
+    }
+    holders
 }
 
 impl State {
@@ -173,12 +213,14 @@ impl State {
                 let lock = config
                     .preheld
                     .then(|| (vec![EARLIER_HOLDER, 0], node.counter()));
+                let holders = earlier_holders(config, &mut node);
                 NodeState {
                     up: true,
                     highest_counter: node.counter(),
                     node,
                     lock,
                     tentative: None,
+                    holders,
                     queue: Queue::default(),
                     quarantined: false,
                     forgotten: None,
@@ -194,14 +236,16 @@ impl State {
                 outlived_ttl: false,
             })
             .collect();
-        State {
+        let mut state = State {
             nodes,
             clients,
             net: BTreeMap::new(),
             inbox: Vec::new(),
             ghost: Ghost::default(),
             budget: config.budget.clone(),
-        }
+        };
+        crate::client::start_holding(config, &mut state);
+        state
     }
 
     /// A request goes onto the network; a reply goes to the client's inbox, read in the same

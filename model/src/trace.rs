@@ -1,5 +1,6 @@
 //! A counterexample, step by step, in words: each action and what it left behind.
 
+use dlock_core::group::Mode;
 use stateright::Path;
 
 use crate::model::DlockModel;
@@ -25,7 +26,7 @@ pub fn render(model: &DlockModel, path: Path<State, Action>) -> String {
 
 fn owner(o: &[u8]) -> String {
     if o[0] == crate::system::EARLIER_HOLDER {
-        "an earlier holder".into()
+        format!("earlier holder {}", o[1])
     } else {
         format!("c{}:{}", o[0], o[1])
     }
@@ -46,6 +47,10 @@ fn step(before: &State, action: &Action) -> String {
         Action::Drop(n, c, _) => format!("a request from c{c} to node {n} is lost"),
         Action::Duplicate(n, c, _) => format!("a request from c{c} to node {n} is sent again"),
         Action::Expire(n) => format!("the lock on node {n} expires"),
+        Action::ExpireEntry(n, at) => {
+            let h = &before.nodes[*n].holders[*at];
+            format!("the lease of {} on node {n} ends", owner(&h.owner))
+        }
         Action::Crash(n) => format!("node {n} crashes"),
         Action::Restart(n) => format!("node {n} restarts"),
         Action::QuarantineEnds(n) => format!("node {n}'s quarantine ends"),
@@ -69,6 +74,35 @@ fn message(msg: &Msg) -> String {
     }
 }
 
+/// A resource with several holders: each as `owner mode token`, `?` when tentative, `~` when
+/// its lease ended (kept only by a mutant).
+fn holders(n: &crate::system::NodeState) -> String {
+    let shown: Vec<String> = n
+        .holders
+        .iter()
+        .map(|h| {
+            let mode = match h.mode {
+                Mode::Exclusive => "X",
+                Mode::Shared => "S",
+                Mode::Permit => "P",
+            };
+            let mark = if h.lapsed {
+                "~"
+            } else if h.tentative.is_some() {
+                "?"
+            } else {
+                ""
+            };
+            format!("{} {mode} t{}{mark}", owner(&h.owner), h.token)
+        })
+        .collect();
+    if shown.is_empty() {
+        "free".into()
+    } else {
+        shown.join(", ")
+    }
+}
+
 fn summary(model: &DlockModel, s: &State) -> String {
     let nodes: Vec<String> = s
         .nodes
@@ -76,6 +110,7 @@ fn summary(model: &DlockModel, s: &State) -> String {
         .enumerate()
         .map(|(i, n)| {
             let lock = match &n.lock {
+                None if model.config.is_group() => holders(n),
                 None => "free".to_string(),
                 Some((o, t)) => {
                     let tentative = n
@@ -113,6 +148,5 @@ fn summary(model: &DlockModel, s: &State) -> String {
             ref p => format!("c{i} {p:?}"),
         })
         .collect();
-    let _ = model;
     format!("{} | {}", nodes.join("  "), clients.join(", "))
 }
