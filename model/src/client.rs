@@ -180,17 +180,19 @@ fn send_waits(state: &mut State, client: usize, round: u32, ticket: u64, nodes: 
     }
 }
 
-/// The last client already holds on `config.holding_at_start`: granted there, committed with the
-/// largest of those grants, in its critical section. The same machine and node rules as a run.
+/// The clients of `config.holding_at_start` already hold: granted on their nodes, committed
+/// with the largest of those grants, in their critical section. The same machine and node
+/// rules as in a run.
 pub fn start_holding(config: &Config, state: &mut State) {
-    let on = config.holding_at_start.clone();
-    let client = config.clients.saturating_sub(1);
-    if on.is_empty() || client >= state.clients.len() {
-        return;
+    for (client, on) in &config.holding_at_start {
+        hold_from_start(config, state, *client, on);
     }
+}
+
+fn hold_from_start(config: &Config, state: &mut State, client: usize, on: &[usize]) {
     let (mut acquisition, _) = Acquisition::start_needing(config.nodes, needed(config, client));
     let mut commit = 0;
-    for &node in &on {
+    for &node in on {
         let token = state.nodes[node]
             .node
             .grant(&crate::node::SETTINGS)
@@ -206,7 +208,7 @@ pub fn start_holding(config: &Config, state: &mut State) {
             }
         }
     }
-    for &node in &on {
+    for &node in on {
         let n = &mut state.nodes[node];
         n.node.raise_counter(commit); // what FENCE does to the counter
         n.holders.push(Holder {
@@ -224,5 +226,5 @@ pub fn start_holding(config: &Config, state: &mut State) {
         acquisition.on(event);
     }
     state.clients[client].acquisition = Some(acquisition);
-    hold(config, state, client, (commit, on));
+    hold(config, state, client, (commit, on.to_vec()));
 }

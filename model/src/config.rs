@@ -108,10 +108,10 @@ pub struct Config {
     /// Resources with several holders: every node starts with committed entries of earlier
     /// holders that crashed (one per item), whose leases may end at any moment.
     pub earlier: Vec<Want>,
-    /// The last client starts in its critical section, committed on these nodes (what it won
-    /// before the run began; its wait on the other nodes is never delivered). Lets a mutant
-    /// show three holders with two clients moving.
-    pub holding_at_start: Vec<usize>,
+    /// Clients that start in their critical section, each committed on its nodes (what it won
+    /// before the run began; its waits on other nodes are never delivered): three holders
+    /// with fewer clients moving, which keeps the runs within bounds.
+    pub holding_at_start: Vec<(usize, Vec<usize>)>,
     /// Explore every behaviour of at most this many steps (`None`: every behaviour).
     pub max_depth: Option<usize>,
 }

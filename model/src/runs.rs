@@ -112,7 +112,7 @@ fn shared_runs(deep: bool) -> Vec<Run> {
         3,
         &[READ, WRITE, READ],
     );
-    three.max_depth = depth(16);
+    three.max_depth = depth(14);
     let mut crashing = Config::group(
         "shared lock: crash and restart with state; expiry of idle holders",
         3,
@@ -153,25 +153,26 @@ fn semaphore_runs(deep: bool) -> Vec<Run> {
         &[PERMIT, PERMIT],
     );
     behind.earlier = vec![PERMIT, PERMIT];
-    let mut three = Config::group("semaphore: three clients", 3, &[PERMIT, PERMIT, PERMIT]);
-    three.max_depth = depth(16);
-    let mut crashing = Config::group(
+    // Three clients that all move do not fit the bounds (a permit takes 7 steps): the last
+    // ones start holding on every node instead, and may leave at any moment.
+    let three = |name, holding: &[usize]| {
+        let mut config = Config::group(name, 3, &[PERMIT, PERMIT, PERMIT]);
+        config.holding_at_start = holding.iter().map(|&c| (c, vec![0, 1, 2])).collect();
+        config
+    };
+    let mut crashing = three(
         "semaphore: crash and restart with state; expiry of idle holders",
-        3,
-        &[PERMIT, PERMIT, PERMIT],
+        &[2],
     );
     crashing.crashes = Crashes::KeepState;
     crashing.expiry = Expiry::WhenNotHolding;
     crashing.budget = faults(0, 1, 1);
     crashing.max_depth = depth(14);
-    let mut paused = Config::group(
-        "semaphore: expiry at any moment",
-        3,
-        &[PERMIT, PERMIT, PERMIT],
-    );
+    // Two holders paused while their leases end: three expiries free a place on every node.
+    let mut paused = three("semaphore: expiry at any moment", &[1, 2]);
     paused.expiry = Expiry::Anytime;
-    paused.budget = faults(0, 0, 1);
-    paused.max_depth = depth(16);
+    paused.budget = faults(0, 0, 3);
+    paused.max_depth = depth(14);
     let all = [
         NEVER_REVOKED,
         NO_DEADLOCK,
@@ -183,7 +184,11 @@ fn semaphore_runs(deep: bool) -> Vec<Run> {
     let safety = [NEVER_REVOKED, SEMAPHORE_LIMIT, TICKET_ORDER];
     vec![
         run(behind, &all, &[]),
-        run(three, &safety, &[]),
+        run(
+            three("semaphore: three clients, one holding from the start", &[2]),
+            &all,
+            &[],
+        ),
         run(crashing, &safety, &[]),
         run(paused, &[NEVER_REVOKED, TICKET_ORDER], &[SEMAPHORE_LIMIT]),
     ]
@@ -208,7 +213,7 @@ pub fn mutants() -> Vec<Run> {
                     // Client 2 already holds on {n0, n2} (a majority): clients 0 and 1 can then
                     // take {n0, n1} and {n1, n2}, and no node has more than two holders.
                     config = Config::group(mutant.name(), 3, &[PERMIT, PERMIT, PERMIT]);
-                    config.holding_at_start = vec![0, 2];
+                    config.holding_at_start = vec![(2, vec![0, 2])];
                     SEMAPHORE_LIMIT
                 }
                 Mutant::ReaderBesideWriter => {
