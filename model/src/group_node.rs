@@ -250,6 +250,9 @@ fn ticket_of(state: &State, who: &[u8]) -> u64 {
 /// the TTL, as for the lock.
 pub fn expire(config: &Config, state: &mut State, node: usize, at: usize) {
     let h = state.nodes[node].holders[at].clone();
+    if h.owner[0] != crate::system::EARLIER_HOLDER {
+        state.budget.expiries -= 1;
+    }
     if h.tentative.is_none() {
         client::outlive(state, &h.owner);
     }

@@ -91,46 +91,14 @@ impl Model for DlockModel {
                 }
                 s.budget.duplicates -= 1;
             }
-            Action::Expire(n) => {
-                let earlier = s.nodes[n]
-                    .lock
-                    .as_ref()
-                    .is_some_and(|(o, _)| o[0] == crate::system::EARLIER_HOLDER);
-                if !earlier {
-                    s.budget.expiries -= 1;
-                }
-                // A tentative grant that expires is refused by its FENCE; a committed one
-                // expiring before its owner holds means the commit round outlasted the TTL.
-                if node::committed(&s.nodes[n]) {
-                    if let Some((owner, _)) = s.nodes[n].lock.clone() {
-                        client::outlive(&mut s, &owner);
-                    }
-                }
-                node::expire(&mut s, n);
-            }
-            Action::ExpireEntry(n, at) => {
-                if s.nodes[n].holders[at].owner[0] != crate::system::EARLIER_HOLDER {
-                    s.budget.expiries -= 1;
-                }
-                group_node::expire(cfg, &mut s, n, at);
-            }
+            Action::Expire(n) => node::expire(&mut s, n),
+            Action::ExpireEntry(n, at) => group_node::expire(cfg, &mut s, n, at),
             Action::Crash(n) => {
                 s.budget.crashes -= 1;
                 node::crash(cfg, &mut s, n);
             }
             Action::Restart(n) => node::restart(cfg, &mut s, n),
-            Action::QuarantineEnds(n) => {
-                s.nodes[n].quarantined = false;
-                // The quarantine lasted a TTL: every lock granted before the loss is over.
-                if let Some(owner) = s.nodes[n].forgotten.take() {
-                    client::outlive(&mut s, &owner);
-                }
-                if cfg.is_group() {
-                    group_node::hand_off(cfg, &mut s, n);
-                } else {
-                    node::hand_off(&mut s, n);
-                }
-            }
+            Action::QuarantineEnds(n) => node::quarantine_ends(cfg, &mut s, n),
         }
         while !s.inbox.is_empty() {
             for (c, msg) in std::mem::take(&mut s.inbox) {

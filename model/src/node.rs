@@ -193,8 +193,18 @@ fn ticket_of(state: &State, who: &[u8]) -> u64 {
     state.clients[usize::from(who[0])].ticket
 }
 
-/// The TTL ran out: the lock is free.
+/// The TTL ran out: the lock is free. A tentative grant that expires is refused by its FENCE;
+/// a committed one expiring before its owner holds means the commit round outlasted the TTL.
 pub fn expire(state: &mut State, node: usize) {
+    let Some((owner, _)) = state.nodes[node].lock.clone() else {
+        return;
+    };
+    if owner[0] != crate::system::EARLIER_HOLDER {
+        state.budget.expiries -= 1;
+    }
+    if committed(&state.nodes[node]) {
+        crate::client::outlive(state, &owner);
+    }
     let n = &mut state.nodes[node];
     n.lock = None;
     n.tentative = None;
@@ -232,5 +242,19 @@ pub fn restart(config: &Config, state: &mut State, node: usize) {
         fresh.raise_counter(n.highest_counter); // the clock floor
         n.node = fresh;
         n.quarantined = quarantine;
+    }
+}
+
+/// The quarantine lasted a TTL: every lock granted before the loss is over, and waiters may be
+/// served.
+pub fn quarantine_ends(config: &Config, state: &mut State, node: usize) {
+    state.nodes[node].quarantined = false;
+    if let Some(owner) = state.nodes[node].forgotten.take() {
+        crate::client::outlive(state, &owner);
+    }
+    if config.is_group() {
+        crate::group_node::hand_off(config, state, node);
+    } else {
+        hand_off(state, node);
     }
 }
