@@ -7,7 +7,7 @@ use dlock_client::timing::{quorum, semaphore_quorum};
 use dlock_core::group::Want;
 
 use crate::config::{Config, Mutant};
-use crate::system::{owner, Hold, Holder, Msg, Phase, State, To};
+use crate::system::{Hold, Holder, Msg, Phase, State, To};
 
 /// How many nodes must commit: a majority for the lock and its shared side, more for a
 /// semaphore (docs/protocol.md §7). The `SemaphoreMajority` mutant settles for a majority.
@@ -212,7 +212,7 @@ fn hold_from_start(config: &Config, state: &mut State, client: usize, on: &[usiz
         let n = &mut state.nodes[node];
         n.node.raise_counter(commit); // what FENCE does to the counter
         n.holders.push(Holder {
-            owner: owner(client, 0),
+            owner: [client as u8, 0],
             mode: config.want(client).mode(),
             token: commit,
             tentative: None,

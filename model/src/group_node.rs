@@ -84,7 +84,7 @@ fn decide(config: &Config, state: &State, node: usize, who: &[u8], ticket: u64) 
         let h = n
             .holders
             .iter()
-            .find(|h| h.owner == e.owner && h.mode == e.mode);
+            .find(|h| h.owner[..] == *e.owner && h.mode == e.mode);
         h.and_then(|h| h.tentative)
     };
     match group::decide(
@@ -116,7 +116,7 @@ fn acquire(config: &Config, state: &mut State, node: usize, who: Vec<u8>, ticket
         Decision::Grant => grant(state, node, who, want.mode(), ticket),
         Decision::Downgrade { token } => {
             state.nodes[node].holders.push(Holder {
-                owner: who,
+                owner: [who[0], who[1]],
                 mode: Mode::Shared,
                 token,
                 tentative: Some(ticket),
@@ -156,7 +156,7 @@ fn grant(state: &mut State, node: usize, who: Vec<u8>, mode: Mode, ticket: u64) 
     };
     let (client, round) = (usize::from(who[0]), u32::from(who[1]));
     n.holders.push(Holder {
-        owner: who,
+        owner: [who[0], who[1]],
         mode,
         token,
         tentative: Some(ticket),
@@ -179,7 +179,11 @@ fn fence(state: &mut State, node: usize, (client, round): (usize, u32), token: u
     });
     let ok = match n.node.fence(newest, &who, token) {
         Fence::Fenced { token } => {
-            for h in n.holders.iter_mut().filter(|h| h.owner == who && !h.lapsed) {
+            for h in n
+                .holders
+                .iter_mut()
+                .filter(|h| h.owner[..] == who[..] && !h.lapsed)
+            {
                 h.token = token;
                 h.tentative = None;
             }

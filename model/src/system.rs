@@ -76,7 +76,8 @@ pub fn owner(client: usize, round: u32) -> Vec<u8> {
 /// One holder of a resource with several holders, as the module stores it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Holder {
-    pub owner: Vec<u8>,
+    /// `client:round` as [`owner`] spells it, kept inline: states are cloned at every step.
+    pub owner: [u8; 2],
     pub mode: Mode,
     pub token: u64,
     /// The ticket of an uncommitted grant (module memory, what wound-wait reads); `None` once
@@ -194,7 +195,7 @@ fn earlier_holders(config: &Config, node: &mut Node<NoClock>) -> Vec<Holder> {
             continue;
         };
         holders.push(Holder {
-            owner: vec![EARLIER_HOLDER, i as u8],
+            owner: [EARLIER_HOLDER, i as u8],
             mode: want.mode(),
             token,
             tentative: None,
