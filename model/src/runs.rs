@@ -186,7 +186,7 @@ fn semaphore_runs(deep: bool) -> Vec<Run> {
         run(behind, &all, &[]),
         run(
             three("semaphore: three clients, one holding from the start", &[2]),
-            &all,
+            &all[..5], // no earlier holders: "no lost permit" would repeat "no deadlock"
             &[],
         ),
         run(crashing, &safety, &[]),
