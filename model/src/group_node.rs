@@ -265,3 +265,7 @@ pub fn expire(config: &Config, state: &mut State, node: usize, at: usize) {
     holders.retain(|h| !h.lapsed || config.mutant == Some(Mutant::ExpiredPermitKept));
     hand_off(config, state, node);
 }
+
+#[cfg(test)]
+#[path = "group_node_tests.rs"]
+mod tests;
