@@ -7,7 +7,7 @@ use dlock_client::timing::{quorum, semaphore_quorum};
 use dlock_core::group::Want;
 
 use crate::config::{Config, Mutant};
-use crate::system::{Hold, Holder, Msg, Phase, State, To};
+use crate::system::{Chan, Hold, Msg, Phase, State, To};
 
 /// How many nodes must commit: a majority for the lock and its shared side, more for a
 /// semaphore (docs/protocol.md §7). The `SemaphoreMajority` mutant settles for a majority.
@@ -189,42 +189,26 @@ pub fn start_holding(config: &Config, state: &mut State) {
     }
 }
 
+/// Runs `client`'s acquisition with only `on` answering: its waits there are granted, its
+/// FENCEs there commit, and its waits elsewhere are never delivered.
 fn hold_from_start(config: &Config, state: &mut State, client: usize, on: &[usize]) {
-    let (mut acquisition, _) = Acquisition::start_needing(config.nodes, needed(config, client));
-    let mut commit = 0;
-    for &node in on {
-        let token = state.nodes[node]
-            .node
-            .grant(&crate::node::SETTINGS)
-            .unwrap_or(0);
-        state.clients[client].grants[node] = Some(token);
-        for step in acquisition.on(Event::Granted {
-            node,
-            round: 0,
-            token,
-        }) {
-            if let Step::Fence { token, .. } = step {
-                commit = token;
+    start(config, state, client);
+    for chan in [Chan::Wait, Chan::Command] {
+        for &node in on {
+            while let Some(msg) = state.take((node, client, chan)) {
+                crate::node::on_message(config, state, node, msg);
+                settle(config, state);
             }
         }
     }
-    for &node in on {
-        let n = &mut state.nodes[node];
-        n.node.raise_counter(commit); // what FENCE does to the counter
-        n.holders.push(Holder {
-            owner: [client as u8, 0],
-            mode: config.want(client).mode(),
-            token: commit,
-            tentative: None,
-            lapsed: false,
-        });
-        let event = Event::Fenced {
-            node,
-            round: 0,
-            committed: true,
-        };
-        acquisition.on(event);
+    state.net.retain(|&(_, c, _), _| c != client);
+}
+
+/// Reads the replies sent in this step (see the module docs of `model`).
+pub fn settle(config: &Config, state: &mut State) {
+    while !state.inbox.is_empty() {
+        for (c, msg) in std::mem::take(&mut state.inbox) {
+            on_message(config, state, c, msg);
+        }
     }
-    state.clients[client].acquisition = Some(acquisition);
-    hold(config, state, client, (commit, on.to_vec()));
 }

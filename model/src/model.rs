@@ -100,11 +100,7 @@ impl Model for DlockModel {
             Action::Restart(n) => node::restart(cfg, &mut s, n),
             Action::QuarantineEnds(n) => node::quarantine_ends(cfg, &mut s, n),
         }
-        while !s.inbox.is_empty() {
-            for (c, msg) in std::mem::take(&mut s.inbox) {
-                client::on_message(cfg, &mut s, c, msg);
-            }
-        }
+        client::settle(cfg, &mut s);
         for n in &mut s.nodes {
             n.highest_counter = n.highest_counter.max(n.node.counter());
             n.queue.canonicalize();
