@@ -93,7 +93,7 @@ monitoring-test: build python-venv monitoring-deps
 model: build
 	$(CARGO) run --release -q -p dlock-model
 
-# Larger bounds: about ten minutes on two cores.
+# Larger bounds: about fifteen minutes on two cores.
 model-deep: build
 	$(CARGO) run --release -q -p dlock-model -- --deep
 

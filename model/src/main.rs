@@ -91,7 +91,7 @@ fn summarize(
         DLOCK_MODEL_DEPTH=N    explore the design runs up to N steps"
 )]
 struct Args {
-    /// Raise the bounds (`make model-deep`, about ten minutes on two cores).
+    /// Raise the bounds (`make model-deep`, about fifteen minutes on two cores).
     #[arg(long)]
     deep: bool,
     /// Print, step by step, the counterexample of each mutant whose name contains NAME.
