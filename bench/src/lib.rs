@@ -35,7 +35,6 @@ pub fn percentile(mut values: Vec<f64>, p: f64) -> f64 {
     values[rank.clamp(1, values.len()) - 1]
 }
 
-
 /// A command from its words.
 pub fn cmd(args: &[&str]) -> redis::Cmd {
     let mut cmd = redis::cmd(args[0]);
