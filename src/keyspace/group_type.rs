@@ -121,46 +121,60 @@ extern "C" fn aof_rewrite(
     if group.place == MOVED {
         return;
     }
-    let int = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
     for h in &group.holders {
-        let (token, holds, deadline) = (int(h.token), i64::from(h.holds), int(h.deadline_ms));
-        let (owner, len) = (h.owner.as_ptr(), h.owner.len());
-        let limit = i64::from(group.limit);
-        // SAFETY: `aof` and `key` come from Redis for this call; each format matches its
-        // arguments: s = key, b = owner pointer + length, l = integers, c = C strings.
-        unsafe {
-            match h.mode {
-                Mode::Permit => emit(
-                    aof,
-                    c"DLOCK.APPLY".as_ptr(),
-                    c"sbllclcl".as_ptr(),
-                    key,
-                    owner,
-                    len,
-                    token,
-                    holds,
-                    c"PXAT".as_ptr(),
-                    deadline,
-                    c"LIMIT".as_ptr(),
-                    limit,
-                ),
-                Mode::Exclusive | Mode::Shared => emit(
-                    aof,
-                    c"DLOCK.APPLY".as_ptr(),
-                    c"sbllclc".as_ptr(),
-                    key,
-                    owner,
-                    len,
-                    token,
-                    holds,
-                    c"PXAT".as_ptr(),
-                    deadline,
-                    mode_word(h.mode).as_ptr(),
-                ),
-            }
-        }
+        // SAFETY: `aof` and `key` come from Redis for this call (see `emit_holder_apply!`).
+        unsafe { emit_holder_apply!(emit, aof, key, h, i64::from(h.holds), group.limit) };
     }
 }
+
+/// Calls `$emit($first, "DLOCK.APPLY", format, key, owner, len, token, holds, "PXAT",
+/// deadline, mode word [, limit])`: the effect form of one holder, for both
+/// `RedisModule_EmitAOF` (AOF rewrite) and `RedisModule_Replicate` (a write's effect), which
+/// take the same format after their first argument. A permit adds its semaphore's limit.
+///
+/// # Safety
+/// `$first` must be what `$emit` takes (a live AOF I/O or command context) and `$key` a live
+/// key string; the format matches the arguments (s: the key, b: owner pointer and length, l:
+/// integers, c: static C strings).
+macro_rules! emit_holder_apply {
+    ($emit:expr, $first:expr, $key:expr, $holder:expr, $holds:expr, $limit:expr) => {{
+        let h: &$crate::keyspace::group::Holder = $holder;
+        let int = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        let (owner, len, holds) = (h.owner.as_ptr(), h.owner.len(), $holds);
+        let (name, pxat) = (c"DLOCK.APPLY".as_ptr(), c"PXAT".as_ptr());
+        let word = $crate::keyspace::group_type::mode_word(h.mode).as_ptr();
+        match h.mode {
+            dlock_core::group::Mode::Permit => $emit(
+                $first,
+                name,
+                c"sbllclcl".as_ptr(),
+                $key,
+                owner,
+                len,
+                int(h.token),
+                holds,
+                pxat,
+                int(h.deadline_ms),
+                word,
+                i64::from($limit),
+            ),
+            _ => $emit(
+                $first,
+                name,
+                c"sbllclc".as_ptr(),
+                $key,
+                owner,
+                len,
+                int(h.token),
+                holds,
+                pxat,
+                int(h.deadline_ms),
+                word,
+            ),
+        }
+    }};
+}
+pub(crate) use emit_holder_apply;
 
 /// The `DLOCK.APPLY` option naming a lock holder's mode.
 pub fn mode_word(mode: Mode) -> &'static std::ffi::CStr {

@@ -14,10 +14,8 @@ use std::sync::atomic::{AtomicPtr, Ordering::Relaxed};
 
 use redis_module::{raw, Context, RedisString};
 
-use dlock_core::group::Mode;
-
 use crate::keyspace::group::Holder;
-use crate::keyspace::group_type::mode_word;
+use crate::keyspace::group_type::emit_holder_apply;
 use crate::keyspace::value::Record;
 use crate::keyspace::FOLLOW_KEY_TTL;
 use crate::server;
@@ -166,44 +164,17 @@ pub fn apply_holder(ctx: &Context, key: &Arg, holder: &Holder, holds: u16, limit
     let Some(replicate) = replicate(ctx, server::context_flags(ctx.ctx)) else {
         return;
     };
-    let int = |v: u64| c_longlong::try_from(v).unwrap_or(c_longlong::MAX);
-    let (token, deadline) = (int(holder.token), int(holder.deadline_ms));
-    let (owner, len) = (holder.owner.as_ptr(), holder.owner.len());
-    let (name, holds) = (c"DLOCK.APPLY".as_ptr(), c_longlong::from(holds));
-    let word = mode_word(holder.mode).as_ptr();
-    // SAFETY: a live context; each format matches its arguments (s: the key, b: the owner
-    // pointer and length, l: integers, c: static C strings).
+    // SAFETY: a live command or timer context and the command's key string.
     unsafe {
-        match holder.mode {
-            Mode::Permit => replicate(
-                ctx.ctx,
-                name,
-                c"sbllclcl".as_ptr(),
-                key.as_ptr(),
-                owner,
-                len,
-                token,
-                holds,
-                c"PXAT".as_ptr(),
-                deadline,
-                word,
-                c_longlong::from(limit),
-            ),
-            Mode::Exclusive | Mode::Shared => replicate(
-                ctx.ctx,
-                name,
-                c"sbllclc".as_ptr(),
-                key.as_ptr(),
-                owner,
-                len,
-                token,
-                holds,
-                c"PXAT".as_ptr(),
-                deadline,
-                word,
-            ),
-        };
-    }
+        emit_holder_apply!(
+            replicate,
+            ctx.ctx,
+            key.as_ptr(),
+            holder,
+            c_longlong::from(holds),
+            limit
+        )
+    };
 }
 
 /// `DEL key`.
