@@ -64,42 +64,71 @@ fn run_with_a_limit_is_sem_for_a_fleet_on_1_and_5_nodes() {
 }
 
 #[test]
-fn a_sigkilled_holders_permit_comes_back_when_its_lease_ends() {
-    let servers = nodes(3);
-    let mut holder = spawn(
-        &servers,
-        &[
-            "run", "--limit", "1", "--ttl", "1s", "pool", "--", "sleep", "10",
-        ],
-    );
-    let held_by_holder = || servers.iter().filter(|s| held_on(s, "pool")).count() >= 2;
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !held_by_holder() {
-        assert!(Instant::now() < deadline, "the holder never got its permit");
-        std::thread::sleep(Duration::from_millis(20));
+fn a_sigkilled_holders_permit_comes_back_when_its_lease_ends_on_1_and_5_nodes() {
+    for n in [1, 5] {
+        let servers = nodes(n);
+        let args = [
+            "run", "--limit", "2", "--ttl", "1s", "pool", "--", "sleep", "10",
+        ];
+        let mut holders = [spawn(&servers, &args), spawn(&servers, &args)];
+        // A permit of limit 2 on 5 nodes is held on 4 of them (on 1 node, on it).
+        let quorum = if n == 1 { 1 } else { 4 };
+        let both_held = || {
+            servers
+                .iter()
+                .filter(|s| holders_on(s, "pool") == 2)
+                .count()
+                >= quorum
+        };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !both_held() {
+            assert!(
+                Instant::now() < deadline,
+                "N={n}: the holders never got their permits"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let full = dlock(&servers, &["acquire", "--limit", "2", "pool"]);
+        assert_eq!(full.status.code(), Some(3), "N={n}: both permits are taken");
+        for holder in &mut holders {
+            holder.kill().expect("SIGKILL dlock"); // its watchdog dies with it
+            let _ = holder.wait();
+        }
+        let started = Instant::now();
+        let out = dlock(
+            &servers,
+            &["acquire", "--limit", "2", "--wait", "10s", "pool"],
+        );
+        assert_eq!(out.status.code(), Some(0), "N={n}: {}", text(&out.stderr));
+        let waited = started.elapsed();
+        assert!(
+            waited < Duration::from_millis(2_500),
+            "N={n}: at the 1 s lease's end: {waited:?}"
+        );
     }
-    holder.kill().expect("SIGKILL dlock"); // its watchdog dies with it; `sleep` is orphaned
-    let _ = holder.wait();
-    let started = Instant::now();
-    let out = dlock(
-        &servers,
-        &["acquire", "--limit", "1", "--wait", "10s", "pool"],
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let waited = started.elapsed();
-    assert!(
-        waited < Duration::from_millis(2_500),
-        "served when the 1 s lease ended: {waited:?}"
-    );
 }
 
-/// Whether anyone holds `resource` on `server` (`DLOCK.STATUS` not nil).
-fn held_on(server: &Server, resource: &str) -> bool {
+/// How many hold `resource` on `server` (from `DLOCK.STATUS`; 0 when free).
+fn holders_on(server: &Server, resource: &str) -> usize {
     let reply: Option<Vec<redis::Value>> = redis::cmd("DLOCK.STATUS")
         .arg(resource)
         .query(&mut server.conn())
         .expect("DLOCK.STATUS");
-    reply.is_some()
+    let Some(fields) = reply else {
+        return 0;
+    };
+    let at = fields
+        .iter()
+        .position(|f| f == &redis::Value::SimpleString("holders".into()));
+    let at = at.or_else(|| {
+        fields
+            .iter()
+            .position(|f| matches!(f, redis::Value::BulkString(b) if b == b"holders"))
+    });
+    match at.map(|i| &fields[i + 1]) {
+        Some(redis::Value::Array(list)) => list.len(),
+        _ => 1, // a plain lock: one holder
+    }
 }
 
 #[test]
