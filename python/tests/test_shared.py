@@ -1,5 +1,5 @@
 """Shared locks and semaphores against real nodes (the module's SHARED and LIMIT k,
-/work/spec/shared-wire.md), on 1 and on 5 masters, sync and asyncio: many shared holders, shared
+docs/shared.md), on 1 and on 5 masters, sync and asyncio: many shared holders, shared
 and exclusive excluding each other, a queued exclusive waiter ahead of later shared arrivals, a
 semaphore's limit never exceeded, a SIGKILLed holder's permit back at its lease's end, WRONGKIND,
 and each kind's quorum. The Rust CLI's side is test_shared_interop.py."""

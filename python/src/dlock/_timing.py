@@ -16,7 +16,7 @@ def quorum(nodes: int, limit: int | None = None) -> int:
     a lock (exclusive or shared); for a permit of a semaphore of `limit` k, the smallest q with
     q > N*k/(k+1), i.e. N*k//(k+1) + 1. Each node grants at most k permits, so k+1 holders each
     on q nodes would need (k+1)*q > N*k of them: they cannot all be held. k = 1 is the majority;
-    k >= N-1 needs every node. The one place this is decided (docs/python.md, shared-wire.md)."""
+    k >= N-1 needs every node. The one place this is decided (docs/shared.md)."""
     if limit is None:
         return nodes // 2 + 1
     return nodes * limit // (limit + 1) + 1
