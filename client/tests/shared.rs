@@ -155,3 +155,19 @@ async fn a_kind_mismatch_is_refused_at_once_and_a_bad_limit_before_any_node() {
     let bad = locks.try_lock(Resource::semaphore("pool", 0), TTL).await;
     assert!(matches!(bad, Err(Error::InvalidArgument(_))), "{bad:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_semaphore_keeps_its_limit_and_its_progress_with_a_sigstopped_node() {
+    let servers = nodes(5);
+    servers[2].pause(); // SIGSTOP: it neither answers nor forgets
+    let (most, tokens) = contend(&servers, 2, 4, 3).await;
+    servers[2].resume();
+    assert_eq!(
+        most, 2,
+        "the limit is reached on the 4 live nodes and never passed"
+    );
+    assert_eq!(tokens.len(), 12, "every round served");
+    let locks = manager(&servers);
+    let after = locks.try_lock(Resource::semaphore("pool", 2), TTL).await;
+    assert!(after.is_ok(), "the resumed node rejoins: {after:?}");
+}
