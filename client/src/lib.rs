@@ -29,6 +29,9 @@ pub mod timing;
 mod transport;
 mod waiting;
 
+#[cfg(test)]
+mod conformance_tests;
+
 pub use admin::{Holders, LockInfo, NodeStatus};
 pub use connect::{Credentials, Tls};
 pub use error::{Error, NodeFailure};

@@ -1,0 +1,241 @@
+//! The shared conformance table (conformance/*.json, format in conformance/README.md): every case
+//! run against this client's pure functions. The Python and Node suites run the same files.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::acquisition::{Acquisition, Event, Step};
+use crate::error::{Error, NodeFailure};
+use crate::kind::LockKind;
+use crate::round::{
+    commit_verdict, nodes_worth_asking_again, quorum_token, AttemptError, Count, Vote,
+};
+use crate::timing::{validity, Drift};
+
+fn table(name: &str) -> Vec<Value> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../conformance")
+        .join(name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let doc: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let cases = doc["cases"].as_array().expect("cases").clone();
+    assert!(!cases.is_empty(), "{name} has no cases");
+    cases
+}
+
+fn name(case: &Value) -> String {
+    case.get("name")
+        .map_or_else(|| case.to_string(), |n| n.to_string())
+}
+
+fn token(v: &Value) -> u64 {
+    v.as_str()
+        .expect("tokens are strings")
+        .parse()
+        .expect("a u64 token")
+}
+
+fn kind(case: &Value) -> LockKind {
+    match case["kind"].as_str().expect("kind") {
+        "exclusive" => LockKind::Exclusive,
+        "shared" => LockKind::Shared,
+        "semaphore" => LockKind::Semaphore {
+            limit: case["limit"].as_u64().expect("limit") as u32,
+        },
+        other => panic!("unknown kind {other}"),
+    }
+}
+
+fn usizes(v: &Value) -> Vec<usize> {
+    v.as_array()
+        .expect("a list")
+        .iter()
+        .map(|n| n.as_u64().unwrap() as usize)
+        .collect()
+}
+
+#[test]
+fn quorum_sizes_by_kind() {
+    for case in table("quorum.json") {
+        let nodes = case["nodes"].as_u64().unwrap() as usize;
+        assert_eq!(
+            kind(&case).quorum(nodes) as u64,
+            case["quorum"].as_u64().unwrap(),
+            "{case}"
+        );
+    }
+}
+
+#[test]
+fn validity_and_drift() {
+    for case in table("validity.json") {
+        let ms = |key: &str| case[key].as_f64().unwrap();
+        let drift = Drift {
+            factor: ms("drift_factor"),
+            constant: Duration::from_secs_f64(ms("drift_constant_ms") / 1000.0),
+        };
+        let started = Instant::now();
+        let now = started + Duration::from_secs_f64(ms("elapsed_ms") / 1000.0);
+        let ttl = Duration::from_secs_f64(ms("ttl_ms") / 1000.0);
+        let got = validity(ttl, started, now, &drift).map(|d| d.as_secs_f64() * 1000.0);
+        match case["validity_ms"].as_f64() {
+            None => assert_eq!(got, None, "{}", name(&case)),
+            Some(want) => {
+                let got = got.unwrap_or_else(|| panic!("{}: no validity", name(&case)));
+                assert!(
+                    (got - want).abs() < 0.001,
+                    "{}: {got} != {want}",
+                    name(&case)
+                );
+            }
+        }
+    }
+}
+
+fn failure(node: usize) -> NodeFailure {
+    NodeFailure {
+        node: format!("node {node}"),
+        reason: "timed out".into(),
+    }
+}
+
+fn verdict(result: Result<u64, AttemptError>) -> Value {
+    match result {
+        Ok(token) => serde_json::json!({"held": token.to_string()}),
+        Err(AttemptError::Contended) => "contended".into(),
+        Err(AttemptError::NoQuorum(_)) => "no_quorum".into(),
+        Err(AttemptError::ValidityExpired) => "expired".into(),
+        Err(AttemptError::WrongKind(_)) => "wrong_kind".into(),
+    }
+}
+
+#[test]
+fn round_verdicts() {
+    for case in table("rounds.json") {
+        let votes: Vec<Vote> = case["votes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .enumerate()
+            .map(|(n, v)| match v {
+                Value::String(s) if s == "refused" => Vote::Refused,
+                Value::String(s) if s == "failed" => Vote::Failed(failure(n)),
+                v => Vote::Granted(token(&v["grant"])),
+            })
+            .collect();
+        let nodes = votes.len();
+        let needed = kind(&case).quorum(nodes);
+        let what = name(&case);
+        assert_eq!(
+            nodes_worth_asking_again(&votes, needed),
+            usizes(&case["ask_again"]),
+            "{what}"
+        );
+        let count = Count::of(votes);
+        let phase1 = quorum_token(nodes, needed, &count);
+        assert_eq!(verdict(phase1.clone()), case["verdict"], "{what}");
+        let Some(fence) = case.get("fence") else {
+            continue;
+        };
+        let refused: Vec<NodeFailure> = count
+            .grants
+            .iter()
+            .zip(fence.as_array().unwrap())
+            .filter(|(_, ok)| !ok.as_bool().unwrap())
+            .map(|(&(n, _), _)| failure(n))
+            .collect();
+        let valid = case["valid"].as_bool().unwrap();
+        let committed = commit_verdict(needed, &count, refused, valid).map(|()| phase1.unwrap());
+        assert_eq!(verdict(committed), case["committed"], "{what}");
+    }
+}
+
+fn event(v: &Value) -> Event {
+    let node = v["node"].as_u64().unwrap() as usize;
+    let round = v["round"].as_u64().unwrap() as u32;
+    match v["event"].as_str().unwrap() {
+        "granted" => Event::Granted {
+            node,
+            round,
+            token: token(&v["token"]),
+        },
+        "unavailable" => Event::Unavailable { node, round },
+        "fenced" => Event::Fenced {
+            node,
+            round,
+            committed: v["committed"].as_bool().unwrap(),
+        },
+        other => panic!("unknown event {other}"),
+    }
+}
+
+fn steps(v: &Value) -> Vec<Step> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let round = || s["round"].as_u64().unwrap() as u32;
+            match s["step"].as_str().unwrap() {
+                "wait" => Step::Wait {
+                    round: round(),
+                    nodes: usizes(&s["nodes"]),
+                },
+                "release" => Step::Release {
+                    round: round(),
+                    nodes: usizes(&s["nodes"]),
+                },
+                "fence" => Step::Fence {
+                    round: round(),
+                    token: token(&s["token"]),
+                    nodes: usizes(&s["nodes"]),
+                },
+                "held" => Step::Held {
+                    token: token(&s["token"]),
+                },
+                "failed" => Step::Failed,
+                other => panic!("unknown step {other}"),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn acquisition_machine() {
+    for case in table("acquisition.json") {
+        let what = name(&case);
+        let nodes = case["nodes"].as_u64().unwrap() as usize;
+        let needed = case["needed"].as_u64().unwrap() as usize;
+        let (mut a, start) = Acquisition::start_needing(nodes, needed);
+        assert_eq!(start, steps(&case["start"]), "{what}: start");
+        for (i, entry) in case["script"].as_array().unwrap().iter().enumerate() {
+            assert_eq!(
+                a.on(event(&entry["on"])),
+                steps(&entry["steps"]),
+                "{what}: event {i}"
+            );
+        }
+        let held = case["held"].as_str().map(|t| t.parse::<u64>().unwrap());
+        assert_eq!(a.held(), held, "{what}: held");
+        assert_eq!(
+            a.round() as u64,
+            case["round"].as_u64().unwrap(),
+            "{what}: round"
+        );
+    }
+}
+
+#[tokio::test]
+async fn node_urls() {
+    for case in table("urls.json") {
+        let url = case["url"].as_str().unwrap();
+        let made = crate::LockManager::new([url]);
+        match (case["accepted"].as_bool().unwrap(), made) {
+            (true, Ok(_)) | (false, Err(Error::InvalidArgument(_))) => {}
+            (true, Err(e)) => panic!("{url:?} refused: {e}"),
+            (false, Ok(_)) => panic!("{url:?} accepted"),
+            (false, Err(e)) => panic!("{url:?} refused, but not as a bad argument: {e}"),
+        }
+    }
+}
