@@ -1,0 +1,76 @@
+/** Errors, as classes (the Rust client's Error variants, Python's dlock.errors). */
+
+/** One node's failure: which node (its URL, password hidden) and why. */
+export interface NodeFailure {
+  readonly node: string;
+  readonly reason: string;
+}
+
+/** Base class of every dlock error. */
+export class DlockError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** Enough nodes answered, but another owner holds the resource (try-lock, or `wait` ran out). */
+export class LockContendedError extends DlockError {
+  constructor(
+    readonly resource: string,
+    readonly attempts: number,
+  ) {
+    super(`lock ${JSON.stringify(resource)} is held by another owner (${attempts} attempt${attempts === 1 ? "" : "s"})`);
+  }
+}
+
+/** Too few nodes answered for a quorum to be possible; `failures` says which and why. */
+export class NoQuorumError extends DlockError {
+  constructor(
+    readonly resource: string,
+    readonly needed: number,
+    readonly failures: readonly NodeFailure[],
+  ) {
+    const why = failures.map((f) => `${f.node}: ${f.reason}`).join("; ");
+    super(`no quorum for ${JSON.stringify(resource)}: ${needed} nodes needed${why ? ` (${why})` : ""}`);
+  }
+}
+
+/** The lock is no longer held on a quorum (it expired, or was taken over). */
+export class LockLostError extends DlockError {
+  constructor(readonly resource: string) {
+    super(`lock ${JSON.stringify(resource)} is no longer held`);
+  }
+}
+
+/** Granted, but the round took so long that no validity was left: released at once. */
+export class ValidityExpiredError extends DlockError {
+  constructor(readonly resource: string) {
+    super(`lock ${JSON.stringify(resource)}: validity expired before it was held`);
+  }
+}
+
+/** A node refused the command itself (an error reply that is not about the lock's state). */
+export class NodeError extends DlockError {
+  constructor(
+    readonly failures: readonly NodeFailure[],
+    message?: string,
+  ) {
+    super(message ?? failures.map((f) => `${f.node}: ${f.reason}`).join("; "));
+  }
+}
+
+/** A node holds the resource as another kind (exclusive vs shared vs semaphore): never retried. */
+export class WrongKindError extends DlockError {
+  constructor(
+    readonly resource: string,
+    readonly node: string,
+    readonly reason: string,
+  ) {
+    super(`lock ${JSON.stringify(resource)} on ${node}: ${reason}`);
+  }
+}
+
+export function isWrongKind(failure: NodeFailure): boolean {
+  return failure.reason.includes("WRONGKIND");
+}

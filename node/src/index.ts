@@ -1,0 +1,20 @@
+/**
+ * dlock for Node.js: distributed locks with quorum fencing tokens on Redis masters running the
+ * dlock module (docs/node.md). The same protocol, defaults and meaning as the Rust and Python
+ * clients; durations in milliseconds, tokens as bigint.
+ */
+export { LockManager, Lock, type LockManagerOptions, type AcquireOptions } from "./manager.js";
+export {
+  DlockError,
+  LockContendedError,
+  NoQuorumError,
+  LockLostError,
+  ValidityExpiredError,
+  NodeError,
+  WrongKindError,
+  type NodeFailure,
+} from "./errors.js";
+export type { TlsOptions } from "./node.js";
+export { MAX_LIMIT, quorum, validity, type Kind, type Drift } from "./timing.js";
+export { parseNode, redact, type NodeUrl } from "./urls.js";
+export { Acquisition, type Event, type Step } from "./acquisition.js";

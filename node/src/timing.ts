@@ -1,0 +1,87 @@
+/**
+ * Redlock's arithmetic, free of I/O (client/src/timing.rs, python/src/dlock/_timing.py): quorum
+ * sizes, clock-drift allowance, validity, owners and tickets. Durations are milliseconds.
+ */
+import { randomBytes } from "node:crypto";
+
+/** The largest semaphore limit the module accepts. */
+export const MAX_LIMIT = 10_000;
+
+/** What a hold is: exclusive (the default), shared (a reader's), or one permit of a semaphore. */
+export type Kind =
+  | { readonly type: "exclusive" }
+  | { readonly type: "shared" }
+  | { readonly type: "semaphore"; readonly limit: number };
+
+export const EXCLUSIVE: Kind = { type: "exclusive" };
+
+/** A majority of `nodes`: N/2 + 1. */
+export function majority(nodes: number): number {
+  return Math.floor(nodes / 2) + 1;
+}
+
+/**
+ * Nodes a permit of a semaphore of `limit` k must be held on: the smallest q with
+ * q > N*k/(k+1), so k+1 holders can never each gather a quorum (docs/shared.md).
+ */
+export function semaphoreQuorum(nodes: number, limit: number): number {
+  const k = Math.max(1, limit);
+  return Math.floor((nodes * k) / (k + 1)) + 1;
+}
+
+/** Nodes that must grant, commit and extend a hold of `kind` on `nodes` nodes. */
+export function quorum(nodes: number, kind: Kind = EXCLUSIVE): number {
+  return kind.type === "semaphore" ? semaphoreQuorum(nodes, kind.limit) : majority(nodes);
+}
+
+/** The ACQUIRE option naming the kind. */
+export function kindArgs(kind: Kind): string[] {
+  if (kind.type === "shared") return ["SHARED"];
+  if (kind.type === "semaphore") return ["LIMIT", String(kind.limit)];
+  return [];
+}
+
+export interface Drift {
+  /** Share of the TTL the nodes' clocks may disagree by (0.01: 1%). */
+  readonly factor: number;
+  /** Plus this many ms. */
+  readonly constantMs: number;
+}
+
+export const DEFAULT_DRIFT: Drift = { factor: 0.01, constantMs: 2 };
+
+/**
+ * Milliseconds a hold is still safe to use after an operation that started `elapsedMs` ago:
+ * ttl - elapsed - (ttl * factor + constant), or undefined when nothing is left.
+ */
+export function validity(ttlMs: number, elapsedMs: number, drift: Drift = DEFAULT_DRIFT): number | undefined {
+  const left = ttlMs - Math.max(0, elapsedMs) - (ttlMs * Math.max(0, drift.factor) + drift.constantMs);
+  return left > 1e-6 ? left : undefined; // under a nanosecond is float rounding, not time left
+}
+
+/** 128 random bits in hex: unique per acquisition, as the protocol requires. */
+export function newOwner(): string {
+  return randomBytes(16).toString("hex");
+}
+
+/** Queue mode waits each round under its own owner, so a late RELEASE of an old round cannot free the next. */
+export function roundOwner(base: string, round: number): string {
+  return `${base}:${round}`;
+}
+
+let lastTicket = 0n;
+
+/**
+ * Wall-clock microseconds, strictly increasing within this process: equal tickets cannot wound
+ * each other. Across processes a tie costs only time, never safety.
+ */
+export function drawTicket(): bigint {
+  const nowUs = BigInt(Date.now()) * 1000n + BigInt(Math.floor((performance.now() % 1) * 1000));
+  lastTicket = nowUs > lastTicket ? nowUs : lastTicket + 1n;
+  return lastTicket;
+}
+
+/** Monotonic milliseconds. */
+export function now(): number {
+  return performance.now();
+}

@@ -1,0 +1,105 @@
+/**
+ * Real redis-server processes with the freshly built module, on free ports (the Node twin of
+ * testkit/src/lib.rs and python/tests/cluster.py). DLOCK_MODULE / DLOCK_REDIS_SERVER / DLOCK_CLI
+ * override where things are.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { createClient, RESP_TYPES } from "@redis/client";
+
+export const REPO = resolve(import.meta.dirname, "../../..");
+export const MODULE = process.env["DLOCK_MODULE"] ?? join(REPO, "target/release/libdlock.so");
+export const CLI = process.env["DLOCK_CLI"] ?? join(REPO, "target/release/dlock");
+const SERVER = process.env["DLOCK_REDIS_SERVER"] ?? "redis-server";
+
+async function freePort(): Promise<number> {
+  return new Promise((ok, fail) => {
+    const s = createServer();
+    s.once("error", fail);
+    s.listen(0, "127.0.0.1", () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => ok(port));
+    });
+  });
+}
+
+export class Server {
+  process: ChildProcess | undefined;
+  readonly dir = mkdtempSync(join(tmpdir(), "dlock-node-"));
+  constructor(readonly port: number) {}
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  spawn(): void {
+    this.process = spawn(
+      SERVER,
+      ["--port", String(this.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", this.dir, "--logfile", "redis.log", "--loadmodule", MODULE],
+      { stdio: "ignore" },
+    );
+  }
+
+  /** One command on a fresh connection (integers as strings). */
+  async command(...args: string[]): Promise<unknown> {
+    const client = createClient({ url: this.url, RESP: 2, disableClientInfo: true, socket: { reconnectStrategy: false, connectTimeout: 500 } });
+    client.on("error", () => {});
+    await client.connect();
+    try {
+      return await client.sendCommand(args, { typeMapping: { [RESP_TYPES.NUMBER]: String } });
+    } finally {
+      client.destroy();
+    }
+  }
+
+  /** Ours answers: the process_id it reports is our child's (two servers may race for one port). */
+  async ready(within = 10_000): Promise<boolean> {
+    const deadline = Date.now() + within;
+    while (Date.now() < deadline) {
+      if (this.process?.exitCode !== null) return false;
+      try {
+        const info = String(await this.command("INFO", "server"));
+        if (info.includes(`process_id:${this.process?.pid}\r`)) return true;
+      } catch {
+        /* not up yet */
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    return false;
+  }
+
+  kill(): void {
+    this.process?.kill("SIGKILL");
+  }
+
+  stop(): void {
+    this.kill();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** `count` fresh masters with the module. */
+export async function start(count: number): Promise<Server[]> {
+  if (!existsSync(MODULE)) throw new Error(`${MODULE} is missing: run \`cargo build --release -p dlock\` (or set DLOCK_MODULE)`);
+  const servers: Server[] = [];
+  for (let i = 0; i < count; i++) {
+    for (let tries = 0; ; tries++) {
+      const server = new Server(await freePort());
+      server.spawn();
+      if (await server.ready()) {
+        servers.push(server);
+        break;
+      }
+      server.stop();
+      if (tries >= 5) throw new Error(`redis-server would not start (see ${server.dir}/redis.log)`);
+    }
+  }
+  return servers;
+}
+
+export function stopAll(servers: readonly Server[]): void {
+  for (const s of servers) s.stop();
+}
