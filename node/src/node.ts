@@ -51,7 +51,8 @@ function makeClient(url: string, connection: Connection, connectTimeout: number)
     ...(connection.password !== undefined && !/\/\/[^/]*@/.test(url) ? { password: connection.password } : {}),
     socket: {
       connectTimeout: Math.max(connectTimeout, 1000),
-      reconnectStrategy: (retries: number) => Math.min(50 * 2 ** retries, 1000),
+      // A node back up is used again within 200 ms (a lock left on it by a failed release holds it until its TTL).
+      reconnectStrategy: (retries: number) => Math.min(20 * (retries + 1), 200),
       ...(tls ? { tls: true as const, ...(connection.tls ?? {}) } : {}),
     },
   });
