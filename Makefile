@@ -68,6 +68,27 @@ python-test: build python-venv
 	cd python && .venv/bin/mypy --strict src
 	cd python && .venv/bin/python -m pytest -q -p timeout --timeout 120
 
+# The Node client (node/): Node 20+ and npm (installed from Debian when missing; Debian 12's
+# nodejs is 18, too old: install Node 20+ another way there), its npm packages from
+# node/package-lock.json (`npm ci` when node_modules is missing or the lock changed), then the
+# strict type check, the build (ESM + CommonJS + .d.ts) and `npm test` against real redis-server
+# nodes (and the Rust CLI and the Python venv, when present, for interop). ~15 s.
+.PHONY: node-deps node-test
+node-deps:
+	@command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || { \
+	  echo "installing: nodejs npm"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq nodejs npm >/dev/null; }
+	@node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' || { \
+	  echo "node-test: Node 20 or later is needed, found $$(node --version)" >&2; exit 1; }
+
+node/node_modules/.installed: node/package-lock.json
+	cd node && npm ci --no-audit --no-fund
+	touch $@
+
+node-test: build node-deps node/node_modules/.installed
+	cd node && npm run typecheck && npm run build && npm test
+
 # Installs what the monitoring tests run for real when missing: Debian's redis_exporter (1.45) and
 # promtool (package prometheus), and tmux (the terminal tests of `dlock top` and the waiting line).
 monitoring-deps:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make test` (what CI runs): every suite, each run to its end even when an earlier one failed, then
-# one line per suite and, last, the totals across Rust, Python and the signal check as
+# one line per suite and, last, the totals across Rust, Python, Node and the signal check as
 # "total: N passed, M failed", so a CI log's last line says how it went. Exits non-zero if anything
 # failed. Expects `make build` to have run.
 set -uo pipefail
@@ -54,8 +54,27 @@ signals() {
   )
 }
 
+# The Node client's tests (make node-test), their TAP totals ("# pass N", "# fail N") said the
+# way count() reads them. Skipped, with a notice, only when Node cannot be had (make node-deps
+# installs it from Debian where it can).
+node_suite() {
+  local started=$SECONDS status
+  make --no-print-directory node-test 2>&1 | tee "$logs/node.tap"
+  status=${PIPESTATUS[0]}
+  tap() { grep -E "^# $1 [0-9]+$" "$logs/node.tap" | awk '{s += $3} END {print s + 0}'; }
+  echo "node: $(tap pass) passed, $(tap fail) failed in $((SECONDS - started)).0s"
+  return "$status"
+}
+
 suite rust counted cargo test --release --workspace --no-fail-fast
 suite python counted make --no-print-directory python-test
+make --no-print-directory node-deps >/dev/null 2>&1
+if command -v node >/dev/null 2>&1; then
+  suite node counted node_suite
+else
+  echo "== node: SKIPPED: Node.js is not installed and could not be (make node-deps); the Node client was not tested" >&2
+  lines+=("node: SKIPPED (Node.js not installed)")
+fi
 suite signals counted signals
 suite monitoring counted make --no-print-directory monitoring-test
 suite model status make --no-print-directory model
