@@ -628,6 +628,7 @@ export class Lock {
       try {
         await this.extend();
       } catch (e) {
+        if (stopped) return; // stopped meanwhile: released, or about to be
         if (e instanceof LockLostError || this.validity <= 0) {
           lose(e instanceof Error ? e : new LockLostError(this.resource));
           return;

@@ -12,7 +12,6 @@ import { parseNode } from "../src/urls.js";
 import { commitVerdict, countVotes, nodesWorthAskingAgain, quorumToken, type AttemptError, type Verdict, type Vote } from "../src/verdicts.js";
 import { REPO } from "./servers.js";
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Case = Record<string, any>;
 
 function table(name: string): Case[] {

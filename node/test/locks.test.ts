@@ -74,6 +74,37 @@ describe("three masters", () => {
     await next.release();
   });
 
+  test("waiters are served in the order they came (one ticket per acquire)", async () => {
+    const held = await locks.acquire("fifo", { ttl: 10_000 });
+    const order: string[] = [];
+    const first = locks.acquire("fifo", { ttl: 10_000, wait: 5_000 }).then((l) => (order.push("first"), l));
+    await sleep(50);
+    const second = locks.acquire("fifo", { ttl: 10_000, wait: 5_000 }).then((l) => (order.push("second"), l));
+    await sleep(50);
+    await held.release();
+    const a = await first;
+    await sleep(100);
+    assert.deepEqual(order, ["first"], "the second waits while the first holds");
+    await a.release();
+    const b = await second;
+    assert.deepEqual(order, ["first", "second"]);
+    assert.ok(held.token < a.token && a.token < b.token);
+    await b.release();
+  });
+
+  test("waitMode retry: try, pause, try again until the holder is gone", async () => {
+    const retrying = new LockManager(urls, { timeout: 500, waitMode: "retry" });
+    try {
+      const held = await locks.acquire("retry", { ttl: 10_000 });
+      setTimeout(() => void held.release(), 200);
+      const next = await retrying.acquire("retry", { ttl: 10_000, wait: 5_000 });
+      assert.ok(next.token > held.token);
+      await next.release();
+    } finally {
+      await retrying.close();
+    }
+  });
+
   test("an AbortSignal cancels a wait and withdraws it from the queues", async () => {
     const held = await locks.acquire("abort", { ttl: 10_000 });
     const controller = new AbortController();
