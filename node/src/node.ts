@@ -37,26 +37,54 @@ export class Failed extends Error {
 const TYPES = { [RESP_TYPES.NUMBER]: String } as const;
 const OPTIONS = { typeMapping: TYPES };
 const IDLE_BLOCKING = 4;
+const lastError = new WeakMap<object, string>();
 
 type Client = ReturnType<typeof makeClient>;
 
+/**
+ * What node-redis needs for a URL it does not parse itself: `unix://[user:password@]/path[?db=N]`
+ * (node-redis reads redis:// and rediss:// only), and the `client_name` query of any URL.
+ */
+function fromUrl(url: string): { url?: string; path?: string; username?: string; password?: string; database?: number; name?: string } {
+  const q = url.indexOf("?");
+  const query = new URLSearchParams(q < 0 ? "" : url.slice(q + 1));
+  const name = query.get("client_name") ?? undefined;
+  const db = query.get("db");
+  const common = { ...(name !== undefined ? { name } : {}), ...(db !== null ? { database: Number(db) } : {}) };
+  if (!url.startsWith("unix://")) return { url: q < 0 ? url : url.slice(0, q), ...common };
+  let rest = url.slice("unix://".length, q < 0 ? undefined : q);
+  const at = rest.indexOf("@/");
+  let login = {};
+  if (at >= 0) {
+    const [user = "", password] = rest.slice(0, at).split(/:(.*)/s);
+    login = { ...(user ? { username: decodeURIComponent(user) } : {}), ...(password !== undefined ? { password: decodeURIComponent(password) } : {}) };
+    rest = rest.slice(at + 1);
+  }
+  return { path: rest, ...login, ...common };
+}
+
 function makeClient(url: string, connection: Connection, connectTimeout: number) {
   const tls = url.startsWith("rediss://");
+  const { path, ...parsed } = fromUrl(url);
+  const hasLogin = /\/\/[^/]*@/.test(url);
   const client = createClient({
-    url,
+    ...parsed,
     RESP: 2,
     disableOfflineQueue: true,
     disableClientInfo: true,
-    ...(connection.username !== undefined && !/\/\/[^/]*@/.test(url) ? { username: connection.username } : {}),
-    ...(connection.password !== undefined && !/\/\/[^/]*@/.test(url) ? { password: connection.password } : {}),
+    ...(connection.username !== undefined && !hasLogin ? { username: connection.username } : {}),
+    ...(connection.password !== undefined && !hasLogin ? { password: connection.password } : {}),
     socket: {
+      ...(path !== undefined ? { path } : {}),
       connectTimeout: Math.max(connectTimeout, 1000),
       // A node back up is used again within 200 ms (a lock left on it by a failed release holds it until its TTL).
       reconnectStrategy: (retries: number) => Math.min(20 * (retries + 1), 200),
       ...(tls ? { tls: true as const, ...(connection.tls ?? {}) } : {}),
     },
   });
-  client.on("error", () => {}); // every failure reaches its caller; an unheard 'error' would crash the process
+  // Every failure reaches its caller (an unheard 'error' would crash the process); the last one
+  // says why a node could not be connected to.
+  client.on("error", (e: unknown) => lastError.set(client, e instanceof Error ? e.message : String(e)));
   return client;
 }
 
@@ -106,7 +134,8 @@ export class RedisNode {
     });
     try {
       if ((await Promise.race([ready, t.promise])) === "timeout" && !client.isReady) {
-        throw this.#fail(`not connected within ${within} ms`);
+        const why = lastError.get(client);
+        throw this.#fail(`not connected within ${within} ms${why ? ` (${why})` : ""}`);
       }
     } finally {
       t.cancel();

@@ -26,26 +26,50 @@ async function freePort(): Promise<number> {
   });
 }
 
+/** How a server listens and how the tests reach it: plain TCP by default, or TLS, a socket, a password. */
+export interface Flavour {
+  /** Arguments that say where it listens (default `--port P`). */
+  readonly listen?: (port: number, dir: string) => string[];
+  /** Its URL (default `redis://127.0.0.1:P`). */
+  readonly url?: (port: number, dir: string) => string;
+  /** More server arguments. */
+  readonly args?: readonly string[];
+  /** What the tests' own connections need (TLS material, the password). */
+  readonly client?: { readonly tls?: { ca: string; cert: string; key: string }; readonly password?: string };
+}
+
 export class Server {
   process: ChildProcess | undefined;
   readonly dir = mkdtempSync(join(tmpdir(), "dlock-node-"));
-  constructor(readonly port: number) {}
+  constructor(
+    readonly port: number,
+    readonly flavour: Flavour = {},
+  ) {}
 
   get url(): string {
-    return `redis://127.0.0.1:${this.port}`;
+    return this.flavour.url?.(this.port, this.dir) ?? `redis://127.0.0.1:${this.port}`;
   }
 
   spawn(): void {
+    const listen = this.flavour.listen?.(this.port, this.dir) ?? ["--port", String(this.port)];
     this.process = spawn(
       SERVER,
-      ["--port", String(this.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", this.dir, "--logfile", "redis.log", "--loadmodule", MODULE],
+      [...listen, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", this.dir, "--logfile", "redis.log", ...(this.flavour.args ?? []), "--loadmodule", MODULE],
       { stdio: "ignore" },
     );
   }
 
   /** One command on a fresh connection (integers as strings). */
   async command(...args: string[]): Promise<unknown> {
-    const client = createClient({ url: this.url, RESP: 2, disableClientInfo: true, socket: { reconnectStrategy: false, connectTimeout: 500 } });
+    const tls = this.flavour.client?.tls;
+    const socketPath = this.url.startsWith("unix://") ? this.url.slice("unix://".length) : undefined;
+    const client = createClient({
+      ...(socketPath ? {} : { url: this.url }),
+      RESP: 2,
+      disableClientInfo: true,
+      ...(this.flavour.client?.password ? { password: this.flavour.client.password } : {}),
+      socket: { reconnectStrategy: false, connectTimeout: 500, ...(socketPath ? { path: socketPath } : {}), ...(tls ? { tls: true as const, ...tls } : {}) },
+    });
     client.on("error", () => {});
     await client.connect();
     try {
@@ -82,12 +106,12 @@ export class Server {
 }
 
 /** `count` fresh masters with the module. */
-export async function start(count: number): Promise<Server[]> {
+export async function start(count: number, flavour: Flavour = {}): Promise<Server[]> {
   if (!existsSync(MODULE)) throw new Error(`${MODULE} is missing: run \`cargo build --release -p dlock\` (or set DLOCK_MODULE)`);
   const servers: Server[] = [];
   for (let i = 0; i < count; i++) {
     for (let tries = 0; ; tries++) {
-      const server = new Server(await freePort());
+      const server = new Server(await freePort(), flavour);
       server.spawn();
       if (await server.ready()) {
         servers.push(server);
