@@ -16,6 +16,7 @@ import {
   type NodeFailure,
 } from "./errors.js";
 import { Failed, RedisNode, type Reply, type TlsOptions } from "./node.js";
+import { SentinelNode } from "./sentinel.js";
 import {
   type Drift,
   type Kind,
@@ -67,6 +68,9 @@ export interface LockManagerOptions {
   /** ACL user and password for nodes whose URL names none. */
   readonly username?: string;
   readonly password?: string;
+  /** The sentinels' own ACL user and password (redis+sentinel:// nodes). */
+  readonly sentinelUsername?: string;
+  readonly sentinelPassword?: string;
 }
 
 export interface AcquireOptions {
@@ -86,7 +90,8 @@ interface Settings {
   readonly timeout: number;
   readonly fencing: boolean;
   readonly queue: boolean;
-  readonly ack: { readonly replicas: number; readonly timeout: number } | undefined;
+  /** Replicas each write waits for: on every node, or (replicaAck "auto") on failover-managed ones only. */
+  readonly ack: { readonly replicas: number; readonly timeout: number; readonly everywhere: boolean } | undefined;
   readonly maxHold: number | undefined;
   readonly extendInterval: number | undefined;
   readonly retryDelay: number;
@@ -128,11 +133,13 @@ function settings(options: LockManagerOptions, nodes: number): Settings {
   let ack: Settings["ack"];
   if (typeof replicaAck === "number") {
     if (!Number.isInteger(replicaAck) || replicaAck < 0) throw new RangeError(`replicaAck must be "auto", "off" or a count >= 0, got ${replicaAck}`);
-    ack = replicaAck > 0 ? { replicas: replicaAck, timeout: ackTimeout } : undefined;
-  } else if (replicaAck !== "auto" && replicaAck !== "off") {
+    ack = replicaAck > 0 ? { replicas: replicaAck, timeout: ackTimeout, everywhere: true } : undefined;
+  } else if (replicaAck === "auto") {
+    ack = { replicas: 1, timeout: ackTimeout, everywhere: false }; // on sentinel-managed nodes only
+  } else if (replicaAck !== "off") {
     throw new TypeError(`replicaAck must be "auto", "off" or a count, got ${String(replicaAck)}`);
-  } // "auto" asks for nothing on plain masters, the only nodes this client reaches so far
-  for (const key of ["username", "password"] as const) {
+  }
+  for (const key of ["username", "password", "sentinelUsername", "sentinelPassword"] as const) {
     if (options[key] !== undefined && typeof options[key] !== "string") throw new TypeError(`${key} must be a string`);
   }
   if (options.tls !== undefined && (typeof options.tls !== "object" || options.tls === null)) throw new TypeError("tls must be an object");
@@ -175,7 +182,7 @@ class Shared {
   readonly background = new Set<Promise<unknown>>();
 
   constructor(
-    readonly nodes: readonly RedisNode[],
+    readonly nodes: ReadonlyArray<RedisNode | SentinelNode>,
     readonly opts: Settings,
   ) {
     this.needed = (kind) => quorum(nodes.length, kind);
@@ -191,7 +198,7 @@ class Shared {
   /** One command on one node, with its replica acknowledgement when it writes. */
   async call(node: number, args: string[], { acked = false, blocking = 0 } = {}): Promise<Outcome> {
     const n = this.nodes[node]!;
-    const ack = acked ? this.opts.ack : undefined;
+    const ack = acked && (this.opts.ack?.everywhere || n instanceof SentinelNode) ? this.opts.ack : undefined;
     const extra = ack ? ack.timeout + TIMEOUT_RESOLUTION : 0;
     try {
       const whole = this.opts.timeout + blocking + extra;
@@ -261,11 +268,15 @@ export class LockManager {
     if (new Set(names).size !== names.length) throw new RangeError(`node URLs must be distinct, got ${names.join(", ")}`);
     const opts = settings(options, nodes.length);
     const connection = { username: options.username, password: options.password, tls: options.tls };
+    const sentinelLogin = { username: options.sentinelUsername, password: options.sentinelPassword };
     const made = parsed.map((p) => {
-      if (p.form !== "single") {
-        throw new RangeError(`node URL ${JSON.stringify(p.name)}: ${p.form} nodes are not supported by the Node client yet (docs/node.md)`);
+      if (p.form === "single") return new RedisNode(p.name, p.url, connection, opts.timeout);
+      if (p.form === "sentinel") {
+        // The URL's login is the master's; without one, the manager's.
+        const master = p.login.password !== undefined ? { tls: options.tls, ...p.login } : connection;
+        return new SentinelNode(p.name, p.sentinels, p.service, p.tls, master, sentinelLogin, opts.timeout);
       }
-      return new RedisNode(p.name, p.url, connection, opts.timeout);
+      throw new RangeError(`node URL ${JSON.stringify(p.name)}: ${p.form} nodes are not supported by the Node client yet (docs/node.md)`);
     });
     this.#shared = new Shared(made, opts);
   }

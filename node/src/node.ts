@@ -82,8 +82,13 @@ function makeClient(url: string, connection: Connection, connectTimeout: number)
       ...(tls ? { tls: true as const, ...(connection.tls ?? {}) } : {}),
     },
   });
-  // Every failure reaches its caller (an unheard 'error' would crash the process); the last one
-  // says why a node could not be connected to.
+  // The last error says why a node could not be connected to.
+  listen(client);
+  return client;
+}
+
+/** Every failure reaches its caller; an 'error' event nobody hears would crash the process. */
+function listen<C extends { on(event: "error", listener: (e: unknown) => void): unknown }>(client: C): C {
   client.on("error", (e: unknown) => lastError.set(client, e instanceof Error ? e.message : String(e)));
   return client;
 }
@@ -174,7 +179,7 @@ export class RedisNode {
    * next command); one that answered is kept for the next wait.
    */
   async callBlocking(args: string[], connect: number, whole: number): Promise<Reply> {
-    const client = this.#idle.pop() ?? this.#client.duplicate();
+    const client = this.#idle.pop() ?? listen(this.#client.duplicate());
     this.#busy.add(client);
     let reusable = false;
     try {
@@ -194,7 +199,7 @@ export class RedisNode {
    * one, or a dedicated one when the first blocks.
    */
   async pipeline(commands: string[][], connect: number, whole: number, blocking: boolean): Promise<Reply[]> {
-    const client = blocking ? (this.#idle.pop() ?? this.#client.duplicate()) : this.#client;
+    const client = blocking ? (this.#idle.pop() ?? listen(this.#client.duplicate())) : this.#client;
     if (blocking) this.#busy.add(client);
     let reusable = false;
     try {

@@ -15,6 +15,8 @@ export type NodeUrl =
       readonly name: string;
       readonly sentinels: ReadonlyArray<readonly [string, number]>;
       readonly service: string;
+      /** The master's login, from the URL. */
+      readonly login: { readonly username?: string; readonly password?: string };
     };
 
 const SINGLE = ["redis://", "rediss://", "unix://"];
@@ -116,6 +118,14 @@ function sentinel(url: string, name: string): NodeUrl {
   }
   const at = netloc.lastIndexOf("@");
   const hosts = at < 0 ? netloc : netloc.slice(at + 1);
+  let login = {};
+  if (at >= 0) {
+    const userinfo = netloc.slice(0, at);
+    const colon = userinfo.indexOf(":");
+    if (colon < 0) throw bad("a user name needs a password (user:password@)");
+    const user = decodeURIComponent(userinfo.slice(0, colon));
+    login = { ...(user ? { username: user } : {}), password: decodeURIComponent(userinfo.slice(colon + 1)) };
+  }
   const sentinels = hosts.split(",").map((h) => address(h, SENTINEL_PORT, bad));
-  return { form: "sentinel", tls: url.startsWith("rediss"), name, sentinels, service };
+  return { form: "sentinel", tls: url.startsWith("rediss"), name, sentinels, service, login };
 }

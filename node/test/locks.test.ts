@@ -92,6 +92,18 @@ describe("three masters", () => {
     await b.release();
   });
 
+  test("a node closing a waiting connection does not crash the process; the wait goes on", async () => {
+    const held = await locks.acquire("killed", { ttl: 10_000 });
+    const waiting = locks.acquire("killed", { ttl: 10_000, wait: 5_000 });
+    await sleep(100);
+    await servers[0]!.command("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes");
+    await sleep(100);
+    await held.release();
+    const next = await waiting;
+    assert.ok(next.token > held.token);
+    await next.release();
+  });
+
   test("waitMode retry: try, pause, try again until the holder is gone", async () => {
     const retrying = new LockManager(urls, { timeout: 500, waitMode: "retry" });
     try {

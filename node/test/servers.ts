@@ -15,7 +15,7 @@ export const MODULE = process.env["DLOCK_MODULE"] ?? join(REPO, "target/release/
 export const CLI = process.env["DLOCK_CLI"] ?? join(REPO, "target/release/dlock");
 const SERVER = process.env["DLOCK_REDIS_SERVER"] ?? "redis-server";
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   return new Promise((ok, fail) => {
     const s = createServer();
     s.once("error", fail);
