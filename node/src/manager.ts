@@ -16,6 +16,7 @@ import {
   type NodeFailure,
 } from "./errors.js";
 import { Failed, RedisNode, type Reply, type TlsOptions } from "./node.js";
+import { ClusterNode } from "./cluster.js";
 import { SentinelNode } from "./sentinel.js";
 import {
   type Drift,
@@ -47,7 +48,7 @@ export interface LockManagerOptions {
   readonly fencing?: boolean;
   /** "queue" (default): wait on the nodes in ticket order; "retry": try, pause, try again. */
   readonly waitMode?: "queue" | "retry";
-  /** "auto" (default: 1 replica on failover-managed nodes, none on plain masters), "off", or a replica count. */
+  /** "auto" (default: 1 replica on cluster and sentinel nodes, none on plain masters), "off", or a replica count. */
   readonly replicaAck?: "auto" | "off" | number;
   /** How long a write waits for its replicas, ms (default 100). */
   readonly ackTimeout?: number;
@@ -135,7 +136,7 @@ function settings(options: LockManagerOptions, nodes: number): Settings {
     if (!Number.isInteger(replicaAck) || replicaAck < 0) throw new RangeError(`replicaAck must be "auto", "off" or a count >= 0, got ${replicaAck}`);
     ack = replicaAck > 0 ? { replicas: replicaAck, timeout: ackTimeout, everywhere: true } : undefined;
   } else if (replicaAck === "auto") {
-    ack = { replicas: 1, timeout: ackTimeout, everywhere: false }; // on sentinel-managed nodes only
+    ack = { replicas: 1, timeout: ackTimeout, everywhere: false }; // on cluster and sentinel nodes only
   } else if (replicaAck !== "off") {
     throw new TypeError(`replicaAck must be "auto", "off" or a count, got ${String(replicaAck)}`);
   }
@@ -182,7 +183,7 @@ class Shared {
   readonly background = new Set<Promise<unknown>>();
 
   constructor(
-    readonly nodes: ReadonlyArray<RedisNode | SentinelNode>,
+    readonly nodes: ReadonlyArray<RedisNode | SentinelNode | ClusterNode>,
     readonly opts: Settings,
   ) {
     this.needed = (kind) => quorum(nodes.length, kind);
@@ -198,7 +199,7 @@ class Shared {
   /** One command on one node, with its replica acknowledgement when it writes. */
   async call(node: number, args: string[], { acked = false, blocking = 0 } = {}): Promise<Outcome> {
     const n = this.nodes[node]!;
-    const ack = acked && (this.opts.ack?.everywhere || n instanceof SentinelNode) ? this.opts.ack : undefined;
+    const ack = acked && (this.opts.ack?.everywhere || !(n instanceof RedisNode)) ? this.opts.ack : undefined;
     const extra = ack ? ack.timeout + TIMEOUT_RESOLUTION : 0;
     try {
       const whole = this.opts.timeout + blocking + extra;
@@ -276,7 +277,8 @@ export class LockManager {
         const master = p.login.password !== undefined ? { tls: options.tls, ...p.login } : connection;
         return new SentinelNode(p.name, p.sentinels, p.service, p.tls, master, sentinelLogin, opts.timeout);
       }
-      throw new RangeError(`node URL ${JSON.stringify(p.name)}: ${p.form} nodes are not supported by the Node client yet (docs/node.md)`);
+      const masters = p.login.password !== undefined ? { tls: options.tls, ...p.login } : connection;
+      return new ClusterNode(p.name, p.host, p.port, p.tls, masters, opts.timeout);
     });
     this.#shared = new Shared(made, opts);
   }

@@ -8,7 +8,15 @@
 
 export type NodeUrl =
   | { readonly form: "single"; readonly tls: boolean; readonly name: string; readonly url: string }
-  | { readonly form: "cluster"; readonly tls: boolean; readonly name: string; readonly host: string; readonly port: number }
+  | {
+      readonly form: "cluster";
+      readonly tls: boolean;
+      readonly name: string;
+      readonly host: string;
+      readonly port: number;
+      /** Every master's login, from the URL. */
+      readonly login: { readonly username?: string; readonly password?: string };
+    }
   | {
       readonly form: "sentinel";
       readonly tls: boolean;
@@ -98,11 +106,12 @@ function cluster(url: string, name: string): NodeUrl {
   const [netloc = "", ...pathParts] = rest.split("/");
   const path = pathParts.join("/");
   if (path !== "" && path !== "0") throw bad("Redis Cluster has only database 0");
-  const hostport = netloc.replace(/^.*@/, "");
+  const at = netloc.lastIndexOf("@");
+  const hostport = netloc.slice(at + 1);
   if (hostport === "") throw bad("a host is required");
   if (hostport.includes(",")) throw bad("one seed address only: the others are found from it");
   const [host, p] = address(hostport, undefined, bad);
-  return { form: "cluster", tls: url.startsWith("rediss"), name, host, port: p };
+  return { form: "cluster", tls: url.startsWith("rediss"), name, host, port: p, login: login(netloc.slice(0, Math.max(at, 0)), at >= 0, bad) };
 }
 
 function sentinel(url: string, name: string): NodeUrl {
@@ -118,14 +127,15 @@ function sentinel(url: string, name: string): NodeUrl {
   }
   const at = netloc.lastIndexOf("@");
   const hosts = at < 0 ? netloc : netloc.slice(at + 1);
-  let login = {};
-  if (at >= 0) {
-    const userinfo = netloc.slice(0, at);
-    const colon = userinfo.indexOf(":");
-    if (colon < 0) throw bad("a user name needs a password (user:password@)");
-    const user = decodeURIComponent(userinfo.slice(0, colon));
-    login = { ...(user ? { username: user } : {}), password: decodeURIComponent(userinfo.slice(colon + 1)) };
-  }
   const sentinels = hosts.split(",").map((h) => address(h, SENTINEL_PORT, bad));
-  return { form: "sentinel", tls: url.startsWith("rediss"), name, sentinels, service, login };
+  return { form: "sentinel", tls: url.startsWith("rediss"), name, sentinels, service, login: login(netloc.slice(0, Math.max(at, 0)), at >= 0, bad) };
+}
+
+/** `user:password` (or `:password`) before the `@` of a URL. */
+function login(userinfo: string, given: boolean, bad: (why: string) => Error): { username?: string; password?: string } {
+  if (!given) return {};
+  const colon = userinfo.indexOf(":");
+  if (colon < 0) throw bad("a user name needs a password (user:password@)");
+  const user = decodeURIComponent(userinfo.slice(0, colon));
+  return { ...(user ? { username: user } : {}), password: decodeURIComponent(userinfo.slice(colon + 1)) };
 }

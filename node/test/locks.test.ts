@@ -221,7 +221,6 @@ describe("three masters", () => {
     assert.throws(() => new LockManager(urls, { timeout: -5 }), RangeError);
     assert.throws(() => new LockManager(urls, { waitMode: "poll" as "queue" }), RangeError);
     assert.throws(() => new LockManager(urls, { replicaAck: "some" as "auto" }), TypeError);
-    assert.throws(() => new LockManager(["redis+cluster://127.0.0.1:7000"]), RangeError); // not yet supported
   });
 });
 

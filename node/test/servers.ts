@@ -61,6 +61,11 @@ export class Server {
 
   /** One command on a fresh connection (integers as strings). */
   async command(...args: string[]): Promise<unknown> {
+    return (await this.commands([args]))[0];
+  }
+
+  /** Commands in turn on one fresh connection (`READONLY` then a read on a replica, say). */
+  async commands(list: string[][]): Promise<unknown[]> {
     const tls = this.flavour.client?.tls;
     const socketPath = this.url.startsWith("unix://") ? this.url.slice("unix://".length) : undefined;
     const client = createClient({
@@ -73,7 +78,9 @@ export class Server {
     client.on("error", () => {});
     await client.connect();
     try {
-      return await client.sendCommand(args, { typeMapping: { [RESP_TYPES.NUMBER]: String } });
+      const replies: unknown[] = [];
+      for (const args of list) replies.push(await client.sendCommand(args, { typeMapping: { [RESP_TYPES.NUMBER]: String } }));
+      return replies;
     } finally {
       client.destroy();
     }
