@@ -297,12 +297,15 @@ export class LockManager {
     let attempts = 0;
     let result: Attempt;
     const ticket = wait !== undefined && shared.opts.queue && shared.nodes.length > 1 ? drawTicket() : undefined;
+    // Retry mode asks again as the same owner (ACQUIRE is idempotent for it: a grant whose reply
+    // was lost comes back); queue mode draws a new owner per attempt (a round's owner is its own).
+    const owner = newOwner();
     for (;;) {
       attempts += 1;
       result =
         wait !== undefined && shared.opts.queue
           ? await this.#queueAttempt(resource, kind, ttl, deadline, ticket, signal)
-          : await this.#roundAttempt(resource, newOwner(), kind, ttl);
+          : await this.#roundAttempt(resource, owner, kind, ttl);
       if (result.ok) return new Lock(shared, resource, kind, ttl, result.granted);
       const error = result.error;
       if (wait === undefined || error.type === "wrong_kind" || signal?.aborted) break;
@@ -334,11 +337,17 @@ export class LockManager {
     }
   }
 
-  /** Closes every connection (after the background releases finish). */
+  /**
+   * Closes every connection, after the background releases finish (each within the call
+   * timeout); waits still queued for a lock that was never released are cut short.
+   */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    await Promise.all(this.#shared.background);
+    const bound = Math.max(4 * this.#shared.opts.timeout, 250);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.all(this.#shared.background), new Promise((resolve) => (timer = setTimeout(resolve, bound)))]);
+    clearTimeout(timer);
     for (const node of this.#shared.nodes) node.close();
   }
 

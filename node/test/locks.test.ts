@@ -104,6 +104,19 @@ describe("three masters", () => {
     await next.release();
   });
 
+  test("close() does not wait for waits still queued for a lock never released", async () => {
+    const other = new LockManager(urls, { timeout: 200 });
+    // Held by someone else on one node: the wait there stays queued once the other two made it held.
+    await servers[2]!.command("DLOCK.ACQUIRE", "close", "someone-else", "10000");
+    const held = await other.acquire("close", { ttl: 10_000, wait: 20_000 });
+    assert.ok(held.token > 0n);
+    assert.equal(((await servers[2]!.command("DLOCK.WAITERS", "close")) as unknown[]).length, 1);
+    const started = Date.now();
+    await other.close();
+    assert.ok(Date.now() - started < 2_000, `close took ${Date.now() - started} ms`);
+    await everywhere("DLOCK.FORCERELEASE", "close");
+  });
+
   test("waitMode retry: try, pause, try again until the holder is gone", async () => {
     const retrying = new LockManager(urls, { timeout: 500, waitMode: "retry" });
     try {
