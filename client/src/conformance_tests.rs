@@ -226,6 +226,15 @@ fn acquisition_machine() {
     }
 }
 
+#[test]
+fn cluster_key_slots() {
+    for case in table("slots.json") {
+        let key = case["key"].as_str().unwrap();
+        let slot = crate::transport::slots::key_slot(key.as_bytes());
+        assert_eq!(u64::from(slot), case["slot"].as_u64().unwrap(), "{key:?}");
+    }
+}
+
 #[tokio::test]
 async fn node_urls() {
     for case in table("urls.json") {

@@ -7,6 +7,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { Acquisition, type Event, type Step } from "../src/acquisition.js";
+import { keySlot } from "../src/cluster.js";
 import { quorum, validity, type Kind } from "../src/timing.js";
 import { parseNode } from "../src/urls.js";
 import { commitVerdict, countVotes, nodesWorthAskingAgain, quorumToken, type AttemptError, type Verdict, type Vote } from "../src/verdicts.js";
@@ -109,6 +110,10 @@ test("the acquisition machine", () => {
     assert.equal(a.held(), c["held"] === null ? undefined : BigInt(c["held"]), `${label(c)}: held`);
     assert.equal(a.round, c["round"], `${label(c)}: round`);
   }
+});
+
+test("cluster key slots", () => {
+  for (const c of table("slots.json")) assert.equal(keySlot(c["key"]), c["slot"], JSON.stringify(c["key"]));
 });
 
 test("node URLs", () => {

@@ -11,7 +11,7 @@ import pytest
 import redis
 
 from dlock import _acquisition as acq
-from dlock._cluster import Seed
+from dlock._cluster import Seed, slot_of
 from dlock._endpoints import SentinelGroup, Single, endpoint
 from dlock._kind import Kind
 from dlock._options import Options
@@ -137,6 +137,11 @@ def test_acquisition_machine(case: dict[str, Any]) -> None:
         assert a.on(event(entry["on"])) == steps(entry["steps"]), f"event {i}"
     assert a.held() == (None if case["held"] is None else int(case["held"]))
     assert a.round == case["round"]
+
+
+@table("slots.json")
+def test_cluster_key_slots(case: dict[str, Any]) -> None:
+    assert slot_of(case["key"]) == case["slot"]
 
 
 FORMS = {Single: "single", Seed: "cluster", SentinelGroup: "sentinel"}

@@ -8,7 +8,7 @@ mod cluster;
 mod node;
 mod redis_nodes;
 mod sentinel;
-mod slots;
+pub(crate) mod slots;
 
 use crate::kind::LockKind;
 use std::time::Duration;
