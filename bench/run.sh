@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `make bench` / `make bench-quick`: installs the external contenders (node-redlock via npm,
-# pottery and python-redis-lock via pip, dlock's Python client from ./python) into bench/, then
-# runs the benchmark driver. A contender whose registry is unreachable is skipped with a notice,
-# never silently.
+# pottery and python-redis-lock via pip, dlock's Python client from ./python, dlock's Node client
+# built in ./node) into bench/, then runs the benchmark driver. A contender whose registry is
+# unreachable is skipped with a notice, never silently.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 if command -v npm >/dev/null 2>&1; then
@@ -10,6 +10,11 @@ if command -v npm >/dev/null 2>&1; then
     || echo "bench: npm install of node-redlock failed (registry unreachable?): node-redlock skipped" >&2
 else
   echo "bench: npm not found: node-redlock skipped" >&2
+fi
+if command -v npm >/dev/null 2>&1; then
+  # dlock's Node client, built from this checkout (node/dist): the "dlock (node)" contender.
+  (cd "$here/../node" && { [ -d node_modules ] || npm ci --no-audit --no-fund --silent >/dev/null 2>&1; } && npm run --silent build >/dev/null 2>&1) \
+    || echo "bench: building node/ failed (npm unreachable?): dlock (node) skipped" >&2
 fi
 if [ ! -x "$here/.venv/bin/python" ]; then
   python3 -m venv "$here/.venv" >/dev/null 2>&1 || echo "bench: python3 -m venv failed: pottery and python-redis-lock skipped" >&2

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use dlock_client::WaitMode;
 
 use crate::contenders::Contender;
-use crate::external::{External, PYTHON_CLIENT};
+use crate::external::{External, NODE_CLIENT, PYTHON_CLIENT};
 use crate::{median, percentile, Named, Plan};
 
 /// Tasks (threads, for the externals) contending for the one resource.
@@ -191,7 +191,7 @@ impl ContentionTable {
         let ours: Vec<&ContentionRow> = self
             .rows
             .iter()
-            .filter(|r| dlock(r) && r.name != PYTHON_CLIENT)
+            .filter(|r| dlock(r) && r.name != PYTHON_CLIENT && r.name != NODE_CLIENT)
             .collect();
         let others: Vec<&ContentionRow> = self.rows.iter().filter(|r| !dlock(r)).collect();
         let label = self.node_label();
@@ -215,6 +215,20 @@ impl ContentionTable {
                 md,
                 "| {PYTHON_CLIENT} contention handoffs/s >= 2x python-redis-lock, {label} | {ratio:.2}x | {} |",
                 verdict(ratio >= 2.0)
+            );
+        }
+        if let (Some(node), Some(redlock)) = (named(NODE_CLIENT), named("node-redlock")) {
+            let ratio = node.handoffs_per_s() / redlock.handoffs_per_s();
+            let _ = writeln!(
+                md,
+                "| {NODE_CLIENT} contention handoffs/s >= node-redlock's, {label} | {ratio:.2}x | {} |",
+                verdict(ratio >= 1.0)
+            );
+            let fairness = node.fairness();
+            let _ = writeln!(
+                md,
+                "| {NODE_CLIENT} contention wait p99/p50 <= {max_fairness} ({label}) | {fairness:.1} | {} |",
+                verdict(fairness <= max_fairness)
             );
         }
         if let Some(fairest) = highest(&ours, |r| -r.fairness()) {
@@ -263,6 +277,9 @@ mod tests {
                 row("python-redis-lock", 400.0, vec![1.0]),
                 // The fastest and fairest row, but the Python client has its own goal row.
                 row(PYTHON_CLIENT, 950.0, vec![10.0, 10.0, 10.0]),
+                // So does the Node client, against node-redlock.
+                row(NODE_CLIENT, 990.0, vec![10.0, 10.0, 10.0]),
+                row("node-redlock", 360.0, vec![1.0, 1.0, 40.0]),
             ],
         };
         let goals = table.goals(2.0);
@@ -273,6 +290,12 @@ mod tests {
         assert!(goals.contains(
             "| dlock (python) contention handoffs/s >= 2x python-redis-lock, 1 node | 2.38x | met |"
         ));
+        assert!(goals.contains(
+            "| dlock (node) contention handoffs/s >= node-redlock's, 1 node | 2.75x | met |"
+        ));
+        assert!(
+            goals.contains("| dlock (node) contention wait p99/p50 <= 2 (1 node) | 1.0 | met |")
+        );
         assert!(table.markdown().contains("1 ms, 1 node\n"));
     }
 }

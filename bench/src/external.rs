@@ -1,4 +1,4 @@
-//! node-redlock, pottery, python-redis-lock and dlock's own Python client (python/), driven
+//! node-redlock, pottery, python-redis-lock and dlock's own Python (python/) and Node (node/) clients, driven
 //! through the harness scripts in bench/harness/. Each run is one process that measures itself
 //! and prints one JSON line.
 
@@ -7,6 +7,8 @@ use std::process::Command;
 
 /// dlock's Python client (python/, installed into bench/.venv by bench/run.sh).
 pub const PYTHON_CLIENT: &str = "dlock (python)";
+/// dlock's Node client (node/, built into node/dist by bench/run.sh).
+pub const NODE_CLIENT: &str = "dlock (node)";
 
 /// An installed external contender.
 #[derive(Clone, Debug)]
@@ -35,6 +37,17 @@ pub fn available() -> Vec<External> {
         });
     } else {
         eprintln!("bench: node-redlock not installed (npm unreachable?): skipped");
+    }
+    let node_client = Path::new(env!("CARGO_MANIFEST_DIR")).join("../node/dist/esm/index.js");
+    if node_client.exists() {
+        found.push(External {
+            name: NODE_CLIENT,
+            program: "node".into(),
+            script: dir.join("dlock_node.mjs"),
+            single_node_only: false,
+        });
+    } else {
+        eprintln!("bench: {NODE_CLIENT} not built (npm unreachable?): skipped");
     }
     let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv");
     let python = venv.join("bin/python");
