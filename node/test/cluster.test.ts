@@ -114,6 +114,39 @@ describe("redis+cluster://", () => {
     }
   });
 
+  test("a slot migrated under a held lock: ASK during the move, MOVED after it", async () => {
+    const key = "migrating";
+    const locks = new LockManager([`redis+cluster://127.0.0.1:${nodes[0]!.port}`], { timeout: 1_000, replicaAck: "off" });
+    try {
+      const lock = await locks.acquire(key, { ttl: 30_000 });
+      const { master: source } = await holders(key);
+      const ranges = (await nodes[0]!.command("CLUSTER", "SLOTS")) as Array<[string, string, [string, string]]>;
+      const target = nodes.find((n) => String(n.port) === ranges.map((r) => r[2][1]).find((p) => p !== String(source.port)))!;
+      const slot = String(keySlot(key));
+      const [sourceId, targetId] = (await Promise.all([source.command("CLUSTER", "MYID"), target.command("CLUSTER", "MYID")])) as string[];
+      await target.command("CLUSTER", "SETSLOT", slot, "IMPORTING", sourceId!);
+      await source.command("CLUSTER", "SETSLOT", slot, "MIGRATING", targetId!);
+      await source.command("MIGRATE", "127.0.0.1", String(target.port), "", "0", "5000", "KEYS", key);
+      // The ASK window: the source no longer has the key, the target has it but does not own the slot.
+      assert.ok((await lock.extend()) > 0);
+      for (const r of ranges) await nodes.find((n) => String(n.port) === r[2][1])!.command("CLUSTER", "SETSLOT", slot, "NODE", targetId!);
+      await eventually(async () => {
+        for (const n of nodes) {
+          const info = String(await n.command("CLUSTER", "INFO"));
+          if (!info.includes("cluster_state:ok")) return false;
+        }
+        return (await holders(key)).master === target;
+      }, "the slot announced");
+      // The client's map still names the source: MOVED, the map read again, the target asked.
+      assert.ok((await lock.extend()) > 0);
+      assert.equal(((await target.command("DLOCK.STATUS", key)) as string[])[1], lock.owner);
+      await lock.release();
+      assert.equal(await target.command("DLOCK.STATUS", key), null);
+    } finally {
+      await locks.close();
+    }
+  });
+
   test("a replica as the seed still finds the masters", async () => {
     const { replica } = await holders("moved");
     const locks = new LockManager([`redis+cluster://127.0.0.1:${replica.port}`], { timeout: 1_000, ackTimeout: 2_000 });
