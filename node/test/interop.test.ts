@@ -11,6 +11,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { test } from "node:test";
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { LockContendedError, LockManager, WrongKindError } from "../src/index.js";
 import { CLI, REPO, start, stopAll } from "./servers.js";
 
 const ROUNDS = 4;
@@ -87,6 +90,84 @@ test("Node, the Rust CLI and Python never overlap; tokens rise across all three"
     for (let i = 1; i < sections.length; i++) assert.ok(sections[i - 1]![1] < sections[i]![1], `tokens out of order at ${i}`);
     for (const s of servers) assert.equal(await s.command("DLOCK.STATUS", "interop"), null);
   } finally {
+    stopAll(servers);
+  }
+});
+
+const exec = promisify(execFile);
+
+/** `dlock ARGS...`: its exit code and output. */
+async function dlock(...args: string[]): Promise<{ code: number; out: string }> {
+  try {
+    const { stdout } = await exec(CLI, args);
+    return { code: 0, out: stdout.trim() };
+  } catch (e) {
+    const failed = e as { code?: number; stdout?: string };
+    return { code: failed.code ?? -1, out: (failed.stdout ?? "").trim() };
+  }
+}
+
+/** Python's answer to one try_lock: "held TOKEN" (then released) or the error class's name. */
+async function pythonTry(nodes: string, resource: string, kind: string): Promise<string> {
+  const script = `
+import sys
+import dlock
+locks = dlock.LockManager(sys.argv[1].split(","), timeout=0.5)
+try:
+    lock = locks.try_lock(sys.argv[2], ttl=10.0, ${kind})
+    print("held", lock.token)
+    lock.release()
+except dlock.DlockError as e:
+    print(type(e).__name__)
+`;
+  const { stdout } = await exec(PYTHON, ["-c", script, nodes, resource]);
+  return stdout.trim();
+}
+
+test("shared holds and semaphore permits mean the same in Node, the Rust CLI and Python", { timeout: 60_000 }, async () => {
+  const servers = await start(3);
+  const urls = servers.map((s) => s.url);
+  const nodes = urls.join(",");
+  const locks = new LockManager(urls, { timeout: 500 });
+  const withPython = existsSync(PYTHON);
+  try {
+    // A Node reader and a CLI reader share the lock; a writer from any client is refused as
+    // contended, a semaphore's permit as the wrong kind.
+    const reader = await locks.acquire("rw", { ttl: 10_000, shared: true });
+    const cli = await dlock("acquire", "rw", "--shared", "--nodes", nodes, "--timeout", "500ms");
+    assert.equal(cli.code, 0, cli.out);
+    const [cliOwner] = cli.out.split(" ");
+    assert.equal((await dlock("acquire", "rw", "--nodes", nodes, "--timeout", "500ms")).code, 3, "the CLI's writer: held");
+    assert.equal((await dlock("acquire", "rw", "--limit", "2", "--nodes", nodes, "--timeout", "500ms")).code, 7, "the CLI's permit: wrong kind");
+    await assert.rejects(locks.acquire("rw", { ttl: 1_000 }), LockContendedError);
+    await assert.rejects(locks.acquire("rw", { ttl: 1_000, limit: 2 }), WrongKindError);
+    if (withPython) {
+      assert.match(await pythonTry(nodes, "rw", "shared=True"), /^held \d+$/);
+      assert.equal(await pythonTry(nodes, "rw", "shared=False"), "LockContended");
+      assert.equal(await pythonTry(nodes, "rw", "limit=2"), "WrongKindError");
+    }
+    await reader.release();
+    assert.equal((await dlock("release", "rw", cliOwner!, "--nodes", nodes)).code, 0);
+    const writer = await locks.acquire("rw", { ttl: 10_000 });
+    await writer.release();
+
+    // A semaphore of 2: one permit in Node, one in the CLI; the third is refused everywhere.
+    const permit = await locks.acquire("sem", { ttl: 10_000, limit: 2 });
+    const second = await dlock("acquire", "sem", "--limit", "2", "--nodes", nodes, "--timeout", "500ms");
+    assert.equal(second.code, 0, second.out);
+    assert.ok(BigInt(second.out.split(" ")[1]!) > 0n);
+    await assert.rejects(locks.acquire("sem", { ttl: 1_000, limit: 2 }), LockContendedError);
+    assert.equal((await dlock("acquire", "sem", "--limit", "2", "--nodes", nodes, "--timeout", "500ms")).code, 3);
+    if (withPython) assert.equal(await pythonTry(nodes, "sem", "limit=2"), "LockContended");
+    // The CLI's permit handed back: Node's waiter gets it.
+    const waiting = locks.acquire("sem", { ttl: 10_000, limit: 2, wait: 5_000 });
+    assert.equal((await dlock("release", "sem", second.out.split(" ")[0]!, "--nodes", nodes)).code, 0);
+    const third = await waiting;
+    assert.ok(third.token > 0n);
+    await third.release();
+    await permit.release();
+  } finally {
+    await locks.close();
     stopAll(servers);
   }
 });
