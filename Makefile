@@ -33,9 +33,9 @@ run: build
 	redis-server --port $(REDIS_PORT) --bind 127.0.0.1 --save "" --appendonly no \
 	  --loadmodule $(CURDIR)/$(MODULE)
 
-# Unit and integration tests against real redis-server processes, the Python client's, the
-# signal-sensitive tests again with SIGINT/SIGTERM ignored and no terminal, the monitoring tests
-# (real redis_exporter, promtool, tmux), the model check and the
+# Unit and integration tests against real redis-server processes, the Python client's, the Node
+# client's (make node-test), the signal-sensitive tests again with SIGINT/SIGTERM ignored and no
+# terminal, the monitoring tests (real redis_exporter, promtool, tmux), the model check and the
 # quick chaos suite; the last line totals the tests ("total: N passed, M failed").
 test: build
 	bash scripts/test.sh
