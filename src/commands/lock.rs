@@ -74,16 +74,20 @@ pub fn acquire(ctx: &Context, argv: &[Arg]) -> RedisResult {
         want,
     };
     let timeout_ms = timeout_ms.unwrap_or(0);
-    if want != Want::Exclusive || key.is_group()? {
-        let call = group::Call {
-            request,
-            wait,
-            timeout_ms,
-            now_us,
-        };
-        return group::acquire(ctx, (argv, key, &waiters), &call);
-    }
-    let held = key.held(now_us / 1000)?;
+    // One read of the key's value: a plain lock goes on here, a group (or SHARED / LIMIT) to
+    // the group path.
+    let held = match key.held_or_group(now_us / 1000)? {
+        Some(held) if want == Want::Exclusive => held,
+        _ => {
+            let call = group::Call {
+                request,
+                wait,
+                timeout_ms,
+                now_us,
+            };
+            return group::acquire(ctx, (argv, key, &waiters), &call);
+        }
+    };
     let holder_deadline_ms = held.map(|h| h.deadline_ms);
     match waiters.decide(held, &request) {
         Decision::Grant => match grant(ctx, &mut key, (argv, &waiters), &request, ttl_ms, now_us) {

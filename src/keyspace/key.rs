@@ -136,12 +136,20 @@ impl<'a> LockKey<'a> {
     /// deadline. Anything else is a free lock. A group's holders are not one lock: `None`
     /// (the commands route groups to their own path first).
     pub fn held(&self, now_ms: u64) -> Result<Option<Held<'_>>, RedisError> {
-        let Some(Stored::Lock(value)) = self.stored()? else {
-            return Ok(None);
+        Ok(self.held_or_group(now_ms)?.flatten())
+    }
+
+    /// As [`LockKey::held`], reading the key's value once: `None` when the key holds a group
+    /// (several holders), which takes the group path, else the held lock if any.
+    pub fn held_or_group(&self, now_ms: u64) -> Result<Option<Option<Held<'_>>>, RedisError> {
+        let value = match self.stored()? {
+            Some(Stored::Group(_)) => return Ok(None),
+            Some(Stored::Lock(value)) => value,
+            None => return Ok(Some(None)),
         };
         let record = value.record();
         if record.place != self.place {
-            return Ok(None); // moved here by RENAME, MOVE, SWAPDB or RESTORE: never held
+            return Ok(Some(None)); // moved here by RENAME, MOVE, SWAPDB or RESTORE: never held
         }
         let deadline_ms = match record.deadline_ms {
             FOLLOW_KEY_TTL => self.abs_expire_ms().unwrap_or(u64::MAX),
@@ -153,7 +161,7 @@ impl<'a> LockKey<'a> {
             holds: record.holds,
             deadline_ms,
         };
-        Ok(dlock_core::lock::live(Some(held), now_ms))
+        Ok(Some(dlock_core::lock::live(Some(held), now_ms)))
     }
 
     /// Stores a new lock (replacing whatever the key held) with its TTL at the deadline (none
