@@ -1,6 +1,7 @@
 //! An open key that holds, or is about to hold, a lock: reads it (refusing keys of other types),
 //! stores and changes it, and keeps the key's TTL in step with the lock's deadline.
 
+use std::cell::OnceCell;
 use std::os::raw::c_int;
 use std::ptr::NonNull;
 
@@ -9,6 +10,7 @@ use redis_module::{raw, Context, RedisError};
 
 use super::group::Group;
 use super::group_type::set_group;
+use super::owner::OwnerBuf;
 use super::persistence::{self, Value};
 use super::value::{LockMut, LockRef, OwnedLock, Record};
 use super::{place, FOLLOW_KEY_TTL};
@@ -27,6 +29,9 @@ pub struct LockKey<'a> {
     name: &'a Arg,
     key: Option<NonNull<raw::RedisModuleKey>>,
     place: u64,
+    /// The stored lock's owner, unpacked on first read (see [`super::owner`]); emptied by every
+    /// write, which needs `&mut self` and so outlives no borrow of it.
+    owner: OnceCell<OwnerBuf>,
 }
 
 impl<'a> LockKey<'a> {
@@ -46,6 +51,7 @@ impl<'a> LockKey<'a> {
             name,
             key,
             place: place(selected_db(ctx), name.as_bytes()),
+            owner: OnceCell::new(),
         }
     }
 
@@ -90,8 +96,9 @@ impl<'a> LockKey<'a> {
         };
         match self.stored()? {
             Some(Stored::Group(group)) if group.place == self.place => view = group.clone(),
-            Some(Stored::Lock(lock)) if lock.record().place == self.place => {
-                let record = lock.record();
+            Some(Stored::Lock(lock)) if lock.place() == self.place => {
+                let mut owner = OwnerBuf::default();
+                let record = lock.record_in(&mut owner);
                 let deadline_ms = match record.deadline_ms {
                     FOLLOW_KEY_TTL => self.abs_expire_ms().unwrap_or(u64::MAX),
                     deadline => deadline,
@@ -115,6 +122,7 @@ impl<'a> LockKey<'a> {
         let single_writer = group.limit == 0
             && group.holders.len() == 1
             && group.holders[0].mode == Mode::Exclusive;
+        self.owner.take();
         if group.holders.is_empty() {
             self.delete();
             return Ok(());
@@ -147,18 +155,22 @@ impl<'a> LockKey<'a> {
             Some(Stored::Lock(value)) => value,
             None => return Ok(Some(None)),
         };
-        let record = value.record();
-        if record.place != self.place {
+        if value.place() != self.place {
             return Ok(Some(None)); // moved here by RENAME, MOVE, SWAPDB or RESTORE: never held
         }
-        let deadline_ms = match record.deadline_ms {
+        let deadline_ms = match value.deadline_ms() {
             FOLLOW_KEY_TTL => self.abs_expire_ms().unwrap_or(u64::MAX),
             deadline => deadline,
         };
+        let owner = self.owner.get_or_init(|| {
+            let mut owner = OwnerBuf::default();
+            value.owner_into(&mut owner);
+            owner
+        });
         let held = Held {
-            owner: record.owner,
-            token: record.token,
-            holds: record.holds,
+            owner: owner.as_slice(),
+            token: value.token(),
+            holds: value.holds(),
             deadline_ms,
         };
         Ok(Some(dlock_core::lock::live(Some(held), now_ms)))
@@ -181,6 +193,7 @@ impl<'a> LockKey<'a> {
             place: self.place,
         };
         let lock = OwnedLock::new(&record).ok_or_else(errors::cannot_store)?;
+        self.owner.take();
         let key = self.key.ok_or_else(errors::cannot_store)?;
         persistence::set_value(key, lock)?;
         if deadline_ms != FOLLOW_KEY_TTL {
@@ -207,6 +220,7 @@ impl<'a> LockKey<'a> {
     }
 
     pub fn delete(&mut self) {
+        self.owner.take();
         if let (Some(key), Some(delete)) = (self.key, crate::api!(RedisModule_DeleteKey)) {
             // SAFETY: an open key of this command.
             unsafe { delete(key.as_ptr()) };

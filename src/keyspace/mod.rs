@@ -10,6 +10,7 @@ pub mod group_type;
 pub mod key;
 pub mod moves;
 pub mod notify;
+pub mod owner;
 pub mod persistence;
 pub mod value;
 

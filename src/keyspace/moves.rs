@@ -31,21 +31,10 @@ use super::value::{LockMut, LockRef};
 use super::{FOLLOW_KEY_TTL, MOVED};
 use crate::node::node;
 
-/// Subscribes to generic keyspace events and to SWAPDB; called once at load.
+/// Subscribes to SWAPDB; called once at load. The keyspace events that move a lock reach
+/// [`on_keyspace_event`] through the module's one keyspace subscription
+/// (`crate::waiting::events`).
 pub fn watch(ctx: *mut raw::RedisModuleCtx) -> Result<(), &'static str> {
-    let subscribe =
-        crate::api!(RedisModule_SubscribeToKeyspaceEvents).ok_or("no keyspace events API")?;
-    // SAFETY: the module's load context; the callback is a static function.
-    let subscribed = unsafe {
-        subscribe(
-            ctx,
-            (raw::REDISMODULE_NOTIFY_GENERIC | raw::REDISMODULE_NOTIFY_LOADED) as c_int,
-            Some(on_generic),
-        )
-    };
-    if subscribed != raw::REDISMODULE_OK as c_int {
-        return Err("cannot subscribe to keyspace events");
-    }
     let swapdb = raw::RedisModuleEvent {
         id: raw::REDISMODULE_EVENT_SWAPDB,
         dataver: 1,
@@ -56,14 +45,30 @@ pub fn watch(ctx: *mut raw::RedisModuleCtx) -> Result<(), &'static str> {
     }
 }
 
-extern "C" fn on_generic(
+/// The classes of keyspace event [`on_keyspace_event`] needs.
+pub const EVENT_CLASSES: c_int =
+    (raw::REDISMODULE_NOTIFY_GENERIC | raw::REDISMODULE_NOTIFY_LOADED) as c_int;
+
+/// A keyspace event of one of [`EVENT_CLASSES`]: a lock carried to `key`, restored, loaded or
+/// given another TTL is brought in line with its rules.
+pub fn on_keyspace_event(
     ctx: *mut raw::RedisModuleCtx,
-    _kind: c_int,
     event: *const c_char,
     key: *mut raw::RedisModuleString,
-) -> c_int {
-    if event.is_null() {
-        return raw::REDISMODULE_OK as c_int;
+) {
+    on_generic(ctx, event, key);
+}
+
+fn on_generic(
+    ctx: *mut raw::RedisModuleCtx,
+    event: *const c_char,
+    key: *mut raw::RedisModuleString,
+) {
+    // Without a single lock in the keyspace no event can concern one: skip the key lookup every
+    // `EXPIRE` or `SET ... PX` would otherwise pay (a value RESTOREd or loaded is counted before
+    // its event fires).
+    if event.is_null() || crate::stats::locks_held() == 0 {
+        return;
     }
     // SAFETY: Redis passes a NUL-terminated event name for the duration of the call.
     let event = unsafe { CStr::from_ptr(event) }.to_bytes();
@@ -72,14 +77,13 @@ extern "C" fn on_generic(
         b"restore" => Change::Restored,
         b"loaded" => Change::Loaded,
         b"persist" | b"expire" => Change::KeyTtl,
-        _ => return raw::REDISMODULE_OK as c_int,
+        _ => return,
     };
     if change == Change::Loaded {
         with_copied_name(key, |copy| with_lock(ctx, copy, change));
     } else {
         with_lock(ctx, key, change);
     }
-    raw::REDISMODULE_OK as c_int
 }
 
 /// Runs `f` with a heap copy of `key`: the RDB loader passes the name of a `loaded` key as a
@@ -245,8 +249,8 @@ unsafe fn newest_and_last(value: Value) -> (u64, u64) {
     match value {
         Value::Lock(ptr) => {
             // SAFETY: the caller's promise.
-            let record = unsafe { LockRef::new(ptr) }.record();
-            (record.token, record.deadline_ms)
+            let lock = unsafe { LockRef::new(ptr) };
+            (lock.token(), lock.deadline_ms())
         }
         Value::Group(ptr) => {
             // SAFETY: the caller's promise; a dlockmany value is a boxed Group.

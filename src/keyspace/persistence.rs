@@ -12,6 +12,7 @@ use std::ptr::NonNull;
 use redis_module::{native_types::RedisType, raw, RedisError};
 
 use super::codec::{self, Sink, Source, ENCODING_VERSION};
+use super::owner::OwnerBuf;
 use super::value::{LockRef, OwnedLock, Record};
 use super::{place, MOVED};
 use crate::node::node;
@@ -140,7 +141,7 @@ impl Sink for RdbOut {
 extern "C" fn rdb_save(io: *mut raw::RedisModuleIO, value: *mut c_void) {
     // SAFETY: Redis passes one of our values, alive for this call.
     if let Some(lock) = unsafe { lock_ref(value) } {
-        codec::encode(&lock.record(), &mut RdbOut(io));
+        codec::encode(&lock.record_in(&mut OwnerBuf::default()), &mut RdbOut(io));
     }
 }
 
@@ -225,7 +226,8 @@ extern "C" fn aof_rewrite(
     let Some(lock) = (unsafe { lock_ref(value) }) else {
         return;
     };
-    let record = lock.record();
+    let mut owner = OwnerBuf::default();
+    let record = lock.record_in(&mut owner);
     let Some(emit) = crate::api!(RedisModule_EmitAOF) else {
         return;
     };
@@ -262,7 +264,8 @@ extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
     let Some(lock) = (unsafe { lock_ref(value) }) else {
         return;
     };
-    let r = lock.record();
+    let mut owner = OwnerBuf::default();
+    let r = lock.record_in(&mut owner);
     let (Some(add_bytes), Some(add_int), Some(end)) = (
         crate::api!(RedisModule_DigestAddStringBuffer),
         crate::api!(RedisModule_DigestAddLongLong),
@@ -293,7 +296,7 @@ extern "C" fn free(value: *mut c_void) {
 extern "C" fn unlink(_ctx: *mut raw::RedisModuleKeyOptCtx, value: *const c_void) {
     // SAFETY: Redis passes one of our values, alive for this call.
     if let Some(lock) = unsafe { lock_ref(value) } {
-        let deadline = lock.record().deadline_ms;
+        let deadline = lock.deadline_ms();
         if deadline != super::FOLLOW_KEY_TTL && deadline <= server::now_ms() {
             stats::count(&stats::EXPIRED);
         }

@@ -3,12 +3,15 @@
 //!
 //! `token u64 | deadline u64 | place u64 | holds u16 | owner length u16 | owner bytes`
 //!
-//! (little-endian, 28 bytes of header). A lock with a 36-byte owner fills jemalloc's 64-byte
-//! class exactly.
+//! (little-endian, 28 bytes of header). The owner is kept packed when it starts with lower-case
+//! hex digits (see [`super::owner`]; the top bit of the length says so): a client's 32-digit
+//! owner takes 17 bytes, and the lock fills jemalloc's 48-byte class.
 
 use std::marker::PhantomData;
 use std::os::raw::{c_longlong, c_void};
 use std::ptr::NonNull;
+
+use super::owner::{self, OwnerBuf};
 
 const TOKEN_AT: usize = 0;
 const DEADLINE_AT: usize = 8;
@@ -16,6 +19,8 @@ const PLACE_AT: usize = 16;
 const HOLDS_AT: usize = 24;
 const LEN_AT: usize = 26;
 const OWNER_AT: usize = 28;
+/// Set in the owner length when the owner is stored packed.
+const PACKED: u16 = 1 << 15;
 
 /// A lock's fields, as the keyspace, the RDB codec and the replication effects exchange them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,26 +64,53 @@ impl<'a> LockRef<'a> {
         }
     }
 
-    pub fn owner(&self) -> &'a [u8] {
-        let len = usize::from(u16::from_le_bytes(self.read(LEN_AT)));
-        // SAFETY: the value was allocated with OWNER_AT + len bytes (see `OwnedLock::new`) and
-        // lives for 'a (the contract of `LockRef::new`).
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().add(OWNER_AT), len) }
+    /// The owner's bytes as stored, and whether they are packed.
+    fn stored_owner(&self) -> (&'a [u8], bool) {
+        let len = u16::from_le_bytes(self.read(LEN_AT));
+        let stored = usize::from(len & !PACKED);
+        // SAFETY: the value was allocated with OWNER_AT + stored bytes (see `OwnedLock::new`)
+        // and lives for 'a (the contract of `LockRef::new`).
+        let bytes = unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().add(OWNER_AT), stored) };
+        (bytes, len & PACKED != 0)
     }
 
-    pub fn record(&self) -> Record<'a> {
+    /// The owner as the client sent it, unpacked into `out`.
+    pub fn owner_into(&self, out: &mut OwnerBuf) {
+        let (stored, packed) = self.stored_owner();
+        owner::unpack(stored, packed, out);
+    }
+
+    /// Every field, the owner unpacked into `buf`.
+    pub fn record_in<'b>(&self, buf: &'b mut OwnerBuf) -> Record<'b> {
+        self.owner_into(buf);
         Record {
-            owner: self.owner(),
-            token: u64::from_le_bytes(self.read(TOKEN_AT)),
-            holds: u16::from_le_bytes(self.read(HOLDS_AT)),
-            deadline_ms: u64::from_le_bytes(self.read(DEADLINE_AT)),
-            place: u64::from_le_bytes(self.read(PLACE_AT)),
+            owner: buf.as_slice(),
+            token: self.token(),
+            holds: self.holds(),
+            deadline_ms: self.deadline_ms(),
+            place: self.place(),
         }
+    }
+
+    pub fn token(&self) -> u64 {
+        u64::from_le_bytes(self.read(TOKEN_AT))
+    }
+
+    pub fn holds(&self) -> u16 {
+        u16::from_le_bytes(self.read(HOLDS_AT))
+    }
+
+    pub fn deadline_ms(&self) -> u64 {
+        u64::from_le_bytes(self.read(DEADLINE_AT))
+    }
+
+    pub fn place(&self) -> u64 {
+        u64::from_le_bytes(self.read(PLACE_AT))
     }
 
     /// Bytes allocated for this lock (what `MEMORY USAGE` reports for the value).
     pub fn allocated_size(&self) -> usize {
-        OWNER_AT + self.owner().len()
+        OWNER_AT + self.stored_owner().0.len()
     }
 
     fn read<const N: usize>(&self, at: usize) -> [u8; N] {
@@ -137,15 +169,22 @@ impl OwnedLock {
     /// Allocates a lock from Redis's allocator. `record.owner` is at most 256 bytes (validated
     /// by every caller); `None` if the allocator is unavailable.
     pub fn new(record: &Record<'_>) -> Option<OwnedLock> {
-        let len = u16::try_from(record.owner.len()).ok()?;
+        let pairs = owner::packed_pairs(record.owner);
+        let stored = owner::stored_len(record.owner, pairs);
+        let len = u16::try_from(stored).ok().filter(|&len| len < PACKED)?;
+        let len = if pairs > 0 { len | PACKED } else { len };
         let alloc = crate::api!(RedisModule_Alloc)?;
         // SAFETY: RedisModule_Alloc is Redis's zmalloc: a valid allocation of the given size, or
         // an abort on out-of-memory like every other Redis allocation.
-        let ptr = NonNull::new(unsafe { alloc(OWNER_AT + record.owner.len()) })?;
+        let ptr = NonNull::new(unsafe { alloc(OWNER_AT + stored) })?;
         // SAFETY: freshly allocated with room for the header and the owner; nobody else has it.
         let mut lock = unsafe { LockMut::new(ptr) };
         lock.write(LEN_AT, &len.to_le_bytes());
-        lock.write(OWNER_AT, record.owner);
+        // SAFETY: the allocation holds OWNER_AT + stored bytes; nobody else has it yet.
+        let owner_bytes = unsafe {
+            std::slice::from_raw_parts_mut(ptr.as_ptr().cast::<u8>().add(OWNER_AT), stored)
+        };
+        owner::pack(record.owner, pairs, owner_bytes);
         lock.set_token(record.token);
         lock.set_holds(record.holds);
         lock.set_deadline(record.deadline_ms);

@@ -10,21 +10,28 @@ use redis_module::{raw, Context, RedisString};
 use super::parked::Outcome;
 use super::{handoff, queues};
 use crate::keyspace::key::selected_db;
+use crate::keyspace::moves;
 
 /// The error a waiter gets when its node becomes a replica.
 const DEMOTED: &str =
     "UNBLOCKED the node became a replica while the lock was awaited; wait on the master";
 
-/// Subscribes to what ends waits; called once at load.
+/// The classes of keyspace event that end a wait.
+const WAIT_CLASSES: c_int = (raw::REDISMODULE_NOTIFY_GENERIC
+    | raw::REDISMODULE_NOTIFY_EXPIRED
+    | raw::REDISMODULE_NOTIFY_EVICTED) as c_int;
+
+/// Subscribes to what ends waits, and to the keyspace events that move a lock; called once at
+/// load. One subscription for both: Redis builds a context and a temporary client for every
+/// subscriber of every event, so each subscription is a cost on every `DEL`, `EXPIRE` or
+/// `SET ... PX` the server runs, lock or not.
 pub fn watch(ctx: &Context) -> Result<(), &'static str> {
     let subscribe =
         crate::api!(RedisModule_SubscribeToKeyspaceEvents).ok_or("no keyspace events API")?;
-    let classes = raw::REDISMODULE_NOTIFY_GENERIC
-        | raw::REDISMODULE_NOTIFY_EXPIRED
-        | raw::REDISMODULE_NOTIFY_EVICTED;
+    let classes = WAIT_CLASSES | moves::EVENT_CLASSES;
     // SAFETY: the module's load context; the callback is a static function.
     if unsafe { subscribe(ctx.ctx, classes, Some(on_key_event)) } != raw::REDISMODULE_OK as c_int {
-        return Err("cannot subscribe to keyspace events for waiting");
+        return Err("cannot subscribe to keyspace events");
     }
     for (id, callback) in [
         (raw::REDISMODULE_EVENT_FLUSHDB, on_flush as ServerEvent),
@@ -40,15 +47,19 @@ pub fn watch(ctx: &Context) -> Result<(), &'static str> {
 
 type ServerEvent = extern "C" fn(*mut raw::RedisModuleCtx, raw::RedisModuleEvent, u64, *mut c_void);
 
-/// A key with waiters was deleted, expired or evicted: hand it off right after this event (a
-/// notification callback must not write).
+/// A keyspace event: a lock moved, restored, loaded or given another TTL is brought in line
+/// (see [`moves`]); a key with waiters that was deleted, expired or evicted is handed off right
+/// after this event (a notification callback must not write).
 extern "C" fn on_key_event(
     ctx: *mut raw::RedisModuleCtx,
-    _kind: c_int,
-    _event: *const c_char,
+    kind: c_int,
+    event: *const c_char,
     key: *mut raw::RedisModuleString,
 ) -> c_int {
-    if queues::waiters() == 0 || key.is_null() {
+    if kind & moves::EVENT_CLASSES != 0 {
+        moves::on_keyspace_event(ctx, event, key);
+    }
+    if kind & WAIT_CLASSES == 0 || queues::waiters() == 0 || key.is_null() {
         return raw::REDISMODULE_OK as c_int;
     }
     let context = Context::new(ctx);
