@@ -5,7 +5,7 @@ CARGO        ?= cargo
 MODULE       := target/release/libdlock.so
 REDIS_PORT   ?= 6379
 
-.PHONY: all deps build run test model model-deep bench-waiters bench-handoff bench-top compat compat-servers memcheck chaos chaos-quick bench bench-quick bench-server bench-shared cluster redis-cluster fmt lint clean
+.PHONY: all deps build run test model model-deep bench-waiters bench-handoff bench-top compat compat-servers memcheck chaos chaos-quick bench bench-quick bench-server bench-shared bench-capacity cluster redis-cluster fmt lint clean
 
 all: build
 
@@ -157,6 +157,11 @@ bench-server: build
 # (part of `make bench`; about a minute).
 bench-shared: build
 	$(CARGO) run --release -q -p dlock-bench --bin bench-shared
+
+# Acquire+release cycles per second and per server CPU-second at saturation, dlock vs SET NX PX +
+# compare-and-delete and Redisson's scripts, one server (docs/bench.md; about 90 s).
+bench-capacity: build
+	$(CARGO) run --release -q -p dlock-bench --bin bench-capacity
 
 bench: build
 	bash bench/run.sh

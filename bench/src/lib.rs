@@ -7,7 +7,9 @@ pub mod contenders;
 pub mod contention;
 pub mod expiry;
 pub mod external;
+pub mod rawresp;
 pub mod report;
+pub mod serverstats;
 
 /// In-process contenders, by the name they are reported under.
 pub type Named = Vec<(String, contenders::Contender)>;
