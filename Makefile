@@ -5,7 +5,7 @@ CARGO        ?= cargo
 MODULE       := target/release/libdlock.so
 REDIS_PORT   ?= 6379
 
-.PHONY: all deps build run test model model-deep bench-waiters bench-handoff bench-top compat compat-servers memcheck chaos chaos-quick bench bench-quick bench-server bench-shared bench-capacity cluster redis-cluster fmt lint clean
+.PHONY: all deps build run test model model-deep bench-waiters bench-handoff bench-top compat compat-servers memcheck chaos chaos-quick bench bench-quick bench-server bench-shared bench-capacity bench-handoff-limit cluster redis-cluster fmt lint clean
 
 all: build
 
@@ -162,6 +162,11 @@ bench-shared: build
 # compare-and-delete and Redisson's scripts, one server (docs/bench.md; about 90 s).
 bench-capacity: build
 	$(CARGO) run --release -q -p dlock-bench --bin bench-capacity
+
+# One lock, 32 waiters, 0 ms holds: handoffs/s and server commands per handoff, dlock's queue vs
+# BLPOP, pub/sub and polling wake-ups, on 1 and 5 nodes, next to one PING round trip (about 2 min).
+bench-handoff-limit: build
+	$(CARGO) run --release -q -p dlock-bench --bin bench-handoff-limit
 
 bench: build
 	bash bench/run.sh

@@ -7,9 +7,11 @@ pub mod contenders;
 pub mod contention;
 pub mod expiry;
 pub mod external;
+pub mod handoff;
 pub mod rawresp;
 pub mod report;
 pub mod serverstats;
+pub mod wakeups;
 
 /// In-process contenders, by the name they are reported under.
 pub type Named = Vec<(String, contenders::Contender)>;
