@@ -159,12 +159,12 @@ bench-shared: build
 	$(CARGO) run --release -q -p dlock-bench --bin bench-shared
 
 # Acquire+release cycles per second and per server CPU-second at saturation, dlock vs SET NX PX +
-# compare-and-delete and Redisson's scripts, one server (docs/bench.md; about 90 s).
+# compare-and-delete and Redisson's scripts, one server (docs/bench.md; about 70 s).
 bench-capacity: build
 	$(CARGO) run --release -q -p dlock-bench --bin bench-capacity
 
 # One lock, 32 waiters, 0 ms holds: handoffs/s and server commands per handoff, dlock's queue vs
-# BLPOP, pub/sub and polling wake-ups, on 1 and 5 nodes, next to one PING round trip (about 2 min).
+# BLPOP, pub/sub and polling wake-ups, on 1 and 5 nodes, next to one PING round trip (about 90 s).
 bench-handoff-limit: build
 	$(CARGO) run --release -q -p dlock-bench --bin bench-handoff-limit
 
