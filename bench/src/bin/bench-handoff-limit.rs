@@ -132,10 +132,10 @@ fn run_round(
         let key = format!("handoff:{round}:{at}");
         let window = measure(peer, servers, &key, plan.window);
         eprintln!(
-            "bench-handoff-limit: round {}/{}, {} node(s), {}: {:.0} handoffs/s, {:.0} grants/s",
+            "bench-handoff-limit: round {}/{}, {}, {}: {:.0} handoffs/s, {:.0} grants/s",
             round + 1,
             plan.rounds,
-            servers.len(),
+            nodes_label(servers.len()),
             peer.name(),
             window.handoffs as f64 / window.seconds,
             window.grants as f64 / window.seconds
@@ -146,7 +146,7 @@ fn run_round(
 
 fn print_table(rows: &[Row], nodes: usize, ping: f64) {
     let dlock = rows[0].rate();
-    println!("\n{nodes} node(s):\n");
+    println!("\n{}:\n", nodes_label(nodes));
     println!("| contender | handoffs/s (to another waiter) | grants/s | µs per handoff | x one PING RTT | PING RTT meanwhile (µs) | server CPU µs per handoff (all nodes) | server commands per handoff per node | by command | dlock-client's handoffs/s, ratio |");
     println!("|---|---|---|---|---|---|---|---|---|---|");
     for row in rows {
@@ -190,8 +190,9 @@ fn print_goals(one: &[Row], five: &[Row], ping: f64) {
             .expect("a peer");
         let ratio = rows[0].rate() / best.rate();
         println!(
-            "| dlock-client handoffs/s >= 2x the best peer ({}), {nodes} node(s) | {ratio:.2}x | {} |",
+            "| dlock-client handoffs/s >= 2x the best peer ({}), {} | {ratio:.2}x | {} |",
             best.peer.name(),
+            nodes_label(nodes),
             verdict(ratio >= 2.0)
         );
     }
@@ -199,10 +200,18 @@ fn print_goals(one: &[Row], five: &[Row], ping: f64) {
         for row in rows.iter().filter(|r| r.peer.is_dlock()) {
             let (total, _) = row.per_handoff(nodes);
             println!(
-                "| {}: about 1 server command per node per handoff, {nodes} node(s) | {total:.2} | {} |",
+                "| {}: about 1 server command per node per handoff, {} | {total:.2} | {} |",
                 row.peer.name(),
+                nodes_label(nodes),
                 verdict(total <= 1.25)
             );
         }
+    }
+}
+
+fn nodes_label(nodes: usize) -> String {
+    match nodes {
+        1 => "1 node".into(),
+        n => format!("{n} nodes"),
     }
 }
