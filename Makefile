@@ -5,7 +5,7 @@ CARGO        ?= cargo
 MODULE       := target/release/libdlock.so
 REDIS_PORT   ?= 6379
 
-.PHONY: all deps build run test model model-deep bench-waiters bench-handoff bench-top compat compat-servers memcheck chaos chaos-quick bench bench-quick bench-server bench-shared bench-capacity bench-handoff-limit cluster redis-cluster fmt lint clean
+.PHONY: all deps build run test model model-deep bench-waiters bench-handoff bench-top bench-scale compat compat-servers memcheck chaos chaos-quick bench bench-quick bench-server bench-shared bench-capacity bench-handoff-limit cluster redis-cluster fmt lint clean
 
 all: build
 
@@ -149,6 +149,17 @@ bench-handoff: build
 # How long one `dlock top` call blocks a node: one held lock among 100k keys (docs/bench.md), ~20 s.
 bench-top: build
 	python3 bench/top_latency.py $(MODULE) target/release/dlock 100000 20
+
+# Growth curves (docs/bench.md, issue 24): acquire+release latency and bytes per lock at 10^3..10^6
+# live locks next to SET NX PX, handoff latency and memory per waiter at 1..10,000 waiters (one
+# resource, and spread over 1000), the event-loop stall while 10^5 locks expire in the same
+# millisecond next to SET PXAT keys. Standard-library Python (bench/scale*.py); up to ~11,000
+# connections, so the open-file limit is raised. Tables: stdout and bench/scale-results.md; charts
+# docs/bench-scale-*.png (matplotlib in bench/.venv, skipped with a notice without PyPI).
+# Not part of `make test`: about 7 minutes on two cores.
+bench-scale: build
+	ulimit -n 20000 2>/dev/null || ulimit -n $$(ulimit -Hn); python3 bench/scale.py $(MODULE)
+	bash bench/scale_charts.sh
 
 bench-server: build
 	$(CARGO) run --release -q -p dlock-bench --bin bench-server

@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""`make bench-scale`: growth curves of dlock against the size of what it holds (issue 24, item 4).
+
+  (a) one acquire+release and bytes per lock at 10^3 .. 10^6 live locks, next to SET NX PX and
+      the compare-and-delete script (scale_locks.py);
+  (b) handoff latency and memory per waiter at 1 .. 10,000 waiters, on one resource and spread
+      over 1000 (scale_waiters.py);
+  (c) the event-loop stall while 10^5 locks expire in the same millisecond, next to 10^5 SET keys
+      with PXAT that millisecond (scale_expiry.py).
+
+Writes the tables to stdout and RESULTS_MD, the raw figures to RESULTS_JSON (scale_charts.py
+draws them). Standard library only.
+
+usage: scale.py MODULE_PATH [--quick] [--out bench/scale-results]
+"""
+
+import argparse
+import json
+import os
+import tempfile
+import time
+
+import scale_expiry
+import scale_locks
+import scale_waiters
+from resp_util import start_server
+from scale_report import render
+from scale_resp import Conn
+
+FULL = {
+    "sizes": (1_000, 10_000, 100_000, 1_000_000),
+    "samples": 3_000,
+    "lock_rounds": 3,
+    "waiters": (1, 10, 100, 1_000, 10_000),
+    "handoffs": 1_000,
+    "waiter_rounds": 2,
+    "expiring": 100_000,
+    "expiry_rounds": 5,
+}
+QUICK = {
+    "sizes": (1_000, 10_000),
+    "samples": 500,
+    "lock_rounds": 2,
+    "waiters": (1, 10, 100),
+    "handoffs": 50,
+    "waiter_rounds": 1,
+    "expiring": 10_000,
+    "expiry_rounds": 2,
+}
+
+
+def server_factory(module, directory):
+    """start(*extra) -> (process, control Conn, port): a fresh redis-server with the module."""
+
+    def start(*extra):
+        process, sock, port = start_server(module, directory, *extra)
+        sock.close()
+        return process, Conn(port), port
+
+    return start
+
+
+def redis_version(ctl):
+    text = ctl.call("INFO", "server").decode()
+    return next(line.split(":", 1)[1] for line in text.split("\r\n") if line.startswith("redis_version:"))
+
+
+def run_all(module, plan):
+    owner = os.urandom(16).hex()  # what every dlock client sends: 128 random bits in hex
+    results = {"plan": {k: list(v) if isinstance(v, tuple) else v for k, v in plan.items()}}
+    results["date"] = time.strftime("%Y-%m-%d %H:%M")
+    results["load_before"] = os.getloadavg()
+    began = time.monotonic()
+    with tempfile.TemporaryDirectory() as directory:
+        start = server_factory(module, directory)
+        process, ctl, port = start()
+        try:
+            results["redis_version"] = redis_version(ctl)
+            results["locks"] = scale_locks.run(port, ctl, owner, plan["sizes"], plan["samples"], plan["lock_rounds"])
+            results["expiry"] = scale_expiry.run(port, owner, plan["expiring"], plan["expiry_rounds"])
+        finally:
+            process.kill()
+            process.wait()
+        results["waiters"] = scale_waiters.run(start, plan["waiters"], plan["handoffs"], plan["waiter_rounds"])
+    results["minutes"] = (time.monotonic() - began) / 60
+    results["load_after"] = os.getloadavg()
+    return results
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("module")
+    parser.add_argument("--quick", action="store_true", help="small sizes, for development")
+    parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "scale-results"))
+    args = parser.parse_args()
+    results = run_all(os.path.abspath(args.module), QUICK if args.quick else FULL)
+    with open(args.out + ".json", "w") as f:
+        json.dump(results, f, indent=1)
+    text = render(results)
+    with open(args.out + ".md", "w") as f:
+        f.write(text)
+    print("\n" + text)
+
+
+if __name__ == "__main__":
+    main()

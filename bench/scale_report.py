@@ -1,0 +1,133 @@
+"""Markdown tables and goal verdicts for `make bench-scale` (from scale.py's results dict)."""
+
+FLAT = 1.25  # a curve is flat when its largest point is within 1.25x of its smallest
+STALL_MARGIN = 1.2  # dlock's stall may exceed SET's by 20% (run-to-run noise) and still pass
+
+
+def ratio_row(values):
+    return max(values) / min(values)
+
+
+def locks_table(locks):
+    dlock, setnx = locks["dlock"], locks["SET NX PX"]
+    lines = [
+        "| live locks | dlock p50 µs | p99 µs | server µs/pair | SET NX PX + script p50 µs | p99 µs | "
+        "server µs/pair | p50 ratio | dlock B/lock | SET PX B/key | memory ratio |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for d, s in zip(dlock, setnx, strict=True):
+        lines.append(
+            f"| {d['locks']:,} | {d['p50_us']:.0f} | {d['p99_us']:.0f} | {d['server_us']:.2f} | "
+            f"{s['p50_us']:.0f} | {s['p99_us']:.0f} | {s['server_us']:.2f} | "
+            f"**{d['p50_us'] / s['p50_us']:.2f}x** | {d['bytes_per_lock']:.1f} | {s['bytes_per_lock']:.1f} | "
+            f"**{d['bytes_per_lock'] / s['bytes_per_lock']:.2f}x** |"
+        )
+    return lines
+
+
+def waiters_table(waiters):
+    one, spread = waiters["one resource"], {r["waiters"]: r for r in waiters["spread"]}
+    lines = [
+        "| waiters | one resource: handoff p50 µs | p99 µs | max µs | B/waiter | "
+        "spread: resources | handoff p50 µs | p99 µs | max µs | B/waiter |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for o in one:
+        s = spread.get(o["waiters"])
+        right = (
+            f"{s['resources']:,} x {o['waiters'] // s['resources']:,} | {s['p50_us']:.0f} | {s['p99_us']:.0f} | "
+            f"{s['max_us']:.0f} | {s['bytes_per_waiter']:,.0f} |"
+            if s
+            else "- | - | - | - | - |"
+        )
+        lines.append(
+            f"| {o['waiters']:,} | {o['p50_us']:.0f} | {o['p99_us']:.0f} | {o['max_us']:.0f} | "
+            f"{o['bytes_per_waiter']:,.0f} | {right}"
+        )
+    return lines
+
+
+def expiry_table(expiry):
+    lines = [
+        "| keys expiring | deadlines spread (ms) | all gone after (ms) | PING max (ms, median of rounds) | "
+        "worst max (ms) | PING p99 in the window (ms) | PING p99 before the deadline (ms) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for side, s in expiry.items():
+        low, high = s["spread_ms"]
+        lines.append(
+            f"| {s['keys']:,} {side} | {low}..{high} | {s['gone_ms']:.0f} | **{s['max_ms']:.2f}** | "
+            f"{s['worst_max_ms']:.2f} | {s['p99_ms']:.2f} | {s['before_p99_ms']:.2f} |"
+        )
+    return lines
+
+
+def verdict(ok):
+    return "met" if ok else "missed"
+
+
+def flat(label, values, note=""):
+    """A goal row: the curve's largest point within FLAT of its smallest."""
+    spread = ratio_row(values)
+    return (f"{label} flat (max/min <= {FLAT})", f"{spread:.2f}{note}", verdict(spread <= FLAT))
+
+
+def goals(results):
+    """(goal, measured, verdict) rows."""
+    d, s = results["locks"]["dlock"], results["locks"]["SET NX PX"]
+    sizes = f"{d[0]['locks']:,}..{d[-1]['locks']:,} locks"
+    rows = []
+    for label, key in (("p50", "p50_us"), ("p99", "p99_us")):
+        theirs = f" (SET NX PX: {ratio_row([r[key] for r in s]):.2f})"
+        rows.append(flat(f"acquire+release {label}, {sizes}", [r[key] for r in d], theirs))
+    per_lock = [r["bytes_per_lock"] / q["bytes_per_lock"] for r, q in zip(d, s, strict=True)]
+    extremes = f" ({min(per_lock):.2f}x..{max(per_lock):.2f}x)"
+    rows.append(flat(f"bytes per lock / bytes per SET key, {sizes}", per_lock, extremes))
+    for layout, by_count in results["waiters"].items():
+        counts = f"{by_count[0]['waiters']:,}..{by_count[-1]['waiters']:,} waiters"
+        rows.append(flat(f"handoff p99, {layout}, {counts}", [r["p99_us"] for r in by_count]))
+        rows.append(flat(f"bytes per waiter, {layout}, {counts}", [r["bytes_per_waiter"] for r in by_count]))
+    e = results["expiry"]
+    stall = e["dlock"]["max_ms"] / e["SET PXAT"]["max_ms"]
+    rows.append(
+        (
+            f"expiry stall no worse than SET PXAT's (PING max, <= {STALL_MARGIN}x)",
+            f"{stall:.2f}x",
+            verdict(stall <= STALL_MARGIN),
+        )
+    )
+    return rows
+
+
+def render(results):
+    plan = results["plan"]
+    out = [
+        f"# bench-scale results ({results['date']}, Redis {results['redis_version']}, "
+        f"{results['minutes']:.1f} min, load average before/after "
+        f"{results['load_before'][0]:.2f} / {results['load_after'][0]:.2f})",
+        "",
+        f"## (a) acquire+release and memory per lock ({plan['samples']} pairs per size per round, "
+        f"{plan['lock_rounds']} rounds, sides alternated)",
+        "",
+        *locks_table(results["locks"]),
+        "",
+        f"## (b) handoffs and memory per waiter ({plan['handoffs']} handoffs per count per round, "
+        f"{plan['waiter_rounds']} rounds)",
+        "",
+        *waiters_table(results["waiters"]),
+        "",
+        f"## (c) {plan['expiring']:,} keys expiring in the same millisecond ({plan['expiry_rounds']} rounds, "
+        "sides alternated)",
+        "",
+        *expiry_table(results["expiry"]),
+        "",
+        "## Goals",
+        "",
+        "| goal | measured | result |",
+        "|---|---|---|",
+        *(f"| {g} | {m} | {v} |" for g, m, v in goals(results)),
+        "",
+        "Reproduce: `make bench-scale`",
+        "",
+    ]
+    return "\n".join(out)
