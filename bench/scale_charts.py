@@ -51,15 +51,18 @@ def locks_chart(results, path):
 
 
 def waiters_chart(results, path):
-    fig, (lat, mem) = plt.subplots(1, 2, figsize=(12, 4.2))
+    fig, (lat, cpu, mem) = plt.subplots(1, 3, figsize=(16, 4.4))
     for layout, rows in results["waiters"].items():
         x = [r["waiters"] for r in rows]
         color = "tab:blue" if layout == "one resource" else "tab:green"
         label = layout if layout == "one resource" else "spread over min(waiters, 1000) resources"
         lat.plot(x, [r["p50_us"] for r in rows], "o-", color=color, label=f"{label}, p50")
         lat.plot(x, [r["p99_us"] for r in rows], "s--", color=color, label=f"{label}, p99")
+        cpu.plot(x, [r["release_server_us"] for r in rows], "o-", color=color, label=f"{label}, RELEASE")
+        cpu.plot(x, [r["park_server_us"] for r in rows], "s--", color=color, label=f"{label}, waiting ACQUIRE")
         mem.plot(x, [r["bytes_per_waiter"] / 1024 for r in rows], "o-", color=color, label=label)
     log_axis(lat, "waiters", "µs from RELEASE sent to the grant received", "handoff latency")
+    log_axis(cpu, "waiters", "server µs per call (INFO commandstats)", "server time per handoff")
     log_axis(mem, "waiters", "KiB per waiter (used_memory delta / waiters)", "memory per parked waiter")
     fig.suptitle(f"bench-scale (b), {results['date']}, Redis {results['redis_version']}", fontsize=11)
     fig.tight_layout()

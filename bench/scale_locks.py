@@ -11,7 +11,7 @@ sides alternates from round to round; samples are pooled over the rounds, memory
 import time
 
 from resp_util import resp
-from scale_resp import Conn, median, percentile, used_memory
+from scale_resp import Conn, command_usec, median, percentile, used_memory
 
 TTL_MS = 3_600_000
 CHUNK = 1_000
@@ -59,17 +59,6 @@ def fill(port, side, start, stop):
     conn.close()
 
 
-def server_usec(ctl, stats):
-    """Total usec the server spent in the named commands since CONFIG RESETSTAT."""
-    text = ctl.call("INFO", "commandstats").decode()
-    total = 0
-    for line in text.split("\r\n"):
-        name, _, fields = line.partition(":")
-        if name.removeprefix("cmdstat_") in stats:
-            total += int(fields.split(",")[1].removeprefix("usec="))
-    return total
-
-
 def sample_pairs(ctl, side, samples, tag):
     """Wall time (µs) of each acquire+release pair on fresh keys, and server µs per pair."""
     acquire, release = side.pair
@@ -83,7 +72,7 @@ def sample_pairs(ctl, side, samples, tag):
         wall.append((time.perf_counter_ns() - began) / 1000)
         if granted is None or released != 1:
             raise RuntimeError(f"{side.name}: pair on {key} answered {granted!r}, {released!r}")
-    return wall, server_usec(ctl, side.stats) / samples
+    return wall, command_usec(ctl, side.stats)[1] / samples
 
 
 def grow(port, ctl, side, sizes, samples, round_no):

@@ -28,22 +28,19 @@ def locks_table(locks):
 def waiters_table(waiters):
     one, spread = waiters["one resource"], {r["waiters"]: r for r in waiters["spread"]}
     lines = [
-        "| waiters | one resource: handoff p50 µs | p99 µs | max µs | B/waiter | "
-        "spread: resources | handoff p50 µs | p99 µs | max µs | B/waiter |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| waiters | layout | handoff p50 µs | p99 µs | max µs | server µs per RELEASE (handoff) | "
+        "server µs per waiting ACQUIRE | B per waiter |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for o in one:
         s = spread.get(o["waiters"])
-        right = (
-            f"{s['resources']:,} x {o['waiters'] // s['resources']:,} | {s['p50_us']:.0f} | {s['p99_us']:.0f} | "
-            f"{s['max_us']:.0f} | {s['bytes_per_waiter']:,.0f} |"
-            if s
-            else "- | - | - | - | - |"
-        )
-        lines.append(
-            f"| {o['waiters']:,} | {o['p50_us']:.0f} | {o['p99_us']:.0f} | {o['max_us']:.0f} | "
-            f"{o['bytes_per_waiter']:,.0f} | {right}"
-        )
+        for label, r in (("one resource", o), (f"spread over {s['resources']:,}" if s else "", s)):
+            if r is None:
+                continue
+            lines.append(
+                f"| {o['waiters']:,} | {label} | {r['p50_us']:.0f} | {r['p99_us']:.0f} | {r['max_us']:.0f} | "
+                f"{r['release_server_us']:.1f} | {r['park_server_us']:.1f} | {r['bytes_per_waiter']:,.0f} |"
+            )
     return lines
 
 

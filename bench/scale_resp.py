@@ -108,6 +108,19 @@ def info_field(conn, section, field):
     raise KeyError(field)
 
 
+def command_usec(conn, names):
+    """(calls, usec) summed over the named commands since CONFIG RESETSTAT (INFO commandstats)."""
+    text = conn.call("INFO", "commandstats").decode()
+    calls = usec = 0
+    for line in text.split("\r\n"):
+        name, _, fields = line.partition(":")
+        if name.removeprefix("cmdstat_") in names:
+            values = dict(f.split("=") for f in fields.split(","))
+            calls += int(values["calls"])
+            usec += int(values["usec"])
+    return calls, usec
+
+
 def used_memory(conn):
     return info_field(conn, "memory", "used_memory")
 

@@ -9,7 +9,9 @@ bench/waiter_memory.py does). A handoff: the holder of a resource sends DLOCK.RE
 from that send to the grant reply arriving on one of the resource's waiters is the sample. The old
 holder then parks again at the tail, so the queue keeps its length, and the new holder releases
 next time that resource comes round (resources are taken in turn). One epoll selector watches
-every connection: a reply anywhere else is an error, not a sample.
+every connection: a reply anywhere else is an error, not a sample. The server's own time per
+RELEASE (the handoff included) and per waiting ACQUIRE (its parking and its grant's reply) over
+the handoffs come from INFO commandstats.
 """
 
 import os
@@ -17,7 +19,7 @@ import resource
 import selectors
 import time
 
-from scale_resp import Conn, info_field, median, percentile, used_memory, wait_until
+from scale_resp import Conn, command_usec, info_field, median, percentile, used_memory, wait_until
 
 TTL_MS = 600_000
 IDLE_S = 4.5  # clientsCron trims the query buffer of a client idle for more than 2 whole seconds
@@ -92,7 +94,7 @@ def handoff(layout, sel, r):
 
 
 def measure(start_server, waiters, resources, handoffs):
-    """One fresh server: (bytes per waiter, [handoff µs])."""
+    """One fresh server: (bytes per waiter, [handoff µs], [server µs per RELEASE, per parking ACQUIRE])."""
     server, ctl, port = start_server("--maxclients", str(waiters + resources + 100))
     try:
         ctl.call("CONFIG", "SET", "dlock.max-waiters", waiters + 10)
@@ -111,14 +113,16 @@ def measure(start_server, waiters, resources, handoffs):
         sel = selectors.DefaultSelector()
         for conn in layout.all_conns():
             sel.register(conn.sock, selectors.EVENT_READ, conn)
+        ctl.call("CONFIG", "RESETSTAT")
         samples = []
         for k in range(handoffs):
             samples.append(handoff(layout, sel, k % resources))
             wait_until(blocked, 10, "the old holder parked again")
+        stats = [command_usec(ctl, [name]) for name in ("dlock.release", "dlock.acquire")]
         sel.close()
         for conn in layout.all_conns():
             conn.close()
-        return per_waiter, samples
+        return per_waiter, samples, [usec / calls for calls, usec in stats]
     finally:
         server.kill()
         server.wait()
@@ -138,13 +142,15 @@ def run(start_server, counts, handoffs, rounds):
                 if waiters + resources + 200 > limit:
                     print(f"  {waiters} waiters skipped: open-file limit {limit} (ulimit -n) too low")
                     continue
-                per_waiter, samples = measure(start_server, waiters, resources, handoffs)
-                cell = got[name].setdefault(waiters, {"resources": resources, "bytes": [], "us": []})
+                per_waiter, samples, server = measure(start_server, waiters, resources, handoffs)
+                cell = got[name].setdefault(waiters, {"resources": resources, "bytes": [], "us": [], "server": []})
                 cell["bytes"].append(per_waiter)
                 cell["us"].extend(samples)
+                cell["server"].append(server)
                 print(
                     f"  {name:12} {waiters:>6} waiters on {resources:>4} resources: {per_waiter:8.0f} B/waiter, "
-                    f"handoff p50 {median(samples):5.0f} µs, p99 {percentile(samples, 99):5.0f} µs"
+                    f"handoff p50 {median(samples):5.0f} µs, p99 {percentile(samples, 99):5.0f} µs, "
+                    f"server µs per RELEASE {server[0]:.1f}, per parking ACQUIRE {server[1]:.1f}"
                 )
     return {name: [summary(w, cell) for w, cell in per.items()] for name, per in got.items()}
 
@@ -157,5 +163,7 @@ def summary(waiters, cell):
         "p50_us": percentile(cell["us"], 50),
         "p99_us": percentile(cell["us"], 99),
         "max_us": max(cell["us"]),
+        "release_server_us": median([s[0] for s in cell["server"]]),
+        "park_server_us": median([s[1] for s in cell["server"]]),
         "samples": len(cell["us"]),
     }
