@@ -58,6 +58,7 @@ def waiters_chart(results, path):
         label = layout if layout == "one resource" else "spread over min(waiters, 1000) resources"
         lat.plot(x, [r["p50_us"] for r in rows], "o-", color=color, label=f"{label}, p50")
         lat.plot(x, [r["p99_us"] for r in rows], "s--", color=color, label=f"{label}, p99")
+        lat.plot(x, [r["ping_parked_p99_us"] for r in rows], ":", color=color, label=f"{label}, PING p99 (reference)")
         cpu.plot(x, [r["release_server_us"] for r in rows], "o-", color=color, label=f"{label}, RELEASE")
         cpu.plot(x, [r["park_server_us"] for r in rows], "s--", color=color, label=f"{label}, waiting ACQUIRE")
         mem.plot(x, [r["bytes_per_waiter"] / 1024 for r in rows], "o-", color=color, label=label)

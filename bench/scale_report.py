@@ -29,8 +29,8 @@ def waiters_table(waiters):
     one, spread = waiters["one resource"], {r["waiters"]: r for r in waiters["spread"]}
     lines = [
         "| waiters | layout | handoff p50 µs | p99 µs | max µs | server µs per RELEASE (handoff) | "
-        "server µs per waiting ACQUIRE | B per waiter |",
-        "|---|---|---|---|---|---|---|---|",
+        "server µs per waiting ACQUIRE | PING p99 µs, all idle / all parked | B per waiter |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for o in one:
         s = spread.get(o["waiters"])
@@ -39,7 +39,8 @@ def waiters_table(waiters):
                 continue
             lines.append(
                 f"| {o['waiters']:,} | {label} | {r['p50_us']:.0f} | {r['p99_us']:.0f} | {r['max_us']:.0f} | "
-                f"{r['release_server_us']:.1f} | {r['park_server_us']:.1f} | {r['bytes_per_waiter']:,.0f} |"
+                f"{r['release_server_us']:.1f} | {r['park_server_us']:.1f} | "
+                f"{r['ping_idle_p99_us']:.0f} / {r['ping_parked_p99_us']:.0f} | {r['bytes_per_waiter']:,.0f} |"
             )
     return lines
 

@@ -5,13 +5,14 @@ Each measurement runs on a fresh redis-server. Every resource gets a holder on a
 own, then every waiter parks with `DLOCK.ACQUIRE res:<r> <owner> 600000 WAIT 0` on its own
 connection; memory per waiter is the INFO used_memory growth over the parking divided by the
 waiters (read after 4.5 s idle, once Redis has trimmed the query buffers of idle clients, as
-bench/waiter_memory.py does). A handoff: the holder of a resource sends DLOCK.RELEASE; the time
-from that send to the grant reply arriving on one of the resource's waiters is the sample. The old
-holder then parks again at the tail, so the queue keeps its length, and the new holder releases
-next time that resource comes round (resources are taken in turn). One epoll selector watches
-every connection: a reply anywhere else is an error, not a sample. The server's own time per
-RELEASE (the handoff included) and per waiting ACQUIRE (its parking and its grant's reply) over
-the handoffs come from INFO commandstats.
+bench/waiter_memory.py does; meanwhile a control connection PINGs, for the round trip a client
+sees with that many connections open, idle and then parked). A handoff: the holder of a resource
+sends DLOCK.RELEASE; the time from that send to the grant reply arriving on one of the resource's
+waiters is the sample. The old holder then parks again at the tail, so the queue keeps its length,
+and the new holder releases next time that resource comes round (resources are taken in turn). One
+epoll selector watches every connection: a reply anywhere else is an error, not a sample. The
+server's own time per RELEASE (the handoff included) and per waiting ACQUIRE (its parking and its
+grant's reply) over the handoffs come from INFO commandstats.
 """
 
 import os
@@ -93,23 +94,41 @@ def handoff(layout, sel, r):
     return (granted_at - began) / 1000
 
 
+def ping_for(conn, seconds):
+    """PING round trips (µs) on `conn` for `seconds`, one every half millisecond."""
+    out, end = [], time.monotonic() + seconds
+    while time.monotonic() < end:
+        began = time.perf_counter_ns()
+        conn.call("PING")
+        out.append((time.perf_counter_ns() - began) / 1000)
+        time.sleep(0.0005)
+    return out
+
+
+def park_and_weigh(ctl, layout, blocked):
+    """Parks every waiter; (bytes per waiter, PINGs with the connections idle, PINGs with the
+    waiters parked). The PINGs fill the waits for Redis to trim idle clients' query buffers."""
+    idle = ping_for(ctl, IDLE_S)
+    before = used_memory(ctl)
+    layout.park_all()
+    wait_until(blocked, 60, f"{layout.waiters} waiters parked")
+    parked = ping_for(ctl, IDLE_S)
+    return (used_memory(ctl) - before) / layout.waiters, idle, parked
+
+
 def measure(start_server, waiters, resources, handoffs):
-    """One fresh server: (bytes per waiter, [handoff µs], [server µs per RELEASE, per parking ACQUIRE])."""
+    """One fresh server: bytes per waiter, handoff µs, server µs per RELEASE and per waiting
+    ACQUIRE, PING µs with the connections idle and with the waiters parked."""
     server, ctl, port = start_server("--maxclients", str(waiters + resources + 100))
     try:
         ctl.call("CONFIG", "SET", "dlock.max-waiters", waiters + 10)
         layout = Layout(port, waiters, resources)
         layout.hold_all()
-        time.sleep(IDLE_S)
-        before = used_memory(ctl)
-        layout.park_all()
 
         def blocked():
             return info_field(ctl, "clients", "blocked_clients") == waiters
 
-        wait_until(blocked, 60, f"{waiters} waiters parked")
-        time.sleep(IDLE_S)
-        per_waiter = (used_memory(ctl) - before) / waiters
+        per_waiter, idle, parked = park_and_weigh(ctl, layout, blocked)
         sel = selectors.DefaultSelector()
         for conn in layout.all_conns():
             sel.register(conn.sock, selectors.EVENT_READ, conn)
@@ -122,7 +141,8 @@ def measure(start_server, waiters, resources, handoffs):
         sel.close()
         for conn in layout.all_conns():
             conn.close()
-        return per_waiter, samples, [usec / calls for calls, usec in stats]
+        server_us = [usec / calls for calls, usec in stats]
+        return {"bytes": per_waiter, "us": samples, "server": server_us, "idle": idle, "parked": parked}
     finally:
         server.kill()
         server.wait()
@@ -142,28 +162,31 @@ def run(start_server, counts, handoffs, rounds):
                 if waiters + resources + 200 > limit:
                     print(f"  {waiters} waiters skipped: open-file limit {limit} (ulimit -n) too low")
                     continue
-                per_waiter, samples, server = measure(start_server, waiters, resources, handoffs)
-                cell = got[name].setdefault(waiters, {"resources": resources, "bytes": [], "us": [], "server": []})
-                cell["bytes"].append(per_waiter)
-                cell["us"].extend(samples)
-                cell["server"].append(server)
+                one = measure(start_server, waiters, resources, handoffs)
+                cell = got[name].setdefault(waiters, {"resources": resources})
+                for field, value in one.items():
+                    cell.setdefault(field, []).append(value)
                 print(
-                    f"  {name:12} {waiters:>6} waiters on {resources:>4} resources: {per_waiter:8.0f} B/waiter, "
-                    f"handoff p50 {median(samples):5.0f} µs, p99 {percentile(samples, 99):5.0f} µs, "
-                    f"server µs per RELEASE {server[0]:.1f}, per parking ACQUIRE {server[1]:.1f}"
+                    f"  {name:12} {waiters:>6} waiters on {resources:>4} resources: {one['bytes']:8.0f} B/waiter, "
+                    f"handoff p50 {median(one['us']):5.0f} µs, p99 {percentile(one['us'], 99):5.0f} µs, "
+                    f"server µs per RELEASE {one['server'][0]:.1f}, per waiting ACQUIRE {one['server'][1]:.1f}, "
+                    f"PING p99 idle {percentile(one['idle'], 99):.0f} µs, parked {percentile(one['parked'], 99):.0f} µs"
                 )
     return {name: [summary(w, cell) for w, cell in per.items()] for name, per in got.items()}
 
 
 def summary(waiters, cell):
+    handoffs = [us for run in cell["us"] for us in run]
     return {
         "waiters": waiters,
         "resources": cell["resources"],
         "bytes_per_waiter": median(cell["bytes"]),
-        "p50_us": percentile(cell["us"], 50),
-        "p99_us": percentile(cell["us"], 99),
-        "max_us": max(cell["us"]),
+        "p50_us": percentile(handoffs, 50),
+        "p99_us": percentile(handoffs, 99),
+        "max_us": max(handoffs),
         "release_server_us": median([s[0] for s in cell["server"]]),
         "park_server_us": median([s[1] for s in cell["server"]]),
-        "samples": len(cell["us"]),
+        "ping_idle_p99_us": percentile([us for run in cell["idle"] for us in run], 99),
+        "ping_parked_p99_us": percentile([us for run in cell["parked"] for us in run], 99),
+        "samples": len(handoffs),
     }
