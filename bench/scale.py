@@ -34,7 +34,7 @@ FULL = {
     "lock_rounds": 3,
     "waiters": (1, 10, 100, 1_000, 10_000),
     "handoffs": 1_000,
-    "waiter_rounds": 2,
+    "waiter_rounds": 3,
     "expiring": 100_000,
     "expiry_rounds": 5,
 }

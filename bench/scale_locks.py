@@ -5,7 +5,8 @@ Each side grows its own keyspace from empty (FLUSHALL first) through the sizes: 
 size with pipelined writes (TTL 1 h, distinct keys `lock:<n>`, one 32-hex-char owner), read
 INFO used_memory, then time `samples` sequential pairs on fresh keys on one connection (wall
 time per pair, and the server's own time per pair from INFO commandstats). The order of the two
-sides alternates from round to round; samples are pooled over the rounds, memory is the median.
+sides alternates from round to round; each figure is the median of the rounds' (a burst of other
+work on the machine spoils one round, not the result).
 """
 
 import time
@@ -104,7 +105,7 @@ def run(port, ctl, owner, sizes, samples, rounds):
             for size, (per_lock, wall, server) in grow(port, ctl, side, sizes, samples, r).items():
                 cell = got[side.name][size]
                 cell["bytes"].append(per_lock)
-                cell["wall"].extend(wall)
+                cell["wall"].append(wall)
                 cell["server"].append(server)
     ctl.call("FLUSHALL")
     return {name: [summary(size, cell) for size, cell in per_size.items()] for name, per_size in got.items()}
@@ -114,8 +115,8 @@ def summary(size, cell):
     return {
         "locks": size,
         "bytes_per_lock": median(cell["bytes"]),
-        "p50_us": percentile(cell["wall"], 50),
-        "p99_us": percentile(cell["wall"], 99),
+        "p50_us": median([percentile(wall, 50) for wall in cell["wall"]]),
+        "p99_us": median([percentile(wall, 99) for wall in cell["wall"]]),
         "server_us": median(cell["server"]),
-        "samples": len(cell["wall"]),
+        "samples": sum(len(wall) for wall in cell["wall"]),
     }

@@ -105,12 +105,12 @@ def render(results):
         f"{results['load_before'][0]:.2f} / {results['load_after'][0]:.2f})",
         "",
         f"## (a) acquire+release and memory per lock ({plan['samples']} pairs per size per round, "
-        f"{plan['lock_rounds']} rounds, sides alternated)",
+        f"{plan['lock_rounds']} rounds, sides alternated; medians of the rounds)",
         "",
         *locks_table(results["locks"]),
         "",
         f"## (b) handoffs and memory per waiter ({plan['handoffs']} handoffs per count per round, "
-        f"{plan['waiter_rounds']} rounds)",
+        f"{plan['waiter_rounds']} rounds, layouts alternated; medians of the rounds, max of all)",
         "",
         *waiters_table(results["waiters"]),
         "",
