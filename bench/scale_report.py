@@ -78,12 +78,16 @@ def goals(results):
     for label, key in (("p50", "p50_us"), ("p99", "p99_us")):
         theirs = f" (SET NX PX: {ratio_row([r[key] for r in s]):.2f})"
         rows.append(flat(f"acquire+release {label}, {sizes}", [r[key] for r in d], theirs))
+    theirs = f" (SET NX PX + script: {ratio_row([r['server_us'] for r in s]):.2f})"
+    rows.append(flat(f"server µs per acquire+release, {sizes}", [r["server_us"] for r in d], theirs))
     per_lock = [r["bytes_per_lock"] / q["bytes_per_lock"] for r, q in zip(d, s, strict=True)]
     extremes = f" ({min(per_lock):.2f}x..{max(per_lock):.2f}x)"
     rows.append(flat(f"bytes per lock / bytes per SET key, {sizes}", per_lock, extremes))
     for layout, by_count in results["waiters"].items():
         counts = f"{by_count[0]['waiters']:,}..{by_count[-1]['waiters']:,} waiters"
         rows.append(flat(f"handoff p99, {layout}, {counts}", [r["p99_us"] for r in by_count]))
+        rows.append(flat(f"server µs per RELEASE, {layout}, {counts}", [r["release_server_us"] for r in by_count]))
+        rows.append(flat(f"server µs per waiting ACQUIRE, {layout}, {counts}", [r["park_server_us"] for r in by_count]))
         rows.append(flat(f"bytes per waiter, {layout}, {counts}", [r["bytes_per_waiter"] for r in by_count]))
     e = results["expiry"]
     stall = e["dlock"]["max_ms"] / e["SET PXAT"]["max_ms"]
