@@ -156,7 +156,7 @@ bench-top: build
 # millisecond next to SET PXAT keys. Standard-library Python (bench/scale*.py); up to ~11,000
 # connections, so the open-file limit is raised. Tables: stdout and bench/scale-results.md; charts
 # docs/bench-scale-*.png (matplotlib in bench/.venv, skipped with a notice without PyPI).
-# Not part of `make test`: about 7 minutes on two cores.
+# Not part of `make test`: about 6-7 minutes on two cores (6.3 min in the run of docs/bench.md).
 bench-scale: build
 	ulimit -n 20000 2>/dev/null || ulimit -n $$(ulimit -Hn); python3 bench/scale.py $(MODULE)
 	bash bench/scale_charts.sh
