@@ -9,6 +9,8 @@
 //!   is never revoked.
 //! - A request never jumps the queue: a free lock with waiters ranked ahead goes to them.
 
+use std::collections::BTreeMap;
+
 use crate::group::Want;
 use crate::lock::{self, Acquire, Held};
 
@@ -28,17 +30,26 @@ pub struct Waiter<W> {
     pub handle: W,
 }
 
-/// The waiters of one key, kept in service order.
+/// The waiters of one key, kept in service order. Every operation a handoff, a parking or a
+/// withdrawal makes is logarithmic in the queue's length: with 10,000 waiters on one key a
+/// vector's shifts and owner scans cost ~30 µs of the event loop per handoff.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Queue<W> {
-    waiters: Vec<Waiter<W>>,
+    /// By place: rank, then arrival.
+    waiters: BTreeMap<Place, Waiter<W>>,
+    /// Each queued owner's place (an owner waits once).
+    places: BTreeMap<Vec<u8>, Place>,
     next_seq: u64,
 }
+
+/// A waiter's place in service order: its rank, ties broken by arrival.
+type Place = (u64, u64);
 
 impl<W> Default for Queue<W> {
     fn default() -> Self {
         Queue {
-            waiters: Vec::new(),
+            waiters: BTreeMap::new(),
+            places: BTreeMap::new(),
             next_seq: 0,
         }
     }
@@ -55,12 +66,17 @@ impl<W> Queue<W> {
 
     /// In service order.
     pub fn iter(&self) -> impl Iterator<Item = &Waiter<W>> {
-        self.waiters.iter()
+        self.waiters.values()
     }
 
     /// True if a waiter is ranked ahead of a newcomer of rank `rank`.
     pub fn has_ahead(&self, rank: u64) -> bool {
-        self.waiters.first().is_some_and(|w| w.rank <= rank)
+        self.head().is_some_and(|w| w.rank <= rank)
+    }
+
+    /// True if `owner` has a request queued.
+    pub fn contains_owner(&self, owner: &[u8]) -> bool {
+        self.places.contains_key(owner)
     }
 
     /// Queues a request; a queued request of the same owner is replaced (a client asking again
@@ -76,9 +92,6 @@ impl<W> Queue<W> {
         let replaced = self.remove_owner(owner);
         let seq = self.next_seq;
         self.next_seq += 1;
-        let at = self
-            .waiters
-            .partition_point(|w| (w.rank, w.seq) <= (rank, seq));
         let waiter = Waiter {
             owner: owner.to_vec(),
             rank,
@@ -88,40 +101,71 @@ impl<W> Queue<W> {
             want,
             handle,
         };
-        self.waiters.insert(at, waiter);
+        self.places.insert(owner.to_vec(), (rank, seq));
+        self.waiters.insert((rank, seq), waiter);
         replaced
     }
 
     pub fn head(&self) -> Option<&Waiter<W>> {
-        self.waiters.first()
+        self.waiters.first_key_value().map(|(_, w)| w)
     }
 
     pub fn pop(&mut self) -> Option<Waiter<W>> {
-        (!self.waiters.is_empty()).then(|| self.waiters.remove(0))
+        let (_, head) = self.waiters.pop_first()?;
+        self.places.remove(&head.owner);
+        Some(head)
     }
 
     /// Withdraws `owner`'s queued request (RELEASE cancels a wait this way).
     pub fn remove_owner(&mut self, owner: &[u8]) -> Option<Waiter<W>> {
-        let at = self.waiters.iter().position(|w| w.owner == owner)?;
-        Some(self.waiters.remove(at))
+        self.remove_owner_if(owner, |_| true)
+    }
+
+    /// Withdraws `owner`'s queued request if `this` says it is the one meant (a timeout or a
+    /// disconnect names its client, which the owner's place must still hold).
+    pub fn remove_owner_if(
+        &mut self,
+        owner: &[u8],
+        this: impl FnOnce(&Waiter<W>) -> bool,
+    ) -> Option<Waiter<W>> {
+        let place = *self.places.get(owner)?;
+        if !this(self.waiters.get(&place)?) {
+            return None;
+        }
+        self.places.remove(owner);
+        self.waiters.remove(&place)
     }
 
     /// Renumbers arrival order to 0..len, keeping the order: two queues with the same waiters in
     /// the same order then compare equal. For the model checker's state space; the module never
     /// needs it.
     pub fn canonicalize(&mut self) {
-        for (seq, w) in self.waiters.iter_mut().enumerate() {
-            w.seq = seq as u64;
+        let waiters = std::mem::take(&mut self.waiters);
+        self.places.clear();
+        self.next_seq = 0;
+        for (_, mut w) in waiters {
+            w.seq = self.next_seq;
+            self.next_seq += 1;
+            self.places.insert(w.owner.clone(), (w.rank, w.seq));
+            self.waiters.insert((w.rank, w.seq), w);
         }
-        self.next_seq = self.waiters.len() as u64;
     }
 
-    /// Removes the waiters `gone` says are gone (timed out, disconnected) and returns them.
+    /// Removes the waiters `gone` says are gone and returns them, in service order.
     pub fn remove_where(&mut self, mut gone: impl FnMut(&Waiter<W>) -> bool) -> Vec<Waiter<W>> {
-        let (out, keep) = std::mem::take(&mut self.waiters)
-            .into_iter()
-            .partition(|w| gone(w));
-        self.waiters = keep;
+        let leaving: Vec<Place> = self
+            .waiters
+            .iter()
+            .filter(|(_, w)| gone(w))
+            .map(|(&place, _)| place)
+            .collect();
+        let mut out = Vec::with_capacity(leaving.len());
+        for place in leaving {
+            if let Some(w) = self.waiters.remove(&place) {
+                self.places.remove(&w.owner);
+                out.push(w);
+            }
+        }
         out
     }
 }

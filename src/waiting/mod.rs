@@ -137,9 +137,7 @@ impl<'a> Waiters<'a> {
         let (ctx, key) = (self.ctx, self.key());
         let limit = config::max_waiters();
         let full = queues::peek(key, |s| {
-            s.is_some_and(|s| {
-                s.queue.len() >= limit && !s.queue.iter().any(|w| w.owner == wait.owner)
-            })
+            s.is_some_and(|s| s.queue.len() >= limit && !s.queue.contains_owner(wait.owner))
         });
         if full {
             return Err(errors::too_many_waiters(limit));

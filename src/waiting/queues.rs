@@ -44,8 +44,9 @@ pub struct KeyState {
 #[derive(Default)]
 struct Registry {
     keys: HashMap<QueueKey, KeyState>,
-    /// Parked client id -> its key, for the timeout and disconnect callbacks.
-    parked_at: HashMap<usize, QueueKey>,
+    /// Parked client id -> its key and owner, for the timeout and disconnect callbacks (the
+    /// owner finds its place in the queue without a scan).
+    parked_at: HashMap<usize, (QueueKey, Vec<u8>)>,
     waiters: usize,
 }
 
@@ -116,7 +117,8 @@ pub fn enqueue(key: &QueueKey, wait: &Wait<'_>, parked: Parked) -> Option<Waiter
         if let Some(old) = &replaced {
             r.parked_at.remove(&old.handle.id());
         }
-        r.parked_at.insert(parked.id(), key.clone());
+        r.parked_at
+            .insert(parked.id(), (key.clone(), wait.owner.to_vec()));
     });
     replaced
 }
@@ -198,9 +200,11 @@ pub fn withdraw(key: &QueueKey, owner: &[u8]) -> Option<Waiter<Parked>> {
 
 /// Takes a parked client out of whatever queue it is in (timeout, disconnect).
 pub fn leave(id: usize) -> Option<Parked> {
-    let key = REGISTRY.with_borrow_mut(|r| r.parked_at.remove(&id))?;
-    let mut gone = update(&key, |k| k.queue.remove_where(|w| w.handle.id() == id))?;
-    gone.pop().map(|w| w.handle)
+    let (key, owner) = REGISTRY.with_borrow_mut(|r| r.parked_at.remove(&id))?;
+    let gone = update(&key, |k| {
+        k.queue.remove_owner_if(&owner, |w| w.handle.id() == id)
+    })?;
+    gone.map(|w| w.handle)
 }
 
 /// Empties every queue and forgets every tentative mark (the node became a replica); returns
