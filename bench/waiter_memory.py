@@ -60,11 +60,11 @@ def measure(module, n, park):
             clients = [socket.create_connection(("127.0.0.1", port)) for _ in range(n)]
             for c in clients:
                 command(c, "PING")
-            time.sleep(3.0)  # idle query buffers are trimmed after 2 s (clientsCron)
+            time.sleep(4.5)  # idle query buffers are trimmed once idle > 2 whole s (clientsCron)
             before, classes_before = used_memory(ctl), size_classes(ctl)
             for i, c in enumerate(clients):
                 c.sendall(park(i))
-            time.sleep(3.0)
+            time.sleep(4.5)  # the same for the parked clients' query buffers
             after, classes_after = used_memory(ctl), size_classes(ctl)
             blocked = command(ctl, "INFO", "clients").decode()
             count = int(next(l.split(":")[1] for l in blocked.split("\r\n") if l.startswith("blocked_clients:")))
