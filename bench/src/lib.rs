@@ -24,6 +24,23 @@ pub struct Plan {
     pub duration: Duration,
 }
 
+/// Rounds of measurement windows of a saturation benchmark: `--quick` on the command line
+/// gives fewer rounds of 1 s windows, for development.
+pub struct WindowPlan {
+    pub rounds: usize,
+    pub window: Duration,
+}
+
+impl WindowPlan {
+    pub fn from_args(full_rounds: usize, quick_rounds: usize) -> WindowPlan {
+        let quick = std::env::args().any(|a| a == "--quick");
+        WindowPlan {
+            rounds: if quick { quick_rounds } else { full_rounds },
+            window: Duration::from_secs(if quick { 1 } else { 3 }),
+        }
+    }
+}
+
 /// Median of a small sample (the upper middle for even counts).
 pub fn median(values: Vec<f64>) -> f64 {
     percentile(values, 50.0)

@@ -9,9 +9,9 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use dlock_bench::median;
 use dlock_bench::rawresp::{Batch, Expect, RawConnection};
 use dlock_bench::serverstats::{command_stats, cpu_seconds, reset_stats, CommandStat};
+use dlock_bench::{median, WindowPlan};
 use dlock_testkit::Server;
 use redis::Connection;
 
@@ -185,17 +185,8 @@ struct Sample {
     usec_per_cycle: f64,
 }
 
-struct Plan {
-    rounds: usize,
-    window: Duration,
-}
-
 fn main() {
-    let quick = std::env::args().any(|a| a == "--quick");
-    let plan = Plan {
-        rounds: if quick { 2 } else { 5 },
-        window: Duration::from_secs(if quick { 1 } else { 3 }),
-    };
+    let plan = WindowPlan::from_args(5, 2);
     let server = Server::start();
     let mut control = server.conn();
     let scripts = load_scripts(&mut control);
@@ -221,7 +212,7 @@ fn load_scripts(c: &mut Connection) -> Scripts {
 }
 
 /// Every contender once per round, alone on a flushed keyspace, the order rotated each round.
-fn rounds(plan: &Plan, server: &Server, c: &mut Connection, s: &Scripts) -> Vec<Vec<Sample>> {
+fn rounds(plan: &WindowPlan, server: &Server, c: &mut Connection, s: &Scripts) -> Vec<Vec<Sample>> {
     let mut samples = vec![Vec::new(); CONTENDERS.len()];
     for round in 0..plan.rounds {
         for k in 0..CONTENDERS.len() {
@@ -245,7 +236,7 @@ fn rounds(plan: &Plan, server: &Server, c: &mut Connection, s: &Scripts) -> Vec<
 /// `CONNECTIONS` connections run `who`'s batches as fast as the server answers; after a
 /// warm-up, one window is measured from the server's own counters.
 fn saturate(
-    plan: &Plan,
+    plan: &WindowPlan,
     server: &Server,
     c: &mut Connection,
     who: Contender,
@@ -291,7 +282,7 @@ fn ratio(samples: &[Vec<Sample>], who: usize, figure: fn(&Sample) -> f64) -> f64
     median(pairs.map(|(a, b)| figure(a) / figure(b)).collect())
 }
 
-fn print_tables(plan: &Plan, samples: &[Vec<Sample>]) {
+fn print_tables(plan: &WindowPlan, samples: &[Vec<Sample>]) {
     let med =
         |k: usize, figure: fn(&Sample) -> f64| median(samples[k].iter().map(figure).collect());
     println!(

@@ -4,10 +4,9 @@
 //! each on a fresh key.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use dlock_bench::handoff::{measure, ping_rtt_us, Peer, Window, WAITERS};
-use dlock_bench::median;
+use dlock_bench::{median, WindowPlan};
 use dlock_testkit::Server;
 
 const ONE_NODE: [Peer; 6] = [
@@ -83,17 +82,8 @@ impl Row {
     }
 }
 
-struct Plan {
-    rounds: usize,
-    window: Duration,
-}
-
 fn main() {
-    let quick = std::env::args().any(|a| a == "--quick");
-    let plan = Plan {
-        rounds: if quick { 1 } else { 3 },
-        window: Duration::from_secs(if quick { 1 } else { 3 }),
-    };
+    let plan = WindowPlan::from_args(3, 1);
     let single = Server::start();
     let five: Vec<Server> = (0..5).map(|_| Server::start()).collect();
     let mut one_rows: Vec<Row> = ONE_NODE.into_iter().map(Row::new).collect();
@@ -119,7 +109,7 @@ fn main() {
 /// Every contender of `rows` once on `servers`, in an order rotated by the round.
 /// Before each, one PING round trip on an idle node (p50 of `PINGS`) into `pings`.
 fn run_round(
-    plan: &Plan,
+    plan: &WindowPlan,
     round: usize,
     servers: &[&Server],
     rows: &mut [Row],
