@@ -159,12 +159,12 @@ fn renew(
 pub fn release(ctx: &Context, argv: &[Arg]) -> RedisResult {
     let owner = args::owner(argv[2].as_bytes())?;
     let mut key = LockKey::open(ctx, &argv[1], true);
-    if key.is_group()? {
-        return group::release(ctx, argv, key, server::now_ms());
-    }
-    let held = key
-        .held(server::now_ms())?
-        .map(|h| (rules::release(Some(h), owner), h.token, h.deadline_ms));
+    let now_ms = server::now_ms();
+    // One read of the key's value: a plain lock goes on here, a group to the group path.
+    let held = match key.held_or_group(now_ms)? {
+        Some(held) => held.map(|h| (rules::release(Some(h), owner), h.token, h.deadline_ms)),
+        None => return group::release(ctx, argv, key, now_ms),
+    };
     let waiters = Waiters::of(ctx, &argv[1]);
     waiters.withdraw(owner);
     match held {
@@ -195,11 +195,11 @@ pub fn extend(ctx: &Context, argv: &[Arg]) -> RedisResult {
     let ttl_ms = args::ttl_ms(argv[3].as_bytes(), config::max_ttl_ms(), "ttl-ms")?;
     let mut key = LockKey::open(ctx, &argv[1], true);
     let now_ms = server::now_ms();
-    if key.is_group()? {
-        return group::extend(ctx, argv, key, now_ms, ttl_ms);
-    }
-    let Some((token, holds)) = key
-        .held(now_ms)?
+    let held = match key.held_or_group(now_ms)? {
+        Some(held) => held,
+        None => return group::extend(ctx, argv, key, now_ms, ttl_ms),
+    };
+    let Some((token, holds)) = held
         .filter(|h| rules::may_extend(Some(*h), owner))
         .map(|h| (h.token, h.holds))
     else {
@@ -232,10 +232,11 @@ pub fn fence(ctx: &Context, argv: &[Arg]) -> RedisResult {
         .map(|ttl| args::ttl_ms(ttl, config::max_ttl_ms(), "PX"))
         .transpose()?;
     let mut key = LockKey::open(ctx, &argv[1], true);
-    if key.is_group()? {
-        return group::fence(ctx, argv, key, (server::now_ms(), token, ttl_ms));
-    }
-    let held = key.held(server::now_ms())?;
+    let now_ms = server::now_ms();
+    let held = match key.held_or_group(now_ms)? {
+        Some(held) => held,
+        None => return group::fence(ctx, argv, key, (now_ms, token, ttl_ms)),
+    };
     let kept = held.map(|h| (h.holds, h.deadline_ms));
     let fenced = node().fence(held, owner, token); // (the node lock is released here)
     match (fenced, kept) {
@@ -265,11 +266,10 @@ pub fn fence(ctx: &Context, argv: &[Arg]) -> RedisResult {
 pub fn status(ctx: &Context, argv: &[Arg]) -> RedisResult {
     let key = LockKey::open(ctx, &argv[1], false);
     let now_ms = server::now_ms();
-    if key.is_group()? {
-        return group::status(ctx, argv, &key, now_ms);
-    }
-    let Some(lock) = key.held(now_ms)? else {
-        return Ok(RedisValue::Null);
+    let lock = match key.held_or_group(now_ms)? {
+        Some(Some(lock)) => lock,
+        Some(None) => return Ok(RedisValue::Null),
+        None => return group::status(ctx, argv, &key, now_ms),
     };
     let ttl = lock.deadline_ms.saturating_sub(now_ms);
     let fields = [
