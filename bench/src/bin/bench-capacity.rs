@@ -192,7 +192,50 @@ fn main() {
     let scripts = load_scripts(&mut control);
     let samples = rounds(&plan, &server, &mut control, &scripts);
     print_tables(&plan, &samples);
+    against_a_plain_server(&plan, &server, &mut control, &scripts);
     println!("\nReproduce: `make bench-capacity`");
+}
+
+/// The script pair where a peer really runs it: a server without the module, which otherwise
+/// answers every `SET ... PX` and `DEL` with its keyspace-event callback. Alternated with dlock
+/// on its own server, one window each per round.
+fn against_a_plain_server(plan: &WindowPlan, server: &Server, c: &mut Connection, s: &Scripts) {
+    let plain = Server::builder().without_module().start();
+    let mut p = plain.conn();
+    let plain_scripts = load_scripts(&mut p);
+    let mut ratios = Vec::new();
+    for round in 0..plan.rounds {
+        let mut ours = || {
+            redis::cmd("FLUSHALL").exec(c).expect("FLUSHALL");
+            saturate(plan, server, c, Contender::Dlock, s).cycles_per_cpu_s
+        };
+        let mut theirs = || {
+            redis::cmd("FLUSHALL").exec(&mut p).expect("FLUSHALL");
+            saturate(plan, &plain, &mut p, Contender::SetNxScript, &plain_scripts).cycles_per_cpu_s
+        };
+        let (a, b) = if round % 2 == 0 {
+            let a = ours();
+            (a, theirs())
+        } else {
+            let b = theirs();
+            (ours(), b)
+        };
+        eprintln!(
+            "bench-capacity: plain server, round {}/{}: {a:.0} / {b:.0} cycles per server CPU-s",
+            round + 1,
+            plan.rounds
+        );
+        ratios.push(a / b);
+    }
+    let r = median(ratios);
+    let verdict = if r >= 2.0 { "met" } else { "missed" };
+    println!("\nThe same pair on a server without the module (where a peer runs it), alternated with dlock:\n");
+    println!("| goal | measured | result |");
+    println!("|---|---|---|");
+    println!(
+        "| cycles per server CPU-second >= 2x {} on a plain server | {r:.2}x | {verdict} |",
+        Contender::SetNxScript.name()
+    );
 }
 
 fn load_scripts(c: &mut Connection) -> Scripts {
