@@ -97,7 +97,7 @@ def main():
     gc.disable()  # a collection over ~11,000 connections' objects would pause the client for ms
     results = run_all(os.path.abspath(args.module), QUICK if args.quick else FULL)
     with open(args.out + ".json", "w") as f:
-        json.dump(results, f, indent=1)
+        json.dump(results, f, separators=(",", ":"))  # raw figures for the charts
     text = render(results)
     with open(args.out + ".md", "w") as f:
         f.write(text)

@@ -11,19 +11,24 @@ machinery shows up as its allocations: two 16 KB reply buffers and two `client` 
 usage: waiter_memory.py MODULE_PATH [N]   (standard library only; the server is $REDIS_SERVER,
 else redis-server from the PATH)
 """
-import os, socket, sys, tempfile, time
+
+import os
+import socket
+import sys
+import tempfile
+import time
 
 from resp_util import command, resp, start_server
 
 
 def used_memory(sock):
     info = command(sock, "INFO", "memory").decode()
-    return int(next(l.split(":")[1] for l in info.split("\r\n") if l.startswith("used_memory:")))
+    return int(next(line.split(":")[1] for line in info.split("\r\n") if line.startswith("used_memory:")))
 
 
 def server_version(sock):
     info = command(sock, "INFO", "server").decode()
-    fields = dict(l.split(":", 1) for l in info.split("\r\n") if ":" in l)
+    fields = dict(line.split(":", 1) for line in info.split("\r\n") if ":" in line)
     name = "Valkey" if "valkey_version" in fields else "Redis"
     return f"{name} {fields.get('valkey_version', fields.get('redis_version', '?'))}"
 
@@ -67,10 +72,14 @@ def measure(module, n, park):
             time.sleep(4.5)  # the same for the parked clients' query buffers
             after, classes_after = used_memory(ctl), size_classes(ctl)
             blocked = command(ctl, "INFO", "clients").decode()
-            count = int(next(l.split(":")[1] for l in blocked.split("\r\n") if l.startswith("blocked_clients:")))
+            count = int(
+                next(line.split(":")[1] for line in blocked.split("\r\n") if line.startswith("blocked_clients:"))
+            )
             assert count == n, f"{count} of {n} parked"
-            grown = {size: (classes_after.get(size, 0) - classes_before.get(size, 0)) / n
-                     for size in set(classes_before) | set(classes_after)}
+            grown = {
+                size: (classes_after.get(size, 0) - classes_before.get(size, 0)) / n
+                for size in set(classes_before) | set(classes_after)
+            }
             return (after - before) / n, grown, server_version(ctl)
         finally:
             server.kill()
@@ -78,7 +87,7 @@ def measure(module, n, park):
 
 
 def park_dlock(i):
-    return resp("DLOCK.ACQUIRE", "lock", "%032x" % i, 60000, "WAIT", 0)
+    return resp("DLOCK.ACQUIRE", "lock", f"{i:032x}", 60000, "WAIT", 0)
 
 
 def park_blpop(_i):
@@ -102,7 +111,10 @@ def main():
             park = park_dlock if name == "dlock" else park_blpop
             got[name], classes[name], version = measure(module, n, park)
         rounds.append(got)
-    med = lambda k: sorted(r[k] for r in rounds)[len(rounds) // 2]
+
+    def med(kind):
+        return sorted(r[kind] for r in rounds)[len(rounds) // 2]
+
     d, b = med("dlock"), med("blpop")
     print(f"{version}: {n} waiters on one key, median of {len(rounds)} rounds (order alternated)")
     print(f"  DLOCK.ACQUIRE WAIT: {d:.0f} B per waiter")
