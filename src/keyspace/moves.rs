@@ -56,14 +56,6 @@ pub fn on_keyspace_event(
     event: *const c_char,
     key: *mut raw::RedisModuleString,
 ) {
-    on_generic(ctx, event, key);
-}
-
-fn on_generic(
-    ctx: *mut raw::RedisModuleCtx,
-    event: *const c_char,
-    key: *mut raw::RedisModuleString,
-) {
     // Without a single lock in the keyspace no event can concern one: skip the key lookup every
     // `EXPIRE` or `SET ... PX` would otherwise pay (a value RESTOREd or loaded is counted before
     // its event fires).
