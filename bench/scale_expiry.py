@@ -72,7 +72,7 @@ def watch(conn, deadline, keys):
 
 def one_side(port, side, owner, keys):
     conn = Conn(port)
-    conn.call("FLUSHALL")
+    conn.call("FLUSHALL", "SYNC")
     deadline = now_ms() + keys * FILL_US_PER_KEY // 1000 + 1000
     fill(conn, side, owner, keys, deadline)
     spread = deadline_spread(conn, keys, deadline)

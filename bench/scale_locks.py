@@ -78,7 +78,7 @@ def sample_pairs(ctl, side, samples, tag):
 
 def grow(port, ctl, side, sizes, samples, round_no):
     """One side from an empty keyspace through every size: {size: (bytes/lock, wall, server)}."""
-    ctl.call("FLUSHALL")
+    ctl.call("FLUSHALL", "SYNC")
     base = used_memory(ctl)
     held, out = 0, {}
     for size in sizes:
@@ -107,7 +107,7 @@ def run(port, ctl, owner, sizes, samples, rounds):
                 cell["bytes"].append(per_lock)
                 cell["wall"].append(wall)
                 cell["server"].append(server)
-    ctl.call("FLUSHALL")
+    ctl.call("FLUSHALL", "SYNC")
     return {name: [summary(size, cell) for size, cell in per_size.items()] for name, per_size in got.items()}
 
 

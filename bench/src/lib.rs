@@ -41,6 +41,16 @@ impl WindowPlan {
     }
 }
 
+/// Empties the server's keyspace before the next measurement, synchronously: Valkey 8+ frees a
+/// plain `FLUSHALL` in the background by default (`lazyfree-lazy-user-flush`), which would land
+/// in the next `used_memory` reading and compete with the next timed run.
+pub fn flush(c: &mut redis::Connection) {
+    redis::cmd("FLUSHALL")
+        .arg("SYNC")
+        .exec(c)
+        .expect("FLUSHALL SYNC");
+}
+
 /// Median of a small sample (the upper middle for even counts).
 pub fn median(values: Vec<f64>) -> f64 {
     percentile(values, 50.0)

@@ -206,11 +206,11 @@ fn against_a_plain_server(plan: &WindowPlan, server: &Server, c: &mut Connection
     let mut ratios = Vec::new();
     for round in 0..plan.rounds {
         let mut ours = || {
-            redis::cmd("FLUSHALL").exec(c).expect("FLUSHALL");
+            dlock_bench::flush(c);
             saturate(plan, server, c, Contender::Dlock, s).cycles_per_cpu_s
         };
         let mut theirs = || {
-            redis::cmd("FLUSHALL").exec(&mut p).expect("FLUSHALL");
+            dlock_bench::flush(&mut p);
             saturate(plan, &plain, &mut p, Contender::SetNxScript, &plain_scripts).cycles_per_cpu_s
         };
         let (a, b) = if round % 2 == 0 {
@@ -260,7 +260,7 @@ fn rounds(plan: &WindowPlan, server: &Server, c: &mut Connection, s: &Scripts) -
     for round in 0..plan.rounds {
         for k in 0..CONTENDERS.len() {
             let at = (k + round) % CONTENDERS.len();
-            redis::cmd("FLUSHALL").exec(c).expect("FLUSHALL");
+            dlock_bench::flush(c);
             let sample = saturate(plan, server, c, CONTENDERS[at], s);
             eprintln!(
                 "bench-capacity: round {}/{} {}: {:.0} cycles/s, {:.0} per server CPU-s",

@@ -76,7 +76,7 @@ fn print_module_tax() {
                 false => (&without, &mut off),
             };
             let mut c = server.conn();
-            redis::cmd("FLUSHALL").exec(&mut c).unwrap();
+            dlock_bench::flush(&mut c);
             samples.push(usec_per_call(&mut c, "set", KEYS, &set));
         }
     }
@@ -168,7 +168,7 @@ fn cpu_rounds(c: &mut Connection) -> Vec<Row> {
             [false, true]
         };
         for is_ours in order {
-            redis::cmd("FLUSHALL").exec(c).unwrap();
+            dlock_bench::flush(c);
             let side = if is_ours { &ours } else { &theirs };
             for (row, (stat, make)) in rows.iter_mut().zip(side.iter()) {
                 let us = usec_per_call(c, stat, KEYS, make.as_ref());
@@ -218,7 +218,7 @@ fn used_memory(c: &mut Connection) -> i64 {
 
 /// `used_memory` growth per key for `MEMORY_LOCKS` keys made by `make(i)`.
 fn bytes_per_key(c: &mut Connection, make: &dyn Fn(usize) -> redis::Cmd) -> f64 {
-    redis::cmd("FLUSHALL").exec(c).unwrap();
+    dlock_bench::flush(c);
     let before = used_memory(c);
     for chunk in (0..MEMORY_LOCKS).collect::<Vec<_>>().chunks(10_000) {
         let mut pipe = redis::pipe();

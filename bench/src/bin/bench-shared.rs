@@ -64,7 +64,7 @@ fn acquire_cost(c: &mut Connection) {
         );
         for k in 0..all.len() {
             let at = (k + round) % all.len();
-            redis::cmd("FLUSHALL").exec(c).expect("FLUSHALL");
+            dlock_bench::flush(c);
             let (_, stat, make) = all[at];
             samples[at].push(usec_per_call(c, stat, KEYS, &make));
         }
@@ -88,7 +88,7 @@ fn handoff_to_readers(server: &Server) {
     let mut c = server.conn();
     let mut readers: Vec<Connection> = (0..READERS).map(|_| server.conn()).collect();
     for round in 0..HANDOFFS {
-        redis::cmd("FLUSHALL").exec(&mut c).expect("FLUSHALL");
+        dlock_bench::flush(&mut c);
         cmd(&["DLOCK.ACQUIRE", "doc", "writer", "60000"])
             .exec(&mut c)
             .expect("writer");
