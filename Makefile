@@ -5,7 +5,7 @@ CARGO        ?= cargo
 MODULE       := target/release/libdlock.so
 REDIS_PORT   ?= 6379
 
-.PHONY: all deps build run test model model-deep bench-waiters bench-handoff bench-top bench-scale compat compat-servers memcheck chaos chaos-quick bench bench-quick bench-server bench-shared bench-capacity bench-handoff-limit cluster redis-cluster fmt lint clean
+.PHONY: all deps build run test model model-deep bench-waiters bench-handoff bench-top bench-scale compat compat-servers memcheck chaos chaos-quick bench bench-quick bench-server bench-instructions bench-shared bench-capacity bench-handoff-limit cluster redis-cluster fmt lint clean
 
 all: build
 
@@ -160,6 +160,11 @@ bench-top: build
 bench-scale: build
 	ulimit -n 20000 2>/dev/null || ulimit -n $$(ulimit -Hn); python3 bench/scale.py $(MODULE)
 	bash bench/scale_charts.sh
+
+# Instructions per DLOCK.ACQUIRE against SET NX PX, with and without the module (callgrind;
+# docs/bench.md section 1), ~1 min.
+bench-instructions: build
+	bash bench/acquire_instructions.sh $(MODULE)
 
 bench-server: build
 	$(CARGO) run --release -q -p dlock-bench --bin bench-server
