@@ -5,16 +5,18 @@
 use std::ffi::OsString;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 mod atomic;
+mod builder;
 mod cluster;
 mod nodes;
 pub use nodes::{nodes, token_on, urls, waiters};
 mod sentinel;
 mod tls;
 pub use atomic::{atomic_migration, AtomicMigration, Ended, Migration};
+pub use builder::Builder;
 pub use cluster::Cluster;
 pub use sentinel::{Sentinels, MASTER_NAME};
 pub use tls::{tls_supported, Certificates};
@@ -62,150 +64,6 @@ pub fn free_port() -> u16 {
     listener.local_addr().expect("local addr").port()
 }
 
-/// How to start a server. `Server::builder()` gives the defaults: module loaded, no
-/// persistence (`save ""`, `appendonly no`), quarantine 0.
-#[derive(Clone, Debug)]
-pub struct Builder {
-    config: Vec<(String, String)>,
-    env: Vec<(OsString, OsString)>,
-    wrapper: Vec<OsString>,
-    with_module: bool,
-    module_args: Vec<String>,
-    port: Option<u16>,
-    config_file: Option<PathBuf>,
-    sentinel: bool,
-}
-
-impl Builder {
-    /// Adds `--name value` to the command line (later entries win). Module options
-    /// (`dlock.*`) work too, they are applied when the module loads.
-    pub fn config(mut self, name: &str, value: &str) -> Self {
-        self.config.push((name.to_string(), value.to_string()));
-        self
-    }
-
-    /// Sets an environment variable of the server process (e.g. for libfaketime).
-    pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
-        self.env.push((key.into(), value.into()));
-        self
-    }
-
-    /// Runs the server under a wrapper program that execs it (same pid), e.g. `["nice", "-n", "5"]`.
-    pub fn wrapper<I: IntoIterator<Item = S>, S: Into<OsString>>(mut self, argv: I) -> Self {
-        self.wrapper = argv.into_iter().map(Into::into).collect();
-        self
-    }
-
-    /// A Redis Sentinel (`redis-server CONFIG --sentinel`, no module) with `config_file`, which
-    /// it rewrites as it learns the topology.
-    pub fn sentinel(mut self, config_file: impl Into<PathBuf>) -> Self {
-        self.sentinel = true;
-        self.with_module = false;
-        self.config_file = Some(config_file.into());
-        self
-    }
-
-    /// Arguments after the module path on `--loadmodule` (`max-ttl-ms 5000`, ...).
-    pub fn module_args<I: IntoIterator<Item = S>, S: Into<String>>(mut self, args: I) -> Self {
-        self.module_args = args.into_iter().map(Into::into).collect();
-        self
-    }
-
-    /// Starts on an earlier server's data, expecting the server to refuse to start; the
-    /// returned server is not running (see [`Server::log`]).
-    pub fn start_in_failing(self, dir: tempfile::TempDir) -> Server {
-        let mut server = Server {
-            port: self.port.unwrap_or_else(free_port),
-            builder: self,
-            dir,
-            child: None,
-            exit_status: None,
-        };
-        if server.try_spawn().is_ok() {
-            panic!(
-                "the server started, expected it to refuse:\n{}",
-                server.log_tail()
-            );
-        }
-        server
-    }
-
-    /// Starts a server that is expected to refuse to start; returns its exit status and log.
-    pub fn start_failing(self) -> (std::process::ExitStatus, String) {
-        let dir = tempfile::Builder::new()
-            .prefix("dlock-redis-")
-            .tempdir()
-            .expect("create temp dir");
-        let mut server = Server {
-            port: self.port.unwrap_or_else(free_port),
-            builder: self,
-            dir,
-            child: None,
-            exit_status: None,
-        };
-        match server.try_spawn() {
-            Ok(()) => panic!(
-                "the server started, expected it to refuse:\n{}",
-                server.log_tail()
-            ),
-            Err(_) => (server.exit_status.expect("exit status"), server.log()),
-        }
-    }
-
-    /// Starts a plain Redis, without the module (for side-by-side comparisons).
-    pub fn without_module(mut self) -> Self {
-        self.with_module = false;
-        self
-    }
-
-    /// Starts from this redis.conf (command-line options still apply on top). The file is
-    /// expected to load the module itself, so the builder does not add `--loadmodule`.
-    pub fn config_file(mut self, path: impl Into<PathBuf>) -> Self {
-        self.config_file = Some(path.into());
-        self.with_module = false;
-        self
-    }
-
-    /// Uses a fixed port instead of a free random one.
-    pub fn port(mut self, port: u16) -> Self {
-        self.port = Some(port);
-        self
-    }
-
-    /// Starts the server in a new temp dir and waits until it answers PING.
-    pub fn start(self) -> Server {
-        let dir = tempfile::Builder::new()
-            .prefix("dlock-redis-")
-            .tempdir()
-            .expect("create temp dir");
-        self.start_in(dir)
-    }
-
-    /// Starts the server on the data of an earlier one (see [`Server::into_dir`]), e.g. to
-    /// restart it with other options.
-    pub fn start_in(self, dir: tempfile::TempDir) -> Server {
-        let fixed = self.port;
-        let mut server = Server {
-            port: fixed.unwrap_or_else(free_port),
-            builder: self,
-            dir,
-            child: None,
-            exit_status: None,
-        };
-        // A free port can be taken by another process between the check and redis binding it;
-        // then our server exits and a random port is tried again.
-        for _ in 0..5 {
-            match server.try_spawn() {
-                Ok(()) => return server,
-                Err(_) if fixed.is_none() => server.port = free_port(),
-                Err(why) => panic!("{why}"),
-            }
-        }
-        server.spawn();
-        server
-    }
-}
-
 /// A running `redis-server`; killed (SIGKILL) and its dir removed on drop.
 pub struct Server {
     builder: Builder,
@@ -217,21 +75,7 @@ pub struct Server {
 
 impl Server {
     pub fn builder() -> Builder {
-        Builder {
-            config: vec![
-                ("save".into(), String::new()),
-                ("appendonly".into(), "no".into()),
-                // Replicas sync at once instead of after Redis's default 5 s batching delay.
-                ("repl-diskless-sync-delay".into(), "0".into()),
-            ],
-            env: Vec::new(),
-            wrapper: Vec::new(),
-            with_module: true,
-            module_args: Vec::new(),
-            port: None,
-            config_file: None,
-            sentinel: false,
-        }
+        Builder::new()
     }
 
     /// A server with the module and default options.
@@ -393,38 +237,7 @@ impl Server {
     }
 
     fn command(&self) -> Command {
-        let b = &self.builder;
-        let mut argv: Vec<OsString> = b.wrapper.clone();
-        argv.push(server_binary());
-        let mut cmd = Command::new(&argv[0]);
-        cmd.args(&argv[1..]);
-        if let Some(file) = &b.config_file {
-            cmd.arg(file);
-        }
-        if b.sentinel {
-            cmd.arg("--sentinel");
-        }
-        cmd.arg("--port").arg(self.port.to_string());
-        cmd.arg("--bind").arg("127.0.0.1");
-        cmd.arg("--dir").arg(self.dir.path());
-        cmd.arg("--logfile").arg("redis.log");
-        cmd.arg("--daemonize").arg("no");
-        if b.with_module {
-            cmd.arg("--loadmodule")
-                .arg(module_path())
-                .args(&b.module_args);
-            if !b.module_args.iter().any(|a| a.contains("quarantine")) {
-                cmd.arg("--dlock.quarantine-ms").arg("0");
-            }
-        }
-        for (name, value) in &b.config {
-            cmd.arg(format!("--{name}")).arg(value);
-        }
-        cmd.envs(b.env.iter().map(|(k, v)| (k, v)));
-        cmd.stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        cmd
+        self.builder.command(self.port, self.dir.path())
     }
 
     fn spawn(&mut self) {
@@ -477,7 +290,7 @@ impl Server {
         let mut c = redis::Client::open(self.url())
             .and_then(|c| c.get_connection_with_timeout(Duration::from_millis(200)))
             .ok()?;
-        if !self.builder.sentinel {
+        if !self.builder.is_sentinel() {
             // (A sentinel loads nothing and has no persistence section.)
             let persistence: String = redis::cmd("INFO").arg("persistence").query(&mut c).ok()?;
             if !persistence.lines().any(|line| line.trim() == "loading:0") {
