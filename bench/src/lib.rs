@@ -75,6 +75,17 @@ pub fn cmd(args: &[&str]) -> redis::Cmd {
     cmd
 }
 
+/// What one kind of call cost the server, two ways.
+#[derive(Clone, Copy, Debug)]
+pub struct CallCost {
+    /// INFO commandstats: the time inside the command only. Reading and parsing the arguments
+    /// (where Redis makes the string a `SET` stores) and writing the reply are left out.
+    pub usec_per_call: f64,
+    /// The whole server process's CPU (user + system) over the calls, divided by the calls:
+    /// everything the server did for them, the event loop, parsing and replies included.
+    pub process_us_per_call: f64,
+}
+
 /// Runs `make(i)` for each of `keys` keys, pipelined, and returns the server's usec_per_call for `stat`.
 pub fn usec_per_call(
     c: &mut redis::Connection,
@@ -82,7 +93,18 @@ pub fn usec_per_call(
     keys: usize,
     make: &dyn Fn(usize) -> redis::Cmd,
 ) -> f64 {
+    call_cost(c, stat, keys, make).usec_per_call
+}
+
+/// As [`usec_per_call`], with the server process's CPU per call beside it.
+pub fn call_cost(
+    c: &mut redis::Connection,
+    stat: &str,
+    keys: usize,
+    make: &dyn Fn(usize) -> redis::Cmd,
+) -> CallCost {
     redis::cmd("CONFIG").arg("RESETSTAT").exec(c).unwrap();
+    let cpu_before = serverstats::cpu_seconds(c);
     for chunk in (0..keys).collect::<Vec<_>>().chunks(1_000) {
         let mut pipe = redis::pipe();
         for &i in chunk {
@@ -90,16 +112,15 @@ pub fn usec_per_call(
         }
         pipe.exec(c).unwrap_or_else(|e| panic!("{stat}: {e}"));
     }
-    let stats: String = redis::cmd("INFO").arg("commandstats").query(c).unwrap();
-    let line = stats
-        .lines()
-        .find(|l| l.starts_with(&format!("cmdstat_{stat}:")))
+    let cpu_after = serverstats::cpu_seconds(c);
+    let stats = serverstats::command_stats(c);
+    let stat = stats
+        .get(stat)
         .unwrap_or_else(|| panic!("no cmdstat_{stat}"));
-    let field = line
-        .split(',')
-        .find_map(|f| f.strip_prefix("usec_per_call="))
-        .unwrap();
-    field.parse().unwrap()
+    CallCost {
+        usec_per_call: stat.usec as f64 / stat.calls.max(1) as f64,
+        process_us_per_call: (cpu_after - cpu_before) * 1e6 / keys as f64,
+    }
 }
 
 #[cfg(test)]

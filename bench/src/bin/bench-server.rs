@@ -1,8 +1,9 @@
-//! `make bench-server`: server CPU per call (INFO commandstats usec_per_call) of the DLOCK
-//! commands next to what people run today, on one server in one run, and bytes per held lock.
-//! Ratios, not absolute times: the machine is noisy, both sides share the noise.
+//! `make bench-server`: server CPU per call of the DLOCK commands next to what people run today,
+//! on one server in one run, two ways (INFO commandstats usec_per_call, the time inside the
+//! command; and the server process's whole CPU per call), and bytes per held lock. Ratios, not
+//! absolute times: the machine is noisy, both sides share the noise.
 
-use dlock_bench::{cmd, median, usec_per_call};
+use dlock_bench::{call_cost, cmd, median, CallCost};
 use dlock_testkit::Server;
 use redis::Connection;
 
@@ -28,12 +29,12 @@ const RELEASE_SCRIPT: &str =
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
 const EXTEND_SCRIPT: &str = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end";
 
-/// One compared pair: our command, the alternative, their per-round usec/call, the goal ratio.
+/// One compared pair: our command, the alternative, their per-round costs, the goal ratio.
 struct Row {
     ours: &'static str,
     theirs: &'static str,
-    ours_us: Vec<f64>,
-    theirs_us: Vec<f64>,
+    ours_cost: Vec<CallCost>,
+    theirs_cost: Vec<CallCost>,
     goal: f64,
 }
 
@@ -77,24 +78,39 @@ fn print_module_tax() {
             };
             let mut c = server.conn();
             dlock_bench::flush(&mut c);
-            samples.push(usec_per_call(&mut c, "set", KEYS, &set));
+            samples.push(call_cost(&mut c, "set", KEYS, &set));
         }
     }
-    let (a, b) = (median(on), median(off));
     println!(
         "\n`SET key owner NX PX` with and without the module loaded (same keys, alternated):\n"
     );
-    println!("| module loaded | usec/call | no module | usec/call | ratio |");
-    println!("|---|---|---|---|---|");
-    println!("| yes | {a:.2} | no | {b:.2} | **{:.2}x** |", a / b);
+    println!("| measure | module loaded | no module | ratio |");
+    println!("|---|---|---|---|");
+    for (measure, of) in MEASURES {
+        let (a, b) = (median_of(&on, of), median_of(&off, of));
+        println!("| {measure} | {a:.2} | {b:.2} | **{:.2}x** |", a / b);
+    }
+}
+
+/// One way of reading a call's cost.
+type Measure = fn(&CallCost) -> f64;
+
+/// The two ways a call's cost is read, by name.
+const MEASURES: [(&str, Measure); 2] = [
+    ("usec/call (commandstats)", |c| c.usec_per_call),
+    ("server process CPU µs/call", |c| c.process_us_per_call),
+];
+
+fn median_of(costs: &[CallCost], of: Measure) -> f64 {
+    median(costs.iter().map(of).collect())
 }
 
 fn row(ours: &'static str, theirs: &'static str, goal: f64) -> Row {
     Row {
         ours,
         theirs,
-        ours_us: Vec::new(),
-        theirs_us: Vec::new(),
+        ours_cost: Vec::new(),
+        theirs_cost: Vec::new(),
         goal,
     }
 }
@@ -171,11 +187,11 @@ fn cpu_rounds(c: &mut Connection) -> Vec<Row> {
             dlock_bench::flush(c);
             let side = if is_ours { &ours } else { &theirs };
             for (row, (stat, make)) in rows.iter_mut().zip(side.iter()) {
-                let us = usec_per_call(c, stat, KEYS, make.as_ref());
+                let cost = call_cost(c, stat, KEYS, make.as_ref());
                 if is_ours {
-                    row.ours_us.push(us)
+                    row.ours_cost.push(cost)
                 } else {
-                    row.theirs_us.push(us)
+                    row.theirs_cost.push(cost)
                 }
             }
         }
@@ -192,17 +208,19 @@ fn load_script(c: &mut Connection, body: &str) -> String {
 }
 
 fn print_cpu_table(setup: &str, rows: &[Row]) {
-    println!("\nServer CPU per call (INFO commandstats usec_per_call), {setup}, {KEYS} distinct keys, median of {ROUNDS} rounds, each side alone on a flushed keyspace, order alternated:\n");
-    println!("| dlock | usec/call | alternative | usec/call | ratio | goal |");
-    println!("|---|---|---|---|---|---|");
+    println!("\nServer CPU per call, {setup}, {KEYS} distinct keys, median of {ROUNDS} rounds, each side alone on a flushed keyspace, order alternated. usec/call: INFO commandstats (inside the command); process: the server's user + system CPU over the calls (parsing and replies included):\n");
+    println!("| dlock | usec/call | process µs/call | alternative | usec/call | process µs/call | ratio (usec/call) | ratio (process) | goal (usec/call) |");
+    println!("|---|---|---|---|---|---|---|---|---|");
     for r in rows {
-        let (a, b) = (median(r.ours_us.clone()), median(r.theirs_us.clone()));
+        let [(a, b), (pa, pb)] =
+            MEASURES.map(|(_, of)| (median_of(&r.ours_cost, of), median_of(&r.theirs_cost, of)));
         let verdict = if a / b <= r.goal { "met" } else { "missed" };
         println!(
-            "| `{}` | {a:.2} | `{}` | {b:.2} | **{:.2}x** | <= {}x: {verdict} |",
+            "| `{}` | {a:.2} | {pa:.2} | `{}` | {b:.2} | {pb:.2} | **{:.2}x** | **{:.2}x** | <= {}x: {verdict} |",
             r.ours,
             r.theirs,
             a / b,
+            pa / pb,
             r.goal
         );
     }
