@@ -161,8 +161,8 @@ bench-scale: build
 	ulimit -n 20000 2>/dev/null || ulimit -n $$(ulimit -Hn); python3 bench/scale.py $(MODULE)
 	bash bench/scale_charts.sh
 
-# Instructions per DLOCK.ACQUIRE against SET NX PX, with and without the module (callgrind;
-# docs/bench.md section 1), ~1 min.
+# Instructions and simulated cache misses per DLOCK.ACQUIRE against SET NX PX, with and without
+# the module (callgrind --cache-sim; docs/bench.md section 1). Needs valgrind; ~40 s.
 bench-instructions: build
 	bash bench/acquire_instructions.sh $(MODULE)
 
