@@ -40,8 +40,8 @@ report() {
 totals() {
   callgrind_annotate --auto=no --show=Ir,I1mr,D1mr,D1mw,DLmr,DLmw --threshold=100 "$out/$1" 2>/dev/null |
     grep -E "^ *[0-9,]+ " | sed -E 's/\([ 0-9.]+%\)//g; s/,//g' |
-    awk '/PROGRAM TOTALS/ {ir=$1; d1=$3+$4; ll=$5+$6; next}
-         /libdlock|\/rustc\/|\.cargo\/registry/ {mod+=$2; next}
+    awk -v so="$(basename "$module")" '/PROGRAM TOTALS/ {ir=$1; d1=$3+$4; ll=$5+$6; next}
+         index($0, so) || /\/rustc\/|\.cargo\/registry/ {mod+=$2; next}
          /redis-server|redis-check-rdb/ {red+=$2; next}
          {oth+=$2}
          END {print ir+0, mod+0, red+0, oth+0, d1+0, ll+0}'
