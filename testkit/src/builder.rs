@@ -40,6 +40,17 @@ impl Builder {
         }
     }
 
+    /// A server of these options on `dir`, not started yet (its own port, or a free one).
+    fn unstarted(self, dir: tempfile::TempDir) -> Server {
+        Server {
+            port: self.port.unwrap_or_else(free_port),
+            builder: self,
+            dir,
+            child: None,
+            exit_status: None,
+        }
+    }
+
     pub(crate) fn is_sentinel(&self) -> bool {
         self.sentinel
     }
@@ -116,13 +127,7 @@ impl Builder {
     /// Starts on an earlier server's data, expecting the server to refuse to start; the
     /// returned server is not running (see [`Server::log`]).
     pub fn start_in_failing(self, dir: tempfile::TempDir) -> Server {
-        let mut server = Server {
-            port: self.port.unwrap_or_else(free_port),
-            builder: self,
-            dir,
-            child: None,
-            exit_status: None,
-        };
+        let mut server = self.unstarted(dir);
         if server.try_spawn().is_ok() {
             panic!(
                 "the server started, expected it to refuse:\n{}",
@@ -134,17 +139,8 @@ impl Builder {
 
     /// Starts a server that is expected to refuse to start; returns its exit status and log.
     pub fn start_failing(self) -> (std::process::ExitStatus, String) {
-        let dir = tempfile::Builder::new()
-            .prefix("dlock-redis-")
-            .tempdir()
-            .expect("create temp dir");
-        let mut server = Server {
-            port: self.port.unwrap_or_else(free_port),
-            builder: self,
-            dir,
-            child: None,
-            exit_status: None,
-        };
+        let dir = temp_dir();
+        let mut server = self.unstarted(dir);
         match server.try_spawn() {
             Ok(()) => panic!(
                 "the server started, expected it to refuse:\n{}",
@@ -176,10 +172,7 @@ impl Builder {
 
     /// Starts the server in a new temp dir and waits until it answers PING.
     pub fn start(self) -> Server {
-        let dir = tempfile::Builder::new()
-            .prefix("dlock-redis-")
-            .tempdir()
-            .expect("create temp dir");
+        let dir = temp_dir();
         self.start_in(dir)
     }
 
@@ -187,13 +180,7 @@ impl Builder {
     /// restart it with other options.
     pub fn start_in(self, dir: tempfile::TempDir) -> Server {
         let fixed = self.port;
-        let mut server = Server {
-            port: fixed.unwrap_or_else(free_port),
-            builder: self,
-            dir,
-            child: None,
-            exit_status: None,
-        };
+        let mut server = self.unstarted(dir);
         // A free port can be taken by another process between the check and redis binding it;
         // then our server exits and a random port is tried again.
         for _ in 0..5 {
@@ -206,4 +193,12 @@ impl Builder {
         server.spawn();
         server
     }
+}
+
+/// A fresh temp dir for a server's data, removed with the server.
+fn temp_dir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("dlock-redis-")
+        .tempdir()
+        .expect("create temp dir")
 }
