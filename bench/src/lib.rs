@@ -86,17 +86,8 @@ pub struct CallCost {
     pub process_us_per_call: f64,
 }
 
-/// Runs `make(i)` for each of `keys` keys, pipelined, and returns the server's usec_per_call for `stat`.
-pub fn usec_per_call(
-    c: &mut redis::Connection,
-    stat: &str,
-    keys: usize,
-    make: &dyn Fn(usize) -> redis::Cmd,
-) -> f64 {
-    call_cost(c, stat, keys, make).usec_per_call
-}
-
-/// As [`usec_per_call`], with the server process's CPU per call beside it.
+/// Runs `make(i)` for each of `keys` keys, pipelined, and returns what the calls of `stat` cost
+/// the server, both ways.
 pub fn call_cost(
     c: &mut redis::Connection,
     stat: &str,

@@ -7,7 +7,7 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use dlock_bench::{cmd, median, percentile, usec_per_call};
+use dlock_bench::{call_cost, cmd, median, percentile};
 use dlock_testkit::Server;
 use redis::Connection;
 
@@ -66,7 +66,7 @@ fn acquire_cost(c: &mut Connection) {
             let at = (k + round) % all.len();
             dlock_bench::flush(c);
             let (_, stat, make) = all[at];
-            samples[at].push(usec_per_call(c, stat, KEYS, &make));
+            samples[at].push(call_cost(c, stat, KEYS, &make).usec_per_call);
         }
     }
     let set = median(samples[0].clone());
