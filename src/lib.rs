@@ -7,9 +7,9 @@
 //!   `dlock_core`, write, reply).
 //! - [`info`]: the `INFO dlock` section.
 //! - [`waiting`]: the fair wait queues and their handoffs.
-//! - [`writes`]: a grant, a rewrite or a removal of a lock: stored, replicated, signalled.
+//! - [`writes`]: a grant, a change of leases or a removal: stored, replicated, signalled.
 //! - [`replication`]: what replicas and the AOF receive, and when.
-//! - [`keyspace`]: how a lock lives in the keyspace and on disk.
+//! - [`keyspace`]: how a resource and its holders live in the keyspace and on disk.
 //! - [`config`], [`stats`]: `dlock.*` settings; the counters behind `INFO dlock`.
 //! - [`wire`]: arguments in, error strings out.
 //! - [`node`], [`server`]: the node's counter, and facts about the running server.
@@ -36,8 +36,7 @@ mod writes;
 mod module {
     use redis_module::{redis_module, Context, RedisString, Status};
 
-    use crate::keyspace::group_type::GROUP_TYPE;
-    use crate::keyspace::persistence::LOCK_TYPE;
+    use crate::keyspace::types::{LOCK_TYPE, TABLE_TYPE};
 
     fn init(ctx: &Context, args: &[RedisString]) -> Status {
         crate::node::start(); // the restart quarantine counts from here
@@ -64,7 +63,7 @@ mod module {
         version: 200,
         // Redis's allocator: INFO memory and maxmemory see everything the module allocates.
         allocator: (redis_module::alloc::RedisAlloc, redis_module::alloc::RedisAlloc),
-        data_types: [LOCK_TYPE, GROUP_TYPE],
+        data_types: [LOCK_TYPE, TABLE_TYPE],
         init: init,
     }
 }

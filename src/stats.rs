@@ -25,6 +25,12 @@ pub fn count(stat: &AtomicU64) {
     let _ = stat.fetch_update(Relaxed, Relaxed, |n| n.checked_add(1));
 }
 
+/// Adds `n`, saturating.
+pub fn count_n(stat: &AtomicU64, n: usize) {
+    let n = u64::try_from(n).unwrap_or(u64::MAX);
+    let _ = stat.fetch_update(Relaxed, Relaxed, |v| Some(v.saturating_add(n)));
+}
+
 pub fn get(stat: &AtomicU64) -> u64 {
     stat.load(Relaxed)
 }

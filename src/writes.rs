@@ -1,28 +1,35 @@
-//! The lock writes shared by the commands and the waiting queues: a fresh grant and a rewrite
-//! of the lock in place. Each stores the lock, replicates its effect and tells watchers.
+//! The writes that commands and handoffs share, one set for every kind of resource: a grant, a
+//! change of the owner's leases, a removal, a downgrade. Each stores the resource in its form,
+//! replicates its *effect* holder by holder (a plain lock as one `DLOCK.APPLY`, a table's holder
+//! as one `DLOCK.APPLY ... MODE`, or `DEL`), and tells watchers. Each costs O(log n) in the
+//! holders, plus at most [`PRUNE_PER_WRITE`] ended leases cleared.
 
 use std::ffi::CStr;
-
-use dlock_core::node::deadline_at;
 use std::os::raw::c_int;
 
-use dlock_core::group::{Mode, Want};
-use dlock_core::GrantRefused;
+use dlock_core::node::deadline_at;
+use dlock_core::{GrantRefused, Mode, Want};
 use redis_module::{Context, RedisError};
 
-use crate::keyspace::group::{Group, Holder};
-use crate::keyspace::notify;
-use crate::keyspace::value::Record;
-use crate::keyspace::LockKey;
+use crate::keyspace::compact::Record;
+use crate::keyspace::key::Stored;
+use crate::keyspace::table::{Lease, Slot};
+use crate::keyspace::{notify, LockKey};
 use crate::node::node;
 use crate::replication::effects;
-use crate::stats::{self, EVICTION_REFUSALS, GRANTS};
+use crate::stats::{self, EVICTION_REFUSALS, EXPIRED, GRANTS};
 use crate::wire::{errors, Arg};
 use crate::{config, server};
 
-/// A grant made: its token.
+/// How many ended leases a write to a table clears besides its own change: ended holders count
+/// for nothing, but the rules walk past them to count the live ones, so writes keep them few.
+pub const PRUNE_PER_WRITE: usize = 16;
+
+/// A grant made: its token, and the stored holders it cleared on the way (ended leases: their
+/// tentative marks go with them).
 pub struct Grant {
     pub token: u64,
+    pub gone: Vec<Slot>,
 }
 
 /// Why a grant was not made.
@@ -43,33 +50,48 @@ impl From<Refusal> for RedisError {
     }
 }
 
-/// A fresh grant of a free lock, dated `now_us` (the wall clock the caller read the lock at):
-/// refused while the eviction policy could drop it, during the restart quarantine, and once the
-/// counter is exhausted. `owner_arg` is the command's owner argument, if it has one.
+/// Who a write is for: the owner, and the command's owner argument when it has one (passed on
+/// to the replicated effect as is).
+#[derive(Clone, Copy)]
+pub struct Owner<'a> {
+    pub bytes: &'a [u8],
+    pub arg: Option<&'a Arg>,
+}
+
+/// A fresh grant of `want` to `owner`, dated `now_us` (the wall clock the caller read the
+/// resource at): refused while the eviction policy could drop it, during the restart
+/// quarantine, and once the counter is exhausted. The rules said the resource admits it, so any
+/// stored holder it cannot coexist with has a lease that ended: those go first.
 pub fn grant(
     ctx: &Context,
     key: &mut LockKey<'_>,
-    owner: &[u8],
-    owner_arg: Option<&Arg>,
+    (owner, want): (Owner<'_>, Want),
     ttl_ms: u64,
     now_us: u64,
 ) -> Result<Grant, Refusal> {
     let flags = server::context_flags(ctx.ctx);
     let token = issue_token(ctx, flags, now_us)?;
-    let deadline_ms = deadline_at(now_us / 1000, ttl_ms);
-    key.put(owner, token, 1, deadline_ms)
-        .map_err(Refusal::Error)?;
-    let record = Record {
-        owner,
+    let now_ms = now_us / 1000;
+    let lease = Lease {
         token,
         holds: 1,
-        deadline_ms,
-        place: key.place(),
+        deadline_ms: deadline_at(now_ms, ttl_ms),
     };
-    effects::apply_flagged(ctx, flags, key.name(), owner_arg, &record);
+    let mut gone = Vec::new();
+    if want == Want::Exclusive {
+        // Nobody holds it: a plain lock replaces whatever the key held.
+        let record = record(key, owner.bytes, lease);
+        key.put(&record).map_err(Refusal::Error)?;
+        effects::apply_flagged(ctx, flags, key.name(), owner.arg, &record);
+    } else {
+        gone = make_room(ctx, key, want, now_ms).map_err(Refusal::Error)?;
+        let slot = slot(owner.bytes, want.mode(), lease);
+        let pruned = insert(ctx, key, slot, want.limit(), now_ms).map_err(Refusal::Error)?;
+        gone.extend(pruned);
+    }
     key.changed(notify::ACQUIRE);
     stats::count(&GRANTS);
-    Ok(Grant { token })
+    Ok(Grant { token, gone })
 }
 
 /// A fresh token for a grant dated `now_us`: refused while the eviction policy could drop the
@@ -88,132 +110,195 @@ fn issue_token(ctx: &Context, flags: c_int, now_us: u64) -> Result<u64, Refusal>
         })
 }
 
-/// A fresh grant of a place in a shared lock or a semaphore (`want`) to `owner`, into the
-/// resource whose stored state is `before` (ended leases are dropped on the way).
-pub fn grant_holder(
+/// Clears the stored holders a new shared entry or permit cannot coexist with (their leases
+/// ended): a plain lock; a table of another kind (whole: one `DEL`); an ended exclusive entry;
+/// a full semaphore's soonest-ended permit.
+fn make_room(
     ctx: &Context,
     key: &mut LockKey<'_>,
-    before: &Group,
-    (owner, want): (&[u8], Want),
-    ttl_ms: u64,
-    now_us: u64,
-) -> Result<Grant, Refusal> {
-    let token = issue_token(ctx, server::context_flags(ctx.ctx), now_us)?;
-    let deadline_ms = deadline_at(now_us / 1000, ttl_ms);
-    let mut after = before.clone();
-    after.prune(now_us / 1000);
-    after.limit = match want {
-        Want::Permit { limit } => limit,
-        Want::Exclusive | Want::Shared => 0,
+    want: Want,
+    now_ms: u64,
+) -> Result<Vec<Slot>, RedisError> {
+    let place = key.place();
+    let (clear, exclusive) = match key.stored()? {
+        None => (false, None),
+        Some(Stored::Table(t)) if t.place == place && t.limit() == want.limit() => {
+            let x = t.exclusive().map(|x| x.owner.clone());
+            (false, x.filter(|_| want == Want::Shared))
+        }
+        Some(_) => (true, None),
     };
-    after.upsert(Holder {
-        owner: owner.into(),
-        mode: want.mode(),
-        token,
-        holds: 1,
-        deadline_ms,
-    });
-    store_group(ctx, key, before, after, notify::ACQUIRE).map_err(Refusal::Error)?;
-    stats::count(&GRANTS);
-    Ok(Grant { token })
+    if clear {
+        key.delete();
+        effects::delete(ctx, key.name());
+        return Ok(Vec::new());
+    }
+    let table = key.table_mut(want.limit())?;
+    let mut gone = Vec::new();
+    if let Some(x) = exclusive.and_then(|owner| table.remove(&owner, Mode::Exclusive)) {
+        stats::count(&EXPIRED);
+        gone.push(x);
+    }
+    if let Want::Permit { limit } = want {
+        let excess = (table.len() + 1).saturating_sub(limit as usize);
+        let ended = table.prune(now_ms, excess);
+        stats::count_n(&EXPIRED, ended.len());
+        gone.extend(ended);
+    }
+    let limit = table.limit();
+    for slot in &gone {
+        effects::apply_holder(ctx, key.name(), slot, 0, limit);
+    }
+    Ok(gone)
 }
 
-/// Changes the holders of the resource whose stored state is `before`: ended leases are dropped,
-/// then `change` applies; the result is stored and replicated.
-pub fn change_holders(
+/// Adds a holder to the table under `key` (checked: it must coexist), replicates it, clears a
+/// few ended leases (returned), settles the form.
+fn insert(
     ctx: &Context,
     key: &mut LockKey<'_>,
-    (before, now_ms): (&Group, u64),
-    event: &CStr,
-    change: impl FnOnce(&mut Group),
-) -> Result<(), RedisError> {
-    let mut after = before.clone();
-    after.prune(now_ms);
-    change(&mut after);
-    store_group(ctx, key, before, after, event)
+    slot: Slot,
+    limit: u32,
+    now_ms: u64,
+) -> Result<Vec<Slot>, RedisError> {
+    let table = key.table_mut(limit)?;
+    if let Err(why) = table.insert(slot.clone()) {
+        return Err(errors::holders_conflict(&why.to_string()));
+    }
+    effects::apply_holder(ctx, key.name(), &slot, slot.lease.holds, limit);
+    let pruned = prune(ctx, key, now_ms)?;
+    key.settle()?;
+    Ok(pruned)
 }
 
-/// An exclusive holder takes the shared side too: a shared entry with its token.
+/// Clears up to [`PRUNE_PER_WRITE`] ended leases from the table under `key`, replicating each.
+fn prune(ctx: &Context, key: &mut LockKey<'_>, now_ms: u64) -> Result<Vec<Slot>, RedisError> {
+    let table = key.table_mut(0)?;
+    let limit = table.limit();
+    let gone = table.prune(now_ms, PRUNE_PER_WRITE);
+    stats::count_n(&EXPIRED, gone.len()); // leases that ended unreleased
+    for slot in &gone {
+        effects::apply_holder(ctx, key.name(), slot, 0, limit);
+    }
+    Ok(gone)
+}
+
+/// The exclusive holder `owner` takes the shared side too: a shared entry with its token.
+/// Returns the ended leases cleared on the way.
 pub fn downgrade(
     ctx: &Context,
     key: &mut LockKey<'_>,
-    before: &Group,
     owner: &[u8],
     (token, deadline_ms): (u64, u64),
     now_ms: u64,
-) -> Result<(), RedisError> {
-    let shared = Holder {
-        owner: owner.into(),
-        mode: Mode::Shared,
+) -> Result<Vec<Slot>, RedisError> {
+    let lease = Lease {
         token,
         holds: 1,
         deadline_ms,
     };
-    change_holders(ctx, key, (before, now_ms), notify::ACQUIRE, |g| {
-        g.upsert(shared)
-    })
+    let pruned = insert(ctx, key, slot(owner, Mode::Shared, lease), 0, now_ms)?;
+    key.changed(notify::ACQUIRE);
+    Ok(pruned)
 }
 
-/// Stores `after` as the resource's new state (from `before`, as stored) and replicates what
-/// changed, holder by holder: removals first (with hold count 0), then every holder added or
-/// changed; or one `DEL` when nobody is left.
-pub fn store_group(
+/// Changes the leases of the owner's entries in `modes` (live ones: the caller asked the
+/// rules): a renewal, an extension, a commit, one hold released. Returns the ended leases
+/// cleared on the way.
+pub fn change(
     ctx: &Context,
     key: &mut LockKey<'_>,
-    before: &Group,
-    after: Group,
-    event: &CStr,
-) -> Result<(), RedisError> {
-    let same = |a: &Holder, b: &Holder| a.owner == b.owner && a.mode == b.mode;
-    let removed: Vec<Holder> = before
-        .holders
-        .iter()
-        .filter(|b| !after.holders.iter().any(|a| same(a, b)))
-        .cloned()
-        .collect();
-    let changed: Vec<Holder> = after
-        .holders
-        .iter()
-        .filter(|a| !before.holders.iter().any(|b| b == *a))
-        .cloned()
-        .collect();
-    let (limits, empty) = ((before.limit, after.limit), after.holders.is_empty());
-    key.store_group(after)?;
-    if empty {
-        effects::delete(ctx, key.name());
+    (owner, modes): (Owner<'_>, &[Mode]),
+    (event, now_ms): (&CStr, u64),
+    f: impl Fn(&mut Lease),
+) -> Result<Vec<Slot>, RedisError> {
+    let place = key.place();
+    let mut pruned = Vec::new();
+    if let Some(mut lease) = key.compact_lease() {
+        f(&mut lease);
+        let Some(mut lock) = key.compact_mut() else {
+            return Err(errors::cannot_store());
+        };
+        lock.set_token(lease.token);
+        lock.set_holds(lease.holds);
+        lock.set_deadline(lease.deadline_ms);
+        lock.set_follows_key_ttl(false);
+        key.expire_at(lease.deadline_ms);
+        let record = Record {
+            owner: owner.bytes,
+            token: lease.token,
+            holds: lease.holds,
+            deadline_ms: lease.deadline_ms,
+            place,
+        };
+        effects::apply(ctx, key.name(), owner.arg, &record);
     } else {
-        for holder in &removed {
-            effects::apply_holder(ctx, key.name(), holder, 0, limits.0);
+        let name = key.name();
+        let table = key.table_mut(0)?;
+        let limit = table.limit();
+        for &mode in modes {
+            if table.update(owner.bytes, mode, &f) {
+                if let Some(slot) = table.get(owner.bytes, mode) {
+                    effects::apply_holder(ctx, name, slot, slot.lease.holds, limit);
+                }
+            }
         }
-        for holder in &changed {
-            effects::apply_holder(ctx, key.name(), holder, holder.holds, limits.1);
-        }
+        pruned = prune(ctx, key, now_ms)?;
+        key.settle()?;
     }
     key.changed(event);
-    Ok(())
+    Ok(pruned)
 }
 
-/// Stores new holds, token and deadline in the lock already under `key`, and replicates it.
-/// `owner_arg` is the command's owner argument.
-pub fn rewrite(
+/// Removes the given entries (a release's last hold, a wound's victims): a plain lock goes with
+/// its key; a table keeps its other holders. Returns the ended leases a table cleared besides.
+pub fn remove(
     ctx: &Context,
     key: &mut LockKey<'_>,
-    record: &Record<'_>,
-    owner_arg: &Arg,
-    event: &CStr,
-) {
-    if let Some(mut value) = key.value_mut() {
-        value.set_token(record.token);
-        value.set_holds(record.holds);
+    entries: &[(&[u8], Mode)],
+    (event, now_ms): (&CStr, u64),
+) -> Result<Vec<Slot>, RedisError> {
+    let mut pruned = Vec::new();
+    match key.stored()? {
+        Some(Stored::Table(_)) => {
+            let name = key.name();
+            let table = key.table_mut(0)?;
+            let limit = table.limit();
+            for &(owner, mode) in entries {
+                if let Some(slot) = table.remove(owner, mode) {
+                    effects::apply_holder(ctx, name, &slot, 0, limit);
+                }
+            }
+            pruned = prune(ctx, key, now_ms)?;
+            key.settle()?;
+            key.changed(event);
+        }
+        _ => remove_all(ctx, key, event),
     }
-    key.set_deadline(record.deadline_ms);
-    effects::apply(ctx, key.name(), Some(owner_arg), record);
-    key.changed(event);
+    Ok(pruned)
 }
 
-/// Deletes the lock under `key` and replicates the deletion.
-pub fn remove(ctx: &Context, key: &mut LockKey<'_>, event: &CStr) {
+/// Deletes the resource under `key`, whatever it holds, and replicates the deletion.
+pub fn remove_all(ctx: &Context, key: &mut LockKey<'_>, event: &CStr) {
     key.delete();
     effects::delete(ctx, key.name());
     key.changed(event);
+}
+
+fn record<'a>(key: &LockKey<'_>, owner: &'a [u8], lease: Lease) -> Record<'a> {
+    Record {
+        owner,
+        token: lease.token,
+        holds: lease.holds,
+        deadline_ms: lease.deadline_ms,
+        place: key.place(),
+    }
+}
+
+fn slot(owner: &[u8], mode: Mode, lease: Lease) -> Slot {
+    Slot {
+        owner: owner.into(),
+        mode,
+        lease,
+    }
 }

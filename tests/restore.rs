@@ -6,8 +6,6 @@ mod common;
 use common::dump::{self, lock_fields, string, uint, Parts};
 use common::*;
 
-const NOW_MS: u64 = 1_800_000_000_000;
-
 /// A lock on `key`: its DUMP, the DUMP's parts, and the server's counter after it.
 fn dumped(c: &mut Connection, key: &str) -> (Vec<u8>, Parts, i64) {
     acquire(c, key, "owner1", 60_000).unwrap();
@@ -40,27 +38,35 @@ fn malformed(payload: &[u8], parts: &Parts, counter_before: i64) -> Vec<(&'stati
     let lock = |owner: &[u8], token, holds, deadline_ms| {
         with(&lock_fields(owner, token, holds, deadline_ms, 99))
     };
-    let good = lock_fields(b"o", 5, 1, NOW_MS, 99);
-    let above = lock_fields(b"o", counter_before as u64 + 1_000_000, 1, NOW_MS, 99);
-    let without_place = [string(b"o"), uint(5), uint(1), uint(NOW_MS)].concat();
-    let token_as_string = [string(b"o"), string(b"5"), uint(1), uint(NOW_MS), uint(99)].concat();
+    let soon = soon_ms();
+    let good = lock_fields(b"o", 5, 1, soon, 99);
+    let above = lock_fields(b"o", counter_before as u64 + 1_000_000, 1, soon, 99);
+    let without_place = [string(b"o"), uint(5), uint(1), uint(soon)].concat();
+    let token_as_string = [string(b"o"), string(b"5"), uint(1), uint(soon), uint(99)].concat();
     let huge_owner = [vec![dump::STRING], dump::len(1 << 40), b"xx".to_vec()].concat();
     vec![
         ("missing field", with(&without_place)),
         ("wrong field marker", with(&token_as_string)),
         ("owner length 2^40", with(&huge_owner)),
-        ("empty owner", lock(b"", 5, 1, NOW_MS)),
-        ("owner of 257 bytes", lock(&[b'x'; 257], 5, 1, NOW_MS)),
-        ("token 0", lock(b"o", 0, 1, NOW_MS)),
-        ("token 2^64-1", lock(b"o", u64::MAX, 1, NOW_MS)),
-        ("token 2^63", lock(b"o", 1 << 63, 1, NOW_MS)),
+        ("empty owner", lock(b"", 5, 1, soon)),
+        ("owner of 257 bytes", lock(&[b'x'; 257], 5, 1, soon)),
+        ("token 0", lock(b"o", 0, 1, soon)),
+        ("token 2^64-1", lock(b"o", u64::MAX, 1, soon)),
+        ("token 2^63", lock(b"o", 1 << 63, 1, soon)),
         (
             "token i64::MAX (far beyond the clock)",
-            lock(b"o", i64::MAX as u64, 1, NOW_MS),
+            lock(b"o", i64::MAX as u64, 1, soon),
         ),
-        ("holds 0", lock(b"o", 5, 0, NOW_MS)),
-        ("holds 65536", lock(b"o", 5, 65_536, NOW_MS)),
+        ("holds 0", lock(b"o", 5, 0, soon)),
+        ("holds 65536", lock(b"o", 5, 65_536, soon)),
         ("deadline 0", lock(b"o", 5, 1, 0)),
+        // The value that once meant "follow the key's TTL": PERSIST then made an eternal lock.
+        ("deadline 2^64-1", lock(b"o", 5, 1, u64::MAX)),
+        ("deadline 2^63", lock(b"o", 5, 1, 1 << 63)),
+        (
+            "a lease longer than dlock.max-ttl-ms",
+            lock(b"o", 5, 1, soon + 86_400_000 + 120_000),
+        ),
         (
             "encoding version 3",
             parts.payload(&parts.with_encver(3), &good, true),
@@ -114,7 +120,7 @@ fn a_valid_restore_under_the_same_name_holds_and_raises_the_counter() {
     let token = counter(&mut c) as u64 + 1_000_000; // within a year of the clock
     let forged = parts.payload(
         &parts.header,
-        &lock_fields(b"owner2", token, 2, NOW_MS * 2, place),
+        &lock_fields(b"owner2", token, 2, soon_ms(), place),
         true,
     );
     assert_eq!(dump::restore(&mut c, "lock:a", &forged), None);

@@ -168,7 +168,16 @@ fn info_field_of(c: &mut Connection, section: &str, field: &str) -> i64 {
 
 /// The fields of a group: limit, place, then (owner, mode, token, holds, deadline) per holder.
 fn group_fields(limit: u64, place: u64, holders: &[(&str, u64, u64)]) -> Vec<u8> {
-    let deadline = 4_000_000_000_000;
+    group_fields_until(limit, place, holders, soon_ms())
+}
+
+/// As [`group_fields`], every lease ending at `deadline`.
+fn group_fields_until(
+    limit: u64,
+    place: u64,
+    holders: &[(&str, u64, u64)],
+    deadline: u64,
+) -> Vec<u8> {
     let mut out = [uint(limit), uint(place), uint(holders.len() as u64)].concat();
     for (owner, mode, token) in holders {
         out.extend(
@@ -200,7 +209,8 @@ fn restore_takes_a_group_back_but_refuses_holders_that_cannot_coexist() {
     );
     assert_eq!(holders(&mut c, "doc"), before);
     let parts = Parts::of(&payload);
-    let cases: [(&str, Vec<u8>); 4] = [
+    let far = soon_ms() + 86_400_000 + 120_000; // past now + max-ttl-ms + the 60 s slack
+    let cases: [(&str, Vec<u8>); 7] = [
         (
             "two writers",
             group_fields(0, 1, &[("a", 0, 5), ("b", 0, 6)]),
@@ -216,6 +226,18 @@ fn restore_takes_a_group_back_but_refuses_holders_that_cannot_coexist() {
         (
             "a token beyond a year ahead",
             group_fields(2, 1, &[("a", 2, 9_000_000_000_000_000)]),
+        ),
+        (
+            "a semaphore holder whose lease ends at 2^64-1",
+            group_fields_until(2, 1, &[("a", 2, 5)], u64::MAX),
+        ),
+        (
+            "a semaphore holder whose lease ends at 2^63",
+            group_fields_until(2, 1, &[("a", 2, 5)], 1 << 63),
+        ),
+        (
+            "a lease longer than dlock.max-ttl-ms",
+            group_fields_until(2, 1, &[("a", 2, 5)], far),
         ),
     ];
     // The same encoding with holders that can coexist is taken: the refusals below are theirs.

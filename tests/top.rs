@@ -187,7 +187,7 @@ fn the_database_selected_is_the_one_listed() {
 }
 
 #[test]
-fn shared_locks_and_semaphores_list_every_holder_with_its_mode() {
+fn each_held_resource_is_one_row_with_its_first_holder_and_count() {
     let server = Server::start();
     let mut c = server.conn();
     let mut take = |key: &str, owner: &str, how: &[&str]| -> i64 {
@@ -205,17 +205,16 @@ fn shared_locks_and_semaphores_list_every_holder_with_its_mode() {
     take("permits", "p1", &["LIMIT", "3"]);
     take("plain", "w", &[]);
     let (_, _, held) = top(&mut c, &["COUNT", "1000"]);
-    let mut rows: Vec<(String, String, String)> = held
+    let mut rows: Vec<(String, String, String, i64)> = held
         .iter()
-        .map(|r| (text(&r[0]), text(&r[1]), text(&r[6])))
+        .map(|r| (text(&r[0]), text(&r[1]), text(&r[6]), int(&r[7])))
         .collect();
     rows.sort();
     let expected = [
-        ("permits", "p1", "permit"),
-        ("plain", "w", "exclusive"),
-        ("readers", "r1", "shared"),
-        ("readers", "r2", "shared"),
+        ("permits", "p1", "permit", 1),
+        ("plain", "w", "exclusive", 1),
+        ("readers", "r1", "shared", 2), // r1's lease ends first (granted first)
     ]
-    .map(|(k, o, m)| (k.to_string(), o.to_string(), m.to_string()));
+    .map(|(k, o, m, n)| (k.to_string(), o.to_string(), m.to_string(), n));
     assert_eq!(rows, expected);
 }

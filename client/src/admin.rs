@@ -109,7 +109,7 @@ fn pairs(reply: Value) -> Result<Vec<(String, Value)>, String> {
 }
 
 /// `DLOCK.STATUS`: nil (free); a lock's `owner token ttl holds waiters`; or a shared lock's or
-/// semaphore's `kind [limit] holders waiters`, each holder `owner token ttl holds mode`.
+/// semaphore's `kind [limit] count holders waiters`, each holder `owner token ttl holds mode`.
 fn parse_status(reply: Value) -> Result<Holders, String> {
     if reply == Value::Nil {
         return Ok(Holders::default());
@@ -127,7 +127,7 @@ fn parse_status(reply: Value) -> Result<Holders, String> {
                     status.holders.push(holder_of(pairs(holder)?, "shared")?);
                 }
             }
-            "kind" => {}
+            "kind" | "count" => {}
             _ => single.get_or_insert_with(Vec::new).push((name, value)),
         }
     }

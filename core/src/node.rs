@@ -2,7 +2,7 @@
 //! one place tokens are issued or accepted.
 
 use crate::clock::Clock;
-use crate::lock::{Fence, Held};
+use crate::holders::Holder;
 
 /// Largest token (Redis integers are signed 64-bit). The counter never passes it: a grant that
 /// would is refused ([`GrantRefused::Exhausted`]), never wrapped.
@@ -16,6 +16,19 @@ pub const MAX_TOKEN: u64 = i64::MAX as u64;
 /// limit moves with the clock, so no sequence of calls can walk the counter towards
 /// [`MAX_TOKEN`] (292,000 years of microseconds away) and exhaust it.
 pub const MAX_TOKEN_LEAD_US: u64 = 365 * 24 * 3600 * 1_000_000;
+
+/// What a FENCE did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fence {
+    /// Not held by this owner: nothing changed (the commit is refused).
+    NotHeld,
+    /// Store `token` as the owner's token; the counter is at least `token`.
+    Fenced { token: u64 },
+    /// The token is below the owner's current token: refused, FENCE never lowers a token.
+    Lowers { current: u64 },
+    /// The token is beyond what this node accepts from a client.
+    TooFarAhead { limit: u64 },
+}
 
 /// Settings that change the rules (the module's `dlock.*` configs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,11 +154,13 @@ impl<C: Clock> Node<C> {
     /// Phase 2 of quorum fencing: `token` becomes the lock's token if the lock is still held by
     /// `owner`, and the counter rises to it. It never lowers a lock's token or the counter, and a
     /// token beyond [`Node::token_limit`] is refused whatever the lock's state.
-    pub fn fence(&mut self, held: Option<Held<'_>>, owner: &[u8], token: u64) -> Fence {
+    /// `newest` is the owner's live entry with the largest token (see
+    /// [`crate::holders::Holders::newest_of`]).
+    pub fn fence(&mut self, newest: Option<Holder<'_>>, owner: &[u8], token: u64) -> Fence {
         if let Err(TokenRefused::TooFarAhead { limit }) = self.check_client_token(token) {
             return Fence::TooFarAhead { limit };
         }
-        match held {
+        match newest {
             Some(lock) if lock.owner != owner => Fence::NotHeld,
             None => Fence::NotHeld,
             Some(lock) if token < lock.token => Fence::Lowers {

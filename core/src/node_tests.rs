@@ -10,9 +10,10 @@ const NO_FLOOR: Settings = Settings {
     clock_floor: false,
 };
 
-fn held(owner: &[u8], token: u64) -> Option<Held<'_>> {
-    Some(Held {
+fn held(owner: &[u8], token: u64) -> Option<Holder<'_>> {
+    Some(Holder {
         owner,
+        mode: crate::Mode::Exclusive,
         token,
         holds: 1,
         deadline_ms: u64::MAX,

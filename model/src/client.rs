@@ -4,7 +4,7 @@
 
 use dlock_client::acquisition::{Acquisition, Event, Step};
 use dlock_client::timing::{quorum, semaphore_quorum};
-use dlock_core::group::Want;
+use dlock_core::Want;
 
 use crate::config::{Config, Mutant};
 use crate::system::{Chan, Hold, Msg, Phase, State, To};
@@ -130,18 +130,6 @@ fn hold(config: &Config, state: &mut State, client: usize, (token, on): (u64, Ve
         token,
         granted,
     });
-}
-
-/// A lock `owner` held expired (or a quarantine outlasted it): if that owner's round is still
-/// being acquired, the round has outlived the TTL (see `ClientState::outlived_ttl`).
-pub fn outlive(state: &mut State, owner: &[u8]) {
-    let Some(c) = state.clients.get_mut(usize::from(owner[0])) else {
-        return; // an earlier holder
-    };
-    let round = c.acquisition.as_ref().map(Acquisition::round);
-    if c.phase == Phase::Acquiring && round == Some(u32::from(owner[1])) {
-        c.outlived_ttl = true;
-    }
 }
 
 /// The critical section is over: release on every node.

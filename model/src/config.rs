@@ -1,7 +1,7 @@
 //! What one model run explores: sizes, fault budgets, which assumptions hold, and (for the
 //! mutants) which rule is broken on purpose.
 
-use dlock_core::group::Want;
+use dlock_core::Want;
 
 /// When a lock's TTL may run out on a node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,15 +98,11 @@ pub struct Config {
     pub crashes: Crashes,
     pub budget: Budget,
     pub mutant: Option<Mutant>,
-    /// Every node starts with the lock committed to an earlier holder that has crashed: its
-    /// TTL may run out at any moment. Both clients then queue behind it, so two clients suffice
-    /// to exercise the order in which a queue is served.
-    pub preheld: bool,
-    /// What each client asks for, on a resource with several holders (`dlock_core::group`).
-    /// Empty: the plain lock of §5, through `dlock_core::lock` and `wait` as before.
+    /// What each client asks for; empty: the plain lock (every client exclusive).
     pub wants: Vec<Want>,
-    /// Resources with several holders: every node starts with committed entries of earlier
-    /// holders that crashed (one per item), whose leases may end at any moment.
+    /// Every node starts with committed entries of earlier holders that crashed (one per item),
+    /// whose leases may end at any moment. Clients then queue behind them, so two clients
+    /// suffice to exercise the order in which a queue is served.
     pub earlier: Vec<Want>,
     /// Clients that start in their critical section, each committed on its nodes (what it won
     /// before the run began; its waits on other nodes are never delivered): three holders
@@ -137,7 +133,6 @@ impl Config {
                 expiries: 0,
             },
             mutant: None,
-            preheld: false,
             wants: Vec::new(),
             earlier: Vec::new(),
             holding_at_start: Vec::new(),
@@ -145,17 +140,12 @@ impl Config {
         }
     }
 
-    /// A run on a resource with several holders: client i asks for `wants[i]`.
-    pub fn group(name: &'static str, nodes: usize, wants: &[Want]) -> Config {
+    /// A run where client i asks for `wants[i]` (shared locks, semaphores).
+    pub fn asking(name: &'static str, nodes: usize, wants: &[Want]) -> Config {
         Config {
             wants: wants.to_vec(),
             ..Config::base(name, nodes, wants.len())
         }
-    }
-
-    /// Whether the run drives `dlock_core::group` (several holders) rather than the lock.
-    pub fn is_group(&self) -> bool {
-        !self.wants.is_empty()
     }
 
     /// What `client` asks for (the plain lock is exclusive).

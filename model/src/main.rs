@@ -8,7 +8,6 @@
 
 mod client;
 mod config;
-mod group_node;
 mod model;
 mod node;
 mod properties;
@@ -44,6 +43,7 @@ fn check_tracing(run: &Run, property: Option<&str>) -> (Outcome, Option<String>)
     let model = DlockModel {
         config: run.config.clone(),
         checked,
+        property: properties::property,
     };
     let started = Instant::now();
     let mut builder = model.checker().threads(2);
@@ -73,7 +73,7 @@ fn summarize(
         .or(failed.first());
     let trace = wanted
         .and_then(|name| checker.discovery(name))
-        .map(|path| trace::render(checker.model(), path));
+        .map(trace::render);
     let outcome = Outcome {
         states: checker.unique_state_count(),
         failed,

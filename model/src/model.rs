@@ -10,12 +10,14 @@ use stateright::{Model, Property};
 
 use crate::config::{Config, Crashes, Expiry};
 use crate::system::{Action, Phase, State, To};
-use crate::{client, group_node, node, properties};
+use crate::{client, node};
 
 pub struct DlockModel {
     pub config: Config,
     /// The properties checked in this run (by name).
     pub checked: Vec<&'static str>,
+    /// Each property by its name (`properties::property`, which names this model).
+    pub property: fn(&'static str) -> Property<DlockModel>,
 }
 
 impl Model for DlockModel {
@@ -23,7 +25,9 @@ impl Model for DlockModel {
     type Action = Action;
 
     fn init_states(&self) -> Vec<State> {
-        vec![State::initial(&self.config)]
+        let mut state = State::initial(&self.config);
+        client::start_holding(&self.config, &mut state);
+        vec![state]
     }
 
     fn actions(&self, s: &State, actions: &mut Vec<Action>) {
@@ -46,12 +50,9 @@ impl Model for DlockModel {
             }
         }
         for (i, n) in s.nodes.iter().enumerate() {
-            if n.up && n.lock.is_some() && self.may_expire(s, i) {
-                actions.push(Action::Expire(i));
-            }
             for (at, h) in n.holders.iter().enumerate() {
-                if n.up && !h.lapsed && self.may_expire_owner(s, &h.owner) {
-                    actions.push(Action::ExpireEntry(i, at));
+                if n.up && !h.lapsed && self.may_expire(s, &h.owner) {
+                    actions.push(Action::Expire(i, at));
                 }
             }
             if cfg.crashes != Crashes::None {
@@ -91,8 +92,7 @@ impl Model for DlockModel {
                 }
                 s.budget.duplicates -= 1;
             }
-            Action::Expire(n) => node::expire(&mut s, n),
-            Action::ExpireEntry(n, at) => group_node::expire(cfg, &mut s, n, at),
+            Action::Expire(n, at) => node::expire(cfg, &mut s, n, at),
             Action::Crash(n) => {
                 s.budget.crashes -= 1;
                 node::crash(cfg, &mut s, n);
@@ -111,20 +111,14 @@ impl Model for DlockModel {
     fn properties(&self) -> Vec<Property<Self>> {
         self.checked
             .iter()
-            .map(|&name| properties::property(name))
+            .map(|&name| (self.property)(name))
             .collect()
     }
 }
 
 impl DlockModel {
-    /// Whether the lock on `node` may expire now (see [`Expiry`]).
-    fn may_expire(&self, s: &State, node: usize) -> bool {
-        let lock = s.nodes[node].lock.as_ref();
-        lock.is_some_and(|(owner, _)| self.may_expire_owner(s, owner))
-    }
-
     /// Whether a lease of `owner` may end now (see [`Expiry`]).
-    fn may_expire_owner(&self, s: &State, owner: &[u8]) -> bool {
+    fn may_expire(&self, s: &State, owner: &[u8]) -> bool {
         if owner[0] == crate::system::EARLIER_HOLDER {
             return true; // a crashed earlier holder's TTL runs out whenever
         }
@@ -138,10 +132,10 @@ impl DlockModel {
         }
     }
 
-    /// The quarantine's assumption: it lasts at least a TTL, so it ends only once the lock
-    /// the node forgot is over for its owner too (not held in that round any more).
+    /// The quarantine's assumption: it lasts at least a TTL, so it ends only once the holds
+    /// the node forgot are over for their owners too (not held in that round any more).
     fn quarantine_may_end(&self, s: &State, node: usize) -> bool {
-        s.nodes[node].forgotten.as_ref().is_none_or(|owner| {
+        s.nodes[node].forgotten.iter().all(|owner| {
             let Some(c) = s.clients.get(usize::from(owner[0])) else {
                 return true; // an earlier holder
             };

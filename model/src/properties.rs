@@ -1,6 +1,6 @@
 //! The properties, each named as the run prints it.
 
-use dlock_core::group::{Mode, Want};
+use dlock_core::{Mode, Want};
 use stateright::Property;
 
 use crate::system::{Phase, State};

@@ -1,7 +1,7 @@
 //! The runs `make model` (bounded, under two minutes on two cores) and `make model-deep` make:
 //! the real design under each combination of faults and assumptions, and each mutant.
 
-use dlock_core::group::Want;
+use dlock_core::Want;
 
 use crate::config::{Budget, Config, Crashes, Expiry, Mutant};
 use crate::properties::*;
@@ -59,7 +59,7 @@ pub fn design(deep: bool) -> Vec<Run> {
         n,
         m,
     );
-    queued.preheld = true;
+    queued.earlier = vec![WRITE];
     // Losing a request adds no unsafe behaviour (it is a request delayed forever, and every
     // delay is explored), so the safety runs duplicate requests but do not drop them.
     let mut lossy = Config::base("requests duplicated (retried calls)", 3, 2);
@@ -101,19 +101,19 @@ pub fn design(deep: bool) -> Vec<Run> {
 /// wait reaches a node first, the later reader queues behind it (writer fairness).
 fn shared_runs(deep: bool) -> Vec<Run> {
     let depth = |quick: usize| Some(if deep { quick + 4 } else { quick });
-    let mut behind = Config::group(
+    let mut behind = Config::asking(
         "shared lock: a reader and a writer behind an earlier reader",
         3,
         &[READ, WRITE],
     );
     behind.earlier = vec![READ];
-    let mut three = Config::group(
+    let mut three = Config::asking(
         "shared lock: two readers and a writer",
         3,
         &[READ, WRITE, READ],
     );
     three.max_depth = depth(14);
-    let mut crashing = Config::group(
+    let mut crashing = Config::asking(
         "shared lock: crash and restart with state; expiry of idle holders",
         3,
         &[READ, WRITE],
@@ -122,7 +122,7 @@ fn shared_runs(deep: bool) -> Vec<Run> {
     crashing.expiry = Expiry::WhenNotHolding;
     crashing.budget = faults(0, 1, 1);
     crashing.max_depth = depth(14);
-    let mut paused = Config::group("shared lock: expiry at any moment", 3, &[READ, WRITE]);
+    let mut paused = Config::asking("shared lock: expiry at any moment", 3, &[READ, WRITE]);
     paused.expiry = Expiry::Anytime;
     paused.budget = faults(0, 0, 1);
     paused.max_depth = depth(16);
@@ -147,7 +147,7 @@ fn shared_runs(deep: bool) -> Vec<Run> {
 /// earlier holders whose leases end) for two places.
 fn semaphore_runs(deep: bool) -> Vec<Run> {
     let depth = |quick: usize| Some(if deep { quick + 4 } else { quick });
-    let mut behind = Config::group(
+    let mut behind = Config::asking(
         "semaphore: two clients behind two earlier holders",
         3,
         &[PERMIT, PERMIT],
@@ -156,7 +156,7 @@ fn semaphore_runs(deep: bool) -> Vec<Run> {
     // Three clients that all move do not fit the bounds (a permit takes 7 steps): the last
     // ones start holding on every node instead, and may leave at any moment.
     let three = |name, holding: &[usize]| {
-        let mut config = Config::group(name, 3, &[PERMIT, PERMIT, PERMIT]);
+        let mut config = Config::asking(name, 3, &[PERMIT, PERMIT, PERMIT]);
         config.holding_at_start = holding.iter().map(|&c| (c, vec![0, 1, 2])).collect();
         config
     };
@@ -206,22 +206,22 @@ pub fn mutants() -> Vec<Run> {
                 Mutant::FenceWithoutOwnerCheck => MUTUAL_EXCLUSION,
                 Mutant::RevokeCommitted => NEVER_REVOKED,
                 Mutant::FifoQueue => {
-                    config.preheld = true;
+                    config.earlier = vec![WRITE];
                     TICKET_ORDER
                 }
                 Mutant::SemaphoreMajority => {
                     // Client 2 already holds on {n0, n2} (a majority): clients 0 and 1 can then
                     // take {n0, n1} and {n1, n2}, and no node has more than two holders.
-                    config = Config::group(mutant.name(), 3, &[PERMIT, PERMIT, PERMIT]);
+                    config = Config::asking(mutant.name(), 3, &[PERMIT, PERMIT, PERMIT]);
                     config.holding_at_start = vec![(2, vec![0, 2])];
                     SEMAPHORE_LIMIT
                 }
                 Mutant::ReaderBesideWriter => {
-                    config = Config::group(mutant.name(), 3, &[WRITE, READ]);
+                    config = Config::asking(mutant.name(), 3, &[WRITE, READ]);
                     RW_EXCLUSION
                 }
                 Mutant::ExpiredPermitKept => {
-                    config = Config::group(mutant.name(), 3, &[PERMIT, PERMIT]);
+                    config = Config::asking(mutant.name(), 3, &[PERMIT, PERMIT]);
                     config.earlier = vec![PERMIT, PERMIT];
                     NO_LOST_PERMIT
                 }

@@ -5,9 +5,8 @@
 use std::collections::BTreeMap;
 
 use dlock_client::acquisition::Acquisition;
-use dlock_core::group::Mode;
-use dlock_core::wait::{Queue, Tentative};
-use dlock_core::{Clock, Node};
+use dlock_core::queue::Queue;
+use dlock_core::{Clock, Mode, Node, Settings};
 
 use crate::config::{Budget, Config};
 
@@ -65,7 +64,14 @@ pub enum Msg {
     Fenced { node: usize, round: u32, ok: bool },
 }
 
-/// The owner of the earlier holder of a pre-held lock (see `Config::preheld`).
+/// Tokens come from counters alone: no clock floor, no quarantine timer (the quarantine is an
+/// event of its own).
+pub const SETTINGS: Settings = Settings {
+    quarantine_ms: 0,
+    clock_floor: false,
+};
+
+/// The owner byte of the earlier holders a run may start with (see `Config::earlier`).
 pub const EARLIER_HOLDER: u8 = u8::MAX;
 
 /// The owner string of a client's round, as the node stores it.
@@ -73,7 +79,7 @@ pub fn owner(client: usize, round: u32) -> Vec<u8> {
     vec![client as u8, round as u8]
 }
 
-/// One holder of a resource with several holders, as the module stores it.
+/// One holder of a resource, as the module stores it (a plain lock has one exclusive holder).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Holder {
     /// `client:round` as [`owner`] spells it, kept inline: states are cloned at every step.
@@ -88,21 +94,32 @@ pub struct Holder {
     pub lapsed: bool,
 }
 
+impl Holder {
+    /// A committed holder whose lease has not ended.
+    pub fn committed(owner: [u8; 2], mode: Mode, token: u64) -> Holder {
+        Holder {
+            owner,
+            mode,
+            token,
+            tentative: None,
+            lapsed: false,
+        }
+    }
+}
+
 /// One node's key: the module's state for it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct NodeState {
     pub up: bool,
     pub node: Node<NoClock>,
-    /// The lock: owner and token (holds are always 1 here; deadlines are the expiry event).
-    pub lock: Option<(Vec<u8>, u64)>,
-    pub tentative: Option<Tentative>,
-    /// A resource with several holders (group runs), in grant order; `lock` stays `None`.
+    /// The holders, in grant order (hold counts are always 1 here; leases end by the expiry
+    /// action).
     pub holders: Vec<Holder>,
     pub queue: Queue<()>,
     pub quarantined: bool,
-    /// Ghost: the owner of the committed lock this node forgot when it last lost its state
-    /// (what the quarantine has to outlast).
-    pub forgotten: Option<Vec<u8>>,
+    /// Ghost: the owners of the committed holds this node forgot when it lost its state (what
+    /// the quarantine has to outlast).
+    pub forgotten: Vec<[u8; 2]>,
     /// Ghost: the largest counter this node ever had (for the clock floor).
     pub highest_counter: u64,
 }
@@ -173,10 +190,8 @@ pub enum Action {
     Drop(usize, usize, Chan),
     /// The oldest request is sent again (a client retrying a call).
     Duplicate(usize, usize, Chan),
-    /// The lock's TTL ran out on a node.
-    Expire(usize),
-    /// The lease of a node's holder (its index) ran out (resources with several holders).
-    ExpireEntry(usize, usize),
+    /// The lease of a node's holder (its index) ran out.
+    Expire(usize, usize),
     Crash(usize),
     Restart(usize),
     QuarantineEnds(usize),
@@ -188,43 +203,37 @@ pub enum Action {
 
 /// The committed entries of `config.earlier` (owners `EARLIER_HOLDER:i`), granted in order.
 fn earlier_holders(config: &Config, node: &mut Node<NoClock>) -> Vec<Holder> {
-    let settings = crate::node::SETTINGS;
     let mut holders = Vec::new();
     for (i, want) in config.earlier.iter().enumerate() {
-        let Ok(token) = node.grant(&settings) else {
+        let Ok(token) = node.grant(&SETTINGS) else {
             continue;
         };
-        holders.push(Holder {
-            owner: [EARLIER_HOLDER, i as u8],
-            mode: want.mode(),
+        holders.push(Holder::committed(
+            [EARLIER_HOLDER, i as u8],
+            want.mode(),
             token,
-            tentative: None,
-            lapsed: false,
-        });
+        ));
     }
     holders
 }
 
 impl State {
+    /// The nodes (with `config.earlier`'s holders) and the clients before anything happens;
+    /// the clients holding from the start are `client::start_holding`'s.
     pub fn initial(config: &Config) -> State {
         let nodes = (0..config.nodes)
             .map(|i| {
                 let mut node = Node::new(NoClock);
                 node.raise_counter(config.counters.get(i).copied().unwrap_or(0));
-                let lock = config
-                    .preheld
-                    .then(|| (vec![EARLIER_HOLDER, 0], node.counter()));
                 let holders = earlier_holders(config, &mut node);
                 NodeState {
                     up: true,
                     highest_counter: node.counter(),
                     node,
-                    lock,
-                    tentative: None,
                     holders,
                     queue: Queue::default(),
                     quarantined: false,
-                    forgotten: None,
+                    forgotten: Vec::new(),
                 }
             })
             .collect();
@@ -237,16 +246,27 @@ impl State {
                 outlived_ttl: false,
             })
             .collect();
-        let mut state = State {
+        State {
             nodes,
             clients,
             net: BTreeMap::new(),
             inbox: Vec::new(),
             ghost: Ghost::default(),
             budget: config.budget.clone(),
+        }
+    }
+
+    /// A committed hold of `owner` ended on a node (its lease, or a quarantine outlasted it):
+    /// if that owner's round is still being acquired, the round has outlived the TTL (see
+    /// [`ClientState::outlived_ttl`]).
+    pub fn outlive(&mut self, owner: &[u8]) {
+        let Some(c) = self.clients.get_mut(usize::from(owner[0])) else {
+            return; // an earlier holder
         };
-        crate::client::start_holding(config, &mut state);
-        state
+        let round = c.acquisition.as_ref().map(Acquisition::round);
+        if c.phase == Phase::Acquiring && round == Some(u32::from(owner[1])) {
+            c.outlived_ttl = true;
+        }
     }
 
     /// A request goes onto the network; a reply goes to the client's inbox, read in the same

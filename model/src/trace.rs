@@ -1,12 +1,11 @@
 //! A counterexample, step by step, in words: each action and what it left behind.
 
-use dlock_core::group::Mode;
+use dlock_core::Mode;
 use stateright::Path;
 
-use crate::model::DlockModel;
 use crate::system::{Action, Msg, Phase, State};
 
-pub fn render(model: &DlockModel, path: Path<State, Action>) -> String {
+pub fn render(path: Path<State, Action>) -> String {
     let steps = path.into_vec();
     let mut out = String::new();
     let mut number = 0;
@@ -18,7 +17,7 @@ pub fn render(model: &DlockModel, path: Path<State, Action>) -> String {
         out += &format!(
             "  {number:>2}. {}\n      -> {}\n",
             step(before, action),
-            summary(model, after)
+            summary(after)
         );
     }
     out
@@ -46,8 +45,7 @@ fn step(before: &State, action: &Action) -> String {
         }
         Action::Drop(n, c, _) => format!("a request from c{c} to node {n} is lost"),
         Action::Duplicate(n, c, _) => format!("a request from c{c} to node {n} is sent again"),
-        Action::Expire(n) => format!("the lock on node {n} expires"),
-        Action::ExpireEntry(n, at) => {
+        Action::Expire(n, at) => {
             let h = &before.nodes[*n].holders[*at];
             format!("the lease of {} on node {n} ends", owner(&h.owner))
         }
@@ -74,8 +72,8 @@ fn message(msg: &Msg) -> String {
     }
 }
 
-/// A resource with several holders: each as `owner mode token`, `?` when tentative, `~` when
-/// its lease ended (kept only by a mutant).
+/// A node's holders: each as `owner mode token`, `?` when tentative, `~` when its lease ended
+/// (kept only by a mutant).
 fn holders(n: &crate::system::NodeState) -> String {
     let shown: Vec<String> = n
         .holders
@@ -103,23 +101,13 @@ fn holders(n: &crate::system::NodeState) -> String {
     }
 }
 
-fn summary(model: &DlockModel, s: &State) -> String {
+fn summary(s: &State) -> String {
     let nodes: Vec<String> = s
         .nodes
         .iter()
         .enumerate()
         .map(|(i, n)| {
-            let lock = match &n.lock {
-                None if model.config.is_group() => holders(n),
-                None => "free".to_string(),
-                Some((o, t)) => {
-                    let tentative = n
-                        .tentative
-                        .as_ref()
-                        .is_some_and(|x| x.owner == *o && x.token == *t);
-                    format!("{} t{t}{}", owner(o), if tentative { "?" } else { "" })
-                }
-            };
+            let lock = holders(n);
             let queue: Vec<String> = n.queue.iter().map(|w| owner(&w.owner)).collect();
             let down = if n.up { "" } else { " DOWN" };
             let q = if queue.is_empty() {

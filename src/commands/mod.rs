@@ -2,10 +2,12 @@
 //! arity checks, `COMMAND DOCS` / `COMMAND INFO` metadata, ACL categories and the README's
 //! command reference are all derived from it ([`register`], and the README test).
 
-mod group;
-mod lock;
+mod acquire;
+mod holders;
 mod node;
 mod register;
+mod reply;
+mod status;
 mod top;
 
 use std::ffi::CStr;
@@ -87,27 +89,27 @@ macro_rules! args {
 
 #[rustfmt::skip]
 pub static COMMANDS: &[Command] = &[
-    Command { name: "dlock.acquire", handler: lock::acquire, flags: "write deny-oom fast blocking", key: KeyUse::Update, arity: -4, since: "0.1.0", complexity: "O(1); O(holders) on a shared lock or a semaphore", audience: App,
+    Command { name: "dlock.acquire", handler: acquire::acquire, flags: "write deny-oom fast blocking", key: KeyUse::Update, arity: -4, since: "0.1.0", complexity: "O(log N): N holders of the resource (at most 10000), plus the leases that ended and are not cleared yet (each write clears up to 16); a wound revoking V grants O(V log N)", audience: App,
         usage: "key owner ttl-ms [REENTRANT] [WAIT timeout-ms] [TICKET n] [SHARED | LIMIT k]",
         summary: "Takes the lock (exclusive; SHARED: a reader's hold; LIMIT k: one of k permits), or renews it for the same owner. Replies the fencing token, or nil when not available; with WAIT, queues until granted (nil at the timeout, 0 = none), served by TICKET then arrival. WRONGKIND when the resource is held as another kind.",
         args: args![c"key": Key, c"owner": Str, c"ttl-ms": Integer, c"reentrant": Flag(c"REENTRANT"), c"timeout-ms": Opt(c"WAIT"), c"ticket": Opt(c"TICKET"), c"shared": Flag(c"SHARED"), c"limit": Opt(c"LIMIT")] },
-    Command { name: "dlock.release", handler: lock::release, flags: "write fast", key: KeyUse::Delete, arity: 3, since: "0.1.0", complexity: "O(1); O(holders) on a shared lock or a semaphore", audience: App,
+    Command { name: "dlock.release", handler: holders::release, flags: "write fast", key: KeyUse::Delete, arity: 3, since: "0.1.0", complexity: "O(log N): N holders of the resource; a place freed goes to the waiters at once (K granted in O(K log N), at most 0.5 ms per event-loop turn, the rest on the next turns)", audience: App,
         usage: "key owner",
         summary: "Releases one hold of owner's lock. Replies 1 if owner held it, else 0.",
         args: args![c"key": Key, c"owner": Str] },
-    Command { name: "dlock.extend", handler: lock::extend, flags: "write deny-oom fast", key: KeyUse::Update, arity: 4, since: "0.1.0", complexity: "O(1); O(holders) on a shared lock or a semaphore", audience: App,
+    Command { name: "dlock.extend", handler: holders::extend, flags: "write deny-oom fast", key: KeyUse::Update, arity: 4, since: "0.1.0", complexity: "O(log N): N holders of the resource", audience: App,
         usage: "key owner ttl-ms",
         summary: "Resets the TTL of owner's lock. Replies 1 if owner held it, else 0; never revives an expired lock.",
         args: args![c"key": Key, c"owner": Str, c"ttl-ms": Integer] },
-    Command { name: "dlock.fence", handler: lock::fence, flags: "write deny-oom fast", key: KeyUse::Update, arity: -4, since: "0.1.0", complexity: "O(1); O(holders) on a shared lock or a semaphore", audience: App,
+    Command { name: "dlock.fence", handler: holders::fence, flags: "write deny-oom fast", key: KeyUse::Update, arity: -4, since: "0.1.0", complexity: "O(log N): N holders of the resource", audience: App,
         usage: "key owner token [PX ttl-ms]",
         summary: "Commits a quorum token: if owner holds the lock, its token becomes token (never lower), the node counter rises to it, and PX resets the TTL. Replies 1, else 0.",
         args: args![c"key": Key, c"owner": Str, c"token": Integer, c"ttl-ms": Opt(c"PX")] },
-    Command { name: "dlock.status", handler: lock::status, flags: "readonly fast", key: KeyUse::Read, arity: 2, since: "0.1.0", complexity: "O(1); O(holders) on a shared lock or a semaphore", audience: App,
-        usage: "key",
-        summary: "Replies nil when free, else owner, token, ttl (ms left), holds and waiters; for a shared lock or a semaphore: kind, limit, holders (owner, token, ttl, holds, mode each) and waiters.",
-        args: args![c"key": Key] },
-    Command { name: "dlock.waiters", handler: lock::waiters, flags: "readonly fast", key: KeyUse::Read, arity: 2, since: "0.2.0", complexity: "O(N): N clients waiting on the key", audience: App,
+    Command { name: "dlock.status", handler: status::status, flags: "readonly fast", key: KeyUse::Read, arity: -2, since: "0.1.0", complexity: "O(log N + C): N holders of the resource, C holders listed (COUNT, default 100)", audience: App,
+        usage: "key [COUNT n]",
+        summary: "Replies nil when free; a plain lock (one exclusive holder): owner, token, ttl (ms left), holds and waiters; otherwise kind (shared or semaphore), limit (a semaphore's), count (live holders), holders (at most COUNT, default 100, soonest lease end first: owner, token, ttl, holds and mode each) and waiters.",
+        args: args![c"key": Key, c"count": Opt(c"COUNT")] },
+    Command { name: "dlock.waiters", handler: status::waiters, flags: "readonly fast", key: KeyUse::Read, arity: 2, since: "0.2.0", complexity: "O(N): N clients waiting on the key", audience: App,
         usage: "key",
         summary: "Lists the clients waiting for the lock in service order: owner, ticket (or nil), ms waited and what it waits for (exclusive, shared or permit) each.",
         args: args![c"key": Key] },
@@ -115,7 +117,7 @@ pub static COMMANDS: &[Command] = &[
         usage: "",
         summary: "Replies the node's fencing counter: the highest token issued, fenced or loaded.",
         args: args![] },
-    Command { name: "dlock.forcerelease", handler: lock::force_release, flags: "write fast", key: KeyUse::Delete, arity: 2, since: "0.1.0", complexity: "O(1); O(holders) on a shared lock or a semaphore", audience: Operator,
+    Command { name: "dlock.forcerelease", handler: holders::force_release, flags: "write fast", key: KeyUse::Delete, arity: 2, since: "0.1.0", complexity: "O(1) for a plain lock; O(N) to free N holders (on Redis's lazyfree thread with lazyfree-lazy-server-del yes)", audience: Operator,
         usage: "key",
         summary: "Removes whatever lock the key holds (operator escape hatch). Replies 1 if a lock was held, else 0.",
         args: args![c"key": Key] },
@@ -123,14 +125,14 @@ pub static COMMANDS: &[Command] = &[
         usage: "token",
         summary: "Raises the node counter to at least token (never lowers it). Replicated effect; not for applications.",
         args: args![c"token": Integer] },
-    Command { name: "dlock.apply", handler: node::apply, flags: "write", key: KeyUse::Overwrite, arity: -5, since: "0.1.0", complexity: "O(1); O(holders) on a shared lock or a semaphore", audience: Effect,
+    Command { name: "dlock.apply", handler: node::apply, flags: "write", key: KeyUse::Overwrite, arity: -5, since: "0.1.0", complexity: "O(log N): N holders of the resource", audience: Effect,
         usage: "key owner token holds [PXAT unix-ms] [EXCLUSIVE | SHARED | LIMIT k]",
         summary: "Stores a lock exactly as given; with a mode, sets one holder of a shared lock or semaphore (holds 0 removes it). The replicated effect of every lock write; not for applications.",
         args: args![c"key": Key, c"owner": Str, c"token": Integer, c"holds": Integer, c"unix-ms": Opt(c"PXAT"), c"exclusive": Flag(c"EXCLUSIVE"), c"shared": Flag(c"SHARED"), c"limit": Opt(c"LIMIT")] },
     Command { name: "dlock.top", handler: top::top, flags: "readonly", key: KeyUse::None, arity: -1, since: "0.3.0", audience: Operator,
-        complexity: "O(W log W + COUNT): W keys with waiters (module memory, first step only), then one SCAN step of about COUNT buckets (1 to 10000, default 100), each key it returns looked up",
+        complexity: "O(W log W + COUNT log N): W keys with waiters (module memory, first step only), then one SCAN step of about COUNT buckets (1 to 10000, default 100), each key it returns looked up (N its holders)",
         usage: "[CURSOR c] [COUNT n]",
-        summary: "Lists the node's hot locks in the selected database: on the first step (CURSOR 0) the keys with waiters (longest queue, then oldest waiter, first; at most COUNT), and each step the holders of the locks one SCAN step finds. Replies cursor (0: done), waiting ([key, waiters, oldest-wait-ms, owner, token, ttl] each, the first holder's) and held ([key, owner, token, ttl, holds, waiters, mode] per holder).",
+        summary: "Lists the node's hot locks in the selected database: on the first step (CURSOR 0) the keys with waiters (longest queue, then oldest waiter, first; at most COUNT), and each step the held resources one SCAN step finds. Replies cursor (0: done), waiting ([key, waiters, oldest-wait-ms, owner, token, ttl] each, of the holder whose lease ends first) and held ([key, owner, token, ttl, holds, waiters, mode, holders] per held resource, of the holder whose lease ends first; at most COUNT rows).",
         args: args![c"cursor": Opt(c"CURSOR"), c"count": Opt(c"COUNT")] },
 ];
 
@@ -177,19 +179,6 @@ unsafe fn dispatch(
         None => Err(errors::cannot_store()),
     };
     context.reply(reply) as c_int
-}
-
-/// Replies a map in field order (RESP3 map, RESP2 flat array); the crate's map types would
-/// reorder the fields.
-fn reply_map(ctx: &Context, fields: &[(&'static str, redis_module::RedisValue)]) {
-    if let Some(reply_with_map) = crate::api!(RedisModule_ReplyWithMap) {
-        // SAFETY: the context of the running command.
-        unsafe { reply_with_map(ctx.ctx, fields.len() as std::os::raw::c_long) };
-    }
-    for (name, value) in fields {
-        ctx.reply(Ok(redis_module::RedisValue::SimpleStringStatic(name)));
-        ctx.reply(Ok(value.clone()));
-    }
 }
 
 type Callback =

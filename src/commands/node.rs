@@ -8,17 +8,18 @@
 use dlock_core::TokenRefused;
 use redis_module::{raw, Context, RedisError, RedisResult, RedisValue};
 
-use dlock_core::group::Mode;
+use dlock_core::Mode;
 
-use crate::keyspace::group::{check_coexist, Holder};
-use crate::keyspace::value::Record;
-use crate::keyspace::{LockKey, FOLLOW_KEY_TTL};
+use crate::keyspace::codec::Bounds;
+use crate::keyspace::compact::Record;
+use crate::keyspace::table::{Lease, Slot};
+use crate::keyspace::types::arrival_bounds;
+use crate::keyspace::LockKey;
 use crate::node::node;
 use crate::replication::effects;
 use crate::server;
 use crate::wire::args::{self, OptionSpec};
 use crate::wire::{errors, Arg};
-use crate::writes;
 
 /// `DLOCK.COUNTER` -> the node's fencing counter.
 pub fn counter(_ctx: &Context, _argv: &[Arg]) -> RedisResult {
@@ -77,39 +78,58 @@ const APPLY_OPTIONS: [OptionSpec; 4] = [
 ];
 
 /// `DLOCK.APPLY key owner token holds [PXAT unix-ms] [EXCLUSIVE | SHARED | LIMIT k]` -> OK.
-/// Without a mode: stores the lock as given (replacing whatever the key held). With one: sets
-/// that holder of a shared lock or semaphore (`holds` 0 removes it; PXAT needed). Raises the
-/// counter to the token. Without PXAT the lock's deadline is its key's TTL (the form an AOF
-/// rewrite of a version-1 lock takes).
+/// Without a mode: the resource becomes this plain lock (replacing whatever the key held).
+/// With one: sets that holder of a table (`holds` 0 removes it; PXAT needed), which must still
+/// coexist with the others, else nothing changes. Raises the counter to the token. The deadline
+/// must be one this node could have granted (see `keyspace::types::arrival_bounds`). Without
+/// PXAT (an AOF rewrite of a version-1 lock) the key's TTL, set next, is the deadline.
 pub fn apply(ctx: &Context, argv: &[Arg]) -> RedisResult {
     let owner = args::owner(argv[2].as_bytes())?;
     let token = accept_token(ctx, argv[3].as_bytes())?;
     let [pxat, exclusive, shared, limit] =
         args::options(argv[5..].iter().map(Arg::as_bytes), &APPLY_OPTIONS)?;
+    let bounds = arrival_bounds(trusted(ctx));
+    let deadline = match pxat.flatten() {
+        Some(at) => Some(deadline(at, bounds)?),
+        None => None,
+    };
     if let Some(mode) = holder_mode(exclusive, shared, limit)? {
         let holds = args::holds_or_zero(argv[4].as_bytes())?;
-        let deadline_ms = args::unix_ms(pxat.flatten().ok_or_else(errors::apply_needs_pxat)?)?;
+        let deadline_ms = deadline.ok_or_else(errors::apply_needs_pxat)?;
         return apply_holder(ctx, argv, (token, holds, deadline_ms), mode);
     }
     let holds = args::holds(argv[4].as_bytes())?;
-    let deadline_ms = match pxat {
-        Some(Some(at)) => args::unix_ms(at)?,
-        _ => FOLLOW_KEY_TTL,
-    };
     let mut key = LockKey::open(ctx, &argv[1], true);
     key.stored()?; // WRONGTYPE on a key of another type
-    key.put(owner, token, holds, deadline_ms)?;
-    node().raise_counter(token);
     let record = Record {
         owner,
         token,
         holds,
-        deadline_ms,
+        deadline_ms: deadline.unwrap_or(bounds.latest_deadline_ms),
         place: key.place(),
     };
+    key.put(&record)?;
+    if deadline.is_none() {
+        if let Some(mut lock) = key.compact_mut() {
+            lock.set_follows_key_ttl(true);
+        }
+    }
+    node().raise_counter(token);
     effects::apply(ctx, key.name(), Some(&argv[2]), &record);
     key.changed(crate::keyspace::notify::ACQUIRE);
     Ok(RedisValue::SimpleStringStatic("OK"))
+}
+
+/// A deadline argument within `bounds`.
+fn deadline(at: &[u8], bounds: Bounds) -> Result<u64, RedisError> {
+    let deadline_ms = args::unix_ms(at)?;
+    if deadline_ms > bounds.latest_deadline_ms {
+        return Err(errors::deadline_too_far(
+            deadline_ms,
+            bounds.latest_deadline_ms,
+        ));
+    }
+    Ok(deadline_ms)
 }
 
 type Flag<'a> = Option<Option<&'a [u8]>>;
@@ -132,8 +152,8 @@ fn holder_mode(
     })
 }
 
-/// One holder of a shared lock or a semaphore set (or removed) as given; the holders must still
-/// be able to coexist, else nothing changes.
+/// One holder of a table set (or removed) as given; the holders must still be able to coexist,
+/// else nothing changes. O(log n): no other holder is looked at.
 fn apply_holder(
     ctx: &Context,
     argv: &[Arg],
@@ -142,31 +162,38 @@ fn apply_holder(
 ) -> RedisResult {
     let owner = argv[2].as_bytes();
     let mut key = LockKey::open(ctx, &argv[1], true);
-    let before = key.group_view()?;
-    let mut after = before.clone();
-    after.limit = limit;
-    match holds {
-        0 => after
-            .holders
-            .retain(|h| !(*h.owner == *owner && h.mode == mode)),
-        _ => after.upsert(Holder {
-            owner: owner.into(),
-            mode,
+    let slot = Slot {
+        owner: owner.into(),
+        mode,
+        lease: Lease {
             token,
             holds,
             deadline_ms,
-        }),
+        },
+    };
+    if holds > 0 {
+        check_upsert(&key, &slot, limit)?;
     }
-    check_coexist(&after).map_err(|why| errors::holders_conflict(&why.to_string()))?;
+    let table = key.table_mut(limit)?;
+    let changed = match holds {
+        0 => table.remove(owner, mode).is_some(),
+        _ if table.update(owner, mode, |l| *l = slot.lease) => true,
+        _ => table.insert(slot.clone()).is_ok(),
+    };
+    key.settle()?;
     if holds > 0 {
         node().raise_counter(token);
     }
-    writes::store_group(
-        ctx,
-        &mut key,
-        &before,
-        after,
-        crate::keyspace::notify::ACQUIRE,
-    )?;
+    if changed {
+        effects::apply_holder(ctx, key.name(), &slot, holds, limit);
+        key.changed(crate::keyspace::notify::ACQUIRE);
+    }
     Ok(RedisValue::SimpleStringStatic("OK"))
+}
+
+/// Whether `slot` may be set in the resource under `key` (replacing the owner's entry in its
+/// mode, or joining the others), checked before anything changes.
+fn check_upsert(key: &LockKey<'_>, slot: &Slot, limit: u32) -> Result<(), RedisError> {
+    key.with_table(limit, |t| t.check_upsert(&slot.owner, slot.mode, limit))?
+        .map_err(|why| errors::holders_conflict(&why.to_string()))
 }

@@ -4,15 +4,19 @@
 //! - `waiting` (first step only, cursor 0): keys of the selected database with waiters, from
 //!   the wait registry in module memory (never the keyspace): longest queue first, then the
 //!   oldest waiter; at most `n` rows.
-//! - `held`: one row per live holder of the lock keys (plain locks, shared locks, semaphores)
-//!   among the keys one `SCAN c COUNT n` step returns; `cursor` is the next step's (0: the scan
-//!   went round). SCAN's own bound (about `n` buckets per step) is the bound here: a client
-//!   walks the keyspace in steps, as with SCAN. No `TYPE` filter: a lock is one of two types,
-//!   and SCAN filters by one; each key returned is opened and its type checked instead (what
-//!   SCAN's filter does too: a lookup per key).
+//! - `held`: one row per held resource (plain lock, shared lock, semaphore: its holder whose
+//!   lease ends first, and how many hold it) among the keys one `SCAN c COUNT n` step returns,
+//!   at most `n` rows; `cursor` is the next step's (0: the scan went round). A client walks the
+//!   keyspace in steps, as with SCAN. No `TYPE` filter: a resource is one of two types, and SCAN
+//!   filters by one; each key returned is opened and its type checked instead (what SCAN's
+//!   filter does too: a lookup per key). SCAN may return a few more keys than `n` when a bucket
+//!   holds several; rows past `n` are left out of that step.
 
+use dlock_core::Holders;
 use redis_module::{Context, RedisError, RedisResult, RedisValue};
 
+use super::reply::{self, Reply};
+use super::status::integer;
 use crate::keyspace::key::selected_db;
 use crate::keyspace::LockKey;
 use crate::server;
@@ -45,20 +49,22 @@ pub fn top(ctx: &Context, argv: &[Arg]) -> RedisResult {
         .unwrap_or(DEFAULT_COUNT);
     let (next, keys) = scan_step(ctx, cursor, count)?;
     let now_ms = server::now_ms();
-    let held = keys
-        .iter()
-        .flat_map(|key| held_rows(ctx, key, now_ms))
-        .collect();
+    let rows = usize::try_from(count).unwrap_or(usize::MAX);
+    let held = keys.iter().filter_map(|key| held_row(ctx, key, now_ms));
+    let held = held.take(rows).collect();
     let waiting = match cursor {
         0 => waiting_rows(ctx, count, now_ms),
         _ => Vec::new(),
     };
-    let fields = [
-        ("cursor", RedisValue::BulkString(next.to_string())),
-        ("waiting", RedisValue::Array(waiting)),
-        ("held", RedisValue::Array(held)),
+    let fields = vec![
+        (
+            "cursor",
+            Reply::Value(RedisValue::BulkString(next.to_string())),
+        ),
+        ("waiting", Reply::Value(RedisValue::Array(waiting))),
+        ("held", Reply::Value(RedisValue::Array(held))),
     ];
-    super::reply_map(ctx, &fields);
+    reply::send(ctx, &Reply::Map(fields));
     Ok(RedisValue::NoReply)
 }
 
@@ -89,38 +95,31 @@ fn bytes(value: RedisValue) -> Option<Vec<u8>> {
     }
 }
 
-/// `[key, owner, token, ttl-ms, holds, waiters, mode]` per live holder, if the key is a lock
-/// (none for other types, free locks, and locks moved here from another key).
-fn held_rows(ctx: &Context, key: &[u8], now_ms: u64) -> Vec<RedisValue> {
+/// `[key, owner, token, ttl-ms, holds, waiters, mode, holders]` for a held resource: its holder
+/// whose lease ends first, and how many hold it (none for other types, free resources, and
+/// values moved here from another key).
+fn held_row(ctx: &Context, key: &[u8], now_ms: u64) -> Option<RedisValue> {
     let name = ctx.create_string(key);
     let arg = Arg::new(name.inner);
     let lock = LockKey::open(ctx, &arg, false);
-    let Ok(view) = lock.group_view() else {
-        return Vec::new(); // another type
-    };
-    let live = view.live(now_ms);
-    if live.is_empty() {
-        return Vec::new();
-    }
+    let view = lock.view(now_ms).ok()?; // another type: no row
+    let first = view.live().next()?;
     let waiters = integer(Waiters::of(ctx, &arg).count() as u64);
-    live.iter()
-        .map(|holder| {
-            RedisValue::Array(vec![
-                RedisValue::StringBuffer(key.to_vec()),
-                RedisValue::StringBuffer(holder.owner.to_vec()),
-                integer(holder.token),
-                integer(holder.deadline_ms.saturating_sub(now_ms)),
-                integer(u64::from(holder.holds)),
-                waiters.clone(),
-                RedisValue::SimpleStringStatic(waiting::mode_word(holder.mode)),
-            ])
-        })
-        .collect()
+    Some(RedisValue::Array(vec![
+        RedisValue::StringBuffer(key.to_vec()),
+        RedisValue::StringBuffer(first.owner.to_vec()),
+        integer(first.token),
+        integer(first.deadline_ms.saturating_sub(now_ms)),
+        integer(u64::from(first.holds)),
+        waiters,
+        RedisValue::SimpleStringStatic(waiting::mode_word(first.mode)),
+        integer(view.count() as u64),
+    ]))
 }
 
-/// `[key, waiters, oldest-wait-ms, owner, token, ttl-ms]` per key with waiters, naming the first
-/// live holder (a shared lock may have more: the held rows list them); the last three nil while
-/// the lock is free (a handoff is due, held up by a quarantine or a pause).
+/// `[key, waiters, oldest-wait-ms, owner, token, ttl-ms]` per key with waiters, naming the
+/// holder whose lease ends first; the last three nil while the resource is free (a handoff is
+/// due, held up by a quarantine or a pause).
 fn waiting_rows(ctx: &Context, count: u64, now_ms: u64) -> Vec<RedisValue> {
     let limit = usize::try_from(count).unwrap_or(usize::MAX);
     waiting::busiest(selected_db(ctx), limit)
@@ -129,8 +128,9 @@ fn waiting_rows(ctx: &Context, count: u64, now_ms: u64) -> Vec<RedisValue> {
             let name = ctx.create_string(queued.key.as_slice());
             let arg = Arg::new(name.inner);
             let lock = LockKey::open(ctx, &arg, false);
-            let view = lock.group_view().unwrap_or_default();
-            let holder = match view.live(now_ms).first() {
+            let view = lock.view(now_ms);
+            let first = view.as_ref().ok().and_then(|v| v.live().next());
+            let holder = match first {
                 Some(first) => [
                     RedisValue::StringBuffer(first.owner.to_vec()),
                     integer(first.token),
@@ -147,8 +147,4 @@ fn waiting_rows(ctx: &Context, count: u64, now_ms: u64) -> Vec<RedisValue> {
             RedisValue::Array(row)
         })
         .collect()
-}
-
-fn integer(value: u64) -> RedisValue {
-    RedisValue::Integer(i64::try_from(value).unwrap_or(i64::MAX))
 }

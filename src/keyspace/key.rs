@@ -1,26 +1,28 @@
-//! An open key that holds, or is about to hold, a lock: reads it (refusing keys of other types),
-//! stores and changes it, and keeps the key's TTL in step with the lock's deadline.
+//! An open key that holds, or is about to hold, a resource: reads its holders (refusing keys of
+//! other types) whichever form stores them, changes them, and keeps the key's TTL at the last
+//! lease's end. A resource of one exclusive holder is kept compact; any other in a table; the
+//! form follows from the holders alone (see [`LockKey::settle`]), so a master and its replicas,
+//! applying the same changes, store the same form.
 
 use std::cell::OnceCell;
 use std::os::raw::c_int;
 use std::ptr::NonNull;
 
-use dlock_core::Held;
+use dlock_core::{Holder, Mode};
 use redis_module::{raw, Context, RedisError};
 
-use super::group::Group;
-use super::group_type::set_group;
+use super::compact::{CompactMut, CompactRef, OwnedCompact, Record};
 use super::owner::OwnerBuf;
-use super::persistence::{self, Value};
-use super::value::{LockMut, LockRef, OwnedLock, Record};
-use super::{place, FOLLOW_KEY_TTL};
+use super::place;
+use super::table::{HolderTable, Lease, Slot};
+use super::values::{self, Value};
+use super::view::View;
 use crate::wire::{errors, Arg};
-use dlock_core::group::Mode;
 
-/// A value found in a key.
+/// A value found in a key, whatever its state.
 pub enum Stored<'a> {
-    Lock(LockRef<'a>),
-    Group(&'a Group),
+    One(CompactRef<'a>),
+    Table(&'a HolderTable),
 }
 
 /// An open key, closed on drop.
@@ -29,7 +31,7 @@ pub struct LockKey<'a> {
     name: &'a Arg,
     key: Option<NonNull<raw::RedisModuleKey>>,
     place: u64,
-    /// The stored lock's owner, unpacked on first read (see [`super::owner`]); emptied by every
+    /// A compact value's owner, unpacked on first read (see [`super::owner`]); emptied by every
     /// write, which needs `&mut self` and so outlives no borrow of it.
     owner: OnceCell<OwnerBuf>,
 }
@@ -59,7 +61,7 @@ impl<'a> LockKey<'a> {
         self.name
     }
 
-    /// Where a lock stored under this key now must have been granted to count (see
+    /// Where a resource stored under this key now must have been granted to count (see
     /// [`super::place`]).
     pub fn place(&self) -> u64 {
         self.place
@@ -71,152 +73,168 @@ impl<'a> LockKey<'a> {
         let Some(key) = self.key else {
             return Ok(None);
         };
-        Ok(persistence::value_of(key)?.map(|value| match value {
+        Ok(values::value_of(key)?.map(|value| match value {
             // SAFETY: a value of our type in an open key stays put until the key is written,
             // which needs `&mut self` and so ends this borrow first.
-            Value::Lock(ptr) => Stored::Lock(unsafe { LockRef::new(ptr) }),
-            // SAFETY: as above; a dlockmany value is a boxed Group (never null here).
-            Value::Group(ptr) => Stored::Group(unsafe { &*ptr.as_ptr().cast::<Group>() }),
+            Value::Compact(ptr) => Stored::One(unsafe { CompactRef::new(ptr) }),
+            // SAFETY: as above; a dlockmany value is a boxed table (never null here).
+            Value::Table(ptr) => Stored::Table(unsafe { &*ptr.as_ptr().cast::<HolderTable>() }),
         }))
     }
 
-    /// True if the key holds a shared lock or a semaphore (several holders): the commands then
-    /// take the group path.
-    pub fn is_group(&self) -> Result<bool, RedisError> {
-        Ok(matches!(self.stored()?, Some(Stored::Group(_))))
-    }
-
-    /// The holders stored here as a group, every lease included (ended ones too: a write drops
-    /// them and replicates that, so replicas never judge leases by their own clock): a plain lock
-    /// is one exclusive holder; a value granted under another key (moved) holds nothing.
-    pub fn group_view(&self) -> Result<Group, RedisError> {
-        let mut view = Group {
-            place: self.place,
-            ..Group::default()
-        };
-        match self.stored()? {
-            Some(Stored::Group(group)) if group.place == self.place => view = group.clone(),
-            Some(Stored::Lock(lock)) if lock.place() == self.place => {
-                let mut owner = OwnerBuf::default();
-                let record = lock.record_in(&mut owner);
-                let deadline_ms = match record.deadline_ms {
-                    FOLLOW_KEY_TTL => self.abs_expire_ms().unwrap_or(u64::MAX),
-                    deadline => deadline,
-                };
-                view.holders.push(super::group::Holder {
-                    owner: record.owner.into(),
-                    mode: Mode::Exclusive,
-                    token: record.token,
-                    holds: record.holds,
-                    deadline_ms,
-                });
+    /// The resource's live holders at `now_ms`. A value granted under another key (moved here)
+    /// holds nothing.
+    pub fn view(&self, now_ms: u64) -> Result<View<'_>, RedisError> {
+        Ok(match self.stored()? {
+            Some(Stored::One(lock)) if lock.place() == self.place => {
+                let holder = self.sole_holder(lock);
+                match holder.is_live(now_ms) {
+                    true => View::One(holder),
+                    false => View::Free,
+                }
             }
-            _ => {}
-        }
-        Ok(view)
+            Some(Stored::Table(table)) if table.place == self.place => {
+                View::Table(table.view(now_ms))
+            }
+            _ => View::Free,
+        })
     }
 
-    /// Stores `group` as the resource's new state: nothing (the key is deleted), a plain lock
-    /// (one exclusive holder: the compact form), or a group; the key expires with its last lease.
-    pub fn store_group(&mut self, group: Group) -> Result<(), RedisError> {
-        let single_writer = group.limit == 0
-            && group.holders.len() == 1
-            && group.holders[0].mode == Mode::Exclusive;
-        self.owner.take();
-        if group.holders.is_empty() {
-            self.delete();
-            return Ok(());
-        }
-        if single_writer {
-            let h = &group.holders[0];
-            return self.put(&h.owner, h.token, h.holds, h.deadline_ms);
-        }
-        let last = group.last_deadline();
-        let key = self.key.ok_or_else(errors::cannot_store)?;
-        set_group(key, group)?;
-        if let Some(deadline_ms) = last {
-            self.expire_at(deadline_ms);
-        }
-        Ok(())
-    }
-
-    /// The lock held here at `now_ms`: stored, granted under this very key, and before its
-    /// deadline. Anything else is a free lock. A group's holders are not one lock: `None`
-    /// (the commands route groups to their own path first).
-    pub fn held(&self, now_ms: u64) -> Result<Option<Held<'_>>, RedisError> {
-        Ok(self.held_or_group(now_ms)?.flatten())
-    }
-
-    /// As [`LockKey::held`], reading the key's value once: `None` when the key holds a group
-    /// (several holders), which takes the group path, else the held lock if any.
-    pub fn held_or_group(&self, now_ms: u64) -> Result<Option<Option<Held<'_>>>, RedisError> {
-        let value = match self.stored()? {
-            Some(Stored::Group(_)) => return Ok(None),
-            Some(Stored::Lock(value)) => value,
-            None => return Ok(Some(None)),
-        };
-        if value.place() != self.place {
-            return Ok(Some(None)); // moved here by RENAME, MOVE, SWAPDB or RESTORE: never held
-        }
-        let deadline_ms = match value.deadline_ms() {
-            FOLLOW_KEY_TTL => self.abs_expire_ms().unwrap_or(u64::MAX),
-            deadline => deadline,
-        };
+    /// A compact value's holder, its owner unpacked once per write.
+    fn sole_holder(&self, lock: CompactRef<'_>) -> Holder<'_> {
         let owner = self.owner.get_or_init(|| {
             let mut owner = OwnerBuf::default();
-            value.owner_into(&mut owner);
+            lock.owner_into(&mut owner);
             owner
         });
-        let held = Held {
+        Holder {
             owner: owner.as_slice(),
-            token: value.token(),
-            holds: value.holds(),
-            deadline_ms,
-        };
-        Ok(Some(dlock_core::lock::live(Some(held), now_ms)))
+            mode: Mode::Exclusive,
+            token: lock.token(),
+            holds: lock.holds(),
+            deadline_ms: self.deadline_of(lock),
+        }
     }
 
-    /// Stores a new lock (replacing whatever the key held) with its TTL at the deadline (none
-    /// for [`FOLLOW_KEY_TTL`]: the caller sets the key's TTL).
-    pub fn put(
-        &mut self,
-        owner: &[u8],
-        token: u64,
-        holds: u16,
-        deadline_ms: u64,
-    ) -> Result<(), RedisError> {
-        let record = Record {
-            owner,
-            token,
-            holds,
-            deadline_ms,
-            place: self.place,
-        };
-        let lock = OwnedLock::new(&record).ok_or_else(errors::cannot_store)?;
+    /// A compact value's deadline: its own, or the key's TTL below it while it follows that.
+    fn deadline_of(&self, lock: CompactRef<'_>) -> u64 {
+        let own = lock.deadline_ms();
+        match lock.follows_key_ttl() {
+            true => self.abs_expire_ms().map_or(own, |ttl| ttl.min(own)),
+            false => own,
+        }
+    }
+
+    /// A stored plain lock's lease (its deadline as [`LockKey::view`] judges it), whatever its
+    /// state; `None` for anything else.
+    pub fn compact_lease(&self) -> Option<Lease> {
+        match self.stored().ok()?? {
+            Stored::One(lock) => Some(Lease {
+                token: lock.token(),
+                holds: lock.holds(),
+                deadline_ms: self.deadline_of(lock),
+            }),
+            Stored::Table(_) => None,
+        }
+    }
+
+    /// Stores a plain lock (replacing whatever the key held), the key's TTL at its deadline.
+    pub fn put(&mut self, record: &Record<'_>) -> Result<(), RedisError> {
+        let lock = OwnedCompact::new(record).ok_or_else(errors::cannot_store)?;
         self.owner.take();
         let key = self.key.ok_or_else(errors::cannot_store)?;
-        persistence::set_value(key, lock)?;
-        if deadline_ms != FOLLOW_KEY_TTL {
-            self.expire_at(deadline_ms);
-        }
+        values::set_compact(key, lock)?;
+        self.expire_at(record.deadline_ms);
         Ok(())
     }
 
-    /// The stored value, to change in place.
-    pub fn value_mut(&mut self) -> Option<LockMut<'_>> {
-        let Value::Lock(value) = persistence::value_of(self.key?).ok()?? else {
+    /// The stored plain lock, to change in place.
+    pub fn compact_mut(&mut self) -> Option<CompactMut<'_>> {
+        let Value::Compact(value) = values::value_of(self.key?).ok()?? else {
             return None;
         };
+        self.owner.take();
         // SAFETY: `&mut self` is the only way to the value while this borrow lasts.
-        Some(unsafe { LockMut::new(value) })
+        Some(unsafe { values::compact_mut(value) })
     }
 
-    /// Sets a new deadline on the stored lock and the key's TTL with it.
-    pub fn set_deadline(&mut self, deadline_ms: u64) {
-        if let Some(mut value) = self.value_mut() {
-            value.set_deadline(deadline_ms);
+    /// A copy of the resource as a table, to check a change against before making it: the
+    /// stored table's holders are borrowed, a plain lock's one holder copied.
+    pub fn with_table<R>(
+        &self,
+        limit: u32,
+        f: impl FnOnce(&HolderTable) -> R,
+    ) -> Result<R, RedisError> {
+        Ok(match self.stored()? {
+            Some(Stored::Table(t)) if t.place == self.place => f(t),
+            Some(Stored::One(lock)) if lock.place() == self.place => {
+                f(&HolderTable::of_one(self.sole_slot(lock), self.place))
+            }
+            _ => f(&HolderTable::new(limit, self.place)),
+        })
+    }
+
+    /// A plain lock's holder, owned.
+    fn sole_slot(&self, lock: CompactRef<'_>) -> Slot {
+        let h = self.sole_holder(lock);
+        let lease = Lease {
+            token: h.token,
+            holds: h.holds,
+            deadline_ms: h.deadline_ms,
+        };
+        Slot {
+            owner: h.owner.into(),
+            mode: Mode::Exclusive,
+            lease,
         }
-        self.expire_at(deadline_ms);
+    }
+
+    /// The resource as a table, to change: the stored one; a plain lock turned into a table of
+    /// its one holder; or a new empty table of `limit` (nothing stored, or a moved value).
+    /// [`LockKey::settle`] must follow the changes.
+    pub fn table_mut(&mut self, limit: u32) -> Result<&mut HolderTable, RedisError> {
+        let key = self.key.ok_or_else(errors::cannot_store)?;
+        let fresh = match self.stored()? {
+            Some(Stored::Table(t)) if t.place == self.place => None,
+            Some(Stored::One(lock)) if lock.place() == self.place => {
+                Some(HolderTable::of_one(self.sole_slot(lock), self.place))
+            }
+            _ => Some(HolderTable::new(limit, self.place)),
+        };
+        self.owner.take();
+        if let Some(table) = fresh {
+            values::set_table(key, table)?;
+        }
+        match values::value_of(key)? {
+            // SAFETY: `&mut self` is the only way to the value while this borrow lasts.
+            Some(Value::Table(value)) => Ok(unsafe { values::table_mut(value) }),
+            _ => Err(errors::cannot_store()),
+        }
+    }
+
+    /// After a table changed: an empty one goes (the key is deleted), one of a single exclusive
+    /// holder becomes a plain lock, any other keeps its key until its last lease ends.
+    pub fn settle(&mut self) -> Result<(), RedisError> {
+        let Some(Stored::Table(table)) = self.stored()? else {
+            return Ok(());
+        };
+        let last = table.last_deadline();
+        let sole = match (table.limit(), table.exclusive()) {
+            (0, Some(x)) if table.len() == 1 => Some(x.clone()),
+            _ => None,
+        };
+        match (last, sole) {
+            (None, _) => self.delete(),
+            (Some(_), Some(x)) => self.put(&Record {
+                owner: &x.owner,
+                token: x.lease.token,
+                holds: x.lease.holds,
+                deadline_ms: x.lease.deadline_ms,
+                place: self.place,
+            })?,
+            (Some(last), None) => self.expire_at(last),
+        }
+        Ok(())
     }
 
     pub fn delete(&mut self) {
@@ -233,7 +251,8 @@ impl<'a> LockKey<'a> {
         super::notify::changed(self.ctx, self.name, event);
     }
 
-    fn expire_at(&mut self, unix_ms: u64) {
+    /// Sets the key's TTL (a plain lock's new deadline, after a change in place).
+    pub fn expire_at(&mut self, unix_ms: u64) {
         let at = i64::try_from(unix_ms).unwrap_or(i64::MAX);
         if let (Some(key), Some(set)) = (self.key, crate::api!(RedisModule_SetAbsExpire)) {
             // SAFETY: an open key of this command.

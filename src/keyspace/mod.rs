@@ -1,30 +1,33 @@
-//! How a lock lives in the keyspace: the value layout ([`value`]), the open key that reads and
-//! writes it ([`key`]), its RDB encoding ([`codec`]), and the data type's callbacks —
-//! persistence, AOF rewrite, digest, memory — plus the node counter as RDB aux data
-//! ([`persistence`]). [`moves`] notices locks carried to another key by RENAME, MOVE or SWAPDB;
-//! [`notify`] tells Redis a lock key changed (WATCH and keyspace events).
+//! How a resource lives in the keyspace, in one of two storage forms: one exclusive holder in a
+//! compact value ([`compact`], owners packed by [`owner`]) or a table of holders ([`table`]).
+//! [`key`] is the open key that reads either as a [`view::View`] and writes them; [`codec`] their
+//! RDB encodings; [`types`] and [`callbacks`] the two data types' callbacks, plus the node
+//! counter as RDB aux data; [`values`] the value in an open key. [`moves`] notices resources
+//! carried to another key by RENAME, MOVE or SWAPDB; [`notify`] tells Redis a lock key changed
+//! (WATCH and keyspace events).
 
+pub mod callbacks;
 pub mod codec;
-pub mod group;
-pub mod group_type;
+pub mod compact;
 pub mod key;
 pub mod moves;
 pub mod notify;
 pub mod owner;
-pub mod persistence;
-pub mod value;
+pub mod table;
+pub mod types;
+pub mod values;
+pub mod view;
 
 pub use key::LockKey;
 
-/// The data type's name, as `TYPE` shows it and `SCAN ... TYPE` matches it.
+/// The compact form's type name, as `TYPE` shows it and `SCAN ... TYPE` matches it.
 pub const TYPE_NAME: &str = "dlocklock";
+
+/// The table form's type name.
+pub const TABLE_TYPE_NAME: &str = "dlockmany";
 
 /// `place` of a lock that was moved away from the key it was granted under: never held.
 pub const MOVED: u64 = 0;
-
-/// `deadline_ms` of a lock loaded from a version-1 RDB, which kept no deadline of its own: the
-/// key's TTL is the deadline.
-pub const FOLLOW_KEY_TTL: u64 = u64::MAX;
 
 /// Where a lock is granted: a fingerprint of the database and key name, stored in the lock.
 /// A lock found under another key or database (RENAME, MOVE, SWAPDB, RESTORE under a new name)

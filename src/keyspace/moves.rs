@@ -25,10 +25,10 @@ use std::ptr::NonNull;
 
 use redis_module::raw;
 
-use super::group::Group;
-use super::persistence::{value_of, Value};
-use super::value::{LockMut, LockRef};
-use super::{FOLLOW_KEY_TTL, MOVED};
+use super::compact::{CompactMut, CompactRef};
+use super::table::HolderTable;
+use super::values::{value_of, Value};
+use super::MOVED;
 use crate::node::node;
 
 /// Subscribes to SWAPDB; called once at load. The keyspace events that move a lock reach
@@ -132,7 +132,11 @@ fn with_lock(ctx: *mut raw::RedisModuleCtx, key: *mut raw::RedisModuleString, ch
         return;
     };
     if let Ok(Some(value)) = value_of(handle) {
-        // SAFETY: our value in a key opened just now; nothing else touches it during the call.
+        if change != Change::Moved {
+            // SAFETY: our value in a key opened just now; nothing else touches it.
+            unsafe { settle_follower(handle, value) };
+        }
+        // SAFETY: as above.
         let (token, deadline_ms) = unsafe { newest_and_last(value) };
         match change {
             // SAFETY: as above; the shared view above is no longer used.
@@ -159,8 +163,30 @@ enum Align {
     NoLater,
 }
 
-/// Sets the key's expiry to the lock's deadline as `align` says; a version-1 lock whose deadline
-/// is the key's TTL ([`FOLLOW_KEY_TTL`]) is left alone.
+/// A plain lock whose key's TTL rules below its deadline (a version-1 lock, or an AOF's
+/// `DLOCK.APPLY` without `PXAT`) takes that TTL as its deadline once the key's TTL is known,
+/// and from then on is like any other.
+///
+/// # Safety
+/// `value` must be the live value of `key`, which nothing else touches during the call.
+unsafe fn settle_follower(key: NonNull<raw::RedisModuleKey>, value: Value) {
+    let Value::Compact(ptr) = value else {
+        return;
+    };
+    // SAFETY: the caller's promise.
+    let mut lock = unsafe { CompactMut::new(ptr) };
+    if !lock.follows_key_ttl() {
+        return;
+    }
+    // SAFETY: an open key of the running callback.
+    let ttl = crate::api!(RedisModule_GetAbsExpire).map_or(-1, |get| unsafe { get(key.as_ptr()) });
+    if let Ok(ttl) = u64::try_from(ttl) {
+        lock.set_deadline(lock.deadline_ms().min(ttl));
+    }
+    lock.set_follows_key_ttl(false);
+}
+
+/// Sets the key's expiry to the lock's deadline as `align` says.
 fn expire_at_deadline(key: NonNull<raw::RedisModuleKey>, deadline_ms: u64, align: Align) {
     let (Some(get), Some(set)) = (
         crate::api!(RedisModule_GetAbsExpire),
@@ -168,9 +194,6 @@ fn expire_at_deadline(key: NonNull<raw::RedisModuleKey>, deadline_ms: u64, align
     ) else {
         return;
     };
-    if deadline_ms == FOLLOW_KEY_TTL {
-        return;
-    }
     let deadline = i64::try_from(deadline_ms).unwrap_or(i64::MAX);
     // SAFETY: a key opened for writing by the caller, open for this call.
     let current = unsafe { get(key.as_ptr()) };
@@ -239,16 +262,15 @@ extern "C" fn mark_moved(
 /// `value` must be a live dlock value that nothing writes during the call.
 unsafe fn newest_and_last(value: Value) -> (u64, u64) {
     match value {
-        Value::Lock(ptr) => {
+        Value::Compact(ptr) => {
             // SAFETY: the caller's promise.
-            let lock = unsafe { LockRef::new(ptr) };
+            let lock = unsafe { CompactRef::new(ptr) };
             (lock.token(), lock.deadline_ms())
         }
-        Value::Group(ptr) => {
-            // SAFETY: the caller's promise; a dlockmany value is a boxed Group.
-            let group = unsafe { &*ptr.as_ptr().cast::<Group>() };
-            let newest = group.holders.iter().map(|h| h.token).max().unwrap_or(0);
-            (newest, group.last_deadline().unwrap_or(FOLLOW_KEY_TTL))
+        Value::Table(ptr) => {
+            // SAFETY: the caller's promise; a dlockmany value is a boxed table.
+            let table = unsafe { &*ptr.as_ptr().cast::<HolderTable>() };
+            (table.newest_token(), table.last_deadline().unwrap_or(0))
         }
     }
 }
@@ -260,8 +282,8 @@ unsafe fn newest_and_last(value: Value) -> (u64, u64) {
 unsafe fn mark_value_moved(value: Value) {
     match value {
         // SAFETY: the caller's promise.
-        Value::Lock(ptr) => unsafe { LockMut::new(ptr) }.set_place(MOVED),
-        // SAFETY: the caller's promise; a dlockmany value is a boxed Group.
-        Value::Group(ptr) => unsafe { &mut *ptr.as_ptr().cast::<Group>() }.place = MOVED,
+        Value::Compact(ptr) => unsafe { CompactMut::new(ptr) }.set_place(MOVED),
+        // SAFETY: the caller's promise; a dlockmany value is a boxed table.
+        Value::Table(ptr) => unsafe { &mut *ptr.as_ptr().cast::<HolderTable>() }.place = MOVED,
     }
 }

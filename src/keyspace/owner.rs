@@ -9,7 +9,7 @@
 //! (upper case, a UUID's dashes, binary) is kept as given. RDB files, AOF and replication carry
 //! the owner as given: the packing never leaves this process.
 
-use dlock_core::lock::MAX_OWNER_LEN;
+use dlock_core::holders::MAX_OWNER_LEN;
 
 /// Fewest digit pairs worth packing: below this the pair count byte eats the saving.
 const MIN_PAIRS: usize = 4;

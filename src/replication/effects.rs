@@ -1,6 +1,7 @@
 //! What reaches replicas and the AOF: the *effect* of a command, with the absolute deadline and
 //! the token chosen on this node, so a replica or an AOF replay never re-runs time- or
-//! counter-dependent logic. Every lock write is one `DLOCK.APPLY` (the whole lock) or one `DEL`.
+//! counter-dependent logic. Every write is one `DLOCK.APPLY` per holder it changed (for a plain
+//! lock, the whole resource), or one `DEL`.
 //!
 //! `RedisModule_Replicate` is called with a format string, only when something can receive it
 //! ([`super::propagation`]), and with as few new strings as possible: the key and the owner are
@@ -14,10 +15,9 @@ use std::sync::atomic::{AtomicPtr, Ordering::Relaxed};
 
 use redis_module::{raw, Context, RedisString};
 
-use crate::keyspace::group::Holder;
-use crate::keyspace::group_type::emit_holder_apply;
-use crate::keyspace::value::Record;
-use crate::keyspace::FOLLOW_KEY_TTL;
+use crate::keyspace::callbacks::emit_holder_apply;
+use crate::keyspace::compact::Record;
+use crate::keyspace::table::Slot;
 use crate::server;
 use crate::wire::Arg;
 
@@ -33,9 +33,9 @@ fn replicate(ctx: &Context, flags: c_int) -> Option<ReplicateFn> {
     crate::api!(RedisModule_Replicate)
 }
 
-/// `DLOCK.APPLY key owner token holds PXAT deadline` (without PXAT for a version-1 lock whose
-/// deadline is its key's TTL). `owner_arg` is the command's owner argument, passed on as is
-/// when it holds `record.owner` (a fresh string is made otherwise).
+/// `DLOCK.APPLY key owner token holds PXAT deadline`: the resource is this plain lock.
+/// `owner_arg` is the command's owner argument, passed on as is when it holds `record.owner`
+/// (a fresh string is made otherwise).
 pub fn apply(ctx: &Context, key: &Arg, owner_arg: Option<&Arg>, record: &Record<'_>) {
     let flags = server::context_flags(ctx.ctx);
     apply_flagged(ctx, flags, key, owner_arg, record);
@@ -67,74 +67,49 @@ pub fn apply_flagged(
         holds_buf.format(holds).as_bytes(),
     ];
     let made_pxat;
-    let pxat_deadline = if record.deadline_ms == FOLLOW_KEY_TTL {
-        None
-    } else {
-        let pxat = match kept_pxat() {
-            Some(pxat) => pxat,
-            None => {
-                made_pxat = RedisString::create_from_slice(ctx.ctx, b"PXAT");
-                made_pxat.inner
-            }
-        };
-        Some((pxat, deadline_buf.format(deadline).as_bytes()))
+    let pxat = match kept_pxat() {
+        Some(pxat) => pxat,
+        None => {
+            made_pxat = RedisString::create_from_slice(ctx.ctx, b"PXAT");
+            made_pxat.inner
+        }
     };
-    let strings = [key.as_ptr(), owner];
+    let deadline = deadline_buf.format(deadline).as_bytes();
+    let strings = [key.as_ptr(), owner, pxat];
     // SAFETY: a live command or timer context; the key, the owner and `PXAT` (kept for the
     // process, or made above) outlive the call.
-    unsafe { send_apply(ctx, replicate, strings, numbers, pxat_deadline) };
+    unsafe { send_apply(ctx, replicate, strings, [numbers[0], numbers[1], deadline]) };
 }
 
-/// `DLOCK.APPLY` with `strings` (key, owner), `numbers` (token, holds) and, if any, `PXAT
-/// deadline`.
+/// `DLOCK.APPLY key owner token holds PXAT deadline` with `strings` (key, owner, `PXAT`) and
+/// `numbers` (token, holds, deadline).
 ///
 /// # Safety
 /// `ctx` must be a live context and the strings live strings.
 unsafe fn send_apply(
     ctx: &Context,
     replicate: ReplicateFn,
-    [key, owner]: [*mut raw::RedisModuleString; 2],
-    [token, holds]: [&[u8]; 2],
-    pxat_deadline: Option<(*mut raw::RedisModuleString, &[u8])>,
+    [key, owner, pxat]: [*mut raw::RedisModuleString; 3],
+    [token, holds, deadline]: [&[u8]; 3],
 ) {
-    let name = c"DLOCK.APPLY".as_ptr();
-    let (t, h) = (token.as_ptr(), holds.as_ptr());
-    match pxat_deadline {
-        // SAFETY: the format matches the arguments (s: a string, b: pointer and length); the
-        // caller's promise covers the context and the strings.
-        None => unsafe {
-            let format = c"ssbb".as_ptr();
-            replicate(
-                ctx.ctx,
-                name,
-                format,
-                key,
-                owner,
-                t,
-                token.len(),
-                h,
-                holds.len(),
-            )
-        },
-        // SAFETY: as above.
-        Some((pxat, deadline)) => unsafe {
-            let format = c"ssbbsb".as_ptr();
-            let (d, d_len) = (deadline.as_ptr(), deadline.len());
-            replicate(
-                ctx.ctx,
-                name,
-                format,
-                key,
-                owner,
-                t,
-                token.len(),
-                h,
-                holds.len(),
-                pxat,
-                d,
-                d_len,
-            )
-        },
+    let (t, h, d) = (token.as_ptr(), holds.as_ptr(), deadline.as_ptr());
+    // SAFETY: the format matches the arguments (s: a string, b: pointer and length); the
+    // caller's promise covers the context and the strings.
+    unsafe {
+        replicate(
+            ctx.ctx,
+            c"DLOCK.APPLY".as_ptr(),
+            c"ssbbsb".as_ptr(),
+            key,
+            owner,
+            t,
+            token.len(),
+            h,
+            holds.len(),
+            pxat,
+            d,
+            deadline.len(),
+        )
     };
 }
 
@@ -157,10 +132,9 @@ fn kept_pxat() -> Option<*mut raw::RedisModuleString> {
     Some(made)
 }
 
-/// `DLOCK.APPLY key owner token holds PXAT deadline MODE`: one holder of a shared lock or a
-/// semaphore set as given (`holds` 0: removed), the mode last (`EXCLUSIVE`, `SHARED` or
-/// `LIMIT k`).
-pub fn apply_holder(ctx: &Context, key: &Arg, holder: &Holder, holds: u16, limit: u32) {
+/// `DLOCK.APPLY key owner token holds PXAT deadline MODE`: one holder of a table set as given
+/// (`holds` 0: removed), the mode last (`EXCLUSIVE`, `SHARED` or `LIMIT k`).
+pub fn apply_holder(ctx: &Context, key: &Arg, holder: &Slot, holds: u16, limit: u32) {
     let Some(replicate) = replicate(ctx, server::context_flags(ctx.ctx)) else {
         return;
     };

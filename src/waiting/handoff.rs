@@ -5,43 +5,51 @@
 //! DEL / UNLINK / FLUSHALL (a keyspace notification must not write), and when a quarantine or
 //! a write pause ends.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use redis_module::{raw, Context, RedisString};
 
-use dlock_core::group::{self, Serve, Want};
-use dlock_core::wait::Waiter;
+use dlock_core::queue::Waiter;
+use dlock_core::rules::{self, Serve};
+use dlock_core::Want;
 
 use super::parked::{Outcome, Parked};
 use super::queues::{self, QueueKey};
-use crate::keyspace::group::Group;
 use crate::keyspace::LockKey;
 use crate::server;
 use crate::stats::{self, HANDOFFS};
 use crate::wire::{errors, Arg};
-use crate::writes::{self, Grant, Refusal};
+use crate::writes::{self, Grant, Owner, Refusal};
 
 /// How soon a handoff held up by a write pause tries again.
 const PAUSED_RETRY: Duration = Duration::from_millis(5);
+
+/// How long one handoff may hold the event loop: past it, the rest of the queue is served from
+/// a timer on the next turn, so that leases of thousands of permits ending together with as
+/// many waiters never stall the server (clients are answered, and other commands run, between
+/// the turns). A request arriving meanwhile still queues behind them: nobody is overtaken.
+const TURN: Duration = Duration::from_micros(500);
 
 /// Serves the waiters of the resource under `name` in service order while the head can be
 /// granted (a free lock to one writer; consecutive readers together; a semaphore's free places
 /// in order), then watches the next lease to end while others still wait.
 pub fn hand_off(ctx: &Context, queue: &QueueKey, name: &Arg) {
+    let started = Instant::now();
     loop {
+        if started.elapsed() > TURN {
+            return schedule(ctx, queue, Duration::ZERO);
+        }
         let mut key = LockKey::open(ctx, name, true);
         let now_us = server::now_us();
-        let Ok(view) = key.group_view() else {
+        let Ok(view) = key.view(now_us / 1000) else {
             return fail_all(queue, "ERR the key no longer holds a lock");
         };
-        let live = view.live(now_us / 1000);
-        forget_stale_marks(queue, &live);
         let Some((owner, want)) = queues::head(queue) else {
             return;
         };
-        match group::serve_head(group::kind_of(&live, view.limit), &live, &owner, want) {
+        match rules::serve_head(&view, &owner, want) {
             Serve::Wait => {
-                let next = group::next_deadline(&live);
+                let next = view.next_deadline();
                 drop(key);
                 if let Some(deadline_ms) = next {
                     watch(ctx, queue, deadline_ms);
@@ -62,18 +70,34 @@ pub fn hand_off(ctx: &Context, queue: &QueueKey, name: &Arg) {
                 let Some(next) = queues::pop(queue) else {
                     return;
                 };
-                let single = want == Want::Exclusive && live.is_empty();
-                drop(live);
-                let granted = if single {
-                    writes::grant(ctx, &mut key, &next.owner, None, next.ttl_ms, now_us)
-                } else {
-                    let how = (next.owner.as_slice(), next.want);
-                    grant_or_downgrade(ctx, &mut key, &view, how, (next.ttl_ms, downgrade, now_us))
-                };
+                let granted = grant(ctx, &mut key, &next, (downgrade, now_us));
                 if let Some(retry) = answer(queue, next, granted) {
                     return schedule(ctx, queue, retry);
                 }
             }
+        }
+    }
+}
+
+/// A served waiter's grant: a fresh entry, or (an exclusive holder asking for the shared side)
+/// a downgrade keeping its token.
+fn grant(
+    ctx: &Context,
+    key: &mut LockKey<'_>,
+    next: &Waiter<Parked>,
+    (downgrade, now_us): (Option<u64>, u64),
+) -> Result<Grant, Refusal> {
+    let owner = Owner {
+        bytes: &next.owner,
+        arg: None,
+    };
+    match downgrade {
+        None => writes::grant(ctx, key, (owner, next.want), next.ttl_ms, now_us),
+        Some(token) => {
+            let deadline_ms = dlock_core::node::deadline_at(now_us / 1000, next.ttl_ms);
+            writes::downgrade(ctx, key, &next.owner, (token, deadline_ms), now_us / 1000)
+                .map(|gone| Grant { token, gone })
+                .map_err(Refusal::Error)
         }
     }
 }
@@ -88,10 +112,9 @@ fn answer(
     match granted {
         Ok(grant) => {
             let ticket = next.ticketed.then_some(next.rank);
-            match next.want {
-                Want::Exclusive => queues::mark_grant(queue, &next.owner, grant.token, ticket),
-                _ => queues::mark_holder(queue, &next.owner, grant.token, ticket),
-            }
+            let alone = next.want == Want::Exclusive;
+            queues::unmark(queue, grant.gone.iter().map(|s| &*s.owner));
+            queues::mark(queue, &next.owner, (grant.token, ticket), alone);
             stats::count(&HANDOFFS);
             next.handle.answer(Outcome::Granted(grant.token));
             None
@@ -105,35 +128,6 @@ fn answer(
             None
         }
     }
-}
-
-/// A served shared or permit waiter: a fresh place, or (an exclusive holder asking for the
-/// shared side) a downgrade keeping its token.
-fn grant_or_downgrade(
-    ctx: &Context,
-    key: &mut LockKey<'_>,
-    before: &Group,
-    (owner, want): (&[u8], Want),
-    (ttl_ms, downgrade, now_us): (u64, Option<u64>, u64),
-) -> Result<Grant, Refusal> {
-    match downgrade {
-        None => writes::grant_holder(ctx, key, before, (owner, want), ttl_ms, now_us),
-        Some(token) => {
-            let deadline_ms = dlock_core::node::deadline_at(now_us / 1000, ttl_ms);
-            writes::downgrade(ctx, key, before, owner, (token, deadline_ms), now_us / 1000)
-                .map(|()| Grant { token })
-                .map_err(Refusal::Error)
-        }
-    }
-}
-
-/// Drops the marks of holders that are gone (released, expired, revoked).
-fn forget_stale_marks(queue: &QueueKey, live: &[group::Entry<'_>]) {
-    queues::unmark_where(queue, |m| {
-        !live
-            .iter()
-            .any(|e| e.owner == m.owner.as_slice() && e.token == m.token)
-    });
 }
 
 /// Keeps one timer on a key with waiters, firing at the holder's deadline.

@@ -1,8 +1,8 @@
 //! Fair waiting inside the server (docs/protocol.md §5): `DLOCK.ACQUIRE ... WAIT` parks the
-//! client in a per-key queue in module memory, and the moment the lock is free the first waiter
-//! in service order gets it. The rules (order, tentative grants, wounds) are
-//! `dlock_core::wait`'s; this module keeps the queues and the parked clients, and decides when
-//! to hand off.
+//! client in a per-key queue in module memory, and the moment a place frees up the waiters in
+//! service order get it. The rules (order, tentative grants, wounds) are `dlock_core::rules`';
+//! this module keeps the queues, the tentative marks and the parked clients, and decides when to
+//! hand off.
 
 mod blocked;
 mod cluster;
@@ -15,15 +15,17 @@ mod queues;
 use std::cell::OnceCell;
 use std::time::Duration;
 
-use dlock_core::group::{self, Entry, Kind, Want};
-use dlock_core::wait::{self, Decision, Queue, Request, Tentative};
-use dlock_core::Held;
+use dlock_core::queue::{Queue, Request};
+use dlock_core::rules::{self, Decision};
+use dlock_core::tentative::Tentatives;
+use dlock_core::{Mode, Want};
 use redis_module::{raw, Context, RedisError, RedisValue};
 
 pub use events::watch;
 pub use queues::{waiters, QueueKey, Wait};
 
 use crate::keyspace::key::selected_db;
+use crate::keyspace::view::View;
 use crate::wire::{errors, Arg};
 use crate::{config, server};
 use parked::Outcome;
@@ -62,67 +64,35 @@ impl<'a> Waiters<'a> {
             .get_or_init(|| (selected_db(self.ctx), self.name.as_bytes().to_vec()))
     }
 
-    /// What an ACQUIRE does here, given the key's queue and tentative mark.
-    pub fn decide(&self, held: Option<Held<'_>>, req: &Request<'_>) -> Decision {
+    /// What an ACQUIRE does here, given the resource's holders, queue and tentative marks.
+    pub fn decide(&self, view: &View<'_>, req: &Request<'_>) -> Decision {
+        // Nobody waits here: the empty queue and marks are statics, never built or dropped.
+        static NO_QUEUE: Queue<()> = Queue::new();
+        static NO_MARKS: Tentatives = Tentatives::NONE;
+        let none = || rules::decide(view, &NO_MARKS, &NO_QUEUE, req);
         if queues::idle() {
-            return wait::acquire(held, None, &Queue::<()>::default(), req);
+            return none();
         }
         queues::peek(self.key(), |state| match state {
-            Some(s) => wait::acquire(held, s.tentative.as_ref(), &s.queue, req),
-            None => wait::acquire(held, None, &Queue::<()>::default(), req),
+            Some(s) => rules::decide(view, &s.marks, &s.queue, req),
+            None => none(),
         })
     }
 
-    /// What an ACQUIRE of a shared lock or a semaphore does here, given the live holders, the
-    /// queue and the holders' tentative marks.
-    pub fn decide_group(
-        &self,
-        holders: (Option<Kind>, &[Entry<'_>]),
-        req: &Request<'_>,
-        want: Want,
-    ) -> group::Decision {
-        let empty = Queue::<()>::default();
-        if queues::idle() {
-            return group::decide(holders, &empty, req, want, |_| None);
-        }
-        queues::peek(self.key(), |state| match state {
-            Some(s) => group::decide(holders, &s.queue, req, want, |e| ticket_in(s, e)),
-            None => group::decide(holders, &empty, req, want, |_| None),
-        })
-    }
-
-    /// A ticketed grant to a holder stays tentative until its FENCE commits it.
-    pub fn granted_holder(&self, owner: &[u8], token: u64, ticket: Option<u64>) {
-        if ticket.is_some() {
-            queues::mark_holder(self.key(), owner, token, ticket);
-        }
-    }
-
-    /// The holder's FENCE committed its grant: it can no longer be wounded (whether its mark is
-    /// a holder's or, for an exclusive grant, the lock's).
-    pub fn committed_holder(&self, owner: &[u8]) {
-        if !queues::idle() {
-            queues::unmark_where(self.key(), |m| m.owner == owner);
-            queues::update(self.key(), |k| {
-                if k.tentative.as_ref().is_some_and(|t| t.owner == owner) {
-                    k.tentative = None;
-                }
-            });
-        }
-    }
-
-    /// A ticketed grant stays tentative until FENCE commits it; a fresh grant ends any mark.
-    pub fn granted(&self, owner: &[u8], token: u64, ticket: Option<u64>) {
+    /// A grant to `owner` stays tentative until FENCE commits it if `ticket`ed; a grant of the
+    /// whole resource (`alone`: an exclusive one) ends every earlier mark.
+    pub fn granted(&self, owner: &[u8], (token, ticket): (u64, Option<u64>), alone: bool) {
         if ticket.is_none() && queues::idle() {
             return;
         }
-        queues::mark_grant(self.key(), owner, token, ticket);
+        queues::mark(self.key(), owner, (token, ticket), alone);
     }
 
-    /// FENCE committed the grant: it can no longer be wounded.
-    pub fn committed(&self) {
+    /// These owners' grants are committed (FENCE), or their entries are gone: no mark
+    /// describes them any more.
+    pub fn forget<'o>(&self, owners: impl IntoIterator<Item = &'o [u8]>) {
         if !queues::idle() {
-            queues::update(self.key(), |k| k.tentative = None);
+            queues::unmark(self.key(), owners);
         }
     }
 
@@ -154,14 +124,23 @@ impl<'a> Waiters<'a> {
         Ok(RedisValue::NoReply)
     }
 
-    /// The lock was just freed by this command: the next waiter gets it now.
+    /// A place was just freed by this command: the waiters it can serve get it now.
     pub fn freed(&self) {
         if queues::idle() {
             return;
         }
         let key = self.key();
-        if queues::update(key, |k| k.tentative = None).is_some() {
+        if queues::peek(key, |k| k.is_some()) {
             handoff::hand_off(self.ctx, key, self.name);
+        }
+    }
+
+    /// The whole resource was removed by this command (FORCERELEASE): no mark describes
+    /// anything, and the waiters it can serve get it now.
+    pub fn cleared(&self) {
+        if !queues::idle() {
+            queues::clear_marks(self.key());
+            self.freed();
         }
     }
 
@@ -190,16 +169,6 @@ impl<'a> Waiters<'a> {
     pub fn list(&self) -> Vec<RedisValue> {
         list(self.key())
     }
-}
-
-/// The ticket of `entry`'s uncommitted grant, if it is one: a shared or permit holder's mark,
-/// or the lock's own mark when the entry is its exclusive holder.
-fn ticket_in(state: &queues::KeyState, entry: &Entry<'_>) -> Option<u64> {
-    let describes = |m: &&Tentative| m.owner == entry.owner && m.token == entry.token;
-    let holder_mark = state.marks.iter().find(describes);
-    holder_mark
-        .or_else(|| state.tentative.as_ref().filter(describes))
-        .map(|m| m.ticket)
 }
 
 fn list(key: &QueueKey) -> Vec<RedisValue> {
@@ -233,11 +202,11 @@ pub fn want_word(want: Want) -> &'static str {
     mode_word(want.mode())
 }
 
-pub fn mode_word(mode: group::Mode) -> &'static str {
+pub fn mode_word(mode: Mode) -> &'static str {
     match mode {
-        group::Mode::Exclusive => "exclusive",
-        group::Mode::Shared => "shared",
-        group::Mode::Permit => "permit",
+        Mode::Exclusive => "exclusive",
+        Mode::Shared => "shared",
+        Mode::Permit => "permit",
     }
 }
 

@@ -1,5 +1,5 @@
 //! The per-key waiting state, in module memory (never persisted or replicated): the queue of
-//! parked clients and the tentative mark of a ticketed grant not yet committed by FENCE.
+//! parked clients and the tentative marks of ticketed grants not yet committed by FENCE.
 //!
 //! Redis runs every command, timer and callback that touches it on its main thread, so it
 //! lives in a thread-local. Functions here never call into Redis while borrowing it: callers
@@ -9,8 +9,9 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-use dlock_core::group::Want;
-use dlock_core::wait::{Queue, Tentative, Waiter};
+use dlock_core::queue::{Queue, Waiter};
+use dlock_core::tentative::Tentatives;
+use dlock_core::Want;
 
 use super::parked::Parked;
 
@@ -33,10 +34,9 @@ pub struct Wait<'a> {
 #[derive(Default)]
 pub struct KeyState {
     pub queue: Queue<Parked>,
-    pub tentative: Option<Tentative>,
-    /// The tentative marks of a shared lock's or a semaphore's holders (several may be
-    /// uncommitted at once); a mark describes its holder only while owner and token match.
-    pub marks: Vec<Tentative>,
+    /// The holders' grants not yet committed (a mark describes its owner's entries only while
+    /// their token is the one it was made for).
+    pub marks: Tentatives,
     /// The pending timer that watches this key's deadline or retries its handoff.
     pub timer: Option<u64>,
 }
@@ -82,7 +82,7 @@ fn change<R>(
     let before = state.queue.len();
     let result = f(state);
     let after = state.queue.len();
-    let holds_nothing = state.tentative.is_none() && state.marks.is_empty();
+    let holds_nothing = state.marks.is_empty();
     if state.queue.is_empty() && holds_nothing && state.timer.is_none() {
         r.keys.remove(key);
     }
@@ -135,47 +135,40 @@ pub fn requeue(key: &QueueKey, waiter: Waiter<Parked>) {
     enqueue(key, &wait, waiter.handle);
 }
 
-/// Records a grant on the key, made by a command or a handoff: a ticketed grant stays tentative
-/// until FENCE commits it; any other grant ends a mark left from before.
-pub fn mark_grant(key: &QueueKey, owner: &[u8], token: u64, ticket: Option<u64>) {
-    match ticket {
-        Some(ticket) => {
-            let mark = Tentative {
-                owner: owner.to_vec(),
-                token,
-                ticket,
-            };
-            with_key(key, |k| k.tentative = Some(mark));
+/// Records a grant to `owner` on the key, made by a command or a handoff: a ticketed one stays
+/// tentative (a wound may revoke it) until its FENCE commits it. A grant of the whole resource
+/// (`alone`) ends every earlier mark.
+pub fn mark(key: &QueueKey, owner: &[u8], (token, ticket): (u64, Option<u64>), alone: bool) {
+    if ticket.is_none() && idle() {
+        return;
+    }
+    let change = |k: &mut KeyState| {
+        if alone {
+            k.marks.clear();
         }
-        None => {
-            if !idle() {
-                update(key, |k| k.tentative = None);
-            }
+        match ticket {
+            Some(ticket) => k.marks.mark(owner, token, ticket),
+            None => k.marks.unmark(owner),
         }
+    };
+    if ticket.is_some() {
+        with_key(key, change);
+    } else {
+        update(key, change);
     }
 }
 
-/// Records a grant to one holder of a shared lock or a semaphore: a ticketed one stays
-/// tentative (a wound may revoke it) until its FENCE commits it.
-pub fn mark_holder(key: &QueueKey, owner: &[u8], token: u64, ticket: Option<u64>) {
-    let Some(ticket) = ticket else {
-        return;
-    };
-    let mark = Tentative {
-        owner: owner.to_vec(),
-        token,
-        ticket,
-    };
-    with_key(key, |k| {
-        k.marks.retain(|m| m.owner != owner);
-        k.marks.push(mark);
-    });
+/// Forgets the marks of these owners (their grant was committed, released, revoked or ended).
+pub fn unmark<'a>(key: &QueueKey, owners: impl IntoIterator<Item = &'a [u8]>) {
+    if !idle() {
+        update(key, |k| owners.into_iter().for_each(|o| k.marks.unmark(o)));
+    }
 }
 
-/// Forgets the marks `stale` selects (committed, or their holder is gone).
-pub fn unmark_where(key: &QueueKey, stale: impl Fn(&Tentative) -> bool) {
+/// Forgets every mark of the key (nothing it describes is held any more).
+pub fn clear_marks(key: &QueueKey) {
     if !idle() {
-        update(key, |k| k.marks.retain(|m| !stale(m)));
+        update(key, |k| k.marks.clear());
     }
 }
 

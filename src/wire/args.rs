@@ -1,8 +1,8 @@
 //! Parsing and validating command arguments, free of the Redis API (so they are fuzzed in the
 //! tests). Everything is checked before any key is touched: bad input changes nothing.
 
-use dlock_core::group::{Want, MAX_LIMIT};
-use dlock_core::lock::{MAX_HOLDS, MAX_OWNER_LEN};
+use dlock_core::holders::{MAX_HOLDS, MAX_LIMIT, MAX_OWNER_LEN};
+use dlock_core::Want;
 use dlock_core::MAX_TOKEN;
 use redis_module::RedisError;
 

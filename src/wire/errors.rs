@@ -1,9 +1,9 @@
 //! Every error string a client can see, in one place. Each starts with a Redis error code
 //! (`ERR`, `WRONGTYPE`, `TRYAGAIN`) and names the argument and what is allowed.
 
-use dlock_core::group::{Kind, Want, MAX_LIMIT};
-use dlock_core::lock::{MAX_HOLDS, MAX_OWNER_LEN};
+use dlock_core::holders::{MAX_HOLDS, MAX_LIMIT, MAX_OWNER_LEN};
 use dlock_core::MAX_TOKEN;
+use dlock_core::{Kind, Want};
 use redis_module::RedisError;
 
 use super::limits::LIMIT_MS;
@@ -203,6 +203,12 @@ pub fn limit(got: &[u8]) -> RedisError {
 
 pub fn holders_conflict(why: &str) -> RedisError {
     err(format!("ERR the holders would not coexist: {why}"))
+}
+
+pub fn deadline_too_far(deadline_ms: u64, latest_ms: u64) -> RedisError {
+    RedisError::String(format!(
+        "ERR deadline {deadline_ms} is later than this node could grant ({latest_ms}, unix ms: now + dlock.max-ttl-ms + 60 s)"
+    ))
 }
 
 pub fn apply_needs_pxat() -> RedisError {

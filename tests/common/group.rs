@@ -60,16 +60,19 @@ pub fn group_status(c: &mut Connection, key: &str) -> Option<GroupStatus> {
         .expect("DLOCK.STATUS");
     let fields = reply?;
     let mut status = (String::new(), None, Vec::new(), 0);
+    let mut count = None;
     for pair in fields.chunks(2) {
         let name: String = redis::from_redis_value_ref(&pair[0]).expect("field name");
         match name.as_str() {
             "kind" => status.0 = redis::from_redis_value_ref(&pair[1]).expect("kind"),
             "limit" => status.1 = Some(redis::from_redis_value_ref(&pair[1]).expect("limit")),
+            "count" => count = Some(redis::from_redis_value_ref::<usize>(&pair[1]).expect("count")),
             "holders" => status.2 = holders(&pair[1]),
             "waiters" => status.3 = redis::from_redis_value_ref(&pair[1]).expect("waiters"),
             other => panic!("a plain lock's STATUS ({other}), expected a group's"),
         }
     }
+    assert_eq!(count, Some(status.2.len()), "count: every holder listed");
     Some(status)
 }
 

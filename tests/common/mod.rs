@@ -158,3 +158,9 @@ pub fn sync(master: &mut Connection) {
     let acked: i64 = redis::cmd("WAIT").arg(1).arg(5_000).query(master).unwrap();
     assert_eq!(acked, 1, "replica acknowledged");
 }
+
+/// A minute from now, in unix ms: a deadline any node would grant (within `dlock.max-ttl-ms`).
+pub fn soon_ms() -> u64 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    now.map_or(0, |d| d.as_millis() as u64) + 60_000
+}

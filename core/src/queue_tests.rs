@@ -1,24 +1,5 @@
 use super::*;
-use crate::group::Want;
-
-fn held(owner: &[u8], token: u64) -> Held<'_> {
-    Held {
-        owner,
-        token,
-        holds: 1,
-        deadline_ms: 1_000,
-    }
-}
-
-fn req(owner: &[u8], ticket: Option<u64>, rank: u64) -> Request<'_> {
-    Request {
-        owner,
-        reentrant: false,
-        wait: true,
-        ticket,
-        rank,
-    }
-}
+use crate::holders::Want;
 
 fn queue(entries: &[(&[u8], u64, bool)]) -> Queue<()> {
     let mut q = Queue::default();
@@ -49,100 +30,6 @@ fn asking_again_keeps_one_place() {
     assert_eq!(replaced.map(|w| w.ttl_ms), Some(1_000));
     assert_eq!(q.len(), 2);
     assert_eq!(q.head().unwrap().owner, b"a");
-}
-
-#[test]
-fn a_free_lock_is_granted_unless_someone_is_ranked_ahead() {
-    assert_eq!(
-        acquire(None, None, &queue(&[]), &req(b"a", None, 5)),
-        Decision::Grant
-    );
-    let q = queue(&[(b"w", 3, true)]);
-    assert_eq!(
-        acquire(None, None, &q, &req(b"a", Some(5), 5)),
-        Decision::Enqueue
-    );
-    assert_eq!(
-        acquire(None, None, &q, &req(b"a", Some(2), 2)),
-        Decision::Grant,
-        "ranked ahead of the queue"
-    );
-    let no_wait = Request {
-        wait: false,
-        ..req(b"a", None, 5)
-    };
-    assert_eq!(
-        acquire(None, None, &q, &no_wait),
-        Decision::Contended,
-        "never jumps the queue"
-    );
-}
-
-#[test]
-fn the_holder_renews_and_never_queues() {
-    let q = queue(&[(b"w", 1, true)]);
-    assert_eq!(
-        acquire(Some(held(b"a", 7)), None, &q, &req(b"a", Some(9), 9)),
-        Decision::Renew { token: 7, holds: 1 }
-    );
-}
-
-#[test]
-fn a_smaller_ticket_wounds_a_tentative_grant_only() {
-    let lock = held(b"b", 7);
-    let tentative = Tentative {
-        owner: b"b".to_vec(),
-        token: 7,
-        ticket: 20,
-    };
-    let q = queue(&[]);
-    assert_eq!(
-        acquire(Some(lock), Some(&tentative), &q, &req(b"a", Some(10), 10)),
-        Decision::Wound
-    );
-    assert_eq!(
-        acquire(Some(lock), Some(&tentative), &q, &req(b"a", Some(30), 30)),
-        Decision::Enqueue,
-        "larger ticket waits"
-    );
-    assert_eq!(
-        acquire(Some(lock), None, &q, &req(b"a", Some(10), 10)),
-        Decision::Enqueue,
-        "committed: never revoked"
-    );
-    assert_eq!(
-        acquire(Some(lock), Some(&tentative), &q, &req(b"a", None, 10)),
-        Decision::Enqueue,
-        "un-ticketed never wounds"
-    );
-    let stale = Tentative {
-        token: 6,
-        ..tentative.clone()
-    };
-    assert_eq!(
-        acquire(Some(lock), Some(&stale), &q, &req(b"a", Some(10), 10)),
-        Decision::Enqueue,
-        "a record of an earlier grant"
-    );
-    let no_wait = Request {
-        wait: false,
-        ..req(b"a", Some(30), 30)
-    };
-    assert_eq!(
-        acquire(Some(lock), Some(&tentative), &q, &no_wait),
-        Decision::Contended
-    );
-}
-
-#[test]
-fn a_free_lock_goes_to_the_first_waiter() {
-    let mut q = queue(&[(b"b", 20, true), (b"a", 10, true)]);
-    assert!(
-        next_holder(Some(held(b"x", 1)), &mut q).is_none(),
-        "still held"
-    );
-    assert_eq!(next_holder(None, &mut q).unwrap().owner, b"a");
-    assert_eq!(q.len(), 1);
 }
 
 #[test]

@@ -1,18 +1,12 @@
-//! Fair waiting: a per-key queue of waiters, who is served next, and when a waiting ticket may
-//! wound (revoke) a tentative grant.
+//! Fair waiting: a per-resource queue of waiters in service order.
 //!
-//! - Waiters are served by rank, ties by arrival. A ticketed waiter's rank is its ticket; an
-//!   un-ticketed one's is its arrival time in microseconds (so FIFO among themselves).
-//! - A grant to a ticketed request is *tentative* until FENCE commits it. A ticketed request
-//!   that finds the lock tentatively held for a larger ticket wounds it: the holder loses the
-//!   lock (its FENCE will answer 0) and the request is granted. A committed or un-ticketed grant
-//!   is never revoked.
-//! - A request never jumps the queue: a free lock with waiters ranked ahead goes to them.
+//! Waiters are served by rank, ties by arrival. A ticketed waiter's rank is its ticket; an
+//! un-ticketed one's is its arrival time in microseconds (so FIFO among themselves). Who is
+//! served, and when a ticket wounds a tentative grant, is [`crate::rules`]'.
 
 use std::collections::BTreeMap;
 
-use crate::group::Want;
-use crate::lock::{self, Acquire, Held};
+use crate::holders::Want;
 
 /// One queued request. `handle` is whatever the caller needs to answer it later (a blocked
 /// client in the module, a client id in the model).
@@ -47,15 +41,19 @@ type Place = (u64, u64);
 
 impl<W> Default for Queue<W> {
     fn default() -> Self {
+        Queue::new()
+    }
+}
+
+impl<W> Queue<W> {
+    pub const fn new() -> Queue<W> {
         Queue {
             waiters: BTreeMap::new(),
             places: BTreeMap::new(),
             next_seq: 0,
         }
     }
-}
 
-impl<W> Queue<W> {
     pub fn len(&self) -> usize {
         self.waiters.len()
     }
@@ -170,90 +168,21 @@ impl<W> Queue<W> {
     }
 }
 
-/// A grant not yet committed by FENCE, and the ticket it was made for. It describes the lock
-/// only while the lock's owner and token still match (the lock may have been released and
-/// granted again since).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Tentative {
-    pub owner: Vec<u8>,
-    pub token: u64,
-    pub ticket: u64,
-}
-
-impl Tentative {
-    pub fn describes(&self, held: &Held<'_>) -> bool {
-        self.owner == held.owner && self.token == held.token
-    }
-}
-
-/// An ACQUIRE as the wait rules see it.
+/// An ACQUIRE as the rules see it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Request<'a> {
     pub owner: &'a [u8],
+    /// The exclusive lock, a shared hold or a permit.
+    pub want: Want,
     pub reentrant: bool,
-    /// `WAIT`: queue when the lock is not available (never inside MULTI, scripts or replicas).
+    /// `WAIT`: queue when the resource is not available (never inside MULTI, scripts or
+    /// replicas).
     pub wait: bool,
     pub ticket: Option<u64>,
     /// The service rank: the ticket, or the arrival time in microseconds.
     pub rank: u64,
 }
 
-/// What an ACQUIRE does on a node with waiting.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Decision {
-    /// Free and nobody ranked ahead: grant now (tentatively if ticketed).
-    Grant,
-    /// Already ours: as [`Acquire::Renew`].
-    Renew { token: u64, holds: u16 },
-    /// Held tentatively for a larger ticket: revoke that grant, then grant this request.
-    Wound,
-    /// Queue the request.
-    Enqueue,
-    /// Not available and not waiting: nil.
-    Contended,
-    /// As [`Acquire::HoldLimit`].
-    HoldLimit,
-}
-
-/// `held` is the live lock; `tentative` the key's uncommitted-grant record, if any.
-pub fn acquire<W>(
-    held: Option<Held<'_>>,
-    tentative: Option<&Tentative>,
-    queue: &Queue<W>,
-    req: &Request<'_>,
-) -> Decision {
-    let not_available = if req.wait {
-        Decision::Enqueue
-    } else {
-        Decision::Contended
-    };
-    match lock::acquire(held, req.owner, req.reentrant) {
-        Acquire::Renew { token, holds } => Decision::Renew { token, holds },
-        Acquire::HoldLimit => Decision::HoldLimit,
-        Acquire::Grant if queue.has_ahead(req.rank) => not_available,
-        Acquire::Grant => Decision::Grant,
-        Acquire::Contended if wounds(held, tentative, req) => Decision::Wound,
-        Acquire::Contended => not_available,
-    }
-}
-
-/// A ticketed request wounds a tentative grant made for a larger ticket.
-fn wounds(held: Option<Held<'_>>, tentative: Option<&Tentative>, req: &Request<'_>) -> bool {
-    match (held, tentative, req.ticket) {
-        (Some(held), Some(t), Some(ticket)) => t.describes(&held) && ticket < t.ticket,
-        _ => false,
-    }
-}
-
-/// Who gets a lock that has become free (released, expired, deleted, revoked): the first
-/// waiter in service order. `None` while the lock is still held.
-pub fn next_holder<W>(held: Option<Held<'_>>, queue: &mut Queue<W>) -> Option<Waiter<W>> {
-    match held {
-        Some(_) => None,
-        None => queue.pop(),
-    }
-}
-
 #[cfg(test)]
-#[path = "wait_tests.rs"]
+#[path = "queue_tests.rs"]
 mod tests;

@@ -1,11 +1,14 @@
-//! One lock as it lives in Redis memory: a single allocation from Redis's allocator (so
-//! `used_memory` and `MEMORY USAGE` see it), laid out as
+//! A resource with one exclusive holder — a plain lock — as it lives in Redis memory (the
+//! `dlocklock` data type): the compact storage form, a single allocation from Redis's allocator
+//! (so `used_memory` and `MEMORY USAGE` see it), laid out as
 //!
 //! `token u64 | deadline u64 | place u64 | holds u16 | owner length u16 | owner bytes`
 //!
 //! (little-endian, 28 bytes of header). The owner is kept packed when it starts with lower-case
 //! hex digits (see [`super::owner`]; the top bit of the length says so): a client's 32-digit
-//! owner takes 17 bytes, and the lock fills jemalloc's 48-byte class.
+//! owner takes 17 bytes, and the lock fills jemalloc's 48-byte class. The next bit says the
+//! deadline is only a ceiling and the key's TTL rules below it (a lock from a version-1 RDB or
+//! an AOF's `DLOCK.APPLY` without `PXAT`, until the key's TTL event settles it).
 
 use std::marker::PhantomData;
 use std::os::raw::{c_longlong, c_void};
@@ -21,14 +24,19 @@ const LEN_AT: usize = 26;
 const OWNER_AT: usize = 28;
 /// Set in the owner length when the owner is stored packed.
 const PACKED: u16 = 1 << 15;
+/// Set in the owner length when the key's TTL, if earlier, is the deadline.
+const FOLLOWS_KEY_TTL: u16 = 1 << 14;
+/// The bits of the owner length that are the length.
+const LEN_BITS: u16 = FOLLOWS_KEY_TTL - 1;
 
-/// A lock's fields, as the keyspace, the RDB codec and the replication effects exchange them.
+/// A plain lock's fields, as the keyspace, the RDB codec and the replication effects exchange
+/// them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Record<'a> {
     pub owner: &'a [u8],
     pub token: u64,
     pub holds: u16,
-    /// Unix ms; [`super::FOLLOW_KEY_TTL`] for locks loaded from a version-1 RDB, which had none.
+    /// Unix ms.
     pub deadline_ms: u64,
     /// Where the lock was granted (see [`super::place`]); [`super::MOVED`] once it was moved.
     pub place: u64,
@@ -49,16 +57,25 @@ impl Record<'_> {
 
 /// A lock value read through a shared borrow of the key (or of a type callback's argument).
 #[derive(Clone, Copy)]
-pub struct LockRef<'a> {
+pub struct CompactRef<'a> {
     ptr: NonNull<u8>,
     _value: PhantomData<&'a [u8]>,
 }
 
-impl<'a> LockRef<'a> {
+impl<'a> CompactRef<'a> {
+    /// A value Redis hands to a type callback.
+    ///
+    /// # Safety
+    /// `value` must be a `dlocklock` value alive for `'a`.
+    pub unsafe fn from_callback(value: *const c_void) -> Option<CompactRef<'a>> {
+        // SAFETY: the caller's promise is `CompactRef::new`'s contract.
+        NonNull::new(value.cast_mut()).map(|ptr| unsafe { CompactRef::new(ptr) })
+    }
+
     /// # Safety
     /// `ptr` must point to a dlock value that stays alive and unmodified for `'a`.
     pub unsafe fn new(ptr: NonNull<c_void>) -> Self {
-        LockRef {
+        CompactRef {
             ptr: ptr.cast(),
             _value: PhantomData,
         }
@@ -67,9 +84,9 @@ impl<'a> LockRef<'a> {
     /// The owner's bytes as stored, and whether they are packed.
     fn stored_owner(&self) -> (&'a [u8], bool) {
         let len = u16::from_le_bytes(self.read(LEN_AT));
-        let stored = usize::from(len & !PACKED);
-        // SAFETY: the value was allocated with OWNER_AT + stored bytes (see `OwnedLock::new`)
-        // and lives for 'a (the contract of `LockRef::new`).
+        let stored = usize::from(len & LEN_BITS);
+        // SAFETY: the value was allocated with OWNER_AT + stored bytes (see `OwnedCompact::new`)
+        // and lives for 'a (the contract of `CompactRef::new`).
         let bytes = unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().add(OWNER_AT), stored) };
         (bytes, len & PACKED != 0)
     }
@@ -108,6 +125,11 @@ impl<'a> LockRef<'a> {
         u64::from_le_bytes(self.read(PLACE_AT))
     }
 
+    /// Whether the key's TTL, when earlier, is the deadline (see the module docs).
+    pub fn follows_key_ttl(&self) -> bool {
+        u16::from_le_bytes(self.read(LEN_AT)) & FOLLOWS_KEY_TTL != 0
+    }
+
     /// Bytes allocated for this lock (what `MEMORY USAGE` reports for the value).
     pub fn allocated_size(&self) -> usize {
         OWNER_AT + self.stored_owner().0.len()
@@ -122,16 +144,16 @@ impl<'a> LockRef<'a> {
 }
 
 /// A lock value changed in place through an exclusive borrow of its open key.
-pub struct LockMut<'a> {
+pub struct CompactMut<'a> {
     ptr: NonNull<u8>,
     _value: PhantomData<&'a mut [u8]>,
 }
 
-impl LockMut<'_> {
+impl CompactMut<'_> {
     /// # Safety
     /// `ptr` must point to a dlock value that nothing else reads or writes for the borrow.
     pub unsafe fn new(ptr: NonNull<c_void>) -> Self {
-        LockMut {
+        CompactMut {
             ptr: ptr.cast(),
             _value: PhantomData,
         }
@@ -153,6 +175,27 @@ impl LockMut<'_> {
         self.write(PLACE_AT, &place.to_le_bytes());
     }
 
+    /// The same value, read.
+    pub fn as_ref(&self) -> CompactRef<'_> {
+        // SAFETY: the value outlives this shared reborrow of the exclusive one.
+        unsafe { CompactRef::new(self.ptr.cast()) }
+    }
+
+    pub fn follows_key_ttl(&self) -> bool {
+        self.as_ref().follows_key_ttl()
+    }
+
+    pub fn deadline_ms(&self) -> u64 {
+        self.as_ref().deadline_ms()
+    }
+
+    /// Sets or clears "the key's TTL, when earlier, is the deadline".
+    pub fn set_follows_key_ttl(&mut self, follows: bool) {
+        let len = u16::from_le_bytes(self.as_ref().read(LEN_AT)) & !FOLLOWS_KEY_TTL;
+        let len = if follows { len | FOLLOWS_KEY_TTL } else { len };
+        self.write(LEN_AT, &len.to_le_bytes());
+    }
+
     fn write(&mut self, at: usize, bytes: &[u8]) {
         // SAFETY: header fields lie inside the allocation; the borrow is exclusive.
         unsafe {
@@ -161,24 +204,24 @@ impl LockMut<'_> {
     }
 }
 
-/// A lock value not yet handed to Redis: freed on drop unless [`OwnedLock::into_raw`] gave it
+/// A lock value not yet handed to Redis: freed on drop unless [`OwnedCompact::into_raw`] gave it
 /// to the keyspace.
-pub struct OwnedLock(NonNull<u8>);
+pub struct OwnedCompact(NonNull<u8>);
 
-impl OwnedLock {
-    /// Allocates a lock from Redis's allocator. `record.owner` is at most 256 bytes (validated
+impl OwnedCompact {
+    /// Allocates a plain lock from Redis's allocator. `record.owner` is at most 256 bytes (validated
     /// by every caller); `None` if the allocator is unavailable.
-    pub fn new(record: &Record<'_>) -> Option<OwnedLock> {
+    pub fn new(record: &Record<'_>) -> Option<OwnedCompact> {
         let pairs = owner::packed_pairs(record.owner);
         let stored = owner::stored_len(record.owner, pairs);
-        let len = u16::try_from(stored).ok().filter(|&len| len < PACKED)?;
+        let len = u16::try_from(stored).ok().filter(|&len| len <= LEN_BITS)?;
         let len = if pairs > 0 { len | PACKED } else { len };
         let alloc = crate::api!(RedisModule_Alloc)?;
         // SAFETY: RedisModule_Alloc is Redis's zmalloc: a valid allocation of the given size, or
         // an abort on out-of-memory like every other Redis allocation.
         let ptr = NonNull::new(unsafe { alloc(OWNER_AT + stored) })?;
         // SAFETY: freshly allocated with room for the header and the owner; nobody else has it.
-        let mut lock = unsafe { LockMut::new(ptr) };
+        let mut lock = unsafe { CompactMut::new(ptr) };
         lock.write(LEN_AT, &len.to_le_bytes());
         // SAFETY: the allocation holds OWNER_AT + stored bytes; nobody else has it yet.
         let owner_bytes = unsafe {
@@ -189,7 +232,13 @@ impl OwnedLock {
         lock.set_holds(record.holds);
         lock.set_deadline(record.deadline_ms);
         lock.set_place(record.place);
-        Some(OwnedLock(ptr.cast()))
+        Some(OwnedCompact(ptr.cast()))
+    }
+
+    /// Sets or clears "the key's TTL, when earlier, is the deadline".
+    pub fn set_follows_key_ttl(&mut self, follows: bool) {
+        // SAFETY: our allocation, not handed over yet; nobody else has it.
+        unsafe { CompactMut::new(self.0.cast()) }.set_follows_key_ttl(follows);
     }
 
     /// Hands the allocation over (to the keyspace, or to Redis from `rdb_load`).
@@ -201,12 +250,12 @@ impl OwnedLock {
 
     /// # Safety
     /// `ptr` must be a dlock value Redis gave back to the module to free (the `free` callback).
-    pub unsafe fn from_raw(ptr: NonNull<c_void>) -> OwnedLock {
-        OwnedLock(ptr.cast())
+    pub unsafe fn from_raw(ptr: NonNull<c_void>) -> OwnedCompact {
+        OwnedCompact(ptr.cast())
     }
 }
 
-impl Drop for OwnedLock {
+impl Drop for OwnedCompact {
     fn drop(&mut self) {
         if let Some(free) = crate::api!(RedisModule_Free) {
             // SAFETY: allocated by RedisModule_Alloc and owned by us (never handed over).
