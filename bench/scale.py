@@ -6,7 +6,10 @@
   (b) handoff latency and memory per waiter at 1 .. 10,000 waiters, on one resource and spread
       over 1000 (scale_waiters.py);
   (c) the event-loop stall while 10^5 locks expire in the same millisecond, next to 10^5 SET keys
-      with PXAT that millisecond (scale_expiry.py).
+      with PXAT that millisecond (scale_expiry.py);
+  (d) server time per command on one resource of 1 .. 10,000 holders (256-byte owners), the stall
+      while 500 .. 2,000 leases end together with as many waiters, and freeing 10,000 holders
+      (scale_holders.py, issue 35).
 
 Writes the tables to stdout and RESULTS_MD, the raw figures to RESULTS_JSON (scale_charts.py
 draws them). Standard library only.
@@ -22,6 +25,7 @@ import tempfile
 import time
 
 import scale_expiry
+import scale_holders
 import scale_locks
 import scale_waiters
 from resp_util import start_server
@@ -37,6 +41,9 @@ FULL = {
     "waiter_rounds": 3,
     "expiring": 100_000,
     "expiry_rounds": 5,
+    "holders": (1, 10, 100, 1_000, 10_000),
+    "holder_ops": 500,
+    "endings": (500, 1_000, 2_000),
 }
 QUICK = {
     "sizes": (1_000, 10_000),
@@ -47,6 +54,9 @@ QUICK = {
     "waiter_rounds": 1,
     "expiring": 10_000,
     "expiry_rounds": 2,
+    "holders": (1, 100, 10_000),
+    "holder_ops": 100,
+    "endings": (500,),
 }
 
 
@@ -83,6 +93,7 @@ def run_all(module, plan):
             process.kill()
             process.wait()
         results["waiters"] = scale_waiters.run(start, plan["waiters"], plan["handoffs"], plan["waiter_rounds"])
+        results["holders"] = scale_holders.run(start, plan["holders"], plan["holder_ops"], plan["endings"])
     results["minutes"] = (time.monotonic() - began) / 60
     results["load_after"] = os.getloadavg()
     return results

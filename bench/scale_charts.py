@@ -1,7 +1,7 @@
 """Draws the `make bench-scale` charts from bench/scale-results.json (needs matplotlib; run by
 bench/scale_charts.sh in bench/.venv).
 
-usage: scale_charts.py RESULTS_JSON OUT_DIR   (writes OUT_DIR/bench-scale-{locks,waiters,expiry}.png)
+usage: scale_charts.py RESULTS_JSON OUT_DIR   (writes OUT_DIR/bench-scale-{locks,waiters,expiry,holders}.png)
 """
 
 import json
@@ -98,11 +98,31 @@ def expiry_chart(results, path):
     fig.savefig(path, dpi=110)
 
 
+def holders_chart(results, path):
+    fig, (writes, status) = plt.subplots(1, 2, figsize=(14, 4.4))
+    holders = results["holders"]["per_command"]
+    styles = {"semaphore": "o-", "shared": "s--"}
+    for kind, rows in holders.items():
+        x = [r["holders"] for r in rows]
+        for command in ("acquire", "renew", "release", "extend", "fence", "replica_apply"):
+            writes.plot(x, [r[command] for r in rows], styles[kind], label=f"{kind}: {command}")
+        status.plot(x, [r["status"] for r in rows], styles[kind], label=f"{kind}: STATUS (COUNT 100)")
+    log_axis(writes, "holders of the resource (256-byte owners)", "server µs per call", "writes")
+    log_axis(status, "holders of the resource", "server µs per call", "STATUS: lists up to 100 holders")
+    writes.legend(fontsize=7, ncol=2)
+    fig.suptitle(f"bench-scale (d), {results['date']}, Redis {results['redis_version']}", fontsize=11)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
 def main():
     with open(sys.argv[1]) as f:
         results = json.load(f)
     out = sys.argv[2]
-    for name, draw in (("locks", locks_chart), ("waiters", waiters_chart), ("expiry", expiry_chart)):
+    charts = (("locks", locks_chart), ("waiters", waiters_chart), ("expiry", expiry_chart))
+    if "holders" in results:
+        charts += (("holders", holders_chart),)
+    for name, draw in charts:
         path = os.path.join(out, f"bench-scale-{name}.png")
         draw(results, path)
         print(f"bench-scale: chart {path}")

@@ -60,6 +60,58 @@ def expiry_table(expiry):
     return lines
 
 
+COMMANDS = ("acquire", "renew", "release", "extend", "fence", "replica_apply", "status")
+HOLDER_FLAT = 2.0  # issue 35: server time per command within 2x from 1 to 10,000 holders
+STALL_GOAL_MS = 5.0
+WRITE_GOAL_US = 2_000.0
+
+
+def holders_table(holders):
+    lines = [
+        "| kind | holders | " + " | ".join(COMMANDS) + " |",
+        "|---|---|" + "---|" * len(COMMANDS),
+    ]
+    for kind, rows in holders["per_command"].items():
+        for r in rows:
+            cells = " | ".join(f"{r[c]:.1f}" for c in COMMANDS)
+            lines.append(f"| {kind} | {r['holders']:,} | {cells} |")
+    return lines
+
+
+def stall_table(holders):
+    lines = [
+        "| leases ending together | waiters | PING max (ms) | PING p99 (ms) | last grant after the deadline (ms) |",
+        "|---|---|---|---|---|",
+    ]
+    for s in holders["stall"]:
+        lines.append(
+            f"| {s['ending']:,} | {s['ending']:,} | **{s['ping_max_us'] / 1000:.2f}** | "
+            f"{s['ping_p99_us'] / 1000:.2f} | {s['last_grant_after_deadline_ms']} |"
+        )
+    return lines
+
+
+def holder_goals(holders):
+    rows = []
+    for kind, by_count in holders["per_command"].items():
+        span = f"{by_count[0]['holders']:,}..{by_count[-1]['holders']:,} holders"
+        for c in COMMANDS[:-1]:
+            values = [r[c] for r in by_count]
+            spread = ratio_row(values)
+            rows.append((f"{kind}: server µs per {c} flat within {HOLDER_FLAT}x, {span}", f"{spread:.2f}",
+                         verdict(spread <= HOLDER_FLAT)))
+        worst = max(r[c] for r in by_count for c in COMMANDS[:-1])
+        rows.append((f"{kind}: every write under {WRITE_GOAL_US / 1000:.0f} ms of server time", f"{worst:.1f} µs",
+                     verdict(worst < WRITE_GOAL_US)))
+        statuses = [r["status"] for r in by_count]
+        rows.append((f"{kind}: STATUS bounded by its COUNT (100) from 100 holders up",
+                     f"{min(statuses):.0f}..{max(statuses):.0f} µs", verdict(ratio_row(statuses[2:]) <= HOLDER_FLAT)))
+    worst_ping = max(s["ping_max_us"] for s in holders["stall"]) / 1000
+    rows.append((f"PING never stalled over {STALL_GOAL_MS:.0f} ms while leases end with waiters queued",
+                 f"{worst_ping:.2f} ms", verdict(worst_ping <= STALL_GOAL_MS)))
+    return rows
+
+
 def verdict(ok):
     return "met" if ok else "missed"
 
@@ -98,6 +150,8 @@ def goals(results):
             verdict(stall <= STALL_MARGIN),
         )
     )
+    if "holders" in results:
+        rows += holder_goals(results["holders"])
     return rows
 
 
@@ -122,6 +176,18 @@ def render(results):
         "sides alternated)",
         "",
         *expiry_table(results["expiry"]),
+        "",
+        f"## (d) one resource of {plan['holders'][0]:,} .. {plan['holders'][-1]:,} holders, 256-byte owners: "
+        f"server µs per call ({plan['holder_ops']} calls of each write, a tenth as many STATUS, "
+        "a fresh server and replica per size)",
+        "",
+        *holders_table(results["holders"]),
+        "",
+        f"Freeing 10,000 holders (FORCERELEASE): {results['holders']['forcerelease_us']:.0f} µs of server time.",
+        "",
+        "Leases ending together on a semaphore of 10,000 permits, with as many waiters queued:",
+        "",
+        *stall_table(results["holders"]),
         "",
         "## Goals",
         "",

@@ -153,7 +153,9 @@ fn make_room(
 }
 
 /// Adds a holder to the table under `key` (checked: it must coexist), replicates it, clears a
-/// few ended leases (returned), settles the form.
+/// few ended leases (returned), settles the form. The owner's stored entry in the same mode, if
+/// any, has a lease that ended (the rules saw none): the new lease replaces it, as a replica's
+/// `DLOCK.APPLY` of the same holder does.
 fn insert(
     ctx: &Context,
     key: &mut LockKey<'_>,
@@ -162,7 +164,9 @@ fn insert(
     now_ms: u64,
 ) -> Result<Vec<Slot>, RedisError> {
     let table = key.table_mut(limit)?;
-    if let Err(why) = table.insert(slot.clone()) {
+    if table.update(&slot.owner, slot.mode, |l| *l = slot.lease) {
+        stats::count(&EXPIRED); // the ended lease it replaced
+    } else if let Err(why) = table.insert(slot.clone()) {
         return Err(errors::holders_conflict(&why.to_string()));
     }
     effects::apply_holder(ctx, key.name(), &slot, slot.lease.holds, limit);

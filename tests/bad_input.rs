@@ -66,6 +66,12 @@ const CASES: &[Case] = &[
      "ERR token 9223372036854775807 is beyond what this node accepts", ""),
     ("APPLY with a negative PXAT", &["DLOCK.APPLY", "k", "o", "5", "1", "PXAT", "-1"],
      "ERR PXAT must be a unix time", "got '-1'"),
+    ("STATUS with an unknown option", &["DLOCK.STATUS", "a", "b"],
+     "ERR unknown option 'b', allowed: COUNT", ""),
+    ("APPLY with a lease of 2^63-1 ms", &["DLOCK.APPLY", "k", "o", "5", "1", "PXAT", "9223372036854775807"],
+     "ERR deadline 9223372036854775807 is later than this node could grant", "unix ms"),
+    ("APPLY of a permit with a lease of 2^62 ms", &["DLOCK.APPLY", "k", "o", "5", "1", "PXAT", "4611686018427387904", "LIMIT", "3"],
+     "ERR deadline 4611686018427387904 is later than this node could grant", "unix ms"),
 ];
 
 /// Too few or too many arguments: Redis's arity check refuses them, naming the command.
@@ -75,7 +81,6 @@ const WRONG_ARITY: &[&[&str]] = &[
     &["DLOCK.EXTEND", "k", "o"],
     &["DLOCK.FENCE", "k", "o"],
     &["DLOCK.STATUS"],
-    &["DLOCK.STATUS", "a", "b"],
     &["DLOCK.FORCERELEASE"],
     &["DLOCK.COUNTER", "x"],
     &["DLOCK.APPLY", "k", "o", "5"],

@@ -367,3 +367,18 @@ fn wounds_cross_between_a_tentative_writer_and_readers() {
     assert!(both_tentative.is_some(), "5 wounds every tentative reader");
     assert_eq!(status(&mut c, "doc").map(|s| s.0), Some("writer3".into()));
 }
+
+#[test]
+fn an_owner_whose_lease_ended_takes_a_place_again() {
+    let server = Server::start();
+    let mut c = server.conn();
+    for kind in [Kind::Limit(2), Kind::Shared] {
+        redis::cmd("DEL").arg("r").exec(&mut c).unwrap();
+        take(&mut c, "r", "keeper", MIN, kind).unwrap(); // keeps the key alive
+        let first = take(&mut c, "r", "x", 100, kind).unwrap();
+        thread::sleep(Duration::from_millis(200)); // x's lease ended; its entry is still stored
+        let again = take(&mut c, "r", "x", MIN, kind).expect("a free place");
+        assert!(again > first, "{kind:?}: a fresh grant, a new token");
+        assert_eq!(owners(&mut c, "r"), ["keeper", "x"], "{kind:?}");
+    }
+}

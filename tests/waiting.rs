@@ -132,6 +132,56 @@ fn an_expiring_holder_hands_over_at_its_deadline_without_any_client_touching_the
 }
 
 #[test]
+fn a_permit_whose_lease_is_shortened_hands_over_when_it_really_ends() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let permit = |c: &mut Connection, owner: &str| -> Option<i64> {
+        let mut cmd = redis::cmd("DLOCK.ACQUIRE");
+        cmd.arg("pool").arg(owner).arg(60_000).arg("LIMIT").arg(2);
+        cmd.query(c).unwrap()
+    };
+    for shorten in ["EXTEND", "FENCE"] {
+        redis::cmd("DEL").arg("pool").exec(&mut c).unwrap();
+        let token = permit(&mut c, "a").unwrap();
+        permit(&mut c, "b").unwrap(); // keeps the key alive: only the timer can notice
+        let (tx, rx) = mpsc::channel();
+        let mut w = server.conn();
+        thread::spawn(move || {
+            let mut cmd = redis::cmd("DLOCK.ACQUIRE");
+            cmd.arg("pool").arg("c").arg(60_000);
+            let reply: Reply = cmd.arg("WAIT").arg(0).arg("LIMIT").arg(2).query(&mut w);
+            let _ = tx.send(reply);
+        });
+        let mut probe = server.conn();
+        eventually("queued", 5_000, || {
+            dlock_testkit::waiters(&server, "pool") == 1
+        });
+        let shortened: i64 = match shorten {
+            "EXTEND" => extend(&mut c, "pool", "a", 200),
+            _ => redis::cmd("DLOCK.FENCE")
+                .arg("pool")
+                .arg("a")
+                .arg(token)
+                .arg("PX")
+                .arg(200)
+                .query(&mut probe)
+                .unwrap(),
+        };
+        assert_eq!(shortened, 1);
+        // The waiter's timer was set for the first lease end, a minute away: it has to follow.
+        let granted = rx.recv_timeout(Duration::from_secs(3));
+        assert!(
+            matches!(granted, Ok(Ok(Some(_)))),
+            "{shorten}: not granted when a's lease ended: {granted:?}"
+        );
+        redis::cmd("DLOCK.FORCERELEASE")
+            .arg("pool")
+            .exec(&mut c)
+            .unwrap();
+    }
+}
+
+#[test]
 fn a_wait_times_out_with_nil_and_leaves_the_queue() {
     let server = Server::start();
     let mut c = server.conn();

@@ -88,6 +88,50 @@ impl Holder<'_> {
     }
 }
 
+/// An owner's live entries: at most one per mode (an exclusive one and its shared side, or one
+/// permit).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Mine<'a> {
+    pub exclusive: Option<Holder<'a>>,
+    pub shared: Option<Holder<'a>>,
+    pub permit: Option<Holder<'a>>,
+}
+
+impl<'a> Mine<'a> {
+    /// Files `h` under its mode.
+    pub fn add(&mut self, h: Holder<'a>) {
+        match h.mode {
+            Mode::Exclusive => self.exclusive = Some(h),
+            Mode::Shared => self.shared = Some(h),
+            Mode::Permit => self.permit = Some(h),
+        }
+    }
+
+    pub fn get(&self, mode: Mode) -> Option<Holder<'a>> {
+        match mode {
+            Mode::Exclusive => self.exclusive,
+            Mode::Shared => self.shared,
+            Mode::Permit => self.permit,
+        }
+    }
+
+    /// Exclusive first.
+    pub fn iter(&self) -> impl Iterator<Item = Holder<'a>> {
+        [self.exclusive, self.shared, self.permit]
+            .into_iter()
+            .flatten()
+    }
+
+    pub fn count(&self) -> usize {
+        self.iter().count()
+    }
+
+    /// The entry with the largest token (what FENCE never lowers).
+    pub fn newest(&self) -> Option<Holder<'a>> {
+        self.iter().max_by_key(|h| h.token)
+    }
+}
+
 /// A resource's *live* holders at the moment the view was taken, as the rules ask about them.
 /// An owner holds at most one entry per mode; a resource holds at most one exclusive entry, and
 /// then only its owner may also hold a shared one (a downgrade).
@@ -97,8 +141,8 @@ pub trait Holders {
     /// The semaphore limit the resource was granted under (0 for a lock); meaningful only while
     /// [`Holders::count`] is not 0.
     fn limit(&self) -> u32;
-    /// The owner's live entry in `mode`.
-    fn get(&self, owner: &[u8], mode: Mode) -> Option<Holder<'_>>;
+    /// The owner's live entries (one lookup, whatever the resource holds).
+    fn mine(&self, owner: &[u8]) -> Mine<'_>;
     /// The live exclusive entry, if any.
     fn exclusive(&self) -> Option<Holder<'_>>;
 
@@ -109,21 +153,6 @@ pub trait Holders {
             (_, 0) => Some(Kind::Lock),
             (_, limit) => Some(Kind::Semaphore { limit }),
         }
-    }
-
-    /// The owner's live entries (at most two: an exclusive one and its shared side).
-    fn of_owner<'s>(&'s self, owner: &'s [u8]) -> impl Iterator<Item = Holder<'s>> + 's {
-        Mode::ALL
-            .into_iter()
-            .filter_map(move |m| self.get(owner, m))
-    }
-
-    /// The owner's entry with the largest token (what FENCE never lowers).
-    fn newest_of(&self, owner: &[u8]) -> Option<Holder<'_>> {
-        Mode::ALL
-            .into_iter()
-            .filter_map(|m| self.get(owner, m))
-            .max_by_key(|h| h.token)
     }
 }
 
@@ -151,10 +180,12 @@ impl Holders for List<'_> {
         self.limit
     }
 
-    fn get(&self, owner: &[u8], mode: Mode) -> Option<Holder<'_>> {
+    fn mine(&self, owner: &[u8]) -> Mine<'_> {
+        let mut mine = Mine::default();
         self.live()
-            .find(|h| h.owner == owner && h.mode == mode)
-            .copied()
+            .filter(|h| h.owner == owner)
+            .for_each(|h| mine.add(*h));
+        mine
     }
 
     fn exclusive(&self) -> Option<Holder<'_>> {

@@ -23,5 +23,5 @@ pub mod tentative;
 pub mod testing;
 
 pub use clock::{Clock, SystemClock};
-pub use holders::{Holder, Holders, Kind, Mode, Want};
+pub use holders::{Holder, Holders, Kind, Mine, Mode, Want};
 pub use node::{Fence, GrantRefused, Node, Settings, TokenRefused, MAX_TOKEN, MAX_TOKEN_LEAD_US};

@@ -50,11 +50,12 @@ pub fn acquire(h: &impl Holders, owner: &[u8], want: Want, reentrant: bool) -> A
     if let Some(is) = h.kind().filter(|&is| is != want.kind()) {
         return Acquire::WrongKind { is };
     }
-    if let Some(mine) = h.get(owner, want.mode()) {
-        return renew(&mine, reentrant);
+    let mine = h.mine(owner);
+    if let Some(entry) = mine.get(want.mode()) {
+        return renew(&entry, reentrant);
     }
     match want {
-        Want::Exclusive if h.get(owner, Mode::Shared).is_some() => Acquire::UpgradeRefused,
+        Want::Exclusive if mine.shared.is_some() => Acquire::UpgradeRefused,
         Want::Exclusive if h.count() == 0 => Acquire::Grant,
         Want::Shared => match h.exclusive() {
             Some(x) if x.owner == owner => Acquire::Downgrade { token: x.token },
@@ -90,19 +91,24 @@ pub enum Release {
         mode: Mode,
         holds: u16,
     },
-    /// The entry of `mode` goes.
+    /// The entry of `mode` goes; `last`: the owner holds nothing more.
     Removed {
         mode: Mode,
+        last: bool,
     },
 }
 
 /// One hold of the owner's exclusive entry if it has one, else of its shared entry or permit.
 pub fn release(h: &impl Holders, owner: &[u8]) -> Release {
-    let Some(entry) = Mode::ALL.into_iter().find_map(|m| h.get(owner, m)) else {
+    let mine = h.mine(owner);
+    let Some(entry) = mine.iter().next() else {
         return Release::NotHeld;
     };
     match entry.holds {
-        0 | 1 => Release::Removed { mode: entry.mode },
+        0 | 1 => Release::Removed {
+            mode: entry.mode,
+            last: mine.count() == 1,
+        },
         holds => Release::Decremented {
             mode: entry.mode,
             holds: holds - 1,
@@ -198,7 +204,7 @@ pub fn wound_victims(
     match want {
         Want::Permit { .. } => marks
             .above(ticket)
-            .find_map(|(_, owner)| h.get(owner, Mode::Permit).filter(woundable))
+            .find_map(|(_, owner)| h.mine(owner).permit.filter(woundable))
             .map(|e| vec![Victim::of(&e)]),
         Want::Shared => h
             .exclusive()
@@ -210,7 +216,8 @@ pub fn wound_victims(
             let count = h.count();
             let mut victims = Vec::new();
             for (_, owner) in marks.above(ticket) {
-                victims.extend(h.of_owner(owner).filter(woundable).map(|e| Victim::of(&e)));
+                let mine = h.mine(owner);
+                victims.extend(mine.iter().filter(woundable).map(|e| Victim::of(&e)));
             }
             (count > 0 && victims.len() == count).then_some(victims)
         }

@@ -120,9 +120,9 @@ fn reentrancy_counts_holds_up_to_the_limit() {
 #[test]
 fn release_drops_the_exclusive_entry_first_then_the_shared_one() {
     let mut both = [e("a", S, 3), e("a", X, 3)];
-    let removed = |mode| Release::Removed { mode };
-    assert_eq!(release(&list(&both, 0), b"a"), removed(X));
-    assert_eq!(release(&list(&both[..1], 0), b"a"), removed(S));
+    let removed = |mode, last| Release::Removed { mode, last };
+    assert_eq!(release(&list(&both, 0), b"a"), removed(X, false));
+    assert_eq!(release(&list(&both[..1], 0), b"a"), removed(S, true));
     both[1].holds = 3;
     let decremented = Release::Decremented { mode: X, holds: 2 };
     assert_eq!(release(&list(&both, 0), b"a"), decremented);
@@ -134,10 +134,10 @@ fn release_drops_the_exclusive_entry_first_then_the_shared_one() {
 fn extend_and_fence_see_every_entry_of_the_owner() {
     let held = [e("a", S, 3), e("b", S, 4), e("a", X, 9)];
     let h = list(&held, 0);
-    let modes: Vec<Mode> = h.of_owner(b"a").map(|x| x.mode).collect();
+    let modes: Vec<Mode> = h.mine(b"a").iter().map(|x| x.mode).collect();
     assert_eq!(modes, [X, S]);
-    assert_eq!(h.newest_of(b"a").map(|x| x.token), Some(9));
-    assert_eq!(h.newest_of(b"c"), None);
+    assert_eq!(h.mine(b"a").newest().map(|x| x.token), Some(9));
+    assert_eq!(h.mine(b"c").newest(), None);
 }
 
 /// Holder token t is tentative with ticket 10 * t when t is odd, committed when even.

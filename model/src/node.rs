@@ -208,7 +208,7 @@ fn fence(
     let n = &mut state.nodes[node];
     let view = View::of(config, &n.holders, None);
     let holders = view.holders(config);
-    let mut newest = dlock_core::Holders::newest_of(&holders, &who);
+    let mut newest = dlock_core::Holders::mine(&holders, &who).newest();
     if config.mutant == Some(Mutant::FenceWithoutOwnerCheck) {
         let current = view.entries.iter().map(|e| e.token).max().unwrap_or(0);
         newest = newest.or(Some(Entry {
@@ -252,7 +252,7 @@ fn release(config: &Config, state: &mut State, node: usize, who: &[u8]) {
     let n = &mut state.nodes[node];
     let view = View::of(config, &n.holders, None);
     let gone = match rules::release(&view.holders(config), who) {
-        Release::Removed { mode } => view.index_of(&Victim {
+        Release::Removed { mode, .. } => view.index_of(&Victim {
             owner: who.to_vec(),
             mode,
         }),

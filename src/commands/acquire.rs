@@ -64,6 +64,46 @@ impl Call<'_> {
 /// `DLOCK.ACQUIRE key owner ttl-ms [REENTRANT] [WAIT timeout-ms] [TICKET n] [SHARED | LIMIT k]`
 /// -> token, or nil when not available (with WAIT: once granted, or nil at the timeout).
 pub fn acquire(ctx: &Context, argv: &[Arg]) -> RedisResult {
+    let call = parse(ctx, argv)?;
+    let mut key = LockKey::open(ctx, &argv[1], true);
+    let waiters = Waiters::of(ctx, &argv[1]);
+    let view = key.view(call.now_us / 1000)?;
+    let decision = waiters.decide(&view, &call.request);
+    let next_deadline = view.next_deadline();
+    let want = call.request.want;
+    match decision {
+        Decision::Grant => grant_or_park(ctx, key, &waiters, &call),
+        Decision::Renew { token, holds } => {
+            renew(ctx, &mut key, &waiters, &call, holds)?;
+            Ok(token_reply(token))
+        }
+        Decision::Downgrade { token } => {
+            let (owner, now_ms) = (call.request.owner, call.now_us / 1000);
+            let deadline_ms = deadline_at(now_ms, call.ttl_ms);
+            let gone = writes::downgrade(ctx, &mut key, owner, (token, deadline_ms), now_ms)?;
+            waiters.forget(gone.iter().map(|s| &*s.owner));
+            Ok(token_reply(token))
+        }
+        Decision::Wound { victims } => {
+            wound(ctx, &mut key, &waiters, &victims, call.now_us / 1000)?;
+            grant(ctx, &mut key, &waiters, &call).map_err(RedisError::from)
+        }
+        Decision::Enqueue => {
+            drop(key);
+            waiters.park(&call.wait(), call.timeout_ms, next_deadline)
+        }
+        Decision::Contended => {
+            stats::count(&CONTENDED);
+            Ok(RedisValue::Null)
+        }
+        Decision::WrongKind { is } => Err(errors::wrong_kind(is, want)),
+        Decision::UpgradeRefused => Err(errors::upgrade_refused()),
+        Decision::HoldLimit => Err(errors::hold_limit()),
+    }
+}
+
+/// Every argument checked, before any key is opened: bad input changes nothing.
+fn parse<'a>(ctx: &Context, argv: &'a [Arg]) -> Result<Call<'a>, RedisError> {
     let owner = args::owner(argv[2].as_bytes())?;
     let ttl_ms = args::ttl_ms(argv[3].as_bytes(), config::max_ttl_ms(), "ttl-ms")?;
     let [reentrant, wait, ticket, shared, limit] =
@@ -75,7 +115,7 @@ pub fn acquire(ctx: &Context, argv: &[Arg]) -> RedisResult {
     }
     let want = args::want(shared, limit)?;
     let now_us = server::now_us();
-    let call = Call {
+    Ok(Call {
         request: Request {
             owner,
             want,
@@ -91,53 +131,28 @@ pub fn acquire(ctx: &Context, argv: &[Arg]) -> RedisResult {
         ttl_ms,
         timeout_ms: timeout_ms.unwrap_or(0),
         now_us,
-    };
-    let mut key = LockKey::open(ctx, &argv[1], true);
-    let waiters = Waiters::of(ctx, &argv[1]);
-    let view = key.view(now_us / 1000)?;
-    let decision = waiters.decide(&view, &call.request);
-    let next_deadline = view.next_deadline();
-    match decision {
-        Decision::Grant => grant_or_park(ctx, key, &waiters, &call),
-        Decision::Renew { token, holds } => {
-            let deadline_ms = deadline_at(now_us / 1000, ttl_ms);
-            let modes = [want.mode()];
-            let gone = writes::change(
-                ctx,
-                &mut key,
-                (call.owner, &modes),
-                (notify::ACQUIRE, now_us / 1000),
-                |lease| {
-                    lease.holds = holds;
-                    lease.deadline_ms = deadline_ms;
-                },
-            )?;
-            waiters.forget(gone.iter().map(|s| &*s.owner));
-            Ok(token_reply(token))
-        }
-        Decision::Downgrade { token } => {
-            let deadline_ms = deadline_at(now_us / 1000, ttl_ms);
-            let gone =
-                writes::downgrade(ctx, &mut key, owner, (token, deadline_ms), now_us / 1000)?;
-            waiters.forget(gone.iter().map(|s| &*s.owner));
-            Ok(token_reply(token))
-        }
-        Decision::Wound { victims } => {
-            wound(ctx, &mut key, &waiters, &victims, now_us / 1000)?;
-            grant(ctx, &mut key, &waiters, &call).map_err(RedisError::from)
-        }
-        Decision::Enqueue => {
-            drop(key);
-            waiters.park(&call.wait(), call.timeout_ms, next_deadline)
-        }
-        Decision::Contended => {
-            stats::count(&CONTENDED);
-            Ok(RedisValue::Null)
-        }
-        Decision::WrongKind { is } => Err(errors::wrong_kind(is, want)),
-        Decision::UpgradeRefused => Err(errors::upgrade_refused()),
-        Decision::HoldLimit => Err(errors::hold_limit()),
-    }
+    })
+}
+
+/// The same owner takes its hold again: `holds` as the rules counted them, a new lease.
+fn renew(
+    ctx: &Context,
+    key: &mut LockKey<'_>,
+    waiters: &Waiters<'_>,
+    call: &Call<'_>,
+    holds: u16,
+) -> Result<(), RedisError> {
+    let now_ms = call.now_us / 1000;
+    let deadline_ms = deadline_at(now_ms, call.ttl_ms);
+    let modes = [call.request.want.mode()];
+    let event = (notify::ACQUIRE, now_ms);
+    let gone = writes::change(ctx, key, (call.owner, &modes), event, |lease| {
+        lease.holds = holds;
+        lease.deadline_ms = deadline_ms;
+    })?;
+    waiters.forget(gone.iter().map(|s| &*s.owner));
+    waiters.lease_ends(deadline_ms);
+    Ok(())
 }
 
 /// A grant, or a place in the queue while the restart quarantine holds grants back (a waiter

@@ -20,7 +20,7 @@ use crate::{config, server};
 
 /// The modes of the owner's live entries (at most two).
 fn modes_of(view: &View<'_>, owner: &[u8]) -> Vec<Mode> {
-    view.of_owner(owner).map(|h| h.mode).collect()
+    view.mine(owner).iter().map(|h| h.mode).collect()
 }
 
 /// `DLOCK.RELEASE key owner` -> 1 if `owner` held it, else 0. One hold of its exclusive entry
@@ -36,7 +36,6 @@ pub fn release(ctx: &Context, argv: &[Arg]) -> RedisResult {
     let now_ms = server::now_ms();
     let view = key.view(now_ms)?;
     let outcome = rules::release(&view, owner);
-    let last_entry = view.of_owner(owner).count() == 1;
     let waiters = Waiters::of(ctx, &argv[1]);
     waiters.withdraw(owner);
     match outcome {
@@ -46,11 +45,11 @@ pub fn release(ctx: &Context, argv: &[Arg]) -> RedisResult {
             let gone = writes::change(ctx, &mut key, (who, &[mode]), event, |l| l.holds = holds)?;
             waiters.forget(gone.iter().map(|s| &*s.owner));
         }
-        Release::Removed { mode } => {
+        Release::Removed { mode, last } => {
             let event = (notify::RELEASE, now_ms);
             let gone = writes::remove(ctx, &mut key, &[(owner, mode)], event)?;
             drop(key);
-            let mine = last_entry.then_some(owner);
+            let mine = last.then_some(owner);
             waiters.forget(mine.into_iter().chain(gone.iter().map(|s| &*s.owner)));
             waiters.freed();
         }
@@ -79,7 +78,9 @@ pub fn extend(ctx: &Context, argv: &[Arg]) -> RedisResult {
     let gone = writes::change(ctx, &mut key, (who, &modes), event, |l| {
         l.deadline_ms = deadline_ms
     })?;
-    Waiters::of(ctx, &argv[1]).forget(gone.iter().map(|s| &*s.owner));
+    let waiters = Waiters::of(ctx, &argv[1]);
+    waiters.forget(gone.iter().map(|s| &*s.owner));
+    waiters.lease_ends(deadline_ms);
     stats::count(&EXTENDS);
     Ok(RedisValue::Integer(1))
 }
@@ -103,8 +104,9 @@ pub fn fence(ctx: &Context, argv: &[Arg]) -> RedisResult {
     let mut key = LockKey::open(ctx, &argv[1], true);
     let now_ms = server::now_ms();
     let view = key.view(now_ms)?;
-    let modes = modes_of(&view, owner);
-    let fenced = node().fence(view.newest_of(owner), owner, token); // (node lock released here)
+    let mine = view.mine(owner);
+    let modes: Vec<Mode> = mine.iter().map(|h| h.mode).collect();
+    let fenced = node().fence(mine.newest(), owner, token); // (node lock released here)
     match fenced {
         Fence::Fenced { token } => {
             let who = Owner {
@@ -120,6 +122,9 @@ pub fn fence(ctx: &Context, argv: &[Arg]) -> RedisResult {
             let committed = std::iter::once(owner);
             let waiters = Waiters::of(ctx, &argv[1]);
             waiters.forget(committed.chain(gone.iter().map(|s| &*s.owner)));
+            if let Some(deadline_ms) = deadline {
+                waiters.lease_ends(deadline_ms);
+            }
             stats::count(&FENCES);
             Ok(RedisValue::Integer(1))
         }

@@ -89,7 +89,7 @@ macro_rules! args {
 
 #[rustfmt::skip]
 pub static COMMANDS: &[Command] = &[
-    Command { name: "dlock.acquire", handler: acquire::acquire, flags: "write deny-oom fast blocking", key: KeyUse::Update, arity: -4, since: "0.1.0", complexity: "O(log N): N holders of the resource (at most 10000), plus the leases that ended and are not cleared yet (each write clears up to 16); a wound revoking V grants O(V log N)", audience: App,
+    Command { name: "dlock.acquire", handler: acquire::acquire, flags: "write deny-oom fast blocking", key: KeyUse::Update, arity: -4, since: "0.1.0", complexity: "O(log N): N holders of the resource (at most 10000), plus the leases that ended and are not cleared yet (each write clears up to 16); a wound revoking V grants O(V log N); taking over a resource of another kind whose N holders all ended frees them, O(N) (on the lazyfree thread with lazyfree-lazy-server-del yes)", audience: App,
         usage: "key owner ttl-ms [REENTRANT] [WAIT timeout-ms] [TICKET n] [SHARED | LIMIT k]",
         summary: "Takes the lock (exclusive; SHARED: a reader's hold; LIMIT k: one of k permits), or renews it for the same owner. Replies the fencing token, or nil when not available; with WAIT, queues until granted (nil at the timeout, 0 = none), served by TICKET then arrival. WRONGKIND when the resource is held as another kind.",
         args: args![c"key": Key, c"owner": Str, c"ttl-ms": Integer, c"reentrant": Flag(c"REENTRANT"), c"timeout-ms": Opt(c"WAIT"), c"ticket": Opt(c"TICKET"), c"shared": Flag(c"SHARED"), c"limit": Opt(c"LIMIT")] },
@@ -117,7 +117,7 @@ pub static COMMANDS: &[Command] = &[
         usage: "",
         summary: "Replies the node's fencing counter: the highest token issued, fenced or loaded.",
         args: args![] },
-    Command { name: "dlock.forcerelease", handler: holders::force_release, flags: "write fast", key: KeyUse::Delete, arity: 2, since: "0.1.0", complexity: "O(1) for a plain lock; O(N) to free N holders (on Redis's lazyfree thread with lazyfree-lazy-server-del yes)", audience: Operator,
+    Command { name: "dlock.forcerelease", handler: holders::force_release, flags: "write", key: KeyUse::Delete, arity: 2, since: "0.1.0", complexity: "O(1) for a plain lock; O(N) to free N holders (on Redis's lazyfree thread with lazyfree-lazy-server-del yes)", audience: Operator,
         usage: "key",
         summary: "Removes whatever lock the key holds (operator escape hatch). Replies 1 if a lock was held, else 0.",
         args: args![c"key": Key] },

@@ -9,8 +9,10 @@
 //!   at most `n` rows; `cursor` is the next step's (0: the scan went round). A client walks the
 //!   keyspace in steps, as with SCAN. No `TYPE` filter: a resource is one of two types, and SCAN
 //!   filters by one; each key returned is opened and its type checked instead (what SCAN's
-//!   filter does too: a lookup per key). SCAN may return a few more keys than `n` when a bucket
-//!   holds several; rows past `n` are left out of that step.
+//!   filter does too: a lookup per key). SCAN may return more keys than `n` when buckets hold
+//!   several: the cursor then points at the same step again, past the rows already returned, so
+//!   every call stays within `n` rows and the walk misses nothing (as with SCAN, a resource whose
+//!   state changes during the walk may be listed twice or not at all).
 
 use dlock_core::Holders;
 use redis_module::{Context, RedisError, RedisResult, RedisValue};
@@ -39,6 +41,11 @@ const OPTIONS: [OptionSpec; 2] = [
 /// well under a millisecond (docs/bench.md) at a tenth of the calls.
 const DEFAULT_COUNT: u64 = 100;
 
+/// The bits of a TOP cursor that are SCAN's; the ones above count the rows of that SCAN step
+/// already returned (a step can find more held resources than COUNT rows: the next call scans
+/// the same step again and goes on from there). SCAN cursors never reach 2^48.
+const SCAN_BITS: u32 = 48;
+
 pub fn top(ctx: &Context, argv: &[Arg]) -> RedisResult {
     let [cursor, count] = args::options(argv[1..].iter().map(Arg::as_bytes), &OPTIONS)?;
     let cursor = cursor.flatten().map(args::cursor).transpose()?.unwrap_or(0);
@@ -47,11 +54,24 @@ pub fn top(ctx: &Context, argv: &[Arg]) -> RedisResult {
         .map(args::top_count)
         .transpose()?
         .unwrap_or(DEFAULT_COUNT);
-    let (next, keys) = scan_step(ctx, cursor, count)?;
+    let (scan, skip) = (cursor & ((1 << SCAN_BITS) - 1), cursor >> SCAN_BITS);
+    let (next, keys) = scan_step(ctx, scan, count)?;
     let now_ms = server::now_ms();
     let rows = usize::try_from(count).unwrap_or(usize::MAX);
-    let held = keys.iter().filter_map(|key| held_row(ctx, key, now_ms));
-    let held = held.take(rows).collect();
+    let skip = usize::try_from(skip).unwrap_or(usize::MAX);
+    let mut held: Vec<RedisValue> = keys
+        .iter()
+        .filter_map(|key| held_row(ctx, key, now_ms))
+        .skip(skip)
+        .take(rows + 1)
+        .collect();
+    let next = match held.len() > rows {
+        true => {
+            held.pop();
+            scan | (((skip + rows) as u64) << SCAN_BITS) // this step again, past these rows
+        }
+        false => next,
+    };
     let waiting = match cursor {
         0 => waiting_rows(ctx, count, now_ms),
         _ => Vec::new(),

@@ -12,7 +12,7 @@
 use std::collections::BTreeSet;
 use std::hash::{BuildHasher, RandomState};
 
-use dlock_core::{Holder, Holders, Mode};
+use dlock_core::{Holder, Holders, Mine, Mode};
 use hashbrown::HashTable;
 
 /// What a holder has: what a write changes in place.
@@ -82,6 +82,10 @@ pub struct HolderTable {
     /// Where the resource was granted ([`super::place`]); [`super::MOVED`] once moved.
     pub place: u64,
     slots: Vec<Slot>,
+    /// Each slot's owner hash, at the same position: a removal or a move finds its index entry
+    /// without hashing a 256-byte owner again.
+    hashes: Vec<u64>,
+    /// Positions by owner hash (an owner's entries, one per mode, share it).
     by_owner: HashTable<u32>,
     by_deadline: BTreeSet<DeadlineKey>,
     hasher: RandomState,
@@ -104,8 +108,9 @@ impl HolderTable {
     /// A read/write lock's table of its one (exclusive) holder.
     pub fn of_one(slot: Slot, place: u64) -> HolderTable {
         let mut table = HolderTable::new(0, place);
-        let hash = table.hash(&slot.owner, slot.mode);
+        let hash = table.hash(&slot.owner);
         table.by_owner.insert_unique(hash, 0, |_| hash);
+        table.hashes.push(hash);
         table.by_deadline.insert(deadline_key(&slot, 0));
         table.exclusive = (slot.mode == Mode::Exclusive).then_some(0);
         table.newest = slot.lease.token;
@@ -163,8 +168,8 @@ impl HolderTable {
         self.exclusive.map(|i| &self.slots[i as usize])
     }
 
-    fn hash(&self, owner: &[u8], mode: Mode) -> u64 {
-        self.hasher.hash_one((owner, mode))
+    fn hash(&self, owner: &[u8]) -> u64 {
+        self.hasher.hash_one(owner)
     }
 
     fn position(&self, owner: &[u8], mode: Mode) -> Option<usize> {
@@ -173,8 +178,20 @@ impl HolderTable {
             let s = &slots[i as usize];
             s.mode == mode && *s.owner == *owner
         };
-        let found = self.by_owner.find(self.hash(owner, mode), same);
+        let found = self.by_owner.find(self.hash(owner), same);
         found.map(|&i| i as usize)
+    }
+
+    /// Every stored entry of `owner` (one hash of it, whatever the table holds).
+    pub fn of_owner<'s, 'o>(
+        &'s self,
+        owner: &'o [u8],
+    ) -> impl Iterator<Item = &'s Slot> + use<'s, 'o> {
+        let slots = &self.slots;
+        let found = self.by_owner.iter_hash(self.hash(owner));
+        found
+            .map(move |&i| &slots[i as usize])
+            .filter(move |s| *s.owner == *owner)
     }
 
     /// Whether `slot` may join the stored holders (see the module docs).
@@ -222,13 +239,12 @@ impl HolderTable {
     pub fn insert(&mut self, slot: Slot) -> Result<(), Conflict> {
         self.check(&slot.owner, slot.mode)?;
         let at = u32::try_from(self.slots.len()).map_err(|_| Conflict::Full)?;
-        let hash = self.hash(&slot.owner, slot.mode);
-        let slots = &self.slots;
-        let hasher = &self.hasher;
+        let hash = self.hash(&slot.owner);
+        let hashes = &self.hashes;
         self.by_owner.insert_unique(hash, at, |&i| {
-            let s = &slots[i as usize];
-            hasher.hash_one((&*s.owner, s.mode))
+            hashes.get(i as usize).copied().unwrap_or(hash)
         });
+        self.hashes.push(hash);
         self.by_deadline.insert(deadline_key(&slot, at));
         if slot.mode == Mode::Exclusive {
             self.exclusive = Some(at);
@@ -263,7 +279,7 @@ impl HolderTable {
     /// Removes the holder at position `i`: the last holder moves into its place, and the
     /// indexes follow it.
     fn remove_at(&mut self, i: usize) -> Slot {
-        let hash = self.hash(&self.slots[i].owner, self.slots[i].mode);
+        let hash = self.hashes[i];
         if let Ok(entry) = self.by_owner.find_entry(hash, |&p| p as usize == i) {
             entry.remove();
         }
@@ -272,6 +288,7 @@ impl HolderTable {
         if self.exclusive == Some(i as u32) {
             self.exclusive = None;
         }
+        self.hashes.swap_remove(i);
         let gone = self.slots.swap_remove(i);
         if i < self.slots.len() {
             self.renumber(self.slots.len(), i);
@@ -282,7 +299,7 @@ impl HolderTable {
     /// The holder that was at position `from` is now at `to`.
     fn renumber(&mut self, from: usize, to: usize) {
         let moved = &self.slots[to];
-        let hash = self.hash(&moved.owner, moved.mode);
+        let hash = self.hashes[to];
         if let Some(p) = self.by_owner.find_mut(hash, |&p| p as usize == from) {
             *p = to as u32;
         }
@@ -313,6 +330,7 @@ impl HolderTable {
     pub fn allocated_size(&self) -> usize {
         let owners: usize = self.slots.iter().map(|s| s.owner.len()).sum();
         let per_slot = std::mem::size_of::<Slot>()
+            + std::mem::size_of::<u64>() // its hash
             + std::mem::size_of::<u32>() + 1 // the hash table's position and control byte
             + std::mem::size_of::<DeadlineKey>() * 3 / 2; // B-tree nodes are ~2/3 full
         std::mem::size_of::<HolderTable>() + self.slots.capacity() * per_slot + owners
@@ -373,9 +391,15 @@ impl Holders for TableView<'_> {
         self.table.limit
     }
 
-    fn get(&self, owner: &[u8], mode: Mode) -> Option<Holder<'_>> {
-        let slot = self.table.get(owner, mode)?;
-        Some(slot.holder()).filter(|h| h.is_live(self.now_ms))
+    fn mine(&self, owner: &[u8]) -> Mine<'_> {
+        let mut mine = Mine::default();
+        for slot in self.table.of_owner(owner) {
+            let h = slot.holder();
+            if h.is_live(self.now_ms) {
+                mine.add(h);
+            }
+        }
+        mine
     }
 
     fn exclusive(&self) -> Option<Holder<'_>> {

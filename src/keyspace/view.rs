@@ -1,7 +1,7 @@
 //! A resource as the rules see it, whichever form stores it: nothing, one exclusive holder (the
 //! compact form), or a table of holders. Every answer is O(1) or O(log n).
 
-use dlock_core::{Holder, Holders, Mode};
+use dlock_core::{Holder, Holders, Mine};
 
 use super::table::TableView;
 
@@ -65,11 +65,14 @@ impl Holders for View<'_> {
         }
     }
 
-    fn get(&self, owner: &[u8], mode: Mode) -> Option<Holder<'_>> {
+    fn mine(&self, owner: &[u8]) -> Mine<'_> {
         match self {
-            View::Free => None,
-            View::One(h) => Some(*h).filter(|h| h.owner == owner && mode == Mode::Exclusive),
-            View::Table(t) => t.get(owner, mode),
+            View::Free => Mine::default(),
+            View::One(h) => Mine {
+                exclusive: Some(*h).filter(|h| h.owner == owner),
+                ..Mine::default()
+            },
+            View::Table(t) => t.mine(owner),
         }
     }
 

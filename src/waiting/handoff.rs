@@ -28,7 +28,7 @@ const PAUSED_RETRY: Duration = Duration::from_millis(5);
 /// a timer on the next turn, so that leases of thousands of permits ending together with as
 /// many waiters never stall the server (clients are answered, and other commands run, between
 /// the turns). A request arriving meanwhile still queues behind them: nobody is overtaken.
-const TURN: Duration = Duration::from_micros(500);
+const TURN: Duration = Duration::from_micros(250);
 
 /// Serves the waiters of the resource under `name` in service order while the head can be
 /// granted (a free lock to one writer; consecutive readers together; a semaphore's free places
@@ -140,11 +140,28 @@ pub fn watch(ctx: &Context, key: &QueueKey, deadline_ms: u64) {
     schedule(ctx, key, Duration::from_millis(wait_ms.saturating_add(1)));
 }
 
+/// A holder's lease now ends at `deadline_ms` (an EXTEND or a FENCE shortened it): the key's
+/// timer moves up if it was due later, so waiters are served when the lease really ends.
+pub fn watch_sooner(ctx: &Context, key: &QueueKey, deadline_ms: u64) {
+    let later = queues::peek(key, |k| {
+        k.is_some_and(|k| {
+            !k.queue.is_empty() && (k.timer.is_none() || k.timer_due_ms > deadline_ms)
+        })
+    });
+    if later {
+        watch(ctx, key, deadline_ms);
+    }
+}
+
 /// Runs a handoff of `key` after `after` (replacing the key's pending timer).
 pub fn schedule(ctx: &Context, key: &QueueKey, after: Duration) {
     cancel_timer(ctx, key);
     let id = ctx.create_timer(after, on_timer, key.clone());
-    queues::with_key(key, |k| k.timer = Some(id));
+    let due_ms = server::now_ms().saturating_add(after.as_millis() as u64);
+    queues::with_key(key, |k| {
+        k.timer = Some(id);
+        k.timer_due_ms = due_ms;
+    });
 }
 
 fn cancel_timer(ctx: &Context, key: &QueueKey) {

@@ -124,6 +124,14 @@ impl<'a> Waiters<'a> {
         Ok(RedisValue::NoReply)
     }
 
+    /// A write moved a lease's end to `deadline_ms`: if it ends sooner than the key's timer was
+    /// set for, the timer follows, so the waiters are served when it really ends.
+    pub fn lease_ends(&self, deadline_ms: u64) {
+        if !queues::idle() {
+            handoff::watch_sooner(self.ctx, self.key(), deadline_ms);
+        }
+    }
+
     /// A place was just freed by this command: the waiters it can serve get it now.
     pub fn freed(&self) {
         if queues::idle() {

@@ -39,6 +39,8 @@ pub struct KeyState {
     pub marks: Tentatives,
     /// The pending timer that watches this key's deadline or retries its handoff.
     pub timer: Option<u64>,
+    /// When it fires (unix ms).
+    pub timer_due_ms: u64,
 }
 
 #[derive(Default)]

@@ -205,9 +205,11 @@ pub fn holders_conflict(why: &str) -> RedisError {
     err(format!("ERR the holders would not coexist: {why}"))
 }
 
+/// A deadline past what the node could have granted (now + `dlock.max-ttl-ms` + the clock
+/// slack, for a client).
 pub fn deadline_too_far(deadline_ms: u64, latest_ms: u64) -> RedisError {
-    RedisError::String(format!(
-        "ERR deadline {deadline_ms} is later than this node could grant ({latest_ms}, unix ms: now + dlock.max-ttl-ms + 60 s)"
+    err(format!(
+        "ERR deadline {deadline_ms} is later than this node could grant (latest {latest_ms}, unix ms)"
     ))
 }
 
