@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 import redis
 
-from dlock import _acquisition as acq
-from dlock._cluster import Seed, slot_of
-from dlock._endpoints import SentinelGroup, Single, endpoint
-from dlock._kind import Kind
-from dlock._options import Options
-from dlock._timing import validity
-from dlock._verdicts import (
+from dlock._pure import acquisition as acq
+from dlock._pure.cluster import Seed, slot_of
+from dlock._pure.kind import Kind
+from dlock._pure.options import Options
+from dlock._pure.timing import validity
+from dlock._pure.urls import SentinelGroup, Single, endpoint
+from dlock._pure.verdicts import (
     AttemptFailed,
     Count,
     Granted,

@@ -13,12 +13,12 @@ import pytest
 
 import dlock
 import dlock.asyncio
-from dlock import _acquisition as m
-from dlock import _commands as cmd
-from dlock._admin import Holder, LockInfo, node_status
-from dlock._kind import EXCLUSIVE, Kind, check_kind
-from dlock._timing import quorum
-from dlock._verdicts import (
+from dlock._pure import acquisition as m
+from dlock._pure import commands as cmd
+from dlock._pure.admin import Holder, LockInfo, node_status
+from dlock._pure.kind import EXCLUSIVE, Kind, check_kind
+from dlock._pure.timing import quorum
+from dlock._pure.verdicts import (
     REFUSED,
     AttemptFailed,
     Count,

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import itertools
 
-from dlock import _acquisition as m
-from dlock._options import Options
-from dlock._timing import draw_ticket, drift, quorum, validity
-from dlock._verdicts import Count, Granted, Refused, nodes_worth_asking_again
+from dlock._pure import acquisition as m
+from dlock._pure.options import Options
+from dlock._pure.timing import draw_ticket, drift, quorum, validity
+from dlock._pure.verdicts import Count, Granted, Refused, nodes_worth_asking_again
 from dlock.errors import NodeFailure
 
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from redis.exceptions import AskError, MovedError, ResponseError
 
-from dlock import _ack
-from dlock._cluster import MAX_REDIRECTS, Redirect, SlotMap, Topology, parse_url, redirect, slot_of, with_asking
-from dlock._endpoints import cluster_master_kwargs
-from dlock._replies import answer
-from dlock._security import Login, Security
+from dlock._pure import ack as _ack
+from dlock._pure.cluster import MAX_REDIRECTS, Redirect, SlotMap, Topology, parse_url, redirect, slot_of, with_asking
+from dlock._pure.replies import answer
+from dlock._pure.security import Login, Security
+from dlock._pure.urls import cluster_master_kwargs
 from dlock.errors import NodeFailure
 
 
