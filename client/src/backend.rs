@@ -1,4 +1,5 @@
-//! What a manager and the guards it hands out share: the nodes, the options and the clock.
+//! What a manager and the locks it hands out share: the nodes (the transport), the options,
+//! the clock, and the work left running in the background.
 
 use std::future::Future;
 use std::time::Duration;
@@ -6,14 +7,12 @@ use std::time::Duration;
 use rand::Rng;
 use tokio_util::task::TaskTracker;
 
-use crate::error::Error;
-use crate::kind::LockKind;
+use crate::errors::Error;
 use crate::options::{Options, WaitMode};
-use crate::round::Round;
 use crate::timing::Clock;
 use crate::transport::{ack_allowance, Transport};
 
-pub struct Shared {
+pub struct Backend {
     pub transport: Box<dyn Transport>,
     pub opts: Options,
     pub clock: Box<dyn Clock>,
@@ -23,9 +22,9 @@ pub struct Shared {
     pub background: TaskTracker,
 }
 
-impl Shared {
-    pub fn new(transport: Box<dyn Transport>, opts: Options, clock: Box<dyn Clock>) -> Shared {
-        Shared {
+impl Backend {
+    pub fn new(transport: Box<dyn Transport>, opts: Options, clock: Box<dyn Clock>) -> Backend {
+        Backend {
             transport,
             opts,
             clock,
@@ -33,28 +32,11 @@ impl Shared {
         }
     }
 
-    /// Runs `work` in the background, tracked (see [`Shared::background`]); nothing outside a
+    /// Runs `work` in the background, tracked (see [`Backend::background`]); nothing outside a
     /// Tokio runtime (a guard dropped after its runtime).
     pub fn spawn(&self, work: impl Future<Output = ()> + Send + 'static) {
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             self.background.spawn_on(work, &runtime);
-        }
-    }
-
-    /// The rounds of one exclusive lock.
-    pub fn round<'a>(&'a self, resource: &'a str, owner: &'a str) -> Round<'a> {
-        self.round_of(resource, owner, LockKind::Exclusive)
-    }
-
-    /// The rounds of one lock of `kind` (its quorum).
-    pub fn round_of<'a>(&'a self, resource: &'a str, owner: &'a str, kind: LockKind) -> Round<'a> {
-        Round {
-            transport: self.transport.as_ref(),
-            clock: self.clock.as_ref(),
-            opts: &self.opts.rounds,
-            resource,
-            owner,
-            kind,
         }
     }
 
@@ -81,7 +63,8 @@ impl Shared {
         opts.retry_delay + Duration::from_millis(extra)
     }
 
-    /// Whether `lock` waits on the nodes (see [`WaitMode`]).
+    /// Whether `lock` waits on the nodes (see [`WaitMode`]): tickets are safe only with the
+    /// commit round, so with several nodes queue mode needs fencing.
     pub fn queues(&self) -> bool {
         self.opts.wait_mode == WaitMode::Queue && (self.nodes() == 1 || self.opts.rounds.fencing)
     }

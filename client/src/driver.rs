@@ -1,367 +1,396 @@
-//! `lock()` in queue mode: the waiting happens on the nodes (`DLOCK.ACQUIRE ... WAIT ...
-//! TICKET`, docs/protocol.md §5), driven by the pure acquisition machine of `acquisition.rs`,
-//! the one the model checker explores.
+//! Takes a lock over the network: runs [`Attempt`]s (attempt.rs, every decision) by sending what
+//! their actions ask through the node calls (round.rs), feeding the replies back, and keeping
+//! the time.
 //!
-//! - One ticket per `lock()` call, from the wall clock in µs: it orders waiters across nodes and
-//!   clients, oldest first. With one node no ticket is sent: FIFO is the order, and a grant that
-//!   is never committed must not be revocable.
-//! - Round `r` waits as owner `<base>:<r>`, so a late RELEASE of an abandoned round cannot free
-//!   the next one.
-//! - Waiting does not eat the lease: the commit (`FENCE ... PX ttl`) sets the TTL afresh and
-//!   validity counts from when it was sent. A round whose validity is gone once it committed is
-//!   given up (protocol.md §6.6, finding 1).
-//! - When no majority is possible (nodes down) or validity ran out, everything of that attempt
-//!   is released and a new one starts after the retry pause, same ticket, new base owner, until
-//!   the deadline: nodes that were down are asked again.
-//! - At the deadline, or when the caller drops `lock()` midway, the round is withdrawn
-//!   everywhere (RELEASE of its owner, in the background, so the caller gets its answer on time):
-//!   no wait and no uncommitted grant is left behind.
+//! - `try_lock` is one attempt that does not wait on the nodes; `lock` runs attempts until one
+//!   holds or [`another_attempt`] says stop: queued on the nodes (the default), or without a
+//!   server wait and with the retry pause between attempts (retry mode).
+//! - Queue mode draws one ticket per `lock()` call, from the wall clock in µs: it orders waiters
+//!   across nodes and clients, oldest first. With one node no ticket is sent: FIFO is the order,
+//!   and a grant that is never committed must not be revocable.
+//! - Round `r` of an attempt asks as owner `<base>:<r>`, each attempt under a new base, so a late
+//!   RELEASE of an abandoned round cannot free a later one.
+//! - A queued attempt keeps the deadline itself (a node notices a wait's timeout only at its
+//!   next tick) and gets at least one whole call, so a zero wait still asks once and hears the
+//!   answer; at its end the round is withdrawn in the background, so the caller gets its answer
+//!   on time. An attempt that fails sooner (no quorum possible) releases before answering.
+//! - An attempt dropped midway (the caller's `timeout` or `select!`) withdraws its round, and
+//!   requests still out run to their end in the background, where [`Attempt::on_late`] says what
+//!   a grant they bring is (a RELEASE and a wait travel on different connections: the wait can
+//!   reach a node after the RELEASE meant to withdraw it).
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use futures::future::{join_all, BoxFuture};
+use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
-use redis::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::acquisition::{Acquisition, Event};
-use crate::error::{is_wrong_kind, NodeFailure};
-use crate::kind::{LockKind, Resource};
+use crate::attempt::{another_attempt, lease, Action, Attempt, AttemptError, Lease, Policy, Reply};
+use crate::backend::new_owner;
+use crate::errors::NodeFailure;
 use crate::probe::WaitProbe;
-use crate::round::{whole_ms, AttemptError, Granted};
-use crate::shared::{new_owner, Shared};
-use crate::timing::validity;
-use crate::transport::Request;
+use crate::round::Round;
+use crate::timing::{draw_ticket, validity, whole_ms};
 
-/// A lock won in queue mode: the owner it is held under and its grant.
+/// A lock won: its token and until when it is safe to use.
+#[derive(Debug, Clone, Copy)]
+pub struct Granted {
+    pub token: u64,
+    pub valid_until: Instant,
+}
+
+/// A lock won, the owner it is held under, and the token to cancel when the holder releases
+/// (requests of the acquisition still out then know a grant they bring is stale).
 pub struct Acquired {
     pub owner: String,
     pub granted: Granted,
-    /// To be cancelled when the holder releases: waits still out are then stale.
     pub released: CancellationToken,
 }
 
-/// One `lock()` call in queue mode.
-pub struct QueueWait {
-    shared: Arc<Shared>,
-    resource: String,
-    kind: LockKind,
+/// One `lock()` or `try_lock()` call.
+pub struct Acquire {
+    round: Round,
     ttl: Duration,
-    ticket: Option<u64>,
     deadline: Instant,
-    /// Told the owner of each round as it starts waiting.
-    pub probe: Option<WaitProbe>,
+    policy: Policy,
+    ticket: Option<u64>,
+    /// Told the owner of each round as it starts.
+    probe: Option<WaitProbe>,
 }
 
-type Reply = (Event, Option<Why>);
+/// What a request left running brings back.
+enum Input {
+    Replied {
+        node: usize,
+        round: u32,
+        reply: Reply,
+    },
+    Fenced {
+        node: usize,
+        round: u32,
+        reply: Result<(), NodeFailure>,
+    },
+    /// The retry pause before asking `node` again is over.
+    Paused { node: usize, round: u32 },
+}
 
-impl QueueWait {
+type Inflight = FuturesUnordered<BoxFuture<'static, Input>>;
+
+impl Acquire {
     pub fn new(
-        shared: Arc<Shared>,
-        resource: Resource<'_>,
-        ttl: Duration,
-        deadline: Instant,
-    ) -> Self {
-        let ticket = (shared.nodes() > 1).then(draw_ticket);
-        QueueWait {
-            shared,
-            resource: resource.name.to_string(),
-            kind: resource.kind,
+        round: Round,
+        (ttl, deadline): (Duration, Instant),
+        policy: Policy,
+        probe: Option<WaitProbe>,
+    ) -> Arc<Acquire> {
+        let queued_on_several = policy == Policy::Queue && round.backend().nodes() > 1;
+        Arc::new(Acquire {
+            ticket: queued_on_several.then(draw_ticket),
+            round,
             ttl: whole_ms(ttl),
-            ticket,
             deadline,
-            probe: None,
-        }
+            policy,
+            probe,
+        })
     }
 
-    /// Waits until held or the deadline; on failure, why and how many attempts were made.
-    pub async fn acquire(self: &Arc<Self>) -> Result<Acquired, (AttemptError, u32)> {
+    /// Attempts until one holds (at most one when `once`); on failure why, and how many.
+    pub async fn run(self: &Arc<Self>, once: bool) -> Result<Acquired, (AttemptError, u32)> {
+        let backend = self.round.backend();
         let mut attempts = 0u32;
         loop {
             attempts = attempts.saturating_add(1);
-            let failure = match self.attempt(&new_owner()).await {
+            let error = match self.attempt(&new_owner()).await {
                 Ok(acquired) => return Ok(acquired),
-                Err(failure @ (AttemptError::Contended | AttemptError::WrongKind(_))) => {
-                    return Err((failure, attempts))
-                }
-                Err(failure) => failure,
+                Err(error) => error,
             };
-            let pause = self.shared.retry_pause();
-            let out_of_time = self.shared.clock.now() + pause >= self.deadline;
-            if out_of_time || attempts > self.shared.opts.retry_count {
-                return Err((failure, attempts));
+            let pause = backend.retry_pause();
+            let out_of_time = backend.clock.now() + pause > self.deadline;
+            let retries = (attempts, backend.opts.retry_count);
+            if once || !another_attempt(self.policy, &error, out_of_time, retries) {
+                return Err((error, attempts));
             }
             tokio::time::sleep(pause).await;
         }
     }
 
-    /// One attempt: rounds of wait and commit until held, impossible, or the deadline. The
-    /// nodes are told the time left (`WAIT`), but a node checks blocked clients' timeouts only
-    /// every 1/hz s (100 ms by default), so the client keeps the deadline itself. An attempt
-    /// gets at least one whole call (per-node timeout and replica acknowledgement), so that a
-    /// zero `wait` still asks once and hears the answer.
+    /// One attempt under owners `base:<round>`.
     async fn attempt(self: &Arc<Self>, base: &str) -> Result<Acquired, AttemptError> {
-        let nodes = self.shared.nodes();
-        let (machine, mut steps) = Acquisition::start_needing(nodes, self.kind.quorum(nodes));
-        let mut run = Attempt {
-            wait: self,
-            base,
-            machine,
-            inflight: FuturesUnordered::new(),
-            why: vec![None; self.shared.nodes()],
-            lease_from: self.shared.clock.now(),
-            withdraw_round: Some(0),
-            over: CancellationToken::new(),
-            released: CancellationToken::new(),
-        };
+        let backend = self.round.backend();
+        let nodes = backend.nodes();
+        let needed = self.round.kind().quorum(nodes);
+        let (core, mut actions) = Attempt::start(nodes, needed, self.policy);
+        let mut run = Running::new(self, base, core);
         let left = self.deadline.saturating_duration_since(run.lease_from);
-        let out_of_time = tokio::time::sleep(left.max(self.shared.call_bound()));
+        let out_of_time = tokio::time::sleep(left.max(backend.call_bound()));
         tokio::pin!(out_of_time);
         loop {
-            for step in std::mem::take(&mut steps) {
-                match run.perform(step) {
-                    None => {}
-                    Some(Ok((owner, token))) => {
-                        let released = run.released.clone();
-                        return self
-                            .check_lease(owner, token, run.lease_from, released)
-                            .await;
-                    }
-                    Some(Err(failure)) => {
-                        // No majority possible: release before answering, as try_lock does.
-                        run.withdraw_round = None;
-                        let owner = round_owner(base, run.machine.round());
-                        let (shared, resource) = (self.shared.clone(), self.resource.clone());
-                        release_on(shared, resource, owner, self.everywhere()).await;
-                        return Err(failure);
-                    }
+            if let Some(end) = run.perform(actions).await {
+                return run.finish(end).await;
+            }
+            if run.inflight.is_empty() {
+                actions = run.core.on_deadline(); // nothing left to hear from
+                continue;
+            }
+            actions = tokio::select! {
+                Some(input) = run.inflight.next() => run.feed(input),
+                _ = &mut out_of_time, if self.policy == Policy::Queue => {
+                    run.timed_out = true;
+                    run.core.on_deadline()
                 }
-            }
-            tokio::select! {
-                Some((event, why)) = run.inflight.next() => steps = run.on(event, why),
-                _ = &mut out_of_time => return Err(run.failure()),
-            }
-        }
-    }
-
-    /// `ACQUIRE ... WAIT ... [TICKET]` on `node` as the owner of `round`.
-    fn wait(self: &Arc<Self>, node: usize, round: u32, base: &str) -> BoxFuture<'static, Reply> {
-        let owner = round_owner(base, round);
-        if let Some(probe) = &self.probe {
-            probe.set(&owner);
-        }
-        let this = self.clone();
-        Box::pin(async move {
-            let this = &this;
-            let left = this
-                .deadline
-                .saturating_duration_since(this.shared.clock.now());
-            let request = Request::Wait {
-                resource: &this.resource,
-                owner: &owner,
-                ttl_ms: ms(this.ttl),
-                timeout_ms: ms(left), // at least 1: 0 would mean no limit
-                ticket: this.ticket,
-                kind: this.kind,
             };
-            let reply = this.call(node, request).await;
-            let unavailable = Event::Unavailable { node, round };
-            match reply {
-                Ok(Value::Int(token)) if token > 0 => {
-                    let token = token as u64;
-                    (Event::Granted { node, round, token }, None)
-                }
-                Ok(Value::Nil) => (unavailable, Some(Why::TimedOut)),
-                Ok(other) => {
-                    let why = format!("unexpected reply {other:?}");
-                    (unavailable, Some(Why::Failed(this.failure(node, &why))))
-                }
-                Err(failure) if is_wrong_kind(&failure) => {
-                    (unavailable, Some(Why::WrongKind(failure)))
-                }
-                Err(failure) => (unavailable, Some(Why::Failed(failure))),
-            }
-        })
-    }
-
-    /// `FENCE ... PX ttl`: commits `token` and starts the lease afresh.
-    fn fence(
-        self: &Arc<Self>,
-        node: usize,
-        round: u32,
-        owner: &str,
-        token: u64,
-    ) -> BoxFuture<'static, Reply> {
-        let owner = owner.to_string();
-        let this = self.clone();
-        Box::pin(async move {
-            let request = Request::Fence {
-                resource: &this.resource,
-                owner: &owner,
-                token,
-                ttl_ms: Some(ms(this.ttl)),
-            };
-            let committed = matches!(this.call(node, request).await, Ok(Value::Int(1)));
-            (
-                Event::Fenced {
-                    node,
-                    round,
-                    committed,
-                },
-                None,
-            )
-        })
-    }
-
-    /// Held: the validity left, counted from the request that last set the TTL. With one node
-    /// that is the wait itself, whose grant may have come long after it was sent: then the TTL
-    /// is renewed once, and validity counts from the renewal.
-    async fn check_lease(
-        &self,
-        owner: String,
-        token: u64,
-        lease_from: Instant,
-        released: CancellationToken,
-    ) -> Result<Acquired, AttemptError> {
-        let left = self.validity_since(lease_from);
-        let long_enough = left.is_some_and(|left| left * 2 >= self.ttl);
-        if let (Some(left), true) = (left, long_enough || self.shared.nodes() > 1) {
-            return Ok(self.acquired(owner, token, left, released));
         }
-        if self.shared.nodes() == 1 {
-            let renewed_from = self.shared.clock.now();
-            let request = Request::Extend {
-                resource: &self.resource,
-                owner: &owner,
-                ttl_ms: ms(self.ttl),
-            };
-            let renewed = matches!(self.call(0, request).await, Ok(Value::Int(1)));
-            if let (true, Some(left)) = (renewed, self.validity_since(renewed_from)) {
-                return Ok(self.acquired(owner, token, left, released));
-            }
-        }
-        released.cancel();
-        self.release_later(owner, (0..self.shared.nodes()).collect());
-        Err(AttemptError::ValidityExpired)
     }
 
     fn validity_since(&self, from: Instant) -> Option<Duration> {
-        let drift = &self.shared.opts.rounds.drift;
-        validity(self.ttl, from, self.shared.clock.now(), drift)
+        let backend = self.round.backend();
+        validity(
+            self.ttl,
+            from,
+            backend.clock.now(),
+            &backend.opts.rounds.drift,
+        )
     }
 
-    fn acquired(
+    /// Held: what the lease comes to, counted from the request that last set the TTL (see
+    /// [`lease`]). Given up, the lock is released everywhere first.
+    async fn check_lease(
         &self,
-        owner: String,
-        token: u64,
-        left: Duration,
+        (owner, token): (String, u64),
+        lease_from: Instant,
         released: CancellationToken,
-    ) -> Acquired {
-        let valid_until = self.shared.clock.now() + left;
-        Acquired {
-            owner,
-            granted: Granted { token, valid_until },
-            released,
+    ) -> Result<Acquired, AttemptError> {
+        let backend = self.round.backend();
+        let nodes = backend.nodes();
+        let mut left = lease(nodes, self.validity_since(lease_from), self.ttl, false);
+        if left == Lease::Renew {
+            let renewed_from = backend.clock.now();
+            let renewed = self.round.renew(0, &owner, self.ttl).await;
+            let since = self.validity_since(renewed_from).filter(|_| renewed);
+            left = lease(nodes, since, self.ttl, true);
+        }
+        if let Lease::Held(left) = left {
+            let valid_until = backend.clock.now() + left;
+            let granted = Granted { token, valid_until };
+            return Ok(Acquired {
+                owner,
+                granted,
+                released,
+            });
+        }
+        released.cancel();
+        self.round.release(&owner).await; // before answering, as any failure before the deadline
+        Err(AttemptError::ValidityExpired)
+    }
+}
+
+/// How an attempt ended.
+enum End {
+    Held { round: u32, token: u64 },
+    Failed(AttemptError),
+}
+
+/// One attempt while its requests are out.
+struct Running<'a> {
+    acquire: &'a Arc<Acquire>,
+    base: &'a str,
+    core: Attempt,
+    inflight: Inflight,
+    /// When the request that set the TTL the holder counts on was sent.
+    lease_from: Instant,
+    /// Ended by its deadline: its round is withdrawn in the background.
+    timed_out: bool,
+    /// Held, or its round already withdrawn: nothing for `Drop` to withdraw.
+    settled: bool,
+    /// Cancelled when the holder releases (or the lock is given up).
+    released: CancellationToken,
+}
+
+impl<'a> Running<'a> {
+    fn new(acquire: &'a Arc<Acquire>, base: &'a str, core: Attempt) -> Running<'a> {
+        Running {
+            lease_from: acquire.round.backend().clock.now(),
+            acquire,
+            base,
+            core,
+            inflight: FuturesUnordered::new(),
+            timed_out: false,
+            settled: false,
+            released: CancellationToken::new(),
         }
     }
 
-    async fn call(&self, node: usize, request: Request<'_>) -> Result<Value, NodeFailure> {
-        let timeout = self.shared.opts.rounds.timeout;
-        self.shared.transport.call(node, request, timeout).await
+    fn owner(&self, round: u32) -> String {
+        format!("{}:{round}", self.base)
     }
 
-    /// Lets requests still out run to their end in the background, and releases any grant that
-    /// comes back stale: always (`stale_from` `None`), or once `stale_from` is cancelled (the
-    /// holder released). A RELEASE and a wait travel on different connections, so a wait can
-    /// reach a node after the RELEASE meant to withdraw it; granted there, it would hold the lock
-    /// until its TTL with nobody to release it.
-    fn drain(
-        &self,
-        requests: FuturesUnordered<BoxFuture<'static, Reply>>,
-        base: &str,
-        stale_from: Option<CancellationToken>,
-    ) {
-        if requests.is_empty() {
+    fn now(&self) -> Instant {
+        self.acquire.round.backend().clock.now()
+    }
+
+    /// Does what `actions` ask; the attempt's end, if one of them is it.
+    async fn perform(&mut self, actions: Vec<Action>) -> Option<End> {
+        let failing = actions.iter().any(|a| matches!(a, Action::Failed(_)));
+        let mut end = None;
+        for action in actions {
+            match action {
+                Action::Ask { round, nodes } => {
+                    self.lease_from = self.now();
+                    if let Some(probe) = &self.acquire.probe {
+                        probe.set(&self.owner(round));
+                    }
+                    nodes.into_iter().for_each(|node| self.ask(node, round));
+                }
+                Action::AskAgain {
+                    node,
+                    round,
+                    after_pause,
+                } => self.ask_again(node, round, after_pause),
+                Action::Fence {
+                    round,
+                    token,
+                    nodes,
+                } => self.fence(round, token, nodes),
+                Action::Release { round, nodes } => {
+                    // No quorum possible: release before answering; at the deadline, after.
+                    let release = self.release(round, nodes);
+                    if failing && !self.timed_out {
+                        release.await;
+                    } else {
+                        self.acquire.round.backend().spawn(release);
+                    }
+                    self.settled |= failing;
+                }
+                Action::Held { round, token } => end = Some(End::Held { round, token }),
+                Action::Failed(error) => end = Some(End::Failed(error)),
+            }
+        }
+        end
+    }
+
+    /// `ACQUIRE` (with `WAIT` in queue mode) on `node` as the owner of `round`.
+    fn ask(&mut self, node: usize, round: u32) {
+        let (acquire, owner) = (self.acquire.clone(), self.owner(round));
+        self.inflight.push(Box::pin(async move {
+            let clock = &acquire.round.backend().clock;
+            let wait = (acquire.policy == Policy::Queue).then(|| {
+                let left = acquire.deadline.saturating_duration_since(clock.now());
+                (left, acquire.ticket)
+            });
+            let reply = acquire.round.ask(node, &owner, acquire.ttl, wait).await;
+            Input::Replied { node, round, reply }
+        }));
+    }
+
+    fn ask_again(&mut self, node: usize, round: u32, after_pause: bool) {
+        if !after_pause {
+            return self.ask(node, round);
+        }
+        let pause = self.acquire.round.backend().retry_pause();
+        self.inflight.push(Box::pin(async move {
+            tokio::time::sleep(pause).await;
+            Input::Paused { node, round }
+        }));
+    }
+
+    /// `FENCE` on `nodes`; in queue mode with `PX ttl`, which starts the lease afresh.
+    fn fence(&mut self, round: u32, token: u64, nodes: Vec<usize>) {
+        let queued = self.acquire.policy == Policy::Queue;
+        if queued {
+            self.lease_from = self.now();
+        }
+        for node in nodes {
+            let (acquire, owner) = (self.acquire.clone(), self.owner(round));
+            self.inflight.push(Box::pin(async move {
+                let ttl = queued.then_some(acquire.ttl);
+                let reply = acquire.round.fence(node, &owner, token, ttl).await;
+                Input::Fenced { node, round, reply }
+            }));
+        }
+    }
+
+    /// RELEASE of the owner of `round` on `nodes`, to await or to run in the background.
+    fn release(&self, round: u32, nodes: Vec<usize>) -> BoxFuture<'static, ()> {
+        let (calls, owner) = (self.acquire.round.clone(), self.owner(round));
+        Box::pin(async move {
+            calls.release_on(&owner, &nodes).await;
+        })
+    }
+
+    /// A reply, into the core.
+    fn feed(&mut self, input: Input) -> Vec<Action> {
+        match input {
+            Input::Replied { node, round, reply } => {
+                let past_deadline = self.now() >= self.acquire.deadline;
+                self.core.on_reply(node, round, reply, past_deadline)
+            }
+            Input::Fenced { node, round, reply } => {
+                let valid = self.acquire.validity_since(self.lease_from).is_some();
+                self.core.on_fenced(node, round, reply, valid)
+            }
+            Input::Paused { node, round } => self.core.on_pause_over(node, round),
+        }
+    }
+
+    async fn finish(mut self, end: End) -> Result<Acquired, AttemptError> {
+        self.settled = true;
+        let (round, token) = match end {
+            End::Held { round, token } => (round, token),
+            End::Failed(error) => return Err(error),
+        };
+        let (acquire, owner) = (self.acquire, self.owner(round));
+        let (lease_from, released) = (self.lease_from, self.released.clone());
+        drop(self); // requests still out stay out, in the background (see `Drop`)
+        acquire
+            .check_lease((owner, token), lease_from, released)
+            .await
+    }
+}
+
+/// An attempt that ends without holding (its deadline, a failure, or the caller dropping
+/// `lock()` midway: a `timeout` or `select!` around it) withdraws its round everywhere, so no
+/// wait and no uncommitted grant is left on the nodes. Requests still out, held or not, run to
+/// their end in the background, and [`Attempt::on_late`] says which grants they bring to release.
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        let backend = self.acquire.round.backend();
+        if tokio::runtime::Handle::try_current().is_err() {
             return;
         }
-        let (shared, resource) = (self.shared.clone(), self.resource.clone());
-        let base = base.to_string();
-        self.shared.spawn(requests.for_each(move |(event, _)| {
-            let stale = stale_from
-                .as_ref()
-                .is_none_or(CancellationToken::is_cancelled);
-            if let (Event::Granted { node, round, .. }, true) = (event, stale) {
-                let owner = round_owner(&base, round);
-                let release = release_on(shared.clone(), resource.clone(), owner, vec![node]);
-                shared.spawn(release);
+        if !self.settled {
+            let (round, owner) = (self.acquire.round.clone(), self.owner(self.core.round()));
+            backend.spawn(async move {
+                round.release(&owner).await;
+            });
+        }
+        let inflight = std::mem::take(&mut self.inflight);
+        if inflight.is_empty() {
+            return;
+        }
+        let (core, released) = (self.core.clone(), self.released.clone());
+        let (round, base) = (self.acquire.round.clone(), self.base.to_string());
+        backend.spawn(inflight.for_each(move |input| {
+            if let Input::Replied {
+                node,
+                round: r,
+                reply,
+            } = input
+            {
+                for action in core.on_late(node, r, reply, released.is_cancelled()) {
+                    if let Action::Release { round: r, nodes } = action {
+                        let (calls, owner) = (round.clone(), format!("{base}:{r}"));
+                        round.backend().spawn(async move {
+                            calls.release_on(&owner, &nodes).await;
+                        });
+                    }
+                }
             }
             async {}
         }));
     }
-
-    /// RELEASE `owner` on `nodes` without waiting for the answers: frees what it was granted and
-    /// withdraws its queued waits (their blocked calls answer nil and end).
-    fn release_later(&self, owner: String, nodes: Vec<usize>) {
-        let (shared, resource) = (self.shared.clone(), self.resource.clone());
-        self.shared
-            .spawn(release_on(shared, resource, owner, nodes));
-    }
-
-    fn everywhere(&self) -> Vec<usize> {
-        (0..self.shared.nodes()).collect()
-    }
-
-    fn failure(&self, node: usize, reason: &str) -> NodeFailure {
-        NodeFailure {
-            node: self.shared.transport.name(node).to_string(),
-            reason: reason.to_string(),
-        }
-    }
 }
-
-/// RELEASE `owner` of `resource` on `nodes`, each within the per-node timeout.
-async fn release_on(shared: Arc<Shared>, resource: String, owner: String, nodes: Vec<usize>) {
-    let timeout = shared.opts.rounds.timeout;
-    let release = Request::Release {
-        resource: &resource,
-        owner: &owner,
-    };
-    let calls = nodes
-        .iter()
-        .map(|&n| shared.transport.call(n, release, timeout));
-    join_all(calls).await;
-}
-
-fn round_owner(base: &str, round: u32) -> String {
-    format!("{base}:{round}")
-}
-
-fn ms(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
-}
-
-/// Wall-clock µs, strictly increasing within this process (two calls in the same µs must not
-/// tie: equal tickets cannot wound each other, and an even split between them would stand until
-/// the TTL). Across processes a tie is possible but costs only time, never safety.
-fn draw_ticket() -> u64 {
-    static LAST: AtomicU64 = AtomicU64::new(0);
-    let now_us = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(1, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX >> 1));
-    let previous = LAST
-        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |last| {
-            Some(now_us.max(last + 1))
-        })
-        .unwrap_or(0);
-    now_us.max(previous + 1)
-}
-
-#[path = "waiting_attempt.rs"]
-mod attempt;
-use attempt::{Attempt, Why};
 
 #[cfg(test)]
-#[path = "waiting_tests.rs"]
+#[path = "driver_tests.rs"]
 mod tests;

@@ -1,12 +1,35 @@
 //! What can go wrong, in terms a caller can act on.
 
 use std::fmt;
+use std::time::Duration;
 
 /// Why one node did not count towards a quorum.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeFailure {
     pub node: String,
     pub reason: String,
+    /// The call got no reply within its time (as opposed to a refused connection, a broken one
+    /// or an error reply): for a server-side wait, that is also how the end of a wait the
+    /// server answered late looks (`attempt::classify` tells the two apart).
+    pub(crate) no_reply: bool,
+}
+
+impl NodeFailure {
+    pub(crate) fn new(node: impl Into<String>, reason: impl Into<String>) -> NodeFailure {
+        NodeFailure {
+            node: node.into(),
+            reason: reason.into(),
+            no_reply: false,
+        }
+    }
+
+    /// No reply from `node` within `timeout`.
+    pub(crate) fn no_reply(node: impl Into<String>, timeout: Duration) -> NodeFailure {
+        NodeFailure {
+            no_reply: true,
+            ..NodeFailure::new(node, format!("timed out after {timeout:?}"))
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,25 +1,24 @@
 //! A held lock ([`LockGuard`]), its auto-extension ([`Watchdog`]) and what work running under
 //! it can see ([`LockContext`]).
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use std::sync::Arc;
-
-use crate::error::Error;
+use crate::backend::{check_ttl, Backend};
+use crate::driver::Granted;
+use crate::errors::Error;
 use crate::kind::{LockKind, Resource};
-use crate::round::Granted;
-use crate::shared::{check_ttl, Shared};
+use crate::round::Round;
 use crate::timing::quorum as majority;
 
 /// A lock held on a majority. Release it with [`LockGuard::release`]; dropping it releases in
 /// the background (best effort) if a Tokio runtime is running.
 pub struct LockGuard {
-    shared: Arc<Shared>,
-    resource: String,
-    kind: LockKind,
+    /// The lock's calls (its nodes, name and kind).
+    round: Round,
     owner: String,
     token: u64,
     valid_until: Instant,
@@ -32,16 +31,14 @@ pub struct LockGuard {
 
 impl LockGuard {
     pub(crate) fn new(
-        shared: Arc<Shared>,
+        backend: Arc<Backend>,
         resource: Resource<'_>,
         owner: &str,
         granted: Granted,
     ) -> Self {
-        let acquired_at = shared.clock.now();
+        let acquired_at = backend.clock.now();
         LockGuard {
-            shared,
-            resource: resource.name.to_string(),
-            kind: resource.kind,
+            round: Round::new(backend, resource.name, resource.kind),
             owner: owner.to_string(),
             token: granted.token,
             valid_until: granted.valid_until,
@@ -73,22 +70,26 @@ impl LockGuard {
     }
 
     pub fn resource(&self) -> &str {
-        &self.resource
+        self.round.resource()
     }
 
     /// How it is held: exclusively, shared, or as a semaphore's permit.
     pub fn kind(&self) -> LockKind {
-        self.kind
+        self.round.kind()
+    }
+
+    fn backend(&self) -> &Arc<Backend> {
+        self.round.backend()
     }
 
     /// Nodes an extension must reach: the kind's quorum.
     fn needed(&self) -> usize {
-        self.kind.quorum(self.shared.nodes())
+        self.kind().quorum(self.backend().nodes())
     }
 
     /// Time left before the lock may be held by someone else (zero when over).
     pub fn validity(&self) -> Duration {
-        let now = self.shared.clock.now();
+        let now = self.backend().clock.now();
         self.valid_until.saturating_duration_since(now)
     }
 
@@ -98,17 +99,12 @@ impl LockGuard {
     /// lasts.
     pub async fn extend(&mut self, ttl: Duration) -> Result<(), Error> {
         check_ttl(ttl)?;
-        let extended = self
-            .shared
-            .round_of(&self.resource, &self.owner, self.kind)
-            .extend(ttl)
-            .await;
-        match extended {
+        match self.round.extend(&self.owner, ttl).await {
             Ok(valid_until) => {
                 self.valid_until = valid_until;
                 Ok(())
             }
-            Err(tally) => Err(tally.extend_error(&self.resource, self.needed())),
+            Err(tally) => Err(tally.extend_error(self.resource(), self.needed())),
         }
     }
 
@@ -117,15 +113,12 @@ impl LockGuard {
     pub async fn release(mut self) -> Result<(), Error> {
         self.released = true;
         self.signal_release();
-        let tally = self
-            .shared
-            .round(&self.resource, &self.owner)
-            .release()
-            .await;
-        if tally.answered() >= majority(self.shared.nodes()) {
+        let tally = self.round.release(&self.owner).await;
+        let needed = majority(self.backend().nodes());
+        if tally.answered() >= needed {
             return Ok(());
         }
-        Err(tally.no_quorum(&self.resource, majority(self.shared.nodes())))
+        Err(tally.no_quorum(self.resource(), needed))
     }
 
     /// Keeps the lock held after the guard is gone (no release on drop): for handing it to
@@ -138,7 +131,7 @@ impl LockGuard {
     /// Starts extending this lock every `extend_interval` (default ttl / 3) until stopped, or
     /// until `max_hold` after it was acquired (then the loss signal fires).
     pub fn watchdog(&self, ttl: Duration) -> Watchdog {
-        let opts = &self.shared.opts;
+        let opts = &self.backend().opts;
         let interval = opts.extend_interval.unwrap_or(ttl / 3);
         let lost = CancellationToken::new();
         let stop = CancellationToken::new();
@@ -149,8 +142,7 @@ impl LockGuard {
             hold_until: opts.max_hold.map(|cap| self.acquired_at + cap),
         };
         let task = tokio::spawn(keep_extended(
-            self.shared.clone(),
-            (self.resource.clone(), self.kind),
+            self.round.clone(),
             self.owner.clone(),
             schedule,
             (lost.clone(), stop.clone()),
@@ -159,7 +151,7 @@ impl LockGuard {
             context: LockContext {
                 token: self.token,
                 owner: self.owner.clone(),
-                resource: self.resource.clone(),
+                resource: self.resource().to_string(),
                 lost,
             },
             stop,
@@ -171,7 +163,7 @@ impl LockGuard {
 impl std::fmt::Debug for LockGuard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LockGuard")
-            .field("resource", &self.resource)
+            .field("resource", &self.resource())
             .field("owner", &self.owner)
             .field("token", &self.token)
             .field("validity", &self.validity())
@@ -185,13 +177,9 @@ impl Drop for LockGuard {
             return;
         }
         self.signal_release();
-        let (shared, resource, owner) = (
-            self.shared.clone(),
-            self.resource.clone(),
-            self.owner.clone(),
-        );
-        self.shared.spawn(async move {
-            shared.round(&resource, &owner).release().await;
+        let (round, owner) = (self.round.clone(), self.owner.clone());
+        self.backend().spawn(async move {
+            round.release(&owner).await;
         });
     }
 }
@@ -208,32 +196,28 @@ struct Schedule {
 /// The watchdog loop: extend before validity runs out; signal `lost` on the first failure, or
 /// once the hold cap is reached (the lock itself then runs out at its TTL).
 async fn keep_extended(
-    shared: Arc<Shared>,
-    (resource, kind): (String, LockKind),
+    round: Round,
     owner: String,
     mut at: Schedule,
     (lost, stop): (CancellationToken, CancellationToken),
 ) {
+    let clock = &round.backend().clock;
     loop {
-        let mut next = (shared.clock.now() + at.interval).min(at.valid_until);
+        let mut next = (clock.now() + at.interval).min(at.valid_until);
         if let Some(cap) = at.hold_until {
             next = next.min(cap);
         }
-        let pause = next.saturating_duration_since(shared.clock.now());
+        let pause = next.saturating_duration_since(clock.now());
         tokio::select! {
             _ = stop.cancelled() => return,
             _ = tokio::time::sleep(pause) => {}
         }
-        let now = shared.clock.now();
+        let now = clock.now();
         if now >= at.valid_until || at.hold_until.is_some_and(|cap| now >= cap) {
             lost.cancel();
             return;
         }
-        match shared
-            .round_of(&resource, &owner, kind)
-            .extend(at.ttl)
-            .await
-        {
+        match round.extend(&owner, at.ttl).await {
             Ok(until) => at.valid_until = until,
             Err(_) => {
                 lost.cancel();

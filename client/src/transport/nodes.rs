@@ -1,6 +1,7 @@
-//! The real transport: per node URL one master ([`Node`]), one Redis Cluster ([`Cluster`], for
-//! `redis+cluster://` URLs) or one Sentinel-managed master ([`Sentinel`], `redis+sentinel://`),
-//! each with its replica acknowledgement.
+//! The real transport: the quorum nodes, each named by its URL (transport/urls.rs reads it): one
+//! server ([`Server`]), a whole Redis Cluster ([`Cluster`], `redis+cluster://`) or the master a
+//! group of sentinels names ([`Sentinel`], `redis+sentinel://`), each with its replica
+//! acknowledgement.
 
 use std::time::Duration;
 
@@ -8,12 +9,13 @@ use futures::future::BoxFuture;
 use redis::{Pipeline, Value};
 
 use super::ack::{self, Ack};
-use super::cluster::{is_cluster_url, Bounds, Cluster};
-use super::node::Node;
-use super::sentinel::{is_sentinel_url, Sentinel};
+use super::cluster::{Bounds, Cluster};
+use super::sentinel::Sentinel;
+use super::server::Server;
+use super::urls::{self, NodeUrl};
 use super::{Request, Transport};
 use crate::connect::Connect;
-use crate::error::{Error, NodeFailure};
+use crate::errors::{Error, NodeFailure};
 use crate::options::ReplicaAck;
 
 pub struct RedisTransport {
@@ -22,12 +24,15 @@ pub struct RedisTransport {
 
 /// One quorum node.
 struct Member {
-    server: Server,
+    /// Its URL, the password hidden.
+    name: String,
+    reached: Reached,
     ack: Option<Ack>,
 }
 
-enum Server {
-    Master(Node),
+/// How a quorum node is reached.
+enum Reached {
+    Server(Server),
     Cluster(Cluster),
     Sentinel(Box<Sentinel>),
 }
@@ -52,46 +57,46 @@ impl RedisTransport {
 
 impl Member {
     fn new(url: &str, replica_ack: ReplicaAck, connect: &Connect) -> Result<Member, Error> {
-        let server = if is_cluster_url(url) {
-            Server::Cluster(Cluster::new(url, connect)?)
-        } else if is_sentinel_url(url) {
-            Server::Sentinel(Box::new(Sentinel::new(url, connect)?))
-        } else {
-            Server::Master(Node::new(url, connect)?)
+        let name = urls::redact(&urls::lowercase_scheme(url));
+        let reached = match urls::parse(url).map_err(Error::InvalidArgument)? {
+            NodeUrl::Single { info, client_name } => {
+                Reached::Server(Server::named(&name, info, client_name, connect)?)
+            }
+            NodeUrl::Cluster { seed, tls } => {
+                Reached::Cluster(Cluster::new(&name, seed, tls, connect))
+            }
+            NodeUrl::Sentinel(parts) => {
+                Reached::Sentinel(Box::new(Sentinel::new(&name, &parts, connect)?))
+            }
         };
-        let failover = !matches!(server, Server::Master(_));
+        let failover = !matches!(reached, Reached::Server(_));
         Ok(Member {
-            server,
+            name,
+            reached,
             ack: Ack::for_node(replica_ack, failover),
         })
-    }
-
-    fn url(&self) -> &str {
-        match &self.server {
-            Server::Master(node) => node.url(),
-            Server::Cluster(cluster) => cluster.url(),
-            Server::Sentinel(sentinel) => sentinel.url(),
-        }
     }
 
     /// `request` with its acknowledgement: `timeout` bounds connecting; the whole call may
     /// also take the server-side wait and the acknowledgement.
     async fn call(&self, request: Request<'_>, timeout: Duration) -> Result<Value, NodeFailure> {
         let pipe = ack::pipeline(request, self.ack);
-        let waits_ms = match request {
-            Request::Wait { timeout_ms, .. } => timeout_ms,
-            _ => 0,
+        // A server notices a blocked client's timeout only at its next `hz` tick: a wait's nil
+        // may come that much after the wait's own time.
+        let waits = match request {
+            Request::Wait { timeout_ms, .. } => {
+                Duration::from_millis(timeout_ms) + ack::TIMEOUT_RESOLUTION
+            }
+            _ => Duration::ZERO,
         };
         let bounds = Bounds {
             connect: timeout,
-            whole: timeout + Duration::from_millis(waits_ms) + ack::extra_time(request, self.ack),
+            whole: timeout + waits + ack::extra_time(request, self.ack),
             blocking: matches!(request, Request::Wait { .. }),
         };
         let replies = self.send(request.resource(), &pipe, bounds).await?;
-        ack::reply(request, replies, self.ack).map_err(|reason| NodeFailure {
-            node: self.url().to_string(),
-            reason,
-        })
+        ack::reply(request, replies, self.ack)
+            .map_err(|reason| NodeFailure::new(&self.name, reason))
     }
 
     async fn send(
@@ -100,16 +105,18 @@ impl Member {
         pipe: &Pipeline,
         bounds: Bounds,
     ) -> Result<Vec<Value>, NodeFailure> {
-        match &self.server {
-            Server::Cluster(cluster) => cluster.call(key, pipe, bounds).await,
-            Server::Sentinel(sentinel) => sentinel.call(pipe, bounds).await,
-            Server::Master(node) => {
+        match &self.reached {
+            Reached::Cluster(cluster) => cluster.call(key, pipe, bounds).await,
+            Reached::Sentinel(sentinel) => sentinel.call(pipe, bounds).await,
+            Reached::Server(server) => {
                 let reply = if bounds.blocking {
-                    node.call_blocking(pipe, bounds.connect, bounds.whole).await
+                    server
+                        .call_blocking(pipe, bounds.connect, bounds.whole)
+                        .await
                 } else {
-                    node.call(pipe, bounds.whole).await
+                    server.call(pipe, bounds.whole).await
                 };
-                reply.map_err(|failed| failed.into_failure(node.url()))
+                reply.map_err(|failed| failed.into_failure(server.url()))
             }
         }
     }
@@ -121,7 +128,7 @@ impl Transport for RedisTransport {
     }
 
     fn name(&self, node: usize) -> &str {
-        self.nodes.get(node).map_or("?", Member::url)
+        self.nodes.get(node).map_or("?", |member| &member.name)
     }
 
     fn call<'a>(
@@ -132,10 +139,7 @@ impl Transport for RedisTransport {
     ) -> BoxFuture<'a, Result<Value, NodeFailure>> {
         Box::pin(async move {
             let Some(member) = self.nodes.get(node) else {
-                return Err(NodeFailure {
-                    node: format!("node {node}"),
-                    reason: "no such node".into(),
-                });
+                return Err(NodeFailure::new(format!("node {node}"), "no such node"));
             };
             member.call(request, timeout).await
         })

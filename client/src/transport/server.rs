@@ -1,4 +1,5 @@
-//! One Redis master: a lazily made multiplexed connection, re-made after any I/O error, and
+//! One redis-server (a plain master, a cluster's master, the master sentinels name): a lazily
+//! made multiplexed connection, re-made after any I/O error, and
 //! every call bounded by the per-node timeout. A down node costs a failed call, never a hang.
 //!
 //! Server-side waits (`ACQUIRE ... WAIT`) block the connection they are sent on, so each gets a
@@ -9,43 +10,42 @@
 use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
-use redis::{AsyncConnectionConfig, Client, ErrorKind, IntoConnectionInfo, Pipeline, Value};
+use redis::{AsyncConnectionConfig, Client, ConnectionInfo, ErrorKind, Pipeline, Value};
 use tokio::sync::Mutex;
 
 use crate::connect::Connect;
-use crate::error::{Error, NodeFailure};
+use crate::errors::{Error, NodeFailure};
 
 /// Idle wait connections kept per node; more are made on demand and closed after use.
 const IDLE_WAIT_CONNECTIONS: usize = 64;
 
-pub struct Node {
+pub struct Server {
     url: String,
     client: Client,
     connection: Mutex<Option<MultiplexedConnection>>,
     idle_for_waits: std::sync::Mutex<Vec<MultiplexedConnection>>,
+    /// `CLIENT SETNAME` on each new connection (a URL's `client_name`).
+    client_name: Option<String>,
 }
 
-impl Node {
-    pub fn new(url: &str, connect: &Connect) -> Result<Node, Error> {
-        Node::named(url, url, connect)
-    }
-
-    /// A node reached by `info` (a URL or a [`redis::ConnectionInfo`]) with `connect`'s TLS
-    /// and credentials, called `name` in errors.
+impl Server {
+    /// A server reached by `info` with `connect`'s TLS and credentials, called `name` in errors
+    /// (a URL without its password, or an address).
     pub fn named(
         name: &str,
-        info: impl IntoConnectionInfo,
+        info: ConnectionInfo,
+        client_name: Option<String>,
         connect: &Connect,
-    ) -> Result<Node, Error> {
-        let bad = |e: redis::RedisError| Error::InvalidArgument(format!("node URL {name:?}: {e}"));
+    ) -> Result<Server, Error> {
         let client = connect
-            .client(info.into_connection_info().map_err(bad)?)
-            .map_err(bad)?;
-        Ok(Node {
+            .client(info)
+            .map_err(|e| Error::InvalidArgument(format!("node URL {name:?}: {e}")))?;
+        Ok(Server {
             url: name.to_string(),
             client,
             connection: Mutex::new(None),
             idle_for_waits: std::sync::Mutex::new(Vec::new()),
+            client_name,
         })
     }
 
@@ -147,17 +147,29 @@ impl Node {
         Ok((connection, false))
     }
 
-    /// A new connection; replies may take as long as the caller allows.
+    /// A new connection, named when the URL asks; replies may take as long as the caller
+    /// allows.
     async fn connect(&self, timeout: Duration) -> Result<MultiplexedConnection, Failed> {
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(timeout))
             .set_response_timeout(None);
-        self.client
+        let cannot = |e: redis::RedisError| {
+            Failed::Down(self.failure(format!("cannot connect: {e}{}", self.tls_hint(&e))))
+        };
+        let mut connection = self
+            .client
             .get_multiplexed_async_connection_with_config(&config)
             .await
-            .map_err(|e| {
-                Failed::Down(self.failure(format!("cannot connect: {e}{}", self.tls_hint(&e))))
-            })
+            .map_err(cannot)?;
+        if let Some(name) = &self.client_name {
+            redis::cmd("CLIENT")
+                .arg("SETNAME")
+                .arg(name)
+                .query_async::<()>(&mut connection)
+                .await
+                .map_err(cannot)?;
+        }
+        Ok(connection)
     }
 
     /// A plain connection that the server drops while it is being set up is what a TLS port
@@ -176,14 +188,11 @@ impl Node {
     }
 
     fn failure(&self, reason: String) -> NodeFailure {
-        NodeFailure {
-            node: self.url.clone(),
-            reason,
-        }
+        NodeFailure::new(self.url.clone(), reason)
     }
 
     fn timed_out(&self, timeout: Duration) -> Failed {
-        Failed::Down(self.failure(format!("timed out after {timeout:?}")))
+        Failed::Down(NodeFailure::no_reply(self.url.clone(), timeout))
     }
 
     fn failed(&self, e: &redis::RedisError) -> Failed {
@@ -226,10 +235,10 @@ impl Failed {
     pub fn into_failure(self, node: &str) -> NodeFailure {
         match self {
             Failed::Down(failure) | Failed::Refused(failure) => failure,
-            Failed::Redirect { address, ask } => NodeFailure {
-                node: node.to_string(),
-                reason: format!("{} to {address}", if ask { "ASK" } else { "MOVED" }),
-            },
+            Failed::Redirect { address, ask } => NodeFailure::new(
+                node,
+                format!("{} to {address}", if ask { "ASK" } else { "MOVED" }),
+            ),
         }
     }
 }
