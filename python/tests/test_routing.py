@@ -47,7 +47,6 @@ def test_unserved_slots_and_bad_replies_are_told_apart() -> None:
     [
         ("redis+cluster://alice@10.0.0.1:7000", "a user name needs a password"),
         ("redis+cluster://10.0.0.1:7000/2", "only database 0"),
-        ("redis+cluster://10.0.0.1", "a port is required"),
         ("redis+cluster://:7000", "a host is required"),
         ("redis+cluster://10.0.0.1:port", "bad port"),
         ("redis+cluster://10.0.0.1:7000?db=3", "query parameters"),

@@ -11,6 +11,11 @@ Round by round (docs/protocol.md section 5):
 3. Committed on the quorum: held. Otherwise release everything of the round and wait again with
    the same ticket (it keeps its place) under a new owner name.
 With one node there is nothing to commit: the grant is the lock.
+
+An attempt that does not wait on the nodes (try_lock, retry mode: see attempt.py) runs the same
+machine for one round only (`start_once`): every node's answer comes within the per-node
+timeout, so the commit waits for all of them and covers every node that granted; a commit that
+misses fails the acquisition; with fencing off the grants are the lock.
 """
 
 from __future__ import annotations
@@ -80,9 +85,11 @@ Step = Wait | Fence | Release | Held | Failed
 class Acquisition:
     """One acquisition, possibly over several rounds."""
 
-    def __init__(self, nodes: int, needed: int) -> None:
+    def __init__(self, nodes: int, needed: int, once: bool = False, commit: bool = True) -> None:
         self.nodes = nodes
-        self.needed = needed
+        self.needed = min(max(needed, 1), max(nodes, 1))
+        self.once = once  # one round only: a commit that misses fails the acquisition
+        self.commit = commit  # grants are committed (FENCE) before the lock is held
         self.round = 0
         self.granted: list[int | None] = [None] * nodes
         self.unavailable = [False] * nodes
@@ -96,8 +103,21 @@ class Acquisition:
         """`needed`: the acquisition's quorum (Kind.quorum of `nodes`)."""
         return Acquisition(nodes, needed), [Wait(0, list(range(nodes)))]
 
+    @staticmethod
+    def start_once(nodes: int, needed: int, commit: bool) -> tuple[Acquisition, list[Step]]:
+        """One round (no server wait): held once `needed` nodes committed (granted, without
+        `commit`), failed otherwise."""
+        return Acquisition(nodes, needed, once=True, commit=commit), [Wait(0, list(range(nodes)))]
+
     def held(self) -> int | None:
         return self.token if self.phase == "held" else None
+
+    def is_over(self) -> bool:
+        return self.phase in ("held", "failed")
+
+    def abandon(self) -> list[Step]:
+        """Gives up from outside (a deadline, a refused kind): release everything of this round."""
+        return [] if self.is_over() else self._fail()
 
     def on(self, event: Event) -> list[Step]:
         """Feeds one reply. Replies of earlier rounds are stale: ignored, except a grant, which
@@ -117,18 +137,25 @@ class Acquisition:
     def _needed(self) -> int:
         return self.needed
 
-    def _granted_nodes(self) -> list[int]:
+    def granted_nodes(self) -> list[int]:
+        """The nodes that granted this round."""
         return [n for n in range(self.nodes) if self.granted[n] is not None]
 
     def _on_granted(self, node: int, token: int) -> list[Step]:
         self.granted[node] = token
         if self.phase != "waiting":
             return []  # a late grant: released with everything else at the end
-        grants = self._granted_nodes()
-        if len(grants) < self._needed():
+        return self._commit_when_ready()
+
+    def _commit_when_ready(self) -> list[Step]:
+        """With grants from a quorum (and, in one round only, every node's answer in, so that the
+        commit covers every node that granted): commit the largest token, or hold it."""
+        grants = self.granted_nodes()
+        answered = all(self.granted[n] is not None or self.unavailable[n] for n in range(self.nodes))
+        if len(grants) < self._needed() or (self.once and not answered):
             return []
         top = max(t for t in self.granted if t is not None)
-        if self.nodes == 1:
+        if self.nodes == 1 or not self.commit:
             return self._hold(top)
         self.phase, self.token = "committing", top
         self.pending = [n in grants for n in range(self.nodes)]
@@ -139,9 +166,15 @@ class Acquisition:
         self.unavailable[node] = True
         possible = self.unavailable.count(False)
         if self.phase == "waiting" and possible < self._needed():
-            self.phase = "failed"
-            return [self._release_all(), Failed()]
+            return self._fail()
+        if self.phase == "waiting" and self.once:
+            return self._commit_when_ready()  # maybe the last answer the round waited for
         return []
+
+    def _fail(self) -> list[Step]:
+        """No quorum this time: release everything of this round and give up."""
+        self.phase = "failed"
+        return [self._release_all(), Failed()]
 
     def _on_fenced(self, node: int, ok: bool) -> list[Step]:
         if self.phase != "committing" or not self.pending[node]:
@@ -152,7 +185,7 @@ class Acquisition:
         if count >= self._needed():
             return self._hold(self.token)
         if count + self.pending.count(True) < self._needed():
-            return self._next_round()
+            return self._fail() if self.once else self._next_round()
         return []
 
     def _hold(self, token: int) -> list[Step]:

@@ -20,6 +20,7 @@ from .commands import Args
 from .security import Login, redact
 
 SCHEMES = ("redis+cluster://", "rediss+cluster://")
+CLUSTER_PORT = 6379
 SLOTS = 16384
 #: Redirects followed for one request before giving up (a slot moving twice in one call is
 #: already rare).
@@ -63,7 +64,7 @@ def parse_url(url: str) -> Seed:
     if not parts.hostname:
         raise bad("a host is required")
     if port is None:
-        raise bad("a port is required")
+        port = CLUSTER_PORT  # as for any Redis server
     if parts.path.strip("/") not in ("", "0"):
         raise bad("Redis Cluster has only database 0")
     if parts.query:

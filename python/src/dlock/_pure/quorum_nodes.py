@@ -1,4 +1,4 @@
-"""The quorum nodes as both transports hold them (_sync_nodes.py, asyncio/_nodes.py): in the
+"""The quorum nodes as both transports hold them (_transport/sync/nodes.py, _transport/aio/nodes.py): in the
 order given, each a plain master, a whole Redis Cluster or a sentinel-managed master, with its
 replica acknowledgement. The transports add only the talking."""
 

@@ -1,5 +1,5 @@
 """A sentinel-managed master as one quorum node, the parts free of I/O (the sync and asyncio
-connections in _sync_connect.py and asyncio/_connect.py do the talking): what a sentinel's
+connections in _transport/sync/connect.py and _transport/aio/connect.py do the talking): what a sentinel's
 SENTINEL MASTER reply says, and whether a server's ROLE reply is a master's.
 
 Each new connection asks the sentinels in turn (redis-py's Sentinel; the one that answered is

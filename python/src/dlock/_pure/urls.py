@@ -1,9 +1,13 @@
 """The nodes a LockManager is given, checked before anything connects: URL strings or ready-made
-redis-py clients, each one quorum node.
+redis-py clients, each one quorum node (the URLs as client/src/transport/urls.rs reads them;
+conformance/urls.json). Schemes are read in any case.
 
-- `redis://`, `rediss://` (TLS), `unix://`: one master (`Single`);
-- `redis+cluster://`, `rediss+cluster://`: a whole Redis Cluster (`_cluster.Seed`);
-- `redis+sentinel://`, `rediss+sentinel://`: the master a group of sentinels names (`SentinelGroup`);
+- `redis://`, `rediss://` (TLS), `unix://`: one master (`Single`); the query may set `db` and
+  `client_name`, nothing else;
+- `redis+cluster://`, `rediss+cluster://`: a whole Redis Cluster (`cluster.Seed`; port 6379 by
+  default);
+- `redis+sentinel://`, `rediss+sentinel://`: the master a group of sentinels names
+  (`SentinelGroup`; port 26379 by default);
 - a `redis.Redis` (sync) or `redis.asyncio.Redis` (asyncio) client: the server it reaches
   (`ReadyClient`), with its own connection settings.
 
@@ -95,6 +99,7 @@ def check_nodes(nodes: object, client_type: type) -> list[Endpoint]:
 
 def endpoint(node: object, client_type: type) -> Endpoint:
     if isinstance(node, str):
+        node = lowercase_scheme(node)
         if node.startswith(CLUSTER_SCHEMES):
             return parse_url(node)
         if node.startswith(SENTINEL_SCHEMES):
@@ -110,6 +115,12 @@ def endpoint(node: object, client_type: type) -> Endpoint:
     if isinstance(node, (redis.RedisCluster, redis.asyncio.RedisCluster)):
         raise TypeError("a RedisCluster client is not a node: give its URL as redis+cluster://host:port")
     raise TypeError(f"every node must be a URL string or a redis-py client, got {type(node).__name__}")
+
+
+def lowercase_scheme(url: str) -> str:
+    """`url` with its scheme in lower case: schemes are read in any case (`REDIS://h`)."""
+    scheme, sep, rest = url.partition("://")
+    return f"{scheme.lower()}{sep}{rest}" if sep else url
 
 
 def single(url: str) -> Single:

@@ -1,6 +1,7 @@
-"""What the replies of one round come to (client/src/round.rs, its pure functions): votes,
-quorum, the commit verdict and tallies. Shared by the sync and asyncio clients. `needed` is
-always the acquisition's quorum (Kind.quorum: a majority for a lock, more for a semaphore)."""
+"""What replies come to, shared by the sync and asyncio clients: an ask's reply, a refused kind,
+why an attempt failed (AttemptFailed, and the error it becomes), a tally of a request sent to
+every node. `needed` is always the acquisition's quorum (Kind.quorum: a majority for a lock,
+more for a semaphore)."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ class KindRefusal(NodeFailure):
 
 
 def kind_refusal(request: Args, why: str) -> bool:
-    """Whether an error reply (as _replies.reason words it: redis-py strips `ERR `) to `request`
+    """Whether an error reply (as replies.reason words it: redis-py strips `ERR `) to `request`
     refuses its kind for good: WRONGKIND, an upgrade from a shared hold refused, or a module
     that does not know the kind option at all."""
     if not request or request[0] != "DLOCK.ACQUIRE":
@@ -43,11 +44,6 @@ def kind_refusal(request: Args, why: str) -> bool:
         or "unknown option 'shared'" in lowered
         or "unknown option 'limit'" in lowered
     )
-
-
-def refusal(votes: Sequence[object]) -> KindRefusal | None:
-    """The first kind refusal among the replies, if any: it ends the acquisition."""
-    return next((v for v in votes if isinstance(v, KindRefusal)), None)
 
 
 class AttemptFailed(Exception):
@@ -70,94 +66,18 @@ class AttemptFailed(Exception):
         return ValidityExpired(resource)
 
 
-@dataclass(frozen=True)
-class Granted:
-    token: int
-
-
-@dataclass(frozen=True)
-class Refused:
-    pass
-
-
-Vote = Granted | Refused | NodeFailure
-
-
 def unexpected(node: str, reply: object) -> NodeFailure:
     return NodeFailure(node, f"unexpected reply {reply!r}")
 
 
-def vote(node: str, reply: object) -> Vote:
-    """One node's answer to ACQUIRE: token, nil (held by another) or a failure."""
-    if isinstance(reply, NodeFailure):
+def ask_reply(node: str, reply: object) -> object:
+    """A node's reply to an ask (ACQUIRE, with or without WAIT), as attempt.py reads it: a
+    token, None (nil: held by another, or the wait ended), or a NodeFailure (anything else)."""
+    if isinstance(reply, NodeFailure) or reply is None:
         return reply
-    if reply is None:
-        return Refused()
     if isinstance(reply, int) and not isinstance(reply, bool) and reply > 0:
-        return Granted(reply)
+        return reply
     return unexpected(node, reply)
-
-
-@dataclass
-class Count:
-    """Granting nodes with their tokens, and the nodes that failed."""
-
-    grants: list[tuple[int, int]] = field(default_factory=list)
-    failures: list[NodeFailure] = field(default_factory=list)
-
-    @staticmethod
-    def of(votes: Sequence[Vote]) -> Count:
-        count = Count()
-        for node, v in enumerate(votes):
-            if isinstance(v, Granted):
-                count.grants.append((node, v.token))
-            elif isinstance(v, NodeFailure):
-                count.failures.append(v)
-        return count
-
-
-def nodes_worth_asking_again(votes: Sequence[Vote], needed: int) -> list[int]:
-    """Nodes that failed (timeout, dropped connection) and may be asked again within the same
-    attempt - ACQUIRE by the same owner is idempotent, so a grant whose reply was lost returns the
-    same token - but only when that can still change the outcome."""
-    granted = sum(isinstance(v, Granted) for v in votes)
-    failed = [i for i, v in enumerate(votes) if isinstance(v, NodeFailure)]
-    if granted >= needed or granted + len(failed) < needed:
-        return []
-    return failed
-
-
-def majority_token(nodes: int, needed: int, count: Count) -> int:
-    """Phase 1: the largest granted token if `needed` nodes granted; else no quorum (too few
-    nodes answered at all) or contended (enough answered but others hold it)."""
-    if len(count.grants) >= needed:
-        return max(token for _, token in count.grants)
-    if nodes - len(count.failures) < needed:
-        raise AttemptFailed(NO_QUORUM, list(count.failures))
-    raise AttemptFailed(CONTENDED)
-
-
-def commit_verdict(needed: int, count: Count, refused: list[NodeFailure], valid: bool) -> None:
-    """Phase 2: `needed` nodes must have committed. A refusal after validity ran out is expiry;
-    otherwise every node that kept the commit from the quorum is named."""
-    if len(count.grants) - len(refused) >= needed:
-        return
-    if not valid:
-        raise AttemptFailed(EXPIRED)
-    raise AttemptFailed(NO_QUORUM, list(count.failures) + refused)
-
-
-def fence_failures(
-    names: Sequence[str], grants: Sequence[tuple[int, int]], replies: Sequence[object]
-) -> list[NodeFailure]:
-    """The granting nodes that did not commit the FENCE, and why."""
-    failures = []
-    for (node, _), reply in zip(grants, replies, strict=False):
-        if isinstance(reply, NodeFailure):
-            failures.append(reply)
-        elif reply != 1:
-            failures.append(NodeFailure(names[node], "fence refused: lock no longer held"))
-    return failures
 
 
 @dataclass

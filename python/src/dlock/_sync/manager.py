@@ -16,17 +16,16 @@ from redis import Redis
 from .._pure import commands as cmd
 from .._pure.ack import ReplicaAck
 from .._pure.admin import NodeStatus, node_status
+from .._pure.attempt import QUEUE, Policy
 from .._pure.kind import Kind, check_kind, check_limit
 from .._pure.options import Options, WaitMode, check_owner, check_resource, check_ttl, check_wait
 from .._pure.security import security
-from .._pure.timing import new_owner, retry_pause
 from .._pure.top import NodeTop, Walk, check_rows
 from .._pure.urls import check_nodes
-from .._pure.verdicts import REFUSED, AttemptFailed
-from .._transport.sync.concurrency import sleep
+from .._pure.verdicts import AttemptFailed
 from .._transport.sync.nodes import Nodes
 from ..errors import LockLost
-from .driver import QueueWait
+from .driver import Acquire
 from .lock import Lock
 from .round import Rounds
 
@@ -155,22 +154,24 @@ class LockManager:
             return work(lock)
 
     def _try_lock(self, resource: str, ttl_ms: int, watchdog: bool, kind: Kind) -> Lock:
-        owner = new_owner()
-        try:
-            grant = self._rounds.acquire(resource, owner, ttl_ms, kind)
-        except AttemptFailed as failure:
-            raise failure.to_error(resource, self._rounds.needed(kind), 1, waited=False) from None
-        return self._held(Lock(self._rounds, resource, owner, ttl_ms, grant, kind), watchdog)
+        return self._take(
+            Acquire(self._rounds, resource, ttl_ms, time.monotonic(), kind, self._no_wait()), watchdog, True
+        )
 
     def _lock(self, resource: str, ttl_ms: int, wait: float, watchdog: bool, kind: Kind) -> Lock:
-        deadline = time.monotonic() + wait
-        if self._queues():
-            won, attempts = QueueWait(self._rounds, resource, ttl_ms, deadline, kind).acquire()
-            if isinstance(won, AttemptFailed):
-                raise won.to_error(resource, self._rounds.needed(kind), attempts, waited=True)
-            lock = Lock(self._rounds, resource, won.owner, ttl_ms, won.grant, kind, won.released)
-            return self._held(lock, watchdog)
-        return self._held(self._lock_retrying(resource, ttl_ms, deadline, kind), watchdog)
+        policy = QUEUE if self._queues() else self._no_wait()
+        return self._take(
+            Acquire(self._rounds, resource, ttl_ms, time.monotonic() + wait, kind, policy), watchdog, False
+        )
+
+    def _take(self, acquire: Acquire, watchdog: bool, once: bool) -> Lock:
+        """Runs the attempts (one when `once`: try_lock) and hands out the lock, or raises why not."""
+        won, attempts = acquire.run(once)
+        if isinstance(won, AttemptFailed):
+            needed = self._rounds.needed(acquire.kind)
+            raise won.to_error(acquire.resource, needed, attempts, waited=not once) from None
+        lock = Lock(self._rounds, acquire.resource, won.owner, acquire.ttl_ms, won.grant, acquire.kind, won.released)
+        return self._held(lock, watchdog)
 
     def status(self, resource: str) -> list[NodeStatus]:
         """DLOCK.STATUS on every node: each node's view (held, free, or why unreachable)."""
@@ -214,21 +215,9 @@ class LockManager:
         """Tickets are only safe with the commit round: queue mode needs fencing on several nodes."""
         return self.options.wait_mode == "queue" and (self._rounds.size() == 1 or self.options.fencing)
 
-    def _lock_retrying(self, resource: str, ttl_ms: int, deadline: float, kind: Kind) -> Lock:
-        owner = new_owner()
-        attempts = 0
-        while True:
-            attempts += 1
-            try:
-                grant = self._rounds.acquire(resource, owner, ttl_ms, kind)
-                return Lock(self._rounds, resource, owner, ttl_ms, grant, kind)
-            except AttemptFailed as failure:
-                pause = retry_pause(self.options)
-                count = self.options.retry_count
-                out = time.monotonic() + pause > deadline or (count is not None and attempts > count)
-                if out or failure.kind == REFUSED:
-                    raise failure.to_error(resource, self._rounds.needed(kind), attempts, waited=True) from None
-                sleep(pause)
+    def _no_wait(self) -> Policy:
+        """Attempts without a server wait commit their grants unless fencing is off."""
+        return Policy(queue=False, commit=self.options.fencing)
 
     def _held(self, lock: Lock, watchdog: bool) -> Lock:
         if watchdog:

@@ -1,8 +1,10 @@
 # Generated from src/dlock/_async/round.py by python/tools/unasync.py: do not edit. Edit that file,
 # then run `python tools/unasync.py` in python/ (`make python-test` checks it is up to date).
-"""The Redlock rounds for one lock (client/src/round.rs): parallel fan-out, quorum (a majority,
-more for a semaphore: the acquisition's Kind says), validity, and the two-phase quorum fencing
-commit; the decisions are dlock/_verdicts.py's."""
+"""The calls to the nodes about a lock (client/src/round.rs), the one set every path uses: an
+attempt's plain asks and commits (driver.py; its server-side waits go through the transport's
+Waits), a lock's extensions, renewal and release (lock.py), the by-owner calls (manager.py).
+Each reply is read here into what the caller decides on: an ask's token, nil or failure, a
+commit's yes or why not, a Tally."""
 
 from __future__ import annotations
 
@@ -12,26 +14,13 @@ from .._pure import commands as cmd
 from .._pure.kind import Kind
 from .._pure.options import Options
 from .._pure.timing import validity
-from .._pure.verdicts import (
-    EXPIRED,
-    REFUSED,
-    AttemptFailed,
-    Count,
-    Grant,
-    Tally,
-    commit_verdict,
-    fence_failures,
-    majority_token,
-    nodes_worth_asking_again,
-    refusal,
-    vote,
-)
-from .._transport.sync.concurrency import shielded
+from .._pure.verdicts import Tally, ask_reply
 from .._transport.sync.nodes import Nodes
+from ..errors import NodeFailure
 
 
 class Rounds:
-    """What a manager and its locks share: the nodes and the options."""
+    """What a manager and its locks share: the nodes and the options, and the calls to them."""
 
     def __init__(self, nodes: Nodes, opts: Options) -> None:
         self.nodes = nodes
@@ -44,52 +33,37 @@ class Rounds:
         """How many of the nodes make a quorum for a hold of `kind`."""
         return kind.quorum(self.size())
 
-    def acquire(self, resource: str, owner: str, ttl_ms: int, kind: Kind) -> Grant:
-        """One attempt on all nodes; on failure (or an interruption) everything granted is
-        released. A node refusing the kind ends it at once (AttemptFailed REFUSED)."""
-        started = time.monotonic()
+    def ask(self, resource: str, owner: str, ttl_ms: int, kind: Kind, nodes: list[int]) -> list[object]:
+        """DLOCK.ACQUIRE (no server wait) on `nodes` at once: each one's token, None (held by
+        another) or NodeFailure."""
         request = cmd.acquire(resource, owner, ttl_ms, kind.option())
-        names, needed = self.nodes.names, self.needed(kind)
-        try:
-            replies = self.nodes.everywhere(request)
-            votes = [vote(names[n], r) for n, r in enumerate(replies)]
-            again = [] if refusal(votes) else nodes_worth_asking_again(votes, needed)
-            if again:
-                replies = self.nodes.fan_out([(n, request) for n in again])
-                for node, reply in zip(again, replies, strict=False):
-                    votes[node] = vote(names[node], reply)
-            refused = refusal(votes)
-            if refused is not None:
-                raise AttemptFailed(REFUSED, [refused])
-            return self._conclude(resource, owner, ttl_ms, started, needed, Count.of(votes))
-        except BaseException:
-            shielded(self.release(resource, owner))
-            raise
+        replies = self.nodes.fan_out([(n, request) for n in nodes])
+        return [ask_reply(self.nodes.names[n], r) for n, r in zip(nodes, replies, strict=True)]
 
-    def _conclude(self, resource: str, owner: str, ttl_ms: int, since: float, needed: int, count: Count) -> Grant:
-        """Phase 1's verdict, then (with fencing and more than one node) phase 2, then validity
-        counted from `since` (when the attempt started)."""
-        token = majority_token(self.size(), needed, count)
-        if self.opts.fencing and self.size() > 1:
-            if validity(ttl_ms, since, time.monotonic(), self.opts) is None:
-                raise AttemptFailed(EXPIRED)
-            fence = cmd.fence(resource, owner, token)
-            replies = self.nodes.fan_out([(n, fence) for n, _ in count.grants])
-            refused = fence_failures(self.nodes.names, count.grants, replies)
-            valid = validity(ttl_ms, since, time.monotonic(), self.opts) is not None
-            commit_verdict(needed, count, refused, valid)
-        now = time.monotonic()
-        left = validity(ttl_ms, since, now, self.opts)
-        if left is None:
-            raise AttemptFailed(EXPIRED)
-        return Grant(token, now + left)
+    def fence(
+        self, resource: str, owner: str, token: int, ttl_ms: int | None, nodes: list[int]
+    ) -> list[NodeFailure | None]:
+        """DLOCK.FENCE of `token` on `nodes` (with PX ttl when the commit starts the lease): each
+        one's None (committed) or why not."""
+        fence = cmd.fence(resource, owner, token, ttl_ms)
+        replies = self.nodes.fan_out([(n, fence) for n in nodes])
+        refused = "fence refused: lock no longer held"
+        return [
+            r if isinstance(r, NodeFailure) else None if r == 1 else NodeFailure(self.nodes.names[n], refused)
+            for n, r in zip(nodes, replies, strict=True)
+        ]
+
+    def renew(self, node: int, resource: str, owner: str, ttl_ms: int) -> bool:
+        """DLOCK.EXTEND on one node (the renewal of a lock held on one node): whether it did."""
+        replies = self.nodes.fan_out([(node, cmd.extend(resource, owner, ttl_ms))])
+        return replies[0] == 1
 
     def release(self, resource: str, owner: str) -> Tally:
         """RELEASE on every node (a grant whose reply was lost is still a grant)."""
         return Tally.of(self.nodes.everywhere(cmd.release(resource, owner)))
 
     def release_on(self, resource: str, owner: str, nodes: list[int]) -> None:
-        """RELEASE on these nodes (a round's grants, or a stale one)."""
+        """RELEASE on these nodes (a round's grants and waits, or a stale grant)."""
         release = cmd.release(resource, owner)
         self.nodes.fan_out([(n, release) for n in nodes])
 

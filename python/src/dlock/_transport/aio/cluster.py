@@ -1,5 +1,5 @@
 """A Redis Cluster as one quorum node, asyncio flavour: each request goes to the master serving
-its resource's slot (decisions in dlock/_cluster.py), each master a Server with its own short and
+its resource's slot (decisions in dlock/_pure/cluster.py), each master a Server with its own short and
 wait clients, as a plain master has."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""How the asyncio transport connects (the twin of dlock/_sync_connect.py, which says why each
+"""How the asyncio transport connects (the twin of dlock/_transport/sync/connect.py, which says why each
 part is there): the redis.asyncio clients of each server, made with dlock's connection classes
 (a connection closed before its first reply Explained; TLS with the manager's one context;
 sentinel-managed masters checked with ROLE), or with a ready-made client's class and arguments."""
@@ -144,7 +144,7 @@ def cluster_master_clients(seed: Seed, master: str, timeout: float, security: Se
 
 
 def sentinel_clients(group: ends.SentinelGroup, timeout: float, security: Security) -> ClientMaker:
-    """Clients of the master from redis-py's Sentinel (see _sync_connect.sentinel_pool)."""
+    """Clients of the master from redis-py's Sentinel (see _transport/sync/connect.sentinel_pool)."""
     connection: type[Connection] = TLSConnection if group.tls else PlainConnection
     extra = tls(security) if group.tls else {}
     sentinels = Sentinels([])  # type: ignore[no-untyped-call, unused-ignore]

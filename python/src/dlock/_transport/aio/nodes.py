@@ -5,7 +5,7 @@ from that client's pool. A call that is cancelled or times out closes its connec
 does), so a node drops an abandoned waiter at once.
 
 A quorum node is a plain master (`Master`) or a whole Redis Cluster (`ClusterNode`,
-asyncio/_cluster.py); the request and its WAIT go in one pipeline (one write)."""
+_transport/aio/cluster.py); the request and its WAIT go in one pipeline (one write)."""
 
 from __future__ import annotations
 

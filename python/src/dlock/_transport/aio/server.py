@@ -1,6 +1,6 @@
 """One redis-server as the asyncio transport reaches it: a redis.asyncio client for short
 requests and one for server-side waits, which block their connection (each wait gets a
-connection of its own from that client's pool). The clients are made by asyncio/_connect.py."""
+connection of its own from that client's pool). The clients are made by _transport/aio/connect.py."""
 
 from __future__ import annotations
 

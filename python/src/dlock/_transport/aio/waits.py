@@ -1,4 +1,4 @@
-"""Server-side waits in flight for one asyncio attempt (the twin of dlock/_sync_waits.py, with the
+"""Server-side waits in flight for one asyncio attempt (the twin of dlock/_transport/sync/waits.py, with the
 same methods): each wait is a task on a connection of its own (from the node's wait client), its
 reply queued for the attempt, which reads them as they come. A wait cancelled or timed out closes
 its connection (redis-py does), so the node drops the waiter at once."""

@@ -1,5 +1,5 @@
 """A Redis Cluster as one quorum node, sync flavour: each request goes to the master serving its
-resource's slot (decisions in _cluster.py), each master a Server with its own short and wait
+resource's slot (decisions in _pure/cluster.py), each master a Server with its own short and wait
 connections, as a plain master has."""
 
 from __future__ import annotations

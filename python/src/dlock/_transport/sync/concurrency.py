@@ -1,6 +1,6 @@
 """The sync side of the small interface between the logic written once (manager, lock, rounds,
 queue; generated here from dlock/asyncio/ by python/tools/unasync.py) and each flavour's way of
-running things: the names of dlock/asyncio/_concurrency.py, for threads."""
+running things: the names of dlock/_transport/aio/concurrency.py, for threads."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
-"""How the sync transport connects (the twin of asyncio/_connect.py): the redis-py connection pool
-that says how to reach each server, for _sync_server.Server, which makes its own connections
+"""How the sync transport connects (the twin of _transport/aio/connect.py): the redis-py connection pool
+that says how to reach each server, for _transport/sync/server.Server, which makes its own connections
 with the pool's class and arguments.
 
 - Plain TCP and TLS connections name what a connection closed before its first reply probably
   means (plain to a TLS port; TLS without the client certificate the server wants); TLS uses the
-  manager's one context (_security.py).
+  manager's one context (_pure/security.py).
 - A sentinel node's connections ask the sentinels for the master on connecting (redis-py's
   Sentinel, with dlock's messages) and check with ROLE that it is one; redis-py turns a READONLY
   reply into a connection error, so the request is repeated on a fresh connection, which asks

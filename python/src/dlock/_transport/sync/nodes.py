@@ -1,10 +1,10 @@
 """The sync transport: non-blocking requests fan out without threads: every request is written
 first, then the replies are read against one deadline, so the nodes work in parallel and a down
 or paused node costs at most the per-node timeout (plus the replica acknowledgement's time, when
-one is asked). Server-side waits each take a connection of their own (_sync_server.py).
+one is asked). Server-side waits each take a connection of their own (_transport/sync/server.py).
 
 A quorum node is a plain master (`Master`) or a whole Redis Cluster (`ClusterNode`,
-_sync_cluster.py); both write a request, then take one `step` per reply read, which either
+_transport/sync/cluster.py); both write a request, then take one `step` per reply read, which either
 answers or says where the request went next (a fresh connection, or a redirect)."""
 
 from __future__ import annotations

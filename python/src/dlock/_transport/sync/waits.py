@@ -1,4 +1,4 @@
-"""Server-side waits in flight for one sync attempt (the twin of asyncio/_waits.py, with the same
+"""Server-side waits in flight for one sync attempt (the twin of _transport/aio/waits.py, with the same
 methods), read as they answer: the requests go out from the caller's thread and one selector
 watches their connections, so no wait needs a thread of its own (starting one can take
 milliseconds under the GIL, and a grant would sit unread that long). Each wait has a connection
