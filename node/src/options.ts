@@ -3,8 +3,9 @@
  * defaults the Rust and Python clients use.
  */
 import { LockContendedError } from "./errors.js";
-import { type TlsOptions } from "./node.js";
-import { type Drift, type Kind, EXCLUSIVE, MAX_LIMIT, quorum } from "./timing.js";
+import { type Kind, EXCLUSIVE, MAX_LIMIT, quorum } from "./kind.js";
+import { type Drift } from "./timing.js";
+import { type TlsOptions } from "./transport/server.js";
 
 export interface LockManagerOptions {
   /** Per-node call timeout, ms (default 50). */

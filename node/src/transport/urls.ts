@@ -1,13 +1,16 @@
 /**
- * Node URLs, checked before anything connects (the same forms as the Rust and Python clients;
- * conformance/urls.json): `redis://`, `rediss://` (TLS), `unix://` (one master);
- * `redis+cluster://`, `rediss+cluster://` (a whole Redis Cluster); `redis+sentinel://`,
- * `rediss+sentinel://` (the master a group of sentinels names). A bad URL is a TypeError
- * (RangeError for a port out of range), its password hidden.
+ * Node URLs, checked before anything connects (client/src/transport/urls.rs; the same answers in
+ * every client: conformance/urls.json). Schemes are read in any case. `redis://`, `rediss://`
+ * (TLS), `unix://`: one master, whose query may set `db` and `client_name`, nothing else;
+ * `redis+cluster://`, `rediss+cluster://`: a whole Redis Cluster (port 6379 by default, no
+ * query); `redis+sentinel://`, `rediss+sentinel://`: the master a group of sentinels names (port
+ * 26379 by default, no query). A bad URL is a TypeError (RangeError for a port out of range), its
+ * password hidden.
  */
 
 export type NodeUrl =
-  | { readonly form: "single"; readonly tls: boolean; readonly name: string; readonly url: string }
+  /** `port`: undefined for a socket. */
+  | { readonly form: "single"; readonly tls: boolean; readonly name: string; readonly url: string; readonly port: number | undefined }
   | {
       readonly form: "cluster";
       readonly tls: boolean;
@@ -31,6 +34,7 @@ const SINGLE = ["redis://", "rediss://", "unix://"];
 const CLUSTER = ["redis+cluster://", "rediss+cluster://"];
 const SENTINEL = ["redis+sentinel://", "rediss+sentinel://"];
 const SENTINEL_PORT = 26379;
+const PORT = 6379;
 /** Query parameters a single-server URL may carry (the rest are the manager's options). */
 const URL_QUERY = ["db", "client_name"];
 
@@ -50,20 +54,23 @@ function port(text: string, bad: (why: string) => Error): number {
   return n;
 }
 
-/** `host[:port]` or `[v6]:port` → [host, port]. */
-function address(text: string, defaultPort: number | undefined, bad: (why: string) => Error): [string, number] {
+/** `host[:port]` or `[v6][:port]` → [host, port]. */
+function address(text: string, defaultPort: number, bad: (why: string) => Error): [string, number] {
   const m = /^(\[[^\]]+\]|[^:[\]]*)(?::(.*))?$/.exec(text);
   if (!m || !m[1]) throw bad(`bad address ${JSON.stringify(text)} (a host is required)`);
   const host = m[1].replace(/^\[|\]$/g, "");
-  if (m[2] === undefined) {
-    if (defaultPort === undefined) throw bad("a port is required");
-    return [host, defaultPort];
-  }
-  return [host, port(m[2], bad)];
+  return [host, m[2] === undefined ? defaultPort : port(m[2], bad)];
 }
 
-export function parseNode(url: unknown): NodeUrl {
-  if (typeof url !== "string") throw new TypeError(`every node must be a URL string, got ${typeof url}`);
+/** `url` with its scheme in lower case (`REDIS://h` is `redis://h`). */
+function lowercaseScheme(url: string): string {
+  const at = url.indexOf("://");
+  return at < 0 ? url : url.slice(0, at).toLowerCase() + url.slice(at);
+}
+
+export function parseNode(given: unknown): NodeUrl {
+  if (typeof given !== "string") throw new TypeError(`every node must be a URL string, got ${typeof given}`);
+  const url = lowercaseScheme(given);
   const name = redact(url);
   if (starts(url, CLUSTER)) return cluster(url, name);
   if (starts(url, SENTINEL)) return sentinel(url, name);
@@ -75,13 +82,14 @@ export function parseNode(url: unknown): NodeUrl {
 
 function single(url: string, name: string): NodeUrl {
   const bad = (why: string): TypeError => new TypeError(`node URL ${JSON.stringify(name)}: ${why}`);
+  let at: number | undefined;
   if (url.startsWith("unix://")) {
     const path = url.slice("unix://".length).replace(/^[^/]*@/, "").split("?")[0] ?? "";
     if (!path.startsWith("/")) throw bad("a socket path is required (unix:///path/to/redis.sock)");
   } else {
     const rest = url.slice(url.indexOf("://") + 3);
     const hostport = (rest.split(/[/?#]/)[0] ?? "").replace(/^.*@/, "");
-    address(hostport, 6379, bad);
+    at = address(hostport, PORT, bad)[1];
     let parsed: URL;
     try {
       parsed = new URL(url);
@@ -97,12 +105,15 @@ function single(url: string, name: string): NodeUrl {
       throw bad(`query parameter ${JSON.stringify(key)} is not supported (only ${URL_QUERY.join(", ")}; timeouts and TLS settings are LockManager options)`);
     }
   }
-  return { form: "single", tls: url.startsWith("rediss://"), name, url };
+  const db = query.get("db");
+  if (db !== null && !/^\d+$/.test(db)) throw bad(`bad db ${JSON.stringify(db)}`);
+  return { form: "single", tls: url.startsWith("rediss://"), name, url, port: at };
 }
 
 function cluster(url: string, name: string): NodeUrl {
   const bad = (why: string): TypeError => new TypeError(`cluster URL ${JSON.stringify(name)}: ${why}`);
   const rest = url.slice(url.indexOf("://") + 3);
+  if (rest.includes("?") || rest.includes("#")) throw bad("query parameters are not supported");
   const [netloc = "", ...pathParts] = rest.split("/");
   const path = pathParts.join("/");
   if (path !== "" && path !== "0") throw bad("Redis Cluster has only database 0");
@@ -110,7 +121,7 @@ function cluster(url: string, name: string): NodeUrl {
   const hostport = netloc.slice(at + 1);
   if (hostport === "") throw bad("a host is required");
   if (hostport.includes(",")) throw bad("one seed address only: the others are found from it");
-  const [host, p] = address(hostport, undefined, bad);
+  const [host, p] = address(hostport, PORT, bad);
   return { form: "cluster", tls: url.startsWith("rediss"), name, host, port: p, login: login(netloc.slice(0, Math.max(at, 0)), at >= 0, bad) };
 }
 

@@ -5,7 +5,7 @@
  * a node that is down fails its calls at once (no offline queue), within the call timeout.
  */
 import { createClient, RESP_TYPES } from "@redis/client";
-import type { NodeFailure } from "./errors.js";
+import type { NodeFailure } from "../errors.js";
 
 /** TLS settings for `rediss://` nodes (node's tls.connect options). */
 export interface TlsOptions {
@@ -101,7 +101,7 @@ function timer(ms: number): { promise: Promise<"timeout">; cancel: () => void } 
   return { promise, cancel: () => clearTimeout(handle) };
 }
 
-export class RedisNode {
+export class Server {
   readonly #client: Client;
   readonly #idle: Client[] = [];
   readonly #busy = new Set<Client>();
@@ -155,7 +155,7 @@ export class RedisNode {
       const won = await Promise.race([reply, t.promise]);
       if (won === "timeout") {
         reply.catch(() => {});
-        throw this.#fail(`timed out after ${within} ms`);
+        throw new Failed({ node: this.name, reason: `timed out after ${within} ms`, noReply: true });
       }
       return won;
     } catch (e) {

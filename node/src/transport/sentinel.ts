@@ -8,8 +8,8 @@
  * `sentinelUsername` / `sentinelPassword`.
  */
 import { createClient } from "@redis/client";
-import type { NodeFailure } from "./errors.js";
-import { type Connection, Failed, RedisNode, type Reply } from "./node.js";
+import type { NodeFailure } from "../errors.js";
+import { type Connection, Failed, Server, type Reply } from "./server.js";
 
 /** A sentinel's flags that say the master it watches is down. */
 const DOWN_FLAGS = ["s_down", "o_down"];
@@ -36,10 +36,10 @@ export function masterAddress(service: string, reply: unknown): [string, number]
   return [host, port];
 }
 
-export class SentinelNode {
+export class Sentinel {
   #sentinels: Array<readonly [string, number]>;
-  #master: RedisNode | undefined;
-  #resolving: Promise<RedisNode> | undefined;
+  #master: Server | undefined;
+  #resolving: Promise<Server> | undefined;
   #closed = false;
 
   constructor(
@@ -89,14 +89,14 @@ export class SentinelNode {
   }
 
   /** The master the sentinels name now (kept until a call finds it down or demoted). */
-  async #masterNode(within: number): Promise<RedisNode> {
+  async #masterNode(within: number): Promise<Server> {
     if (this.#closed) throw this.#fail("the lock manager is closed");
     if (this.#master) return this.#master;
     this.#resolving ??= this.#resolve(within).finally(() => (this.#resolving = undefined));
     return this.#resolving;
   }
 
-  async #resolve(within: number): Promise<RedisNode> {
+  async #resolve(within: number): Promise<Server> {
     const said: string[] = [];
     for (const [i, [host, port]] of this.#sentinels.entries()) {
       const answer = await this.#ask(host, port, within);
@@ -107,7 +107,7 @@ export class SentinelNode {
       this.#sentinels = [this.#sentinels[i]!, ...this.#sentinels.filter((_, j) => j !== i)]; // ask it first next time
       const [mHost, mPort] = answer;
       const address = mHost.includes(":") ? `[${mHost}]:${mPort}` : `${mHost}:${mPort}`;
-      const node = new RedisNode(`${this.name} (master ${address})`, `${this.tls ? "rediss" : "redis"}://${address}`, this.connection, this.connectTimeout);
+      const node = new Server(`${this.name} (master ${address})`, `${this.tls ? "rediss" : "redis"}://${address}`, this.connection, this.connectTimeout);
       const role = await node.call(["ROLE"], within).catch((e: unknown) => e);
       const kind = Array.isArray(role) ? String(role[0]) : undefined;
       if (kind === "master") {
@@ -122,13 +122,14 @@ export class SentinelNode {
   }
 
   /** A failed call: a master found down or read-only (demoted) is forgotten. */
-  #failed(node: RedisNode, e: unknown): never {
+  #failed(node: Server, e: unknown): never {
     const failure: NodeFailure = e instanceof Failed ? e.failure : { node: node.name, reason: String(e) };
     if (/^READONLY|not connected|closed|ECONNREFUSED|Socket/i.test(failure.reason) && this.#master === node) {
       this.#master = undefined;
       node.close();
     }
-    throw new Failed({ node: this.name, reason: `${failure.node.slice(this.name.length + 1) || "master"}: ${failure.reason}` });
+    const reason = `${failure.node.slice(this.name.length + 1) || "master"}: ${failure.reason}`;
+    throw new Failed({ node: this.name, reason, ...(failure.noReply ? { noReply: true } : {}) });
   }
 
   async call(args: string[], timeout: number): Promise<Reply> {

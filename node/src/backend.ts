@@ -1,14 +1,15 @@
 /**
- * What a manager and its locks share: the nodes, one call to a node (with replica
- * acknowledgement), releases everywhere, the retry pause and validity; and how replies are tallied.
+ * What a manager and the locks it hands out share (client/src/backend.rs): the nodes, one call
+ * to a node (with its replica acknowledgement), the work left running in the background, the
+ * retry pause and validity.
  */
 import { type NodeFailure } from "./errors.js";
-import { Failed, RedisNode, type Reply } from "./node.js";
-import { ClusterNode } from "./cluster.js";
-import { SentinelNode } from "./sentinel.js";
-import { type Kind, now, quorum, validity } from "./timing.js";
-import { type AttemptError } from "./verdicts.js";
-import { type Settings, TIMEOUT_RESOLUTION } from "./settings.js";
+import { type Kind, quorum } from "./kind.js";
+import { type Settings, TIMEOUT_RESOLUTION } from "./options.js";
+import { now, validity } from "./timing.js";
+import { Cluster } from "./transport/cluster.js";
+import { Sentinel } from "./transport/sentinel.js";
+import { Failed, Server, type Reply } from "./transport/server.js";
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 export const isOne = (reply: Reply | undefined): boolean => reply === "1";
@@ -26,13 +27,13 @@ export interface Outcome {
   readonly failure?: NodeFailure;
 }
 
-/** Nodes, settings and the calls every round makes. */
-export class Shared {
+/** Nodes, settings, and one call to a node. */
+export class Backend {
   readonly needed: (kind: Kind) => number;
   readonly background = new Set<Promise<unknown>>();
 
   constructor(
-    readonly nodes: ReadonlyArray<RedisNode | SentinelNode | ClusterNode>,
+    readonly nodes: ReadonlyArray<Server | Sentinel | Cluster>,
     readonly opts: Settings,
   ) {
     this.needed = (kind) => quorum(nodes.length, kind);
@@ -48,7 +49,7 @@ export class Shared {
   /** One command on one node, with its replica acknowledgement when it writes. */
   async call(node: number, args: string[], { acked = false, blocking = 0 } = {}): Promise<Outcome> {
     const n = this.nodes[node]!;
-    const ack = acked && (this.opts.ack?.everywhere || !(n instanceof RedisNode)) ? this.opts.ack : undefined;
+    const ack = acked && (this.opts.ack?.everywhere || !(n instanceof Server)) ? this.opts.ack : undefined;
     const extra = ack ? ack.timeout + TIMEOUT_RESOLUTION : 0;
     try {
       const whole = this.opts.timeout + blocking + extra;
@@ -72,12 +73,6 @@ export class Shared {
     return this.nodes.map((_, i) => i);
   }
 
-  /** RELEASE `owner` on `nodes`: how many released, refused, and which could not be reached. */
-  async release(resource: string, owner: string, nodes = this.everywhere()): Promise<Tally> {
-    const outcomes = await Promise.all(nodes.map((n) => this.call(n, ["DLOCK.RELEASE", resource, owner])));
-    return tally(outcomes);
-  }
-
   retryPause(): number {
     return this.opts.retryDelay + Math.random() * this.opts.retryJitter;
   }
@@ -86,22 +81,3 @@ export class Shared {
     return validity(ttl, now() - since, this.opts.drift);
   }
 }
-
-export interface Tally {
-  done: number;
-  refused: number;
-  unreachable: NodeFailure[];
-}
-
-export function tally(outcomes: readonly Outcome[]): Tally {
-  const t: Tally = { done: 0, refused: 0, unreachable: [] };
-  for (const o of outcomes) {
-    if (o.failure) t.unreachable.push(o.failure);
-    else if (isOne(o.reply)) t.done += 1;
-    else t.refused += 1;
-  }
-  return t;
-}
-
-export type Granted = { readonly owner: string; readonly token: bigint; readonly validity: number; readonly stale?: AbortController };
-export type Attempt = { ok: true; granted: Granted } | { ok: false; error: AttemptError };

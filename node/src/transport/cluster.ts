@@ -5,8 +5,8 @@
  * MOVED re-reads the map and follows, ASK sends ASKING first on the target; a master found down
  * makes the next call read the map again (a failover).
  */
-import type { NodeFailure } from "./errors.js";
-import { type Connection, Failed, RedisNode, type Reply } from "./node.js";
+import type { NodeFailure } from "../errors.js";
+import { type Connection, Failed, Server, type Reply } from "./server.js";
 
 const SLOTS = 16384;
 const MAX_REDIRECTS = 5;
@@ -52,11 +52,11 @@ function parseSlots(reply: Reply, askedHost: string): SlotMap | string {
 
 const isDown = (reason: string): boolean => /not connected|closed|ECONNREFUSED|ECONNRESET|Socket|timed out/i.test(reason);
 
-export class ClusterNode {
+export class Cluster {
   #slots: SlotMap | undefined;
   #reading: Promise<SlotMap> | undefined;
-  readonly #masters = new Map<string, RedisNode>();
-  readonly #seed: RedisNode;
+  readonly #masters = new Map<string, Server>();
+  readonly #seed: Server;
   #closed = false;
 
   constructor(
@@ -70,15 +70,15 @@ export class ClusterNode {
     this.#seed = this.#node(address(seedHost, seedPort));
   }
 
-  #node(at: string): RedisNode {
-    return new RedisNode(`${this.name} (master ${at})`, `${this.tls ? "rediss" : "redis"}://${at}`, this.connection, this.connectTimeout);
+  #node(at: string): Server {
+    return new Server(`${this.name} (master ${at})`, `${this.tls ? "rediss" : "redis"}://${at}`, this.connection, this.connectTimeout);
   }
 
   #fail(reason: string): Failed {
     return new Failed({ node: this.name, reason });
   }
 
-  #master(at: string): RedisNode {
+  #master(at: string): Server {
     if (this.#closed) throw this.#fail("the lock manager is closed");
     let node = this.#masters.get(at);
     if (!node) this.#masters.set(at, (node = this.#node(at)));
@@ -100,7 +100,7 @@ export class ClusterNode {
     throw this.#fail(`cannot read the slot map (${reasons.join("; ")})`);
   }
 
-  async #masterFor(key: string, within: number): Promise<RedisNode> {
+  async #masterFor(key: string, within: number): Promise<Server> {
     const slot = keySlot(key);
     const known = (): string | undefined => this.#slots?.find(([start, end]) => slot >= start && slot <= end)?.[2];
     let at = known();
@@ -114,7 +114,7 @@ export class ClusterNode {
   }
 
   /** `commands` (the first names the key) on the master serving it, following redirects. */
-  async #route(commands: string[][], connect: number, send: (node: RedisNode, commands: string[][]) => Promise<Reply[]>): Promise<Reply[]> {
+  async #route(commands: string[][], connect: number, send: (node: Server, commands: string[][]) => Promise<Reply[]>): Promise<Reply[]> {
     const key = commands[0]![1] ?? "";
     let node = await this.#masterFor(key, connect);
     let asking = false;
@@ -137,7 +137,8 @@ export class ClusterNode {
           for (const [at, n] of this.#masters) if (n === node) this.#masters.delete(at);
           if (node !== this.#seed) node.close();
         }
-        throw new Failed({ node: this.name, reason: `${failure.node.slice(this.name.length + 1) || "master"}: ${failure.reason}` });
+        const reason = `${failure.node.slice(this.name.length + 1) || "master"}: ${failure.reason}`;
+        throw new Failed({ node: this.name, reason, ...(failure.noReply ? { noReply: true } : {}) });
       }
     }
     throw this.#fail(`more than ${MAX_REDIRECTS} redirects for ${JSON.stringify(key)}`);
