@@ -6,10 +6,10 @@ use std::time::Duration;
 use redis::Value;
 
 use crate::backend::check_ttl;
+use crate::calls::Calls;
 use crate::errors::Error;
 use crate::kind::{LockKind, Resource};
 use crate::manager::LockManager;
-use crate::round::Round;
 use crate::timing::quorum as majority;
 
 /// One node's view of a lock.
@@ -47,7 +47,7 @@ impl LockManager {
     pub async fn release_owner(&self, resource: &str, owner: &str) -> Result<usize, Error> {
         let needed = majority(self.backend.nodes());
         let tally = self
-            .round(resource, LockKind::Exclusive)
+            .calls(resource, LockKind::Exclusive)
             .release(owner)
             .await;
         if tally.answered() < needed {
@@ -68,7 +68,7 @@ impl LockManager {
         check_ttl(ttl)?;
         let Resource { name, kind } = resource.into();
         let needed = kind.check()?.quorum(self.backend.nodes());
-        self.round(name, kind)
+        self.calls(name, kind)
             .extend(owner, ttl)
             .await
             .map(|until| until.saturating_duration_since(self.backend.clock.now()))
@@ -77,7 +77,7 @@ impl LockManager {
 
     /// `DLOCK.STATUS` on every node.
     pub async fn status(&self, resource: &str) -> Vec<NodeStatus> {
-        let replies = self.round(resource, LockKind::Exclusive).status().await;
+        let replies = self.calls(resource, LockKind::Exclusive).status().await;
         replies
             .into_iter()
             .enumerate()
@@ -90,8 +90,8 @@ impl LockManager {
 }
 
 impl LockManager {
-    fn round(&self, resource: &str, kind: LockKind) -> Round {
-        Round::new(self.backend.clone(), resource, kind)
+    fn calls(&self, resource: &str, kind: LockKind) -> Calls {
+        Calls::new(self.backend.clone(), resource, kind)
     }
 }
 

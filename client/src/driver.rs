@@ -1,5 +1,5 @@
 //! Takes a lock over the network: runs [`Attempt`]s (attempt.rs, every decision) by sending what
-//! their actions ask through the node calls (round.rs), feeding the replies back, and keeping
+//! their actions ask through the node calls (calls.rs), feeding the replies back, and keeping
 //! the time.
 //!
 //! - `try_lock` is one attempt that does not wait on the nodes; `lock` runs attempts until one
@@ -28,9 +28,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::attempt::{another_attempt, lease, Action, Attempt, AttemptError, Lease, Policy, Reply};
 use crate::backend::new_owner;
+use crate::calls::Calls;
 use crate::errors::NodeFailure;
 use crate::probe::WaitProbe;
-use crate::round::Round;
 use crate::timing::{draw_ticket, validity, whole_ms};
 
 /// A lock won: its token and until when it is safe to use.
@@ -50,7 +50,7 @@ pub struct Acquired {
 
 /// One `lock()` or `try_lock()` call.
 pub struct Acquire {
-    round: Round,
+    calls: Calls,
     ttl: Duration,
     deadline: Instant,
     policy: Policy,
@@ -79,15 +79,15 @@ type Inflight = FuturesUnordered<BoxFuture<'static, Input>>;
 
 impl Acquire {
     pub fn new(
-        round: Round,
+        calls: Calls,
         (ttl, deadline): (Duration, Instant),
         policy: Policy,
         probe: Option<WaitProbe>,
     ) -> Arc<Acquire> {
-        let queued_on_several = policy == Policy::Queue && round.backend().nodes() > 1;
+        let queued_on_several = policy == Policy::Queue && calls.backend().nodes() > 1;
         Arc::new(Acquire {
             ticket: queued_on_several.then(draw_ticket),
-            round,
+            calls,
             ttl: whole_ms(ttl),
             deadline,
             policy,
@@ -97,7 +97,7 @@ impl Acquire {
 
     /// Attempts until one holds (at most one when `once`); on failure why, and how many.
     pub async fn run(self: &Arc<Self>, once: bool) -> Result<Acquired, (AttemptError, u32)> {
-        let backend = self.round.backend();
+        let backend = self.calls.backend();
         let mut attempts = 0u32;
         loop {
             attempts = attempts.saturating_add(1);
@@ -117,9 +117,9 @@ impl Acquire {
 
     /// One attempt under owners `base:<round>`.
     async fn attempt(self: &Arc<Self>, base: &str) -> Result<Acquired, AttemptError> {
-        let backend = self.round.backend();
+        let backend = self.calls.backend();
         let nodes = backend.nodes();
-        let needed = self.round.kind().quorum(nodes);
+        let needed = self.calls.kind().quorum(nodes);
         let (core, mut actions) = Attempt::start(nodes, needed, self.policy);
         let mut run = Running::new(self, base, core);
         let left = self.deadline.saturating_duration_since(run.lease_from);
@@ -144,7 +144,7 @@ impl Acquire {
     }
 
     fn validity_since(&self, from: Instant) -> Option<Duration> {
-        let backend = self.round.backend();
+        let backend = self.calls.backend();
         validity(
             self.ttl,
             from,
@@ -161,12 +161,12 @@ impl Acquire {
         lease_from: Instant,
         released: CancellationToken,
     ) -> Result<Acquired, AttemptError> {
-        let backend = self.round.backend();
+        let backend = self.calls.backend();
         let nodes = backend.nodes();
         let mut left = lease(nodes, self.validity_since(lease_from), self.ttl, false);
         if left == Lease::Renew {
             let renewed_from = backend.clock.now();
-            let renewed = self.round.renew(0, &owner, self.ttl).await;
+            let renewed = self.calls.renew(0, &owner, self.ttl).await;
             let since = self.validity_since(renewed_from).filter(|_| renewed);
             left = lease(nodes, since, self.ttl, true);
         }
@@ -180,7 +180,7 @@ impl Acquire {
             });
         }
         released.cancel();
-        self.round.release(&owner).await; // before answering, as any failure before the deadline
+        self.calls.release(&owner).await; // before answering, as any failure before the deadline
         Err(AttemptError::ValidityExpired)
     }
 }
@@ -210,7 +210,7 @@ struct Running<'a> {
 impl<'a> Running<'a> {
     fn new(acquire: &'a Arc<Acquire>, base: &'a str, core: Attempt) -> Running<'a> {
         Running {
-            lease_from: acquire.round.backend().clock.now(),
+            lease_from: acquire.calls.backend().clock.now(),
             acquire,
             base,
             core,
@@ -226,7 +226,7 @@ impl<'a> Running<'a> {
     }
 
     fn now(&self) -> Instant {
-        self.acquire.round.backend().clock.now()
+        self.acquire.calls.backend().clock.now()
     }
 
     /// Does what `actions` ask; the attempt's end, if one of them is it.
@@ -258,7 +258,7 @@ impl<'a> Running<'a> {
                     if failing && !self.timed_out {
                         release.await;
                     } else {
-                        self.acquire.round.backend().spawn(release);
+                        self.acquire.calls.backend().spawn(release);
                     }
                     self.settled |= failing;
                 }
@@ -273,12 +273,12 @@ impl<'a> Running<'a> {
     fn ask(&mut self, node: usize, round: u32) {
         let (acquire, owner) = (self.acquire.clone(), self.owner(round));
         self.inflight.push(Box::pin(async move {
-            let clock = &acquire.round.backend().clock;
+            let clock = &acquire.calls.backend().clock;
             let wait = (acquire.policy == Policy::Queue).then(|| {
                 let left = acquire.deadline.saturating_duration_since(clock.now());
                 (left, acquire.ticket)
             });
-            let reply = acquire.round.ask(node, &owner, acquire.ttl, wait).await;
+            let reply = acquire.calls.ask(node, &owner, acquire.ttl, wait).await;
             Input::Replied { node, round, reply }
         }));
     }
@@ -287,7 +287,7 @@ impl<'a> Running<'a> {
         if !after_pause {
             return self.ask(node, round);
         }
-        let pause = self.acquire.round.backend().retry_pause();
+        let pause = self.acquire.calls.backend().retry_pause();
         self.inflight.push(Box::pin(async move {
             tokio::time::sleep(pause).await;
             Input::Paused { node, round }
@@ -304,7 +304,7 @@ impl<'a> Running<'a> {
             let (acquire, owner) = (self.acquire.clone(), self.owner(round));
             self.inflight.push(Box::pin(async move {
                 let ttl = queued.then_some(acquire.ttl);
-                let reply = acquire.round.fence(node, &owner, token, ttl).await;
+                let reply = acquire.calls.fence(node, &owner, token, ttl).await;
                 Input::Fenced { node, round, reply }
             }));
         }
@@ -312,7 +312,7 @@ impl<'a> Running<'a> {
 
     /// RELEASE of the owner of `round` on `nodes`, to await or to run in the background.
     fn release(&self, round: u32, nodes: Vec<usize>) -> BoxFuture<'static, ()> {
-        let (calls, owner) = (self.acquire.round.clone(), self.owner(round));
+        let (calls, owner) = (self.acquire.calls.clone(), self.owner(round));
         Box::pin(async move {
             calls.release_on(&owner, &nodes).await;
         })
@@ -354,14 +354,14 @@ impl<'a> Running<'a> {
 /// their end in the background, and [`Attempt::on_late`] says which grants they bring to release.
 impl Drop for Running<'_> {
     fn drop(&mut self) {
-        let backend = self.acquire.round.backend();
+        let backend = self.acquire.calls.backend();
         if tokio::runtime::Handle::try_current().is_err() {
             return;
         }
         if !self.settled {
-            let (round, owner) = (self.acquire.round.clone(), self.owner(self.core.round()));
+            let (calls, owner) = (self.acquire.calls.clone(), self.owner(self.core.round()));
             backend.spawn(async move {
-                round.release(&owner).await;
+                calls.release(&owner).await;
             });
         }
         let inflight = std::mem::take(&mut self.inflight);
@@ -369,7 +369,7 @@ impl Drop for Running<'_> {
             return;
         }
         let (core, released) = (self.core.clone(), self.released.clone());
-        let (round, base) = (self.acquire.round.clone(), self.base.to_string());
+        let (calls, base) = (self.acquire.calls.clone(), self.base.to_string());
         backend.spawn(inflight.for_each(move |input| {
             if let Input::Replied {
                 node,
@@ -379,9 +379,9 @@ impl Drop for Running<'_> {
             {
                 for action in core.on_late(node, r, reply, released.is_cancelled()) {
                     if let Action::Release { round: r, nodes } = action {
-                        let (calls, owner) = (round.clone(), format!("{base}:{r}"));
-                        round.backend().spawn(async move {
-                            calls.release_on(&owner, &nodes).await;
+                        let (release, owner) = (calls.clone(), format!("{base}:{r}"));
+                        calls.backend().spawn(async move {
+                            release.release_on(&owner, &nodes).await;
                         });
                     }
                 }

@@ -92,9 +92,9 @@ impl Setup {
     }
 
     fn acquire_for(&self, ttl: Duration, policy: Policy, wait: Duration) -> Arc<Acquire> {
-        let round = Round::new(self.backend.clone(), "res", LockKind::Exclusive);
+        let calls = Calls::new(self.backend.clone(), "res", LockKind::Exclusive);
         let deadline = self.backend.clock.now() + wait;
-        Acquire::new(round, (ttl, deadline), policy, None)
+        Acquire::new(calls, (ttl, deadline), policy, None)
     }
 
     /// What node `node` was sent.

@@ -17,6 +17,7 @@ pub mod acquisition;
 mod admin;
 mod attempt;
 mod backend;
+mod calls;
 mod commands;
 mod connect;
 mod driver;
@@ -27,7 +28,6 @@ mod manager;
 mod observe;
 mod options;
 mod probe;
-mod round;
 pub mod timing;
 mod transport;
 

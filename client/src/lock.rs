@@ -8,17 +8,17 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::{check_ttl, Backend};
+use crate::calls::Calls;
 use crate::driver::Granted;
 use crate::errors::Error;
 use crate::kind::{LockKind, Resource};
-use crate::round::Round;
 use crate::timing::quorum as majority;
 
 /// A lock held on a majority. Release it with [`LockGuard::release`]; dropping it releases in
 /// the background (best effort) if a Tokio runtime is running.
 pub struct LockGuard {
     /// The lock's calls (its nodes, name and kind).
-    round: Round,
+    calls: Calls,
     owner: String,
     token: u64,
     valid_until: Instant,
@@ -38,7 +38,7 @@ impl LockGuard {
     ) -> Self {
         let acquired_at = backend.clock.now();
         LockGuard {
-            round: Round::new(backend, resource.name, resource.kind),
+            calls: Calls::new(backend, resource.name, resource.kind),
             owner: owner.to_string(),
             token: granted.token,
             valid_until: granted.valid_until,
@@ -70,16 +70,16 @@ impl LockGuard {
     }
 
     pub fn resource(&self) -> &str {
-        self.round.resource()
+        self.calls.resource()
     }
 
     /// How it is held: exclusively, shared, or as a semaphore's permit.
     pub fn kind(&self) -> LockKind {
-        self.round.kind()
+        self.calls.kind()
     }
 
     fn backend(&self) -> &Arc<Backend> {
-        self.round.backend()
+        self.calls.backend()
     }
 
     /// Nodes an extension must reach: the kind's quorum.
@@ -99,7 +99,7 @@ impl LockGuard {
     /// lasts.
     pub async fn extend(&mut self, ttl: Duration) -> Result<(), Error> {
         check_ttl(ttl)?;
-        match self.round.extend(&self.owner, ttl).await {
+        match self.calls.extend(&self.owner, ttl).await {
             Ok(valid_until) => {
                 self.valid_until = valid_until;
                 Ok(())
@@ -113,7 +113,7 @@ impl LockGuard {
     pub async fn release(mut self) -> Result<(), Error> {
         self.released = true;
         self.signal_release();
-        let tally = self.round.release(&self.owner).await;
+        let tally = self.calls.release(&self.owner).await;
         let needed = majority(self.backend().nodes());
         if tally.answered() >= needed {
             return Ok(());
@@ -142,7 +142,7 @@ impl LockGuard {
             hold_until: opts.max_hold.map(|cap| self.acquired_at + cap),
         };
         let task = tokio::spawn(keep_extended(
-            self.round.clone(),
+            self.calls.clone(),
             self.owner.clone(),
             schedule,
             (lost.clone(), stop.clone()),
@@ -177,9 +177,9 @@ impl Drop for LockGuard {
             return;
         }
         self.signal_release();
-        let (round, owner) = (self.round.clone(), self.owner.clone());
+        let (calls, owner) = (self.calls.clone(), self.owner.clone());
         self.backend().spawn(async move {
-            round.release(&owner).await;
+            calls.release(&owner).await;
         });
     }
 }
@@ -196,12 +196,12 @@ struct Schedule {
 /// The watchdog loop: extend before validity runs out; signal `lost` on the first failure, or
 /// once the hold cap is reached (the lock itself then runs out at its TTL).
 async fn keep_extended(
-    round: Round,
+    calls: Calls,
     owner: String,
     mut at: Schedule,
     (lost, stop): (CancellationToken, CancellationToken),
 ) {
-    let clock = &round.backend().clock;
+    let clock = &calls.backend().clock;
     loop {
         let mut next = (clock.now() + at.interval).min(at.valid_until);
         if let Some(cap) = at.hold_until {
@@ -217,7 +217,7 @@ async fn keep_extended(
             lost.cancel();
             return;
         }
-        match round.extend(&owner, at.ttl).await {
+        match calls.extend(&owner, at.ttl).await {
             Ok(until) => at.valid_until = until,
             Err(_) => {
                 lost.cancel();

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use crate::attempt::{AttemptError, Policy};
 use crate::backend::{check_ttl, Backend};
+use crate::calls::Calls;
 use crate::connect::{Connect, Tls};
 use crate::driver::Acquire;
 use crate::errors::Error;
@@ -13,7 +14,6 @@ use crate::kind::Resource;
 use crate::lock::{LockContext, LockGuard};
 use crate::options::{Options, ReplicaAck, WaitMode};
 use crate::probe::WaitProbe;
-use crate::round::Round;
 use crate::timing::SystemClock;
 use crate::transport::{RedisTransport, Transport};
 
@@ -248,8 +248,8 @@ impl LockManager {
         probe: Option<WaitProbe>,
         once: bool,
     ) -> Result<LockGuard, Error> {
-        let round = Round::new(self.backend.clone(), resource.name, resource.kind);
-        match Acquire::new(round, times, policy, probe).run(once).await {
+        let calls = Calls::new(self.backend.clone(), resource.name, resource.kind);
+        match Acquire::new(calls, times, policy, probe).run(once).await {
             Ok(won) => {
                 let guard = LockGuard::new(self.backend.clone(), resource, &won.owner, won.granted);
                 Ok(guard.signalling(won.released))

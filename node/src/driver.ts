@@ -1,6 +1,6 @@
 /**
  * Takes a lock over the network (client/src/driver.rs): runs attempts (attempt.ts, every
- * decision) by sending what their actions ask through the node calls (round.ts), feeding the
+ * decision) by sending what their actions ask through the node calls (calls.ts), feeding the
  * replies back, and keeping the time.
  *
  * - acquire without `wait` is one attempt that does not wait on the nodes; with `wait`, attempts
@@ -18,7 +18,7 @@
  */
 import { type Action, Attempt, type AttemptError, type Policy, type Reply, anotherAttempt, lease } from "./attempt.js";
 import type { NodeFailure } from "./errors.js";
-import type { Round } from "./round.js";
+import type { Calls } from "./calls.js";
 import { drawTicket, newOwner, now, roundOwner } from "./timing.js";
 
 /** A lock won: its owner, token and validity (ms), and the controller to abort on release. */
@@ -37,13 +37,13 @@ export class Acquire {
   readonly #ticket: bigint | undefined;
 
   constructor(
-    readonly round: Round,
+    readonly calls: Calls,
     readonly ttl: number,
     readonly deadline: number,
     readonly policy: Policy,
     readonly signal: AbortSignal | undefined,
   ) {
-    this.#ticket = policy.queue && round.backend.nodes.length > 1 ? drawTicket() : undefined;
+    this.#ticket = policy.queue && calls.backend.nodes.length > 1 ? drawTicket() : undefined;
   }
 
   get ticket(): bigint | undefined {
@@ -52,11 +52,11 @@ export class Acquire {
 
   /** Attempts until one holds (at most one when `once`), or why not and how many were made. */
   async run(once: boolean): Promise<Outcome> {
-    const opts = this.round.backend.opts;
+    const opts = this.calls.backend.opts;
     for (let attempts = 1; ; attempts++) {
       const result = await new Running(this, newOwner()).run();
       if (result.ok) return result;
-      const pause = this.round.backend.retryPause();
+      const pause = this.calls.backend.retryPause();
       const outOfTime = now() + pause > this.deadline;
       if (once || this.signal?.aborted || !anotherAttempt(this.policy, result.error, outOfTime, attempts, opts.retryCount)) {
         return { ok: false, error: result.error, attempts };
@@ -67,19 +67,19 @@ export class Acquire {
 
   /** Held: what the lease comes to (attempt.ts lease), counted from the request that last set the TTL. */
   async lease(owner: string, token: bigint, leaseFrom: number, stale: AbortController): Promise<Granted | undefined> {
-    const backend = this.round.backend;
+    const backend = this.calls.backend;
     const nodes = backend.nodes.length;
     let left = backend.validity(this.ttl, leaseFrom);
     let verdict = lease(nodes, left, this.ttl, false);
     if (verdict === "renew") {
       const renewedFrom = now();
-      const renewed = await this.round.renew(0, owner, this.ttl);
+      const renewed = await this.calls.renew(0, owner, this.ttl);
       left = renewed ? backend.validity(this.ttl, renewedFrom) : undefined;
       verdict = lease(nodes, left, this.ttl, true);
     }
     if (verdict === "held" && left !== undefined) return { owner, token, validity: left, stale };
     stale.abort();
-    await this.round.release(owner); // before answering, as any failure before the deadline
+    await this.calls.release(owner); // before answering, as any failure before the deadline
     return undefined;
   }
 }
@@ -99,14 +99,14 @@ class Running {
     readonly acquire: Acquire,
     readonly base: string,
   ) {
-    const nodes = acquire.round.backend.nodes.length;
-    [this.#core, this.#actions] = Attempt.start(nodes, acquire.round.backend.needed(acquire.round.kind), acquire.policy);
+    const nodes = acquire.calls.backend.nodes.length;
+    [this.#core, this.#actions] = Attempt.start(nodes, acquire.calls.backend.needed(acquire.calls.kind), acquire.policy);
   }
 
   async run(): Promise<{ ok: true; granted: Granted } | { ok: false; error: AttemptError }> {
     const a = this.acquire;
     // A queued attempt gets at least one whole call, so a zero wait still asks once and hears the answer.
-    const endAt = Math.max(a.deadline, now() + a.round.backend.opts.timeout);
+    const endAt = Math.max(a.deadline, now() + a.calls.backend.opts.timeout);
     const timer = setTimeout(() => this.#wake(), Math.max(0, endAt - now()));
     const onAbort = (): void => this.#wake();
     a.signal?.addEventListener("abort", onAbort);
@@ -129,7 +129,7 @@ class Running {
 
   /** Does what `actions` ask; the attempt's end, if one of them is it. */
   async #perform(actions: Action[]): Promise<{ ok: true; granted: Granted } | { ok: false; error: AttemptError } | undefined> {
-    const round = this.acquire.round;
+    const calls = this.acquire.calls;
     const failing = actions.some((a) => a.action === "failed"); // then the round is withdrawn before answering
     for (const action of actions) {
       switch (action.action) {
@@ -146,9 +146,9 @@ class Running {
           action.nodes.forEach((n) => this.#fence(n, action.round, action.token));
           break;
         case "release": {
-          const release = round.release(this.#owner(action.round), action.nodes);
+          const release = calls.release(this.#owner(action.round), action.nodes);
           if (failing) await release;
-          else round.backend.spawn(release);
+          else calls.backend.spawn(release);
           break;
         }
         case "held": {
@@ -176,28 +176,28 @@ class Running {
       }
       if (input.input !== "reply") return;
       for (const late of this.#core.onLate(input.node, input.round, input.reply, this.#stale.signal.aborted)) {
-        if (late.action === "release") this.acquire.round.backend.spawn(this.acquire.round.release(this.#owner(late.round), late.nodes));
+        if (late.action === "release") this.acquire.calls.backend.spawn(this.acquire.calls.release(this.#owner(late.round), late.nodes));
       }
     });
-    this.acquire.round.backend.spawn(handled);
+    this.acquire.calls.backend.spawn(handled);
   }
 
   /** ACQUIRE (with WAIT ... [TICKET] in queue mode) on `node` as the owner of `round`. */
   #ask(node: number, round: number): void {
     const a = this.acquire;
     const wait = a.policy.queue ? ([Math.max(1, a.deadline - now()), a.ticket] as const) : undefined;
-    this.#track(a.round.ask(node, this.#owner(round), a.ttl, wait).then((reply) => ({ input: "reply" as const, node, round, reply })));
+    this.#track(a.calls.ask(node, this.#owner(round), a.ttl, wait).then((reply) => ({ input: "reply" as const, node, round, reply })));
   }
 
   #pause(node: number, round: number): void {
-    this.#track(sleep(this.acquire.round.backend.retryPause()).then(() => ({ input: "pause" as const, node, round })));
+    this.#track(sleep(this.acquire.calls.backend.retryPause()).then(() => ({ input: "pause" as const, node, round })));
   }
 
   /** FENCE (with PX ttl in queue mode) on `node`. */
   #fence(node: number, round: number, token: bigint): void {
     const a = this.acquire;
     const ttl = a.policy.queue ? a.ttl : undefined;
-    this.#track(a.round.fence(node, this.#owner(round), token, ttl).then((failure) => ({ input: "fenced" as const, node, round, failure })));
+    this.#track(a.calls.fence(node, this.#owner(round), token, ttl).then((failure) => ({ input: "fenced" as const, node, round, failure })));
   }
 
   /** The next input into the core; waits for one, the end, or the signal if none is in. */
@@ -215,7 +215,7 @@ class Running {
     const a = this.acquire;
     if (input.input === "reply") return this.#core.onReply(input.node, input.round, input.reply, now() >= a.deadline);
     if (input.input === "fenced") {
-      const valid = a.round.backend.validity(a.ttl, this.#leaseFrom) !== undefined;
+      const valid = a.calls.backend.validity(a.ttl, this.#leaseFrom) !== undefined;
       return this.#core.onFenced(input.node, input.round, input.failure, valid);
     }
     return this.#core.onPauseOver(input.node, input.round);

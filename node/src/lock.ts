@@ -5,7 +5,7 @@ import type { Granted } from "./driver.js";
 import { LockLostError, NoQuorumError } from "./errors.js";
 import type { Kind } from "./kind.js";
 import { checkMs } from "./options.js";
-import type { Round } from "./round.js";
+import type { Calls } from "./calls.js";
 import { now } from "./timing.js";
 
 /** A held lock: its fencing token, owner and validity; extend() and release(). */
@@ -24,12 +24,12 @@ export class Lock {
 
   /** @internal */
   constructor(
-    private readonly round: Round,
+    private readonly calls: Calls,
     readonly ttl: number,
     granted: Granted,
   ) {
-    this.resource = round.resource;
-    this.kind = round.kind;
+    this.resource = calls.resource;
+    this.kind = calls.kind;
     this.token = granted.token;
     this.owner = granted.owner;
     this.#validUntil = now() + granted.validity;
@@ -54,8 +54,8 @@ export class Lock {
   async extend(ttl: number = this.ttl): Promise<number> {
     const whole = Math.floor(checkMs(ttl, "ttl", { min: 1 })!);
     if (this.#released) throw new LockLostError(this.resource);
-    const needed = this.round.backend.needed(this.kind);
-    const extended = await this.round.extend(this.owner, whole);
+    const needed = this.calls.backend.needed(this.kind);
+    const extended = await this.calls.extend(this.owner, whole);
     if (typeof extended === "number") {
       this.#validUntil = now() + extended;
       return extended;
@@ -69,8 +69,8 @@ export class Lock {
     if (this.#released) return;
     this.#released = true;
     this.#stale.abort();
-    const needed = this.round.backend.needed(this.kind);
-    const t = await this.round.release(this.owner);
+    const needed = this.calls.backend.needed(this.kind);
+    const t = await this.calls.release(this.owner);
     if (t.done + t.refused < needed) throw new NoQuorumError(this.resource, needed, t.unreachable);
   }
 

@@ -11,7 +11,7 @@ import { LockContendedError, LockLostError, NoQuorumError, NodeError, ValidityEx
 import { type Kind } from "./kind.js";
 import { Lock } from "./lock.js";
 import { type AcquireOptions, type LockManagerOptions, checkKind, checkMs, settings } from "./options.js";
-import { Round } from "./round.js";
+import { Calls } from "./calls.js";
 import { now } from "./timing.js";
 import { Cluster } from "./transport/cluster.js";
 import { Sentinel } from "./transport/sentinel.js";
@@ -58,9 +58,9 @@ export class LockManager {
     const backend = this.#backend;
     // Without a wait, one attempt that does not wait on the nodes; with one, queued (or retrying).
     const policy: Policy = wait !== undefined && backend.opts.queue ? QUEUE : { queue: false, commit: backend.opts.fencing };
-    const acquire = new Acquire(new Round(backend, resource, kind), ttl, now() + (wait ?? 0), policy, signal);
+    const acquire = new Acquire(new Calls(backend, resource, kind), ttl, now() + (wait ?? 0), policy, signal);
     const result = await acquire.run(wait === undefined);
-    if (result.ok) return new Lock(new Round(backend, resource, kind), ttl, result.granted);
+    if (result.ok) return new Lock(new Calls(backend, resource, kind), ttl, result.granted);
     signal?.throwIfAborted();
     throw this.#error(resource, kind, result.error, result.attempts);
   }

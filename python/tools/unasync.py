@@ -38,7 +38,7 @@ FILES = {
     "asyncio/__init__.py": "__init__.py",
     "_async/manager.py": "_sync/manager.py",
     "_async/lock.py": "_sync/lock.py",
-    "_async/round.py": "_sync/round.py",
+    "_async/calls.py": "_sync/calls.py",
     "_async/driver.py": "_sync/driver.py",
 }
 

@@ -45,7 +45,7 @@ from .._pure.verdicts import EXPIRED, AttemptFailed, Grant, ask_reply
 from .._transport.aio.concurrency import shielded, sleep
 from .._transport.aio.waits import Answer, Waits
 from ..errors import NodeFailure
-from .round import Rounds
+from .calls import Calls
 
 #: What a request left running brings back: ("reply", node, round, reply), ("fenced", node,
 #: round, why not or None), or ("pause", node, round) once the retry pause before an ask is over.
@@ -63,19 +63,19 @@ class Won:
 class Acquire:
     """One lock() or try_lock() call."""
 
-    def __init__(self, rounds: Rounds, resource: str, ttl_ms: int, deadline: float, kind: Kind, policy: Policy) -> None:
-        self.rounds = rounds
+    def __init__(self, calls: Calls, resource: str, ttl_ms: int, deadline: float, kind: Kind, policy: Policy) -> None:
+        self.calls = calls
         self.resource = resource
         self.ttl_ms = ttl_ms
         self.deadline = deadline
         self.kind = kind
         self.policy = policy
-        self.ticket: int | None = draw_ticket() if policy.queue and rounds.size() > 1 else None
+        self.ticket: int | None = draw_ticket() if policy.queue and calls.size() > 1 else None
 
     async def run(self, once: bool) -> tuple[Won | AttemptFailed, int]:
         """Attempts until one holds (at most one when `once`): what it came to, and how many."""
         attempts = 0
-        opts = self.rounds.opts
+        opts = self.calls.opts
         while True:
             attempts += 1
             try:
@@ -89,7 +89,7 @@ class Acquire:
 
     async def withdraw(self, owner: str) -> None:
         """RELEASE of `owner` on every node, which an interruption cannot stop halfway."""
-        await shielded(self.rounds.release(self.resource, owner))
+        await shielded(self.calls.release(self.resource, owner))
 
     async def held(self, owner: str, token: int, lease_from: float, released: asyncio.Event) -> Won:
         """The lock, if its lease checks out. Otherwise, or when interrupted meanwhile (the caller
@@ -104,12 +104,12 @@ class Acquire:
     async def check_lease(self, owner: str, token: int, lease_from: float, released: asyncio.Event) -> Won:
         """Held: what the lease comes to (attempt.lease), counted from the request that last set
         the TTL; with one node and too little left, renewed once first."""
-        opts, nodes = self.rounds.opts, self.rounds.size()
+        opts, nodes = self.calls.opts, self.calls.size()
         left = validity(self.ttl_ms, lease_from, time.monotonic(), opts)
         verdict = lease(nodes, left, self.ttl_ms, False)
         if verdict == "renew":
             renewed_from = time.monotonic()
-            renewed = await self.rounds.renew(0, self.resource, owner, self.ttl_ms)
+            renewed = await self.calls.renew(0, self.resource, owner, self.ttl_ms)
             left = validity(self.ttl_ms, renewed_from, time.monotonic(), opts) if renewed else None
             verdict = lease(nodes, left, self.ttl_ms, True)
         if verdict == "held" and left is not None:
@@ -123,9 +123,9 @@ class Running:
     def __init__(self, acquire: Acquire, base: str) -> None:
         self.acquire = acquire
         self.base = base
-        rounds = acquire.rounds
-        self.core, self.first = Attempt.start(rounds.size(), rounds.needed(acquire.kind), acquire.policy)
-        self.waits = Waits(rounds.nodes)  # queued asks in flight
+        calls = acquire.calls
+        self.core, self.first = Attempt.start(calls.size(), calls.needed(acquire.kind), acquire.policy)
+        self.waits = Waits(calls.nodes)  # queued asks in flight
         self.asks: list[tuple[int, int]] = []  # plain asks to send together, (node, round)
         self.ready: list[Input] = []  # inputs in, not fed yet
         self.timers: list[tuple[float, int, int]] = []  # (when, node, round): asks after the pause
@@ -134,8 +134,8 @@ class Running:
         self.lease_from = time.monotonic()
 
     async def run(self) -> Won:
-        rounds, queue = self.acquire.rounds, self.acquire.policy.queue
-        end = max(self.acquire.deadline, time.monotonic() + rounds.nodes.call_bound)  # a zero wait still asks once
+        calls, queue = self.acquire.calls, self.acquire.policy.queue
+        end = max(self.acquire.deadline, time.monotonic() + calls.nodes.call_bound)  # a zero wait still asks once
         try:
             actions = self.first
             while True:
@@ -157,13 +157,13 @@ class Running:
                     self.ask(node, action.round)
             elif isinstance(action, AskAgain):
                 if action.after_pause:
-                    self.timers.append((time.monotonic() + retry_pause(a.rounds.opts), action.node, action.round))
+                    self.timers.append((time.monotonic() + retry_pause(a.calls.opts), action.node, action.round))
                 else:
                     self.ask(action.node, action.round)
             elif isinstance(action, Fence):
                 await self.fence(action)
             elif isinstance(action, Release):
-                await a.rounds.release_on(a.resource, round_owner(self.base, action.round), action.nodes)
+                await a.calls.release_on(a.resource, round_owner(self.base, action.round), action.nodes)
             elif isinstance(action, Held):
                 self.settled = True
                 return action
@@ -184,7 +184,7 @@ class Running:
         owner = round_owner(self.base, round_)
         request = cmd.wait(a.resource, owner, a.ttl_ms, ms(left), a.ticket, a.kind.option())
         # A server notices a wait's timeout only at its next tick: its nil may come that late.
-        allowed = left + TIMEOUT_RESOLUTION + a.rounds.opts.timeout
+        allowed = left + TIMEOUT_RESOLUTION + a.calls.opts.timeout
         failure = self.waits.send(node, round_, request, allowed)
         if failure is not None:
             self.ready.append(("reply", node, round_, failure))
@@ -197,7 +197,7 @@ class Running:
         if a.policy.queue:
             self.lease_from = time.monotonic()
         owner = round_owner(self.base, action.round)
-        why_not = await a.rounds.fence(a.resource, owner, action.token, ttl_ms, action.nodes)
+        why_not = await a.calls.fence(a.resource, owner, action.token, ttl_ms, action.nodes)
         self.ready.extend(("fenced", node, action.round, why) for node, why in zip(action.nodes, why_not, strict=True))
 
     async def next_actions(self, end: float | None) -> list[Action]:
@@ -228,7 +228,7 @@ class Running:
         for round_ in sorted({r for _, r in asks}):
             nodes = [n for n, r in asks if r == round_]
             owner = round_owner(self.base, round_)
-            replies = await a.rounds.ask(a.resource, owner, a.ttl_ms, a.kind, nodes)
+            replies = await a.calls.ask(a.resource, owner, a.ttl_ms, a.kind, nodes)
             self.ready.extend(("reply", node, round_, reply) for node, reply in zip(nodes, replies, strict=True))
 
     def feed(self, item: Input) -> list[Action]:
@@ -236,10 +236,10 @@ class Running:
         what, node, round_, value = item
         a = self.acquire
         if what == "reply":
-            reply = ask_reply(a.rounds.nodes.names[node], value)
+            reply = ask_reply(a.calls.nodes.names[node], value)
             return self.core.on_reply(node, round_, reply, time.monotonic() >= a.deadline)
         if what == "fenced":
-            valid = validity(a.ttl_ms, self.lease_from, time.monotonic(), a.rounds.opts) is not None
+            valid = validity(a.ttl_ms, self.lease_from, time.monotonic(), a.calls.opts) is not None
             assert value is None or isinstance(value, NodeFailure)
             return self.core.on_fenced(node, round_, value, valid)
         return self.core.on_pause_over(node, round_)
@@ -253,7 +253,7 @@ class Running:
         a = self.acquire
         for action in self.core.on_late(node, round_, reply, self.released.is_set()):
             if isinstance(action, Release):
-                await a.rounds.release_on(a.resource, round_owner(self.base, action.round), action.nodes)
+                await a.calls.release_on(a.resource, round_owner(self.base, action.round), action.nodes)
 
     async def finish(self) -> None:
         """Ends the attempt. Without a hold its round is withdrawn everywhere (its waits answer

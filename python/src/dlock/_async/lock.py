@@ -16,7 +16,7 @@ from .._pure.options import check_ttl
 from .._pure.verdicts import Grant
 from .._transport.aio.concurrency import Worker, shielded
 from ..errors import DlockError, LockLost
-from .round import Rounds
+from .calls import Calls
 
 
 class Lock:
@@ -32,7 +32,7 @@ class Lock:
 
     def __init__(
         self,
-        rounds: Rounds,
+        calls: Calls,
         resource: str,
         owner: str,
         ttl_ms: int,
@@ -40,12 +40,12 @@ class Lock:
         kind: Kind,
         on_release: asyncio.Event | None = None,
     ) -> None:
-        self._rounds = rounds
+        self._calls = calls
         self._resource = resource
         self._owner = owner
         self._ttl_ms = ttl_ms
         self._kind = kind
-        self._needed = rounds.needed(kind)  # the quorum of every extension and release
+        self._needed = calls.needed(kind)  # the quorum of every extension and release
         self._token = grant.token
         self._valid_until = grant.valid_until
         self._acquired_at = time.monotonic()
@@ -101,7 +101,7 @@ class Lock:
         # `validity` still counts down from the last success."""
         # unasync: end
         ttl_ms = self._ttl_ms if ttl is None else check_ttl(ttl)
-        result = await self._rounds.extend(self._resource, self._owner, ttl_ms, self._needed)
+        result = await self._calls.extend(self._resource, self._owner, ttl_ms, self._needed)
         if isinstance(result, float):
             self._valid_until = result
             return
@@ -121,7 +121,7 @@ class Lock:
         await self.stop_watchdog()
         if self._on_release is not None:
             self._on_release.set()  # waits still out now know a grant they get is stale
-        tally = await shielded(self._rounds.release(self._resource, self._owner))
+        tally = await shielded(self._calls.release(self._resource, self._owner))
         if tally.answered() < self._needed:
             raise tally.no_quorum(self._resource, self._needed)
 
@@ -161,7 +161,7 @@ class Lock:
     async def _keep_extended(self, worker: Worker) -> None:
         """The watchdog: extends until stopped; sets `lost` and ends at the first failed
         extension, when validity runs out, or at `max_hold`."""
-        opts = self._rounds.opts
+        opts = self._calls.opts
         interval = max(opts.extend_interval or self._ttl_ms / 3000, 0.001)
         hold_until = None if opts.max_hold is None else self._acquired_at + opts.max_hold
         while True:
@@ -173,7 +173,7 @@ class Lock:
             now = time.monotonic()
             if now >= self._valid_until or (hold_until is not None and now >= hold_until):
                 break
-            result = await self._rounds.extend(self._resource, self._owner, self._ttl_ms, self._needed)
+            result = await self._calls.extend(self._resource, self._owner, self._ttl_ms, self._needed)
             if not isinstance(result, float):
                 break
             self._valid_until = result

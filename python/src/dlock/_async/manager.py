@@ -30,9 +30,9 @@ from .._pure.verdicts import AttemptFailed
 # from ..errors import LockLost
 # unasync: end
 from .._transport.aio.nodes import Nodes
+from .calls import Calls
 from .driver import Acquire
 from .lock import Lock
-from .round import Rounds
 
 T = TypeVar("T")
 
@@ -133,11 +133,11 @@ class LockManager:
             sentinel_username=sentinel_username,
             sentinel_password=sentinel_password,
         )
-        self._rounds = Rounds(Nodes(endpoints, self.options, reach), self.options)
+        self._calls = Calls(Nodes(endpoints, self.options, reach), self.options)
 
     @property
     def nodes(self) -> list[str]:
-        return list(self._rounds.nodes.names)
+        return list(self._calls.nodes.names)
 
     def try_lock(
         self,
@@ -202,28 +202,28 @@ class LockManager:
 
     async def _try_lock(self, resource: str, ttl_ms: int, watchdog: bool, kind: Kind) -> Lock:
         return await self._take(
-            Acquire(self._rounds, resource, ttl_ms, time.monotonic(), kind, self._no_wait()), watchdog, True
+            Acquire(self._calls, resource, ttl_ms, time.monotonic(), kind, self._no_wait()), watchdog, True
         )
 
     async def _lock(self, resource: str, ttl_ms: int, wait: float, watchdog: bool, kind: Kind) -> Lock:
         policy = QUEUE if self._queues() else self._no_wait()
         return await self._take(
-            Acquire(self._rounds, resource, ttl_ms, time.monotonic() + wait, kind, policy), watchdog, False
+            Acquire(self._calls, resource, ttl_ms, time.monotonic() + wait, kind, policy), watchdog, False
         )
 
     async def _take(self, acquire: Acquire, watchdog: bool, once: bool) -> Lock:
         """Runs the attempts (one when `once`: try_lock) and hands out the lock, or raises why not."""
         won, attempts = await acquire.run(once)
         if isinstance(won, AttemptFailed):
-            needed = self._rounds.needed(acquire.kind)
+            needed = self._calls.needed(acquire.kind)
             raise won.to_error(acquire.resource, needed, attempts, waited=not once) from None
-        lock = Lock(self._rounds, acquire.resource, won.owner, acquire.ttl_ms, won.grant, acquire.kind, won.released)
+        lock = Lock(self._calls, acquire.resource, won.owner, acquire.ttl_ms, won.grant, acquire.kind, won.released)
         return self._held(lock, watchdog)
 
     async def status(self, resource: str) -> list[NodeStatus]:
         """DLOCK.STATUS on every node: each node's view (held, free, or why unreachable)."""
         resource = check_resource(resource)
-        replies = await self._rounds.nodes.everywhere(cmd.status(resource))
+        replies = await self._calls.nodes.everywhere(cmd.status(resource))
         return [node_status(name, r) for name, r in zip(self.nodes, replies, strict=True)]
 
     async def top(self, rows: int = 20) -> list[NodeTop]:
@@ -233,7 +233,7 @@ class LockManager:
         node is refused by name (list each master instead)."""
         walk = Walk(self.nodes, check_rows(rows))
         while calls := walk.requests():
-            walk.take(calls, await self._rounds.nodes.fan_out(calls))
+            walk.take(calls, await self._calls.nodes.fan_out(calls))
         return walk.result()
 
     async def release_owner(self, resource: str, owner: str, *, limit: int | None = None) -> int:
@@ -245,8 +245,8 @@ class LockManager:
         # a semaphore's permit, `limit=k`, its larger quorum)."""
         # unasync: end
         resource, owner = check_resource(resource), check_owner(owner)
-        needed = self._rounds.needed(Kind(limit=check_limit(limit)))
-        tally = await self._rounds.release(resource, owner)
+        needed = self._calls.needed(Kind(limit=check_limit(limit)))
+        tally = await self._calls.release(resource, owner)
         if tally.answered() < needed:
             raise tally.no_quorum(resource, needed)
         return tally.done
@@ -260,15 +260,15 @@ class LockManager:
         # semaphore's permit, `limit=k`, its larger quorum)."""
         # unasync: end
         resource, owner, ttl_ms = check_resource(resource), check_owner(owner), check_ttl(ttl)
-        needed = self._rounds.needed(Kind(limit=check_limit(limit)))
-        result = await self._rounds.extend(resource, owner, ttl_ms, needed)
+        needed = self._calls.needed(Kind(limit=check_limit(limit)))
+        result = await self._calls.extend(resource, owner, ttl_ms, needed)
         if isinstance(result, float):
             return max(0.0, result - time.monotonic())
         raise result.extend_error(resource, needed)
 
     def _queues(self) -> bool:
         """Tickets are only safe with the commit round: queue mode needs fencing on several nodes."""
-        return self.options.wait_mode == "queue" and (self._rounds.size() == 1 or self.options.fencing)
+        return self.options.wait_mode == "queue" and (self._calls.size() == 1 or self.options.fencing)
 
     def _no_wait(self) -> Policy:
         """Attempts without a server wait commit their grants unless fencing is off."""
@@ -283,7 +283,7 @@ class LockManager:
         # unasync: sync only
         # """Closes every connection (locks still held run out at their TTL)."""
         # unasync: end
-        await self._rounds.nodes.close()
+        await self._calls.nodes.close()
 
     async def __aenter__(self) -> LockManager:
         return self

@@ -14,7 +14,7 @@ from .._pure.options import check_ttl
 from .._pure.verdicts import Grant
 from .._transport.sync.concurrency import Worker, shielded
 from ..errors import DlockError, LockLost
-from .round import Rounds
+from .calls import Calls
 
 
 class Lock:
@@ -24,7 +24,7 @@ class Lock:
 
     def __init__(
         self,
-        rounds: Rounds,
+        calls: Calls,
         resource: str,
         owner: str,
         ttl_ms: int,
@@ -32,12 +32,12 @@ class Lock:
         kind: Kind,
         on_release: threading.Event | None = None,
     ) -> None:
-        self._rounds = rounds
+        self._calls = calls
         self._resource = resource
         self._owner = owner
         self._ttl_ms = ttl_ms
         self._kind = kind
-        self._needed = rounds.needed(kind)  # the quorum of every extension and release
+        self._needed = calls.needed(kind)  # the quorum of every extension and release
         self._token = grant.token
         self._valid_until = grant.valid_until
         self._acquired_at = time.monotonic()
@@ -85,7 +85,7 @@ class Lock:
         few nodes answered, LockLost when a quorum answered and did not extend; either way
         `validity` still counts down from the last success."""
         ttl_ms = self._ttl_ms if ttl is None else check_ttl(ttl)
-        result = self._rounds.extend(self._resource, self._owner, ttl_ms, self._needed)
+        result = self._calls.extend(self._resource, self._owner, ttl_ms, self._needed)
         if isinstance(result, float):
             self._valid_until = result
             return
@@ -100,7 +100,7 @@ class Lock:
         self.stop_watchdog()
         if self._on_release is not None:
             self._on_release.set()  # waits still out now know a grant they get is stale
-        tally = shielded(self._rounds.release(self._resource, self._owner))
+        tally = shielded(self._calls.release(self._resource, self._owner))
         if tally.answered() < self._needed:
             raise tally.no_quorum(self._resource, self._needed)
 
@@ -131,7 +131,7 @@ class Lock:
     def _keep_extended(self, worker: Worker) -> None:
         """The watchdog: extends until stopped; sets `lost` and ends at the first failed
         extension, when validity runs out, or at `max_hold`."""
-        opts = self._rounds.opts
+        opts = self._calls.opts
         interval = max(opts.extend_interval or self._ttl_ms / 3000, 0.001)
         hold_until = None if opts.max_hold is None else self._acquired_at + opts.max_hold
         while True:
@@ -143,7 +143,7 @@ class Lock:
             now = time.monotonic()
             if now >= self._valid_until or (hold_until is not None and now >= hold_until):
                 break
-            result = self._rounds.extend(self._resource, self._owner, self._ttl_ms, self._needed)
+            result = self._calls.extend(self._resource, self._owner, self._ttl_ms, self._needed)
             if not isinstance(result, float):
                 break
             self._valid_until = result

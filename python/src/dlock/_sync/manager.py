@@ -25,9 +25,9 @@ from .._pure.urls import check_nodes
 from .._pure.verdicts import AttemptFailed
 from .._transport.sync.nodes import Nodes
 from ..errors import LockLost
+from .calls import Calls
 from .driver import Acquire
 from .lock import Lock
-from .round import Rounds
 
 T = TypeVar("T")
 
@@ -97,11 +97,11 @@ class LockManager:
             sentinel_username=sentinel_username,
             sentinel_password=sentinel_password,
         )
-        self._rounds = Rounds(Nodes(endpoints, self.options, reach), self.options)
+        self._calls = Calls(Nodes(endpoints, self.options, reach), self.options)
 
     @property
     def nodes(self) -> list[str]:
-        return list(self._rounds.nodes.names)
+        return list(self._calls.nodes.names)
 
     def try_lock(
         self,
@@ -155,28 +155,28 @@ class LockManager:
 
     def _try_lock(self, resource: str, ttl_ms: int, watchdog: bool, kind: Kind) -> Lock:
         return self._take(
-            Acquire(self._rounds, resource, ttl_ms, time.monotonic(), kind, self._no_wait()), watchdog, True
+            Acquire(self._calls, resource, ttl_ms, time.monotonic(), kind, self._no_wait()), watchdog, True
         )
 
     def _lock(self, resource: str, ttl_ms: int, wait: float, watchdog: bool, kind: Kind) -> Lock:
         policy = QUEUE if self._queues() else self._no_wait()
         return self._take(
-            Acquire(self._rounds, resource, ttl_ms, time.monotonic() + wait, kind, policy), watchdog, False
+            Acquire(self._calls, resource, ttl_ms, time.monotonic() + wait, kind, policy), watchdog, False
         )
 
     def _take(self, acquire: Acquire, watchdog: bool, once: bool) -> Lock:
         """Runs the attempts (one when `once`: try_lock) and hands out the lock, or raises why not."""
         won, attempts = acquire.run(once)
         if isinstance(won, AttemptFailed):
-            needed = self._rounds.needed(acquire.kind)
+            needed = self._calls.needed(acquire.kind)
             raise won.to_error(acquire.resource, needed, attempts, waited=not once) from None
-        lock = Lock(self._rounds, acquire.resource, won.owner, acquire.ttl_ms, won.grant, acquire.kind, won.released)
+        lock = Lock(self._calls, acquire.resource, won.owner, acquire.ttl_ms, won.grant, acquire.kind, won.released)
         return self._held(lock, watchdog)
 
     def status(self, resource: str) -> list[NodeStatus]:
         """DLOCK.STATUS on every node: each node's view (held, free, or why unreachable)."""
         resource = check_resource(resource)
-        replies = self._rounds.nodes.everywhere(cmd.status(resource))
+        replies = self._calls.nodes.everywhere(cmd.status(resource))
         return [node_status(name, r) for name, r in zip(self.nodes, replies, strict=True)]
 
     def top(self, rows: int = 20) -> list[NodeTop]:
@@ -186,7 +186,7 @@ class LockManager:
         node is refused by name (list each master instead)."""
         walk = Walk(self.nodes, check_rows(rows))
         while calls := walk.requests():
-            walk.take(calls, self._rounds.nodes.fan_out(calls))
+            walk.take(calls, self._calls.nodes.fan_out(calls))
         return walk.result()
 
     def release_owner(self, resource: str, owner: str, *, limit: int | None = None) -> int:
@@ -194,8 +194,8 @@ class LockManager:
         NoQuorum naming the unreachable nodes if fewer than a quorum answered (a majority; for
         a semaphore's permit, `limit=k`, its larger quorum)."""
         resource, owner = check_resource(resource), check_owner(owner)
-        needed = self._rounds.needed(Kind(limit=check_limit(limit)))
-        tally = self._rounds.release(resource, owner)
+        needed = self._calls.needed(Kind(limit=check_limit(limit)))
+        tally = self._calls.release(resource, owner)
         if tally.answered() < needed:
             raise tally.no_quorum(resource, needed)
         return tally.done
@@ -205,15 +205,15 @@ class LockManager:
         nodes answered, LockLost if a quorum answered and did not extend (a majority; for a
         semaphore's permit, `limit=k`, its larger quorum)."""
         resource, owner, ttl_ms = check_resource(resource), check_owner(owner), check_ttl(ttl)
-        needed = self._rounds.needed(Kind(limit=check_limit(limit)))
-        result = self._rounds.extend(resource, owner, ttl_ms, needed)
+        needed = self._calls.needed(Kind(limit=check_limit(limit)))
+        result = self._calls.extend(resource, owner, ttl_ms, needed)
         if isinstance(result, float):
             return max(0.0, result - time.monotonic())
         raise result.extend_error(resource, needed)
 
     def _queues(self) -> bool:
         """Tickets are only safe with the commit round: queue mode needs fencing on several nodes."""
-        return self.options.wait_mode == "queue" and (self._rounds.size() == 1 or self.options.fencing)
+        return self.options.wait_mode == "queue" and (self._calls.size() == 1 or self.options.fencing)
 
     def _no_wait(self) -> Policy:
         """Attempts without a server wait commit their grants unless fencing is off."""
@@ -226,7 +226,7 @@ class LockManager:
 
     def close(self) -> None:
         """Closes every connection (locks still held run out at their TTL)."""
-        self._rounds.nodes.close()
+        self._calls.nodes.close()
 
     def __enter__(self) -> LockManager:
         return self

@@ -19,7 +19,7 @@ from .connect import cluster_master_clients
 from .server import Server
 
 
-class ClusterNode:
+class Cluster:
     def __init__(self, seed: Seed, timeout: float, security: Security, ack: _ack.Ack | None) -> None:
         self.name = seed.name
         self.ack = ack

@@ -4,7 +4,7 @@ one for server-side waits, which block their connection: each wait gets a connec
 from that client's pool. A call that is cancelled or times out closes its connection (redis-py
 does), so a node drops an abandoned waiter at once.
 
-A quorum node is a plain master (`Master`) or a whole Redis Cluster (`ClusterNode`,
+A quorum node is a plain master (`Master`) or a whole Redis Cluster (`Cluster`,
 _transport/aio/cluster.py); the request and its WAIT go in one pipeline (one write)."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from ..._pure.replies import NodeTimeout, answer, reason
 from ..._pure.security import Security
 from ..._pure.urls import Endpoint
 from ...errors import NodeFailure
-from .cluster import ClusterNode
+from .cluster import Cluster
 from .connect import clients
 from .server import Server
 
@@ -91,7 +91,7 @@ class Nodes(QuorumNodes[Member]):
     client_type = aioredis.Redis
 
     def __init__(self, endpoints: Sequence[Endpoint], opts: Options, security: Security) -> None:
-        super().__init__(endpoints, opts, security, (Master, ClusterNode))
+        super().__init__(endpoints, opts, security, (Master, Cluster))
 
     async def call(self, node: int, args: Args, timeout: float, blocking: bool = False) -> object:
         """One request within `timeout` (plus its acknowledgement's time); its reply, or a

@@ -17,7 +17,7 @@ from .connect import cluster_master_pool
 from .server import Packed, Sent, Server
 
 
-class ClusterNode:
+class Cluster:
     """Thread-safe: the topology is shared by the caller, watchdogs and drain threads; one
     slot-map read at a time (the others wait for its result)."""
 

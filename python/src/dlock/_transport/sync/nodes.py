@@ -3,7 +3,7 @@ first, then the replies are read against one deadline, so the nodes work in para
 or paused node costs at most the per-node timeout (plus the replica acknowledgement's time, when
 one is asked). Server-side waits each take a connection of their own (_transport/sync/server.py).
 
-A quorum node is a plain master (`Master`) or a whole Redis Cluster (`ClusterNode`,
+A quorum node is a plain master (`Master`) or a whole Redis Cluster (`Cluster`,
 _transport/sync/cluster.py); both write a request, then take one `step` per reply read, which either
 answers or says where the request went next (a fresh connection, or a redirect)."""
 
@@ -24,7 +24,7 @@ from ..._pure.replies import NodeTimeout, answer
 from ..._pure.security import Security
 from ..._pure.urls import Endpoint
 from ...errors import NodeFailure
-from .cluster import ClusterNode
+from .cluster import Cluster
 from .connect import pool
 from .server import Packed, Sent, Server
 
@@ -112,7 +112,7 @@ class Nodes(QuorumNodes[Member]):
     client_type = redis.Redis
 
     def __init__(self, endpoints: Sequence[Endpoint], opts: Options, security: Security) -> None:
-        super().__init__(endpoints, opts, security, (Master, ClusterNode))
+        super().__init__(endpoints, opts, security, (Master, Cluster))
 
     def fan_out(self, calls: Sequence[tuple[int, Args]]) -> list[object]:
         """Sends each (node, command) and returns the replies in order; a failure is a

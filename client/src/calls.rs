@@ -19,15 +19,15 @@ use crate::timing::{validity, whole_ms};
 
 /// One lock's calls. Cheap to clone (into the futures of requests left running).
 #[derive(Clone)]
-pub struct Round {
+pub struct Calls {
     backend: Arc<Backend>,
     resource: Arc<str>,
     kind: LockKind,
 }
 
-impl Round {
-    pub fn new(backend: Arc<Backend>, resource: &str, kind: LockKind) -> Round {
-        Round {
+impl Calls {
+    pub fn new(backend: Arc<Backend>, resource: &str, kind: LockKind) -> Calls {
+        Calls {
             backend,
             resource: resource.into(),
             kind,
@@ -221,5 +221,5 @@ impl Tally {
 }
 
 #[cfg(test)]
-#[path = "round_tests.rs"]
+#[path = "calls_tests.rs"]
 mod tests;

@@ -1,5 +1,5 @@
 /**
- * The calls to the nodes about one lock (client/src/round.rs), the one set every path uses: an
+ * The calls to the nodes about one lock (client/src/calls.rs), the one set every path uses: an
  * attempt's asks, waits and commits (driver.ts), a lock's extensions, renewal and release
  * (lock.ts). Each reply is read here into what the caller decides on: an ask's token, nil or
  * failure, a commit's yes or why not, a Tally.
@@ -29,7 +29,7 @@ export function tally(outcomes: readonly Outcome[]): Tally {
   return t;
 }
 
-export class Round {
+export class Calls {
   constructor(
     readonly backend: Backend,
     readonly resource: string,

@@ -13,19 +13,19 @@ use crate::transport::fake::FakeTransport;
 
 const TTL: Duration = Duration::from_secs(10);
 
-fn round(
+fn calls_to(
     nodes: usize,
     script: impl Fn(usize, &Request<'_>, usize) -> Result<Value, String> + Send + Sync + 'static,
-) -> Round {
+) -> Calls {
     let clock = Arc::new(FakeClock::new());
     let transport = FakeTransport::new(nodes, clock.clone(), script);
     let backend = Backend::new(Box::new(transport), Options::default(), Box::new(clock));
-    Round::new(Arc::new(backend), "res", LockKind::Exclusive)
+    Calls::new(Arc::new(backend), "res", LockKind::Exclusive)
 }
 
 #[tokio::test]
 async fn an_asks_reply_is_a_grant_nil_or_a_failure() {
-    let calls = round(4, |n, _, _| match n {
+    let calls = calls_to(4, |n, _, _| match n {
         0 => Ok(Value::Int(7)),
         1 => Ok(Value::Nil),
         2 => Ok(Value::Okay),
@@ -49,7 +49,7 @@ async fn an_asks_reply_is_a_grant_nil_or_a_failure() {
 
 #[tokio::test]
 async fn a_commit_is_committed_or_says_why_not() {
-    let calls = round(3, |n, _, _| match n {
+    let calls = calls_to(3, |n, _, _| match n {
         0 => Ok(Value::Int(1)),
         1 => Ok(Value::Int(0)),
         _ => Err("down".into()),
@@ -65,12 +65,12 @@ async fn a_commit_is_committed_or_says_why_not() {
 
 #[tokio::test]
 async fn extend_needs_the_quorum_within_the_new_validity() {
-    let calls = round(5, |n, _, _| match n {
+    let calls = calls_to(5, |n, _, _| match n {
         0 | 1 => Ok(Value::Int(0)),
         _ => Ok(Value::Int(1)),
     });
     assert!(calls.extend("me", TTL).await.is_ok(), "3 of 5");
-    let calls = round(5, |n, _, _| match n {
+    let calls = calls_to(5, |n, _, _| match n {
         0..=2 => Ok(Value::Int(0)),
         _ => Ok(Value::Int(1)),
     });
@@ -80,7 +80,7 @@ async fn extend_needs_the_quorum_within_the_new_validity() {
         matches!(tally.extend_error("res", 3), Error::LockLost { .. }),
         "a quorum said no"
     );
-    let calls = round(5, |n, _, _| match n {
+    let calls = calls_to(5, |n, _, _| match n {
         0..=2 => Err("down".into()),
         _ => Ok(Value::Int(1)),
     });
@@ -96,7 +96,7 @@ async fn extend_needs_the_quorum_within_the_new_validity() {
 
 #[tokio::test]
 async fn release_counts_answers_yes_or_no() {
-    let calls = round(3, |n, _, _| match n {
+    let calls = calls_to(3, |n, _, _| match n {
         0 => Ok(Value::Int(1)),
         1 => Ok(Value::Int(0)),
         _ => Err("down".into()),
