@@ -1,7 +1,8 @@
-//! The layering, checked: the top-level modules (`src/<name>.rs` or `src/<name>/`) of the module,
-//! of the rules (`core/`) and of the model (`model/`) depend on each other without a cycle, so
-//! each layer can be read and tested with only the layers below it in mind.
-//! docs/architecture.md draws the same graphs.
+//! The layering, checked: no import cycle, so each layer can be read and tested with only the
+//! layers below it in mind. For the module, the rules (`core/`), the model (`model/`) and the
+//! Rust client, their top-level modules (`src/<name>.rs` or `src/<name>/`) by `crate::` paths;
+//! for the Python and Node clients, their files by relative imports. docs/architecture.md draws
+//! the graphs.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -75,12 +76,14 @@ fn group_heads(group: &str) -> Vec<String> {
     heads
 }
 
-/// Which top-level module of the crate in `crate_dir` uses which (the crate root, `lib` or
-/// `main`, is left out; a `#[path]` test file counts as a module of its own).
-fn module_graph(crate_dir: &str) -> Graph {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join(crate_dir)
-        .join("src");
+fn repo(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
+}
+
+/// Which top-level module of the crate whose sources are `src` uses which (the crate root, `lib`
+/// or `main`, is left out; a `#[path]` test file counts as a module of its own).
+fn module_graph(src: &Path) -> Graph {
+    let src = src.to_path_buf();
     let mut graph = Graph::new();
     for file in sources(&src) {
         let module = top_module(&src, &file);
@@ -112,25 +115,179 @@ fn cycle_from(graph: &Graph, from: &str) -> Option<Vec<String>> {
     None
 }
 
+/// Every file under `dir` whose name ends with `ext`.
+fn files(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir)
+        .expect("read a source folder")
+        .flatten()
+    {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(files(&path, ext));
+        } else if path.to_string_lossy().ends_with(ext) {
+            found.push(path);
+        }
+    }
+    found
+}
+
+/// A Python package's modules (`a.b` for `a/b.py`, `a` for `a/__init__.py`) and the modules of
+/// the package each imports relatively (`from .x import y`, `from .. import x`).
+fn python_graph(package: &Path) -> Graph {
+    let module_of = |file: &Path| {
+        let relative = file.strip_prefix(package).expect("under the package");
+        let mut parts: Vec<String> = relative
+            .with_extension("")
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        let init = parts.last().is_some_and(|p| p == "__init__");
+        if init {
+            parts.pop();
+        }
+        (parts, init)
+    };
+    let sources = files(package, ".py");
+    let modules: BTreeSet<String> = sources.iter().map(|f| module_of(f).0.join(".")).collect();
+    let mut graph = Graph::new();
+    for file in &sources {
+        let (parts, init) = module_of(file);
+        let here = if init {
+            parts.clone()
+        } else {
+            parts[..parts.len() - 1].to_vec()
+        };
+        let text = std::fs::read_to_string(file).expect("read a source file");
+        let used = graph.entry(parts.join(".")).or_default();
+        for line in text.lines().map(str::trim_start) {
+            used.extend(python_imports(line, &here, &modules));
+        }
+        used.remove(&parts.join("."));
+    }
+    graph
+}
+
+/// The package's modules one line imports relatively, `here` being the importing package.
+fn python_imports(line: &str, here: &[String], modules: &BTreeSet<String>) -> Vec<String> {
+    let Some(rest) = line.strip_prefix("from .") else {
+        return Vec::new();
+    };
+    let Some((from, names)) = rest.split_once(" import ") else {
+        return Vec::new();
+    };
+    let ups = from.chars().take_while(|c| *c == '.').count();
+    let mut base: Vec<String> = here[..here.len().saturating_sub(ups)].to_vec();
+    base.extend(
+        from[ups..]
+            .split('.')
+            .filter(|p| !p.is_empty())
+            .map(String::from),
+    );
+    let target = base.join(".");
+    // `from . import x, y as z`: the submodules named, where they are modules.
+    let submodules: Vec<String> = names
+        .trim_matches(['(', ')', ' '])
+        .split(',')
+        .filter_map(|name| name.split_whitespace().next())
+        .map(|name| [base.clone(), vec![name.to_string()]].concat().join("."))
+        .filter(|module| modules.contains(module))
+        .collect();
+    if submodules.is_empty() {
+        vec![target]
+    } else {
+        submodules
+    }
+}
+
+/// A TypeScript tree's files (paths without `.ts`) and the files each imports or re-exports
+/// from (`from "./x.js"`, `import "./x.js"`), type-only imports included.
+fn typescript_graph(src: &Path) -> Graph {
+    let mut graph = Graph::new();
+    for file in files(src, ".ts") {
+        let id = |path: &Path| path.with_extension("").to_string_lossy().into_owned();
+        let text = std::fs::read_to_string(&file).expect("read a source file");
+        let dir = file.parent().expect("a folder");
+        let used = graph
+            .entry(id(file.strip_prefix(src).expect("under src")))
+            .or_default();
+        for quoted in text
+            .split("from \"")
+            .skip(1)
+            .chain(text.split("import \"").skip(1))
+        {
+            let Some(target) = quoted.split('"').next().filter(|t| t.starts_with('.')) else {
+                continue;
+            };
+            let resolved = normalize(&dir.join(target.trim_end_matches(".js")));
+            if let Ok(inside) = resolved.strip_prefix(src) {
+                used.insert(id(inside));
+            }
+        }
+    }
+    graph
+}
+
+/// `path` with its `.` and `..` components resolved (without touching the file system).
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// Fails naming every cycle of `graph` (read from `what`).
+fn assert_acyclic(graph: &Graph, what: &str) {
+    assert!(
+        graph.len() > 5,
+        "the graph of {what} was not read: {graph:?}"
+    );
+    let cycles: Vec<String> = graph
+        .keys()
+        .filter_map(|m| cycle_from(graph, m))
+        .map(|cycle| cycle.join(" -> "))
+        .collect();
+    assert!(
+        cycles.is_empty(),
+        "import cycles in {what}:\n{}",
+        cycles.join("\n")
+    );
+}
+
 #[test]
 fn top_level_modules_depend_on_each_other_without_a_cycle() {
-    for crate_dir in [".", "core", "model"] {
-        let graph = module_graph(crate_dir);
-        assert!(
-            graph.len() > 5,
-            "{crate_dir}: the graph was not read: {graph:?}"
-        );
-        let cycles: Vec<String> = graph
-            .keys()
-            .filter_map(|m| cycle_from(&graph, m))
-            .map(|cycle| cycle.join(" -> "))
-            .collect();
-        assert!(
-            cycles.is_empty(),
-            "{crate_dir}: import cycles:\n{}",
-            cycles.join("\n")
-        );
-    }
+    assert_acyclic(&module_graph(&repo("src")), "src/");
+}
+
+#[test]
+fn the_rules_and_the_model_depend_on_their_modules_without_a_cycle() {
+    assert_acyclic(&module_graph(&repo("core/src")), "core/src/");
+    assert_acyclic(&module_graph(&repo("model/src")), "model/src/");
+}
+
+#[test]
+fn the_rust_clients_top_level_modules_depend_on_each_other_without_a_cycle() {
+    assert_acyclic(&module_graph(&repo("client/src")), "client/src/");
+}
+
+#[test]
+fn the_python_clients_modules_import_each_other_without_a_cycle() {
+    assert_acyclic(
+        &python_graph(&repo("python/src/dlock")),
+        "python/src/dlock/",
+    );
+}
+
+#[test]
+fn the_node_clients_files_import_each_other_without_a_cycle() {
+    assert_acyclic(&typescript_graph(&repo("node/src")), "node/src/");
 }
 
 #[test]
@@ -157,5 +314,24 @@ fn the_cycle_finder_finds_a_cycle_and_only_a_cycle() {
     assert_eq!(
         crate_paths("use crate::{config, node::{node, Node},\n    server};\nx(crate::api!(F));"),
         names(&["api", "config", "node", "server"])
+    );
+    let modules = names(&["_pure.ack", "_pure.kind", "errors"]);
+    let here = ["_pure".to_string()];
+    assert_eq!(
+        python_imports("from . import ack as _ack", &here, &modules),
+        ["_pure.ack"]
+    );
+    assert_eq!(
+        python_imports("from ..errors import NodeFailure", &here, &modules),
+        ["errors"]
+    );
+    assert_eq!(
+        python_imports("from .kind import Kind, EXCLUSIVE", &here, &modules),
+        ["_pure.kind"]
+    );
+    assert!(python_imports("from redis import Redis", &here, &modules).is_empty());
+    assert_eq!(
+        normalize(Path::new("/a/b/../c/./d")),
+        PathBuf::from("/a/c/d")
     );
 }

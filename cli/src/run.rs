@@ -4,7 +4,7 @@ use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
 use dlock_client::{LockGuard, LockManager, Resource};
-use nix::sys::signal::{kill, Signal};
+use nix::sys::signal::{kill, SigHandler, SigSet, Signal};
 use nix::unistd::Pid;
 use tokio::process::{Child, Command};
 use tokio::signal::unix::{signal, Signal as UnixSignal, SignalKind};
@@ -120,16 +120,33 @@ fn ignored_at_start(which: Signal) -> bool {
     read == 0 && unsafe { current.assume_init() }.sa_sigaction == libc::SIG_IGN
 }
 
+/// Starts the command with the lock in its environment. SIGTERM is how dlock stops it (a lost
+/// lock, `--max-hold`, dlock's own stop signals), so the command starts with SIGTERM at its
+/// default action and unblocked, even when dlock itself started with it ignored (a supervisor's
+/// `trap '' TERM`): otherwise it would run on without the lock until the SIGKILL after the grace
+/// period. Its other dispositions are inherited as usual (an ignored SIGINT stays ignored).
 fn spawn(argv: &[String], guard: &LockGuard) -> std::io::Result<Child> {
-    Command::new(&argv[0])
+    let mut command = Command::new(&argv[0]);
+    command
         .args(&argv[1..])
         .env("DLOCK_TOKEN", guard.token().to_string())
         .env("DLOCK_OWNER", guard.owner())
         .env("DLOCK_RESOURCE", guard.resource())
         // The command needs the lock, not the nodes' password.
         .env_remove("DLOCK_PASSWORD")
-        .kill_on_drop(true)
-        .spawn()
+        .kill_on_drop(true);
+    // SAFETY: runs in the forked child before exec and only calls sigaction and
+    // pthread_sigmask, which are async-signal-safe; it allocates nothing.
+    unsafe {
+        command.pre_exec(|| {
+            nix::sys::signal::signal(Signal::SIGTERM, SigHandler::SigDfl)
+                .map_err(std::io::Error::from)?;
+            let mut term = SigSet::empty();
+            term.add(Signal::SIGTERM);
+            term.thread_unblock().map_err(std::io::Error::from)
+        });
+    }
+    command.spawn()
 }
 
 /// SIGTERM, then SIGKILL if it is still running after the grace period.

@@ -1,5 +1,6 @@
-//! `dlock run` and the stop signals: SIGTERM to the command when the lock is lost, Ctrl-C and
-//! SIGTERM while waiting or running, and a SIGINT the process started with ignored.
+//! `dlock run` and the stop signals: SIGTERM to the command when the lock is lost (even when dlock
+//! started with SIGTERM ignored), Ctrl-C and SIGTERM while waiting or running, and a SIGINT the
+//! process started with ignored.
 //!
 //! Each test sets the dispositions its `dlock` starts with, so the suite passes whatever its own
 //! parent ignores (a background job of a non-interactive shell, nohup, some CI runners): the
@@ -22,6 +23,8 @@ enum Stop {
     Default,
     /// SIGINT ignored, as in a background job of a non-interactive shell.
     IgnoringInterrupt,
+    /// Both ignored, as under a supervisor's `trap '' INT TERM`.
+    IgnoringBoth,
 }
 
 /// `dlock` against `servers`, started with the dispositions of `stop` and no standard input.
@@ -31,16 +34,17 @@ fn dlock(servers: &[Server], stop: Stop) -> Command {
         .env("DLOCK_NODES", urls(servers).join(","))
         .env("DLOCK_TIMEOUT", PATIENT)
         .stdin(Stdio::null());
-    let interrupt = match stop {
-        Stop::Default => SigHandler::SigDfl,
-        Stop::IgnoringInterrupt => SigHandler::SigIgn,
+    let (interrupt, terminate) = match stop {
+        Stop::Default => (SigHandler::SigDfl, SigHandler::SigDfl),
+        Stop::IgnoringInterrupt => (SigHandler::SigIgn, SigHandler::SigDfl),
+        Stop::IgnoringBoth => (SigHandler::SigIgn, SigHandler::SigIgn),
     };
     // SAFETY: runs in the forked child before exec and only calls sigaction, which is
     // async-signal-safe.
     unsafe {
         command.pre_exec(move || {
             signal(Signal::SIGINT, interrupt).map_err(std::io::Error::from)?;
-            signal(Signal::SIGTERM, SigHandler::SigDfl).map_err(std::io::Error::from)?;
+            signal(Signal::SIGTERM, terminate).map_err(std::io::Error::from)?;
             Ok(())
         });
     }
@@ -82,6 +86,37 @@ fn run_sends_sigterm_and_exits_5_when_the_lock_is_lost() {
         started.elapsed()
     );
     assert_eq!(std::fs::read_to_string(&mark).unwrap().trim(), "got-term");
+}
+
+/// dlock stops its command with SIGTERM (here at `--max-hold`), so the command starts with
+/// SIGTERM at its default action even when dlock started with it ignored: a shell's `trap ...
+/// TERM` then works (a non-interactive shell cannot trap a signal ignored at its start), and the
+/// command does not run on without the lock until the SIGKILL 10 s later.
+#[test]
+fn a_sigterm_ignored_at_start_still_stops_the_command() {
+    let servers = nodes(3);
+    let marker = tempfile::tempdir().unwrap();
+    let mark = marker.path().join("term");
+    let script = format!(
+        "trap 'echo got-term > {}; exit 0' TERM; sleep 30 & wait",
+        mark.display()
+    );
+    let started = Instant::now();
+    // Not `output()`: the script's own `sleep` would keep the pipes open to its end.
+    let status = dlock(&servers, Stop::IgnoringBoth)
+        .args(["run", "job", "--ttl", "300ms", "--max-hold", "600ms", "--"])
+        .args(["sh", "-c", &script])
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    let elapsed = started.elapsed();
+    assert_eq!(status.code(), Some(5));
+    assert!(elapsed < Duration::from_secs(5), "{elapsed:?}");
+    assert_eq!(std::fs::read_to_string(&mark).unwrap().trim(), "got-term");
+    assert!(
+        servers.iter().all(|s| token_on(s, "job").is_none()),
+        "released"
+    );
 }
 
 #[test]

@@ -12,6 +12,11 @@
 //!    touch the new one.
 //!
 //! With one node there is nothing to commit: the grant is the lock.
+//!
+//! An attempt that does not wait on the nodes (`try_lock`, retry mode: see `attempt.rs`) runs
+//! the same machine for one round only ([`Acquisition::start_once`]): every node's answer comes
+//! within the per-node timeout, so the commit waits for all of them and covers every node that
+//! granted; a commit that misses fails the acquisition; with fencing off the grants are the lock.
 
 use crate::timing::quorum;
 
@@ -75,6 +80,10 @@ pub struct Acquisition {
     phase: Phase,
     /// Once held: the nodes the lock is held on (committed there, or the one node).
     holding: Vec<bool>,
+    /// One round only: a commit that misses fails the acquisition instead of waiting again.
+    once: bool,
+    /// Grants are committed (FENCE) before the lock is held; off only with fencing off.
+    commit: bool,
 }
 
 impl Acquisition {
@@ -86,6 +95,21 @@ impl Acquisition {
     /// Starts round 0 of an acquisition held once `needed` nodes committed (see
     /// [`crate::timing::quorum_for`]).
     pub fn start_needing(nodes: usize, needed: usize) -> (Acquisition, Vec<Step>) {
+        Acquisition::start_with(nodes, needed, false, true)
+    }
+
+    /// Starts an acquisition of one round (no server wait): held once `needed` nodes committed
+    /// (granted, without `commit`), failed otherwise.
+    pub fn start_once(nodes: usize, needed: usize, commit: bool) -> (Acquisition, Vec<Step>) {
+        Acquisition::start_with(nodes, needed, true, commit)
+    }
+
+    fn start_with(
+        nodes: usize,
+        needed: usize,
+        once: bool,
+        commit: bool,
+    ) -> (Acquisition, Vec<Step>) {
         let acquisition = Acquisition {
             nodes,
             needed: needed.clamp(1, nodes.max(1)),
@@ -94,6 +118,8 @@ impl Acquisition {
             unavailable: vec![false; nodes],
             phase: Phase::Waiting,
             holding: vec![false; nodes],
+            once,
+            commit,
         };
         let steps = vec![Step::Wait {
             round: 0,
@@ -172,17 +198,24 @@ impl Acquisition {
         if self.phase != Phase::Waiting {
             return Vec::new(); // a late grant: released with everything else at the end
         }
+        self.commit_when_ready()
+    }
+
+    /// With grants from a quorum (and, in one round only, every node's answer in, so that the
+    /// commit covers every node that granted): commit the largest token, or hold it.
+    fn commit_when_ready(&mut self) -> Vec<Step> {
         let grants = self.granted_nodes();
-        if grants.len() < self.needed() {
+        let answered = (0..self.nodes).all(|n| self.granted[n].is_some() || self.unavailable[n]);
+        if grants.len() < self.needed() || (self.once && !answered) {
             return Vec::new();
         }
         let token = grants
             .iter()
             .filter_map(|&n| self.granted[n])
             .max()
-            .unwrap_or(token);
-        if self.nodes == 1 {
-            self.holding = vec![true];
+            .unwrap_or_default();
+        if self.nodes == 1 || !self.commit {
+            self.holding = self.granted.iter().map(Option::is_some).collect();
             return self.hold(token);
         }
         let mut pending = vec![false; self.nodes];
@@ -205,10 +238,26 @@ impl Acquisition {
         self.unavailable[node] = true;
         let possible = (0..self.nodes).filter(|&n| !self.unavailable[n]).count();
         if self.phase == Phase::Waiting && possible < self.needed() {
-            self.phase = Phase::Failed;
-            return vec![self.release_all(), Step::Failed];
+            return self.fail();
+        }
+        if self.phase == Phase::Waiting && self.once {
+            return self.commit_when_ready(); // maybe the last answer the round waited for
         }
         Vec::new()
+    }
+
+    /// Gives up from outside (a deadline, a refused kind): release everything of this round.
+    pub fn abandon(&mut self) -> Vec<Step> {
+        if self.is_over() {
+            return Vec::new();
+        }
+        self.fail()
+    }
+
+    /// No quorum this time: release everything of this round and give up.
+    fn fail(&mut self) -> Vec<Step> {
+        self.phase = Phase::Failed;
+        vec![self.release_all(), Step::Failed]
     }
 
     fn on_fenced(&mut self, node: usize, ok: bool) -> Vec<Step> {
@@ -232,7 +281,11 @@ impl Acquisition {
             return self.hold(token);
         }
         if count + open < needed {
-            return self.next_round();
+            return if self.once {
+                self.fail()
+            } else {
+                self.next_round()
+            };
         }
         Vec::new()
     }

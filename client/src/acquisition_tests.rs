@@ -116,3 +116,39 @@ fn too_many_unavailable_nodes_fail_the_acquisition() {
     );
     assert!(a.is_over());
 }
+
+#[test]
+fn one_round_only_commits_every_grant_once_all_answered() {
+    let (mut a, _) = Acquisition::start_once(3, 2, true);
+    assert!(a.on(granted(0, 0, 4)).is_empty());
+    assert!(a.on(granted(2, 0, 9)).is_empty(), "node 1 has not answered");
+    let fence = Step::Fence {
+        round: 0,
+        token: 9,
+        nodes: vec![0, 2],
+    };
+    assert_eq!(a.on(Event::Unavailable { node: 1, round: 0 }), [fence]);
+}
+
+#[test]
+fn one_round_only_fails_when_its_commit_misses() {
+    let (mut a, _) = Acquisition::start_once(2, 2, true);
+    a.on(granted(0, 0, 4));
+    a.on(granted(1, 0, 5));
+    assert!(a.on(fenced(0, 0, true)).is_empty());
+    let release = Step::Release {
+        round: 0,
+        nodes: vec![0, 1],
+    };
+    assert_eq!(a.on(fenced(1, 0, false)), [release, Step::Failed]);
+    assert_eq!(a.round(), 0, "no second round");
+}
+
+#[test]
+fn without_a_commit_the_grants_are_the_lock() {
+    let (mut a, _) = Acquisition::start_once(3, 2, false);
+    a.on(granted(0, 0, 4));
+    a.on(Event::Unavailable { node: 1, round: 0 });
+    assert_eq!(a.on(granted(2, 0, 9)), [Step::Held { token: 9 }]);
+    assert_eq!(a.holding_nodes(), [0, 2]);
+}

@@ -5,10 +5,11 @@ use std::time::Duration;
 
 use redis::Value;
 
-use crate::error::Error;
-use crate::kind::Resource;
+use crate::backend::check_ttl;
+use crate::calls::Calls;
+use crate::errors::Error;
+use crate::kind::{LockKind, Resource};
 use crate::manager::LockManager;
-use crate::shared::check_ttl;
 use crate::timing::quorum as majority;
 
 /// One node's view of a lock.
@@ -44,10 +45,13 @@ impl LockManager {
     /// Releases `owner`'s lock on all nodes. Ok(number of nodes that released it);
     /// [`Error::NoQuorum`] naming the unreachable nodes if fewer than a majority answered.
     pub async fn release_owner(&self, resource: &str, owner: &str) -> Result<usize, Error> {
-        let shared = &self.shared;
-        let tally = shared.round(resource, owner).release().await;
-        if tally.answered() < majority(shared.nodes()) {
-            return Err(tally.no_quorum(resource, majority(shared.nodes())));
+        let needed = majority(self.backend.nodes());
+        let tally = self
+            .calls(resource, LockKind::Exclusive)
+            .release(owner)
+            .await;
+        if tally.answered() < needed {
+            return Err(tally.no_quorum(resource, needed));
         }
         Ok(tally.done)
     }
@@ -63,27 +67,31 @@ impl LockManager {
     ) -> Result<Duration, Error> {
         check_ttl(ttl)?;
         let Resource { name, kind } = resource.into();
-        let (shared, needed) = (&self.shared, kind.check()?.quorum(self.shared.nodes()));
-        shared
-            .round_of(name, owner, kind)
-            .extend(ttl)
+        let needed = kind.check()?.quorum(self.backend.nodes());
+        self.calls(name, kind)
+            .extend(owner, ttl)
             .await
-            .map(|until| until.saturating_duration_since(shared.clock.now()))
+            .map(|until| until.saturating_duration_since(self.backend.clock.now()))
             .map_err(|tally| tally.extend_error(name, needed))
     }
 
     /// `DLOCK.STATUS` on every node.
     pub async fn status(&self, resource: &str) -> Vec<NodeStatus> {
-        let shared = &self.shared;
-        let replies = shared.round(resource, "").status().await;
+        let replies = self.calls(resource, LockKind::Exclusive).status().await;
         replies
             .into_iter()
             .enumerate()
             .map(|(i, reply)| NodeStatus {
-                node: shared.transport.name(i).to_string(),
+                node: self.backend.transport.name(i).to_string(),
                 state: reply.map_err(|f| f.reason).and_then(parse_status),
             })
             .collect()
+    }
+}
+
+impl LockManager {
+    fn calls(&self, resource: &str, kind: LockKind) -> Calls {
+        Calls::new(self.backend.clone(), resource, kind)
     }
 }
 

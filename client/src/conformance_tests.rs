@@ -7,14 +7,11 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::acquisition::{Acquisition, Event, Step};
-use crate::error::{Error, NodeFailure};
+use crate::errors::Error;
 use crate::kind::LockKind;
-use crate::round::{
-    commit_verdict, nodes_worth_asking_again, quorum_token, AttemptError, Count, Vote,
-};
 use crate::timing::{validity, Drift};
 
-fn table(name: &str) -> Vec<Value> {
+pub(crate) fn table(name: &str) -> Vec<Value> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../conformance")
         .join(name);
@@ -25,12 +22,12 @@ fn table(name: &str) -> Vec<Value> {
     cases
 }
 
-fn name(case: &Value) -> String {
+pub(crate) fn name(case: &Value) -> String {
     case.get("name")
         .map_or_else(|| case.to_string(), |n| n.to_string())
 }
 
-fn token(v: &Value) -> u64 {
+pub(crate) fn token(v: &Value) -> u64 {
     v.as_str()
         .expect("tokens are strings")
         .parse()
@@ -48,7 +45,7 @@ fn kind(case: &Value) -> LockKind {
     }
 }
 
-fn usizes(v: &Value) -> Vec<usize> {
+pub(crate) fn usizes(v: &Value) -> Vec<usize> {
     v.as_array()
         .expect("a list")
         .iter()
@@ -91,64 +88,6 @@ fn validity_and_drift() {
                 );
             }
         }
-    }
-}
-
-fn failure(node: usize) -> NodeFailure {
-    NodeFailure {
-        node: format!("node {node}"),
-        reason: "timed out".into(),
-    }
-}
-
-fn verdict(result: Result<u64, AttemptError>) -> Value {
-    match result {
-        Ok(token) => serde_json::json!({"held": token.to_string()}),
-        Err(AttemptError::Contended) => "contended".into(),
-        Err(AttemptError::NoQuorum(_)) => "no_quorum".into(),
-        Err(AttemptError::ValidityExpired) => "expired".into(),
-        Err(AttemptError::WrongKind(_)) => "wrong_kind".into(),
-    }
-}
-
-#[test]
-fn round_verdicts() {
-    for case in table("rounds.json") {
-        let votes: Vec<Vote> = case["votes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .enumerate()
-            .map(|(n, v)| match v {
-                Value::String(s) if s == "refused" => Vote::Refused,
-                Value::String(s) if s == "failed" => Vote::Failed(failure(n)),
-                v => Vote::Granted(token(&v["grant"])),
-            })
-            .collect();
-        let nodes = votes.len();
-        let needed = kind(&case).quorum(nodes);
-        let what = name(&case);
-        assert_eq!(
-            nodes_worth_asking_again(&votes, needed),
-            usizes(&case["ask_again"]),
-            "{what}"
-        );
-        let count = Count::of(votes);
-        let phase1 = quorum_token(nodes, needed, &count);
-        assert_eq!(verdict(phase1.clone()), case["verdict"], "{what}");
-        let Some(fence) = case.get("fence") else {
-            continue;
-        };
-        let refused: Vec<NodeFailure> = count
-            .grants
-            .iter()
-            .zip(fence.as_array().unwrap())
-            .filter(|(_, ok)| !ok.as_bool().unwrap())
-            .map(|(&(n, _), _)| failure(n))
-            .collect();
-        let valid = case["valid"].as_bool().unwrap();
-        let committed = commit_verdict(needed, &count, refused, valid).map(|()| phase1.unwrap());
-        assert_eq!(verdict(committed), case["committed"], "{what}");
     }
 }
 
@@ -207,7 +146,13 @@ fn acquisition_machine() {
         let what = name(&case);
         let nodes = case["nodes"].as_u64().unwrap() as usize;
         let needed = case["needed"].as_u64().unwrap() as usize;
-        let (mut a, start) = Acquisition::start_needing(nodes, needed);
+        let once = case["once"].as_bool().unwrap_or(false);
+        let commit = case["commit"].as_bool().unwrap_or(true);
+        let (mut a, start) = if once {
+            Acquisition::start_once(nodes, needed, commit)
+        } else {
+            Acquisition::start_needing(nodes, needed)
+        };
         assert_eq!(start, steps(&case["start"]), "{what}: start");
         for (i, entry) in case["script"].as_array().unwrap().iter().enumerate() {
             assert_eq!(
@@ -240,8 +185,27 @@ async fn node_urls() {
     for case in table("urls.json") {
         let url = case["url"].as_str().unwrap();
         let made = crate::LockManager::new([url]);
+        let parsed = crate::transport::urls::parse(url);
         match (case["accepted"].as_bool().unwrap(), made) {
-            (true, Ok(_)) | (false, Err(Error::InvalidArgument(_))) => {}
+            (true, Ok(manager)) => {
+                let parsed = parsed.unwrap_or_else(|e| panic!("{url:?}: {e}"));
+                assert_eq!(parsed.form(), case["form"], "{url:?}");
+                assert_eq!(parsed.tls(), case["tls"], "{url:?}");
+                if let Some(ports) = case.get("ports") {
+                    let want: Vec<u16> = usizes(ports).into_iter().map(|p| p as u16).collect();
+                    assert_eq!(parsed.ports(), want, "{url:?}");
+                }
+                if let Some(name) = case.get("name") {
+                    assert_eq!(manager.node_urls(), [name.as_str().unwrap()], "{url:?}");
+                }
+            }
+            (false, Err(Error::InvalidArgument(why))) => {
+                assert!(parsed.is_err(), "{url:?}");
+                assert!(
+                    !why.contains("secret"),
+                    "{url:?}: the password shown: {why}"
+                );
+            }
             (true, Err(e)) => panic!("{url:?} refused: {e}"),
             (false, Ok(_)) => panic!("{url:?} accepted"),
             (false, Err(e)) => panic!("{url:?} refused, but not as a bad argument: {e}"),

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use redis::{Client, ConnectionAddr, ConnectionInfo};
 
-use crate::error::Error;
+use crate::errors::Error;
 
 /// TLS settings for `rediss://` (and `rediss+cluster://`) nodes. The default verifies the
 /// server's certificate chain against the system's roots and its name against the URL's host.

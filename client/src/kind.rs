@@ -2,7 +2,7 @@
 //! lock, or one permit of a semaphore. The kind decides the ACQUIRE's option and how many nodes
 //! make it held (docs/protocol.md, shared locks and semaphores).
 
-use crate::error::Error;
+use crate::errors::Error;
 use crate::timing::{quorum, semaphore_quorum};
 
 /// Largest semaphore limit the module accepts.
@@ -41,19 +41,6 @@ impl LockKind {
                 )))
             }
             kind => Ok(kind),
-        }
-    }
-
-    /// Appends the ACQUIRE option naming the kind.
-    pub(crate) fn add_args(self, cmd: &mut redis::Cmd) {
-        match self {
-            LockKind::Exclusive => {}
-            LockKind::Shared => {
-                cmd.arg("SHARED");
-            }
-            LockKind::Semaphore { limit } => {
-                cmd.arg("LIMIT").arg(limit);
-            }
         }
     }
 }
@@ -123,18 +110,5 @@ mod tests {
             assert!(matches!(refused, Err(Error::InvalidArgument(_))), "{limit}");
         }
         assert!(LockKind::Semaphore { limit: MAX_LIMIT }.check().is_ok());
-    }
-
-    #[test]
-    fn the_kind_becomes_the_acquire_option() {
-        let args = |kind: LockKind| {
-            let mut cmd = redis::cmd("DLOCK.ACQUIRE");
-            kind.add_args(&mut cmd);
-            cmd.args_iter().count()
-        };
-        // The command's name counts as its first argument.
-        assert_eq!(args(LockKind::Exclusive), 1);
-        assert_eq!(args(LockKind::Shared), 2);
-        assert_eq!(args(LockKind::Semaphore { limit: 3 }), 3);
     }
 }

@@ -15,28 +15,32 @@
 
 pub mod acquisition;
 mod admin;
+mod attempt;
+mod backend;
+mod calls;
+mod commands;
 mod connect;
-mod error;
-mod guard;
+mod driver;
+mod errors;
 mod kind;
+mod lock;
 mod manager;
 mod observe;
 mod options;
 mod probe;
-mod round;
-mod shared;
 pub mod timing;
 mod transport;
-mod waiting;
 
+#[cfg(test)]
+mod conformance_attempt_tests;
 #[cfg(test)]
 mod conformance_tests;
 
 pub use admin::{Holders, LockInfo, NodeStatus};
 pub use connect::{Credentials, Tls};
-pub use error::{Error, NodeFailure};
-pub use guard::{LockContext, LockGuard, Watchdog};
+pub use errors::{Error, NodeFailure};
 pub use kind::{LockKind, Resource, MAX_LIMIT};
+pub use lock::{LockContext, LockGuard, Watchdog};
 pub use manager::{LockManager, LockManagerBuilder};
 pub use observe::{HeldLock, Holder, NodeView, QueueState, QueuedLock, Top};
 pub use options::{ReplicaAck, WaitMode};

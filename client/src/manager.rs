@@ -4,22 +4,23 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::attempt::{AttemptError, Policy};
+use crate::backend::{check_ttl, Backend};
+use crate::calls::Calls;
 use crate::connect::{Connect, Tls};
-use crate::error::Error;
-use crate::guard::{LockContext, LockGuard};
+use crate::driver::Acquire;
+use crate::errors::Error;
 use crate::kind::Resource;
+use crate::lock::{LockContext, LockGuard};
 use crate::options::{Options, ReplicaAck, WaitMode};
 use crate::probe::WaitProbe;
-use crate::round::AttemptError;
-use crate::shared::{check_ttl, new_owner, Shared};
 use crate::timing::SystemClock;
 use crate::transport::{RedisTransport, Transport};
-use crate::waiting::QueueWait;
 
 /// Redlock across N independent masters running the dlock module. Cheap to clone.
 #[derive(Clone)]
 pub struct LockManager {
-    pub(crate) shared: Arc<Shared>,
+    pub(crate) backend: Arc<Backend>,
 }
 
 /// Builds a [`LockManager`]; every option starts at its default (docs/client.md lists them).
@@ -158,13 +159,13 @@ impl LockManager {
         clock: Box<dyn crate::timing::Clock>,
     ) -> LockManager {
         LockManager {
-            shared: Arc::new(Shared::new(transport, opts, clock)),
+            backend: Arc::new(Backend::new(transport, opts, clock)),
         }
     }
 
     /// The per-node call timeout.
     pub fn timeout(&self) -> Duration {
-        self.shared.opts.rounds.timeout
+        self.backend.opts.rounds.timeout
     }
 
     /// Waits, at most `within`, for what this manager left running after its calls answered:
@@ -172,7 +173,7 @@ impl LockManager {
     /// exits right after a call (a CLI) settles first, or those RELEASEs never leave and the
     /// locks stay until their TTL. True when everything finished.
     pub async fn settle(&self, within: Duration) -> bool {
-        let background = &self.shared.background;
+        let background = &self.backend.background;
         background.close();
         let finished = tokio::time::timeout(within, background.wait())
             .await
@@ -182,22 +183,21 @@ impl LockManager {
     }
 
     pub fn node_urls(&self) -> Vec<String> {
-        let t = &self.shared.transport;
+        let t = &self.backend.transport;
         (0..t.nodes()).map(|i| t.name(i).to_string()).collect()
     }
 
-    /// One attempt, with a fresh owner. `resource` is a name (the exclusive lock) or a
-    /// [`Resource`] naming a shared hold or a semaphore's permit.
+    /// One attempt that does not wait on the nodes, with a fresh owner. `resource` is a name
+    /// (the exclusive lock) or a [`Resource`] naming a shared hold or a semaphore's permit.
     pub async fn try_lock<'r>(
         &self,
         resource: impl Into<Resource<'r>>,
         ttl: Duration,
     ) -> Result<LockGuard, Error> {
         let resource = checked(resource.into(), ttl)?;
-        let owner = new_owner();
-        self.attempt(resource, &owner, ttl)
+        let now = self.backend.clock.now();
+        self.take(resource, (ttl, now), self.no_wait(), None, true)
             .await
-            .map_err(|e| self.to_error(resource, e, 1))
     }
 
     /// Waits up to `wait` for the lock: queued on the nodes in ticket order by default, or by
@@ -221,46 +221,40 @@ impl LockManager {
         probe: &WaitProbe,
     ) -> Result<LockGuard, Error> {
         let resource = checked(resource.into(), ttl)?;
-        let deadline = self.shared.clock.now() + wait;
-        if self.shared.queues() {
-            let mut queued = QueueWait::new(self.shared.clone(), resource, ttl, deadline);
-            queued.probe = Some(probe.clone());
-            let queued = Arc::new(queued);
-            return match queued.acquire().await {
-                Ok(won) => {
-                    let guard =
-                        LockGuard::new(self.shared.clone(), resource, &won.owner, won.granted);
-                    Ok(guard.signalling(won.released))
-                }
-                Err((failure, attempts)) => Err(self.to_error(resource, failure, attempts)),
-            };
-        }
-        self.lock_retrying(resource, ttl, deadline, probe).await
+        let deadline = self.backend.clock.now() + wait;
+        let policy = if self.backend.queues() {
+            Policy::Queue
+        } else {
+            self.no_wait()
+        };
+        let probe = Some(probe.clone());
+        self.take(resource, (ttl, deadline), policy, probe, false)
+            .await
     }
 
-    /// [`WaitMode::Retry`]: attempt, pause, attempt again until `deadline`.
-    async fn lock_retrying(
+    /// Attempts without a server wait commit their grants unless fencing is off.
+    fn no_wait(&self) -> Policy {
+        Policy::NoWait {
+            commit: self.backend.opts.rounds.fencing,
+        }
+    }
+
+    /// Runs the attempts (one when `once`) and hands out the lock, or says why not.
+    async fn take(
         &self,
         resource: Resource<'_>,
-        ttl: Duration,
-        deadline: Instant,
-        probe: &WaitProbe,
+        times: (Duration, Instant),
+        policy: Policy,
+        probe: Option<WaitProbe>,
+        once: bool,
     ) -> Result<LockGuard, Error> {
-        let owner = new_owner();
-        probe.set(&owner);
-        let mut attempts = 0u32;
-        loop {
-            attempts = attempts.saturating_add(1);
-            let failure = match self.attempt(resource, &owner, ttl).await {
-                Ok(guard) => return Ok(guard),
-                Err(e) => e,
-            };
-            let pause = self.shared.retry_pause();
-            let out_of_time = self.shared.clock.now() + pause > deadline;
-            if out_of_time || attempts > self.shared.opts.retry_count {
-                return Err(self.to_error(resource, failure, attempts));
+        let calls = Calls::new(self.backend.clone(), resource.name, resource.kind);
+        match Acquire::new(calls, times, policy, probe).run(once).await {
+            Ok(won) => {
+                let guard = LockGuard::new(self.backend.clone(), resource, &won.owner, won.granted);
+                Ok(guard.signalling(won.released))
             }
-            tokio::time::sleep(pause).await;
+            Err((failure, attempts)) => Err(self.to_error(resource, failure, attempts)),
         }
     }
 
@@ -293,22 +287,6 @@ impl LockManager {
         }
     }
 
-    async fn attempt(
-        &self,
-        resource: Resource<'_>,
-        owner: &str,
-        ttl: Duration,
-    ) -> Result<LockGuard, AttemptError> {
-        let round = self.shared.round_of(resource.name, owner, resource.kind);
-        let granted = round.acquire(ttl).await?;
-        Ok(LockGuard::new(
-            self.shared.clone(),
-            resource,
-            owner,
-            granted,
-        ))
-    }
-
     pub(crate) fn to_error(
         &self,
         target: Resource<'_>,
@@ -321,7 +299,7 @@ impl LockManager {
             AttemptError::WrongKind(message) => Error::WrongKind { resource, message },
             AttemptError::NoQuorum(failures) => Error::NoQuorum {
                 resource,
-                needed: target.kind.quorum(self.shared.nodes()),
+                needed: target.kind.quorum(self.backend.nodes()),
                 failures,
             },
             AttemptError::ValidityExpired => Error::ValidityExpired { resource },
@@ -343,9 +321,9 @@ mod tests {
     use redis::Value;
 
     use super::*;
+    use crate::commands::Request;
     use crate::timing::testing::FakeClock;
     use crate::transport::fake::FakeTransport;
-    use crate::transport::Request;
 
     /// Held by someone else for the first `busy` attempts on every node, then granted.
     fn manager(busy: usize, retry_count: u32) -> (LockManager, Arc<FakeClock>) {

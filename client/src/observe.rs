@@ -7,8 +7,8 @@ use std::time::Duration;
 use futures::future::join_all;
 use redis::Value;
 
+use crate::commands::Request;
 use crate::manager::LockManager;
-use crate::transport::Request;
 
 /// Keys one `DLOCK.TOP` step asks the node to scan: about a millisecond of the node's time
 /// (docs/bench.md), few round trips over a large keyspace.
@@ -84,7 +84,7 @@ impl LockManager {
     /// `redis+cluster://` nodes are refused by name: DLOCK.TOP must go to each master, so list
     /// those as `redis://` URLs.
     pub async fn top(&self, rows: usize) -> Vec<NodeView<Top>> {
-        let transport = &self.shared.transport;
+        let transport = &self.backend.transport;
         join_all((0..transport.nodes()).map(|node| async move {
             let name = transport.name(node).to_string();
             let state = if name.contains("+cluster://") {
@@ -104,7 +104,7 @@ impl LockManager {
                 cursor,
                 count: STEP,
             };
-            let reply = self.shared.transport.call(node, request, self.timeout());
+            let reply = self.backend.transport.call(node, request, self.timeout());
             let step = parse_top(reply.await.map_err(|f| f.reason)?)?;
             if cursor == 0 {
                 top.waiting = step.waiting;
@@ -126,7 +126,7 @@ impl LockManager {
 
     /// Where `owner` stands in `resource`'s queue on every node, and who holds it there.
     pub async fn queue_state(&self, resource: &str, owner: &str) -> Vec<NodeView<QueueState>> {
-        let transport = &self.shared.transport;
+        let transport = &self.backend.transport;
         let timeout = self.timeout();
         join_all((0..transport.nodes()).map(|node| async move {
             let waiters = transport.call(node, Request::Waiters { resource }, timeout);

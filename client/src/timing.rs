@@ -1,7 +1,8 @@
 //! Redlock's arithmetic, free of I/O: quorum size, clock drift allowance and validity.
 //! Time comes from a [`Clock`] so the rules are unit-tested with a fake one.
 
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Monotonic time as the algorithm sees it.
 pub trait Clock: Send + Sync {
@@ -55,6 +56,28 @@ impl Drift {
     }
 }
 
+/// The TTL as the nodes apply it: whole milliseconds, rounded down. Validity is computed from
+/// this, never from the finer caller value, or it would claim time the nodes did not grant.
+pub fn whole_ms(ttl: Duration) -> Duration {
+    Duration::from_millis(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// Wall-clock µs, strictly increasing within this process (two calls in the same µs must not
+/// tie: equal tickets cannot wound each other, and an even split between them would stand until
+/// the TTL). Across processes a tie is possible but costs only time, never safety.
+pub fn draw_ticket() -> u64 {
+    static LAST: AtomicU64 = AtomicU64::new(0);
+    let now_us = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(1, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX >> 1));
+    let previous = LAST
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |last| {
+            Some(now_us.max(last + 1))
+        })
+        .unwrap_or(0);
+    now_us.max(previous + 1)
+}
+
 /// Time the lock is still safe to use after an operation that started at `started`:
 /// `ttl - elapsed - drift`, or `None` if nothing is left.
 pub fn validity(ttl: Duration, started: Instant, now: Instant, drift: &Drift) -> Option<Duration> {
@@ -100,6 +123,17 @@ pub mod testing {
             self.as_ref().now()
         }
     }
+
+    /// Tokio's clock: with the runtime's time paused, it moves as timers fire (each call's own
+    /// time included), where [`FakeClock`] moves only when told.
+    #[derive(Debug, Default, Clone, Copy)]
+    pub struct TokioClock;
+
+    impl Clock for TokioClock {
+        fn now(&self) -> Instant {
+            tokio::time::Instant::now().into_std()
+        }
+    }
 }
 
 #[cfg(test)]
@@ -129,6 +163,19 @@ mod tests {
             // No k+1 holders fit: (k+1)·q grants exceed the N·k places.
             assert!((limit as usize + 1) * q > nodes * limit as usize);
         }
+    }
+
+    #[test]
+    fn tickets_increase_strictly_even_within_one_microsecond() {
+        let tickets: Vec<u64> = (0..1000).map(|_| draw_ticket()).collect();
+        assert!(tickets.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn ttl_is_rounded_down_to_what_the_nodes_apply() {
+        let ms = Duration::from_millis;
+        assert_eq!(whole_ms(Duration::from_micros(10_900)), ms(10));
+        assert_eq!(whole_ms(Duration::from_secs(3)), ms(3000));
     }
 
     #[test]

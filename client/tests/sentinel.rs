@@ -117,7 +117,7 @@ async fn bad_sentinel_urls_are_refused_before_anything_connects() {
     for url in [
         "redis+sentinel://127.0.0.1:26379",
         "redis+sentinel://127.0.0.1:26379/",
-        "redis+sentinel://127.0.0.1/name",
+        "redis+sentinel://127.0.0.1:26379/name?db=1",
     ] {
         match LockManager::new([url]) {
             Err(Error::InvalidArgument(why)) => assert!(why.contains("sentinel URL"), "{why}"),

@@ -11,6 +11,11 @@
  * 3. Committed on the quorum: held. Otherwise release everything of the round and wait again
  *    with the same ticket under a new owner name.
  * With one node there is nothing to commit: the grant is the lock.
+ *
+ * An attempt that does not wait on the nodes (acquire without `wait`, retry mode: attempt.ts)
+ * runs the same machine for one round only (`startOnce`): every node's answer comes within the
+ * per-node timeout, so the commit waits for all of them and covers every node that granted; a
+ * commit that misses fails the acquisition; with fencing off the grants are the lock.
  */
 
 export type Event =
@@ -43,6 +48,10 @@ export class Acquisition {
   private constructor(
     readonly nodes: number,
     needed: number,
+    /** One round only: a commit that misses fails the acquisition. */
+    readonly once = false,
+    /** Grants are committed (FENCE) before the lock is held; off only with fencing off. */
+    readonly commit = true,
   ) {
     this.needed = Math.min(Math.max(needed, 1), Math.max(nodes, 1));
     this.#granted = new Array<bigint | undefined>(nodes).fill(undefined);
@@ -52,6 +61,11 @@ export class Acquisition {
   /** Round 0 of an acquisition held once `needed` nodes committed, and the steps to send. */
   static start(nodes: number, needed: number): [Acquisition, Step[]] {
     return [new Acquisition(nodes, needed), [{ step: "wait", round: 0, nodes: range(nodes) }]];
+  }
+
+  /** One round (no server wait): held once `needed` nodes committed (granted, without `commit`). */
+  static startOnce(nodes: number, needed: number, commit: boolean): [Acquisition, Step[]] {
+    return [new Acquisition(nodes, needed, true, commit), [{ step: "wait", round: 0, nodes: range(nodes) }]];
   }
 
   get round(): number {
@@ -65,6 +79,11 @@ export class Acquisition {
 
   isOver(): boolean {
     return this.#phase === "held" || this.#phase === "failed";
+  }
+
+  /** Gives up from outside (a deadline, a refused kind): release everything of this round. */
+  abandon(): Step[] {
+    return this.isOver() ? [] : this.#fail();
   }
 
   /**
@@ -89,21 +108,31 @@ export class Acquisition {
     }
   }
 
-  #grantedNodes(): number[] {
+  /** The nodes that granted this round. */
+  grantedNodes(): number[] {
     return range(this.nodes).filter((n) => this.#granted[n] !== undefined);
   }
 
   #onGranted(node: number, token: bigint): Step[] {
     this.#granted[node] = token;
     if (this.#phase !== "waiting") return []; // a late grant: released with everything else at the end
-    const grants = this.#grantedNodes();
-    if (grants.length < this.needed) return [];
-    let top = token;
+    return this.#commitWhenReady();
+  }
+
+  /**
+   * With grants from a quorum (and, in one round only, every node's answer in, so that the commit
+   * covers every node that granted): commit the largest token, or hold it.
+   */
+  #commitWhenReady(): Step[] {
+    const grants = this.grantedNodes();
+    const answered = range(this.nodes).every((n) => this.#granted[n] !== undefined || this.#unavailable[n]);
+    if (grants.length < this.needed || (this.once && !answered)) return [];
+    let top = 0n;
     for (const n of grants) {
       const t = this.#granted[n]!;
       if (t > top) top = t;
     }
-    if (this.nodes === 1) return this.#hold(top);
+    if (this.nodes === 1 || !this.commit) return this.#hold(top);
     this.#phase = "committing";
     this.#token = top;
     this.#pending = range(this.nodes).map((n) => grants.includes(n));
@@ -114,11 +143,15 @@ export class Acquisition {
   #onUnavailable(node: number): Step[] {
     this.#unavailable[node] = true;
     const possible = this.#unavailable.filter((u) => !u).length;
-    if (this.#phase === "waiting" && possible < this.needed) {
-      this.#phase = "failed";
-      return [this.#releaseAll(), { step: "failed" }];
-    }
+    if (this.#phase === "waiting" && possible < this.needed) return this.#fail();
+    if (this.#phase === "waiting" && this.once) return this.#commitWhenReady(); // maybe the last answer awaited
     return [];
+  }
+
+  /** No quorum this time: release everything of this round and give up. */
+  #fail(): Step[] {
+    this.#phase = "failed";
+    return [this.#releaseAll(), { step: "failed" }];
   }
 
   #onFenced(node: number, ok: boolean): Step[] {
@@ -127,7 +160,7 @@ export class Acquisition {
     this.#committed[node] = ok;
     const count = this.#committed.filter(Boolean).length;
     if (count >= this.needed) return this.#hold(this.#token);
-    if (count + this.#pending.filter(Boolean).length < this.needed) return this.#nextRound();
+    if (count + this.#pending.filter(Boolean).length < this.needed) return this.once ? this.#fail() : this.#nextRound();
     return [];
   }
 

@@ -4,6 +4,12 @@
 export interface NodeFailure {
   readonly node: string;
   readonly reason: string;
+  /**
+   * The call got no reply within its time (as opposed to a refused connection, a broken one or
+   * an error reply): for a server-side wait, also how the end of a wait the server answered late
+   * looks (attempt.ts `classify` tells the two apart).
+   */
+  readonly noReply?: boolean;
 }
 
 /** Base class of every dlock error. */

@@ -14,7 +14,8 @@ export {
   WrongKindError,
   type NodeFailure,
 } from "./errors.js";
-export type { TlsOptions } from "./node.js";
-export { MAX_LIMIT, quorum, validity, type Kind, type Drift } from "./timing.js";
-export { parseNode, redact, type NodeUrl } from "./urls.js";
+export type { TlsOptions } from "./transport/server.js";
+export { MAX_LIMIT, quorum, type Kind } from "./kind.js";
+export { validity, type Drift } from "./timing.js";
+export { parseNode, redact, type NodeUrl } from "./transport/urls.js";
 export { Acquisition, type Event, type Step } from "./acquisition.js";

@@ -1,10 +1,12 @@
 /**
  * A held lock: its fencing token, owner and validity; extend(), release() and the watchdog.
  */
+import type { Granted } from "./driver.js";
 import { LockLostError, NoQuorumError } from "./errors.js";
-import { type Kind, now, validity } from "./timing.js";
-import { checkMs } from "./settings.js";
-import { type Granted, type Shared, tally } from "./shared.js";
+import type { Kind } from "./kind.js";
+import { checkMs } from "./options.js";
+import type { Calls } from "./calls.js";
+import { now } from "./timing.js";
 
 /** A held lock: its fencing token, owner and validity; extend() and release(). */
 export class Lock {
@@ -14,16 +16,20 @@ export class Lock {
   #released = false;
   #lost = false;
   readonly #controller = new AbortController();
-  readonly #stale: AbortController | undefined;
+  /** Aborted on release: requests of the acquisition still out then know a grant they bring is stale. */
+  readonly #stale: AbortController;
+
+  readonly resource: string;
+  readonly kind: Kind;
 
   /** @internal */
   constructor(
-    private readonly shared: Shared,
-    readonly resource: string,
-    readonly kind: Kind,
+    private readonly calls: Calls,
     readonly ttl: number,
     granted: Granted,
   ) {
+    this.resource = calls.resource;
+    this.kind = calls.kind;
     this.token = granted.token;
     this.owner = granted.owner;
     this.#validUntil = now() + granted.validity;
@@ -48,18 +54,13 @@ export class Lock {
   async extend(ttl: number = this.ttl): Promise<number> {
     const whole = Math.floor(checkMs(ttl, "ttl", { min: 1 })!);
     if (this.#released) throw new LockLostError(this.resource);
-    const needed = this.shared.needed(this.kind);
-    const started = now();
-    const outcomes = await Promise.all(
-      this.shared.everywhere().map((n) => this.shared.call(n, ["DLOCK.EXTEND", this.resource, this.owner, String(whole)], { acked: true })),
-    );
-    const t = tally(outcomes);
-    const left = this.shared.validity(whole, started);
-    if (left !== undefined && t.done >= needed) {
-      this.#validUntil = now() + left;
-      return left;
+    const needed = this.calls.backend.needed(this.kind);
+    const extended = await this.calls.extend(this.owner, whole);
+    if (typeof extended === "number") {
+      this.#validUntil = now() + extended;
+      return extended;
     }
-    if (t.done + t.refused < needed) throw new NoQuorumError(this.resource, needed, t.unreachable);
+    if (extended.done + extended.refused < needed) throw new NoQuorumError(this.resource, needed, extended.unreachable);
     throw new LockLostError(this.resource);
   }
 
@@ -67,9 +68,9 @@ export class Lock {
   async release(): Promise<void> {
     if (this.#released) return;
     this.#released = true;
-    this.#stale?.abort();
-    const needed = this.shared.needed(this.kind);
-    const t = await this.shared.release(this.resource, this.owner);
+    this.#stale.abort();
+    const needed = this.calls.backend.needed(this.kind);
+    const t = await this.calls.release(this.owner);
     if (t.done + t.refused < needed) throw new NoQuorumError(this.resource, needed, t.unreachable);
   }
 

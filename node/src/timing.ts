@@ -1,19 +1,8 @@
 /**
- * Redlock's arithmetic, free of I/O (client/src/timing.rs, python/src/dlock/_timing.py): quorum
- * sizes, clock-drift allowance, validity, owners and tickets. Durations are milliseconds.
+ * Redlock's arithmetic, free of I/O (client/src/timing.rs, python/src/dlock/_pure/timing.py):
+ * quorum sizes, clock-drift allowance, validity, owners and tickets. Durations are milliseconds.
  */
 import { randomBytes } from "node:crypto";
-
-/** The largest semaphore limit the module accepts. */
-export const MAX_LIMIT = 10_000;
-
-/** What a hold is: exclusive (the default), shared (a reader's), or one permit of a semaphore. */
-export type Kind =
-  | { readonly type: "exclusive" }
-  | { readonly type: "shared" }
-  | { readonly type: "semaphore"; readonly limit: number };
-
-export const EXCLUSIVE: Kind = { type: "exclusive" };
 
 /** A majority of `nodes`: N/2 + 1. */
 export function majority(nodes: number): number {
@@ -27,18 +16,6 @@ export function majority(nodes: number): number {
 export function semaphoreQuorum(nodes: number, limit: number): number {
   const k = Math.max(1, limit);
   return Math.floor((nodes * k) / (k + 1)) + 1;
-}
-
-/** Nodes that must grant, commit and extend a hold of `kind` on `nodes` nodes. */
-export function quorum(nodes: number, kind: Kind = EXCLUSIVE): number {
-  return kind.type === "semaphore" ? semaphoreQuorum(nodes, kind.limit) : majority(nodes);
-}
-
-/** The ACQUIRE option naming the kind. */
-export function kindArgs(kind: Kind): string[] {
-  if (kind.type === "shared") return ["SHARED"];
-  if (kind.type === "semaphore") return ["LIMIT", String(kind.limit)];
-  return [];
 }
 
 export interface Drift {
@@ -64,7 +41,7 @@ export function newOwner(): string {
   return randomBytes(16).toString("hex");
 }
 
-/** Queue mode waits each round under its own owner, so a late RELEASE of an old round cannot free the next. */
+/** Each round of an attempt asks under its own owner, so a late RELEASE of an old round cannot free the next. */
 export function roundOwner(base: string, round: number): string {
   return `${base}:${round}`;
 }

@@ -4,10 +4,11 @@
  * serving their key's slot, acknowledged by its replica (replicaAck "auto"); a cluster node and
  * two plain masters make one quorum.
  */
+import "./timeout.js";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { after, before, describe, test } from "node:test";
-import { keySlot } from "../src/cluster.js";
+import { keySlot } from "../src/transport/cluster.js";
 import { LockManager } from "../src/index.js";
 import { freePort, Server, start, stopAll } from "./servers.js";
 

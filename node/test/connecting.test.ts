@@ -2,6 +2,7 @@
  * Production-like nodes: TLS with client certificates (a PKI made now with the openssl CLI), a
  * unix socket, a password. Nothing is mocked.
  */
+import "./timeout.js";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";

@@ -4,6 +4,7 @@
  * strictly increase across the three languages. Python takes part when python/.venv exists
  * (`make python-venv`); the CLI must be built.
  */
+import "./timeout.js";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { appendFileSync, existsSync, mkdtempSync, readFileSync } from "node:fs";

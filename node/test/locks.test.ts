@@ -1,4 +1,5 @@
 /** The client against real redis-server nodes running the freshly built module. */
+import "./timeout.js";
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import {
@@ -32,7 +33,7 @@ describe("three masters", () => {
     const a = await locks.acquire("plain", { ttl: 10_000 });
     assert.equal(typeof a.token, "bigint");
     assert.ok(a.validity > 9_000 && a.validity <= 10_000, String(a.validity));
-    assert.match(a.owner, /^[0-9a-f]{32}$/);
+    assert.match(a.owner, /^[0-9a-f]{32}:0$/); // 128 random bits in hex, and the round
     await a.release();
     await a.release(); // a second call does nothing
     const b = await locks.acquire("plain", { ttl: 10_000 });
@@ -234,6 +235,30 @@ describe("three masters", () => {
     assert.throws(() => new LockManager(urls, { timeout: -5 }), RangeError);
     assert.throws(() => new LockManager(urls, { waitMode: "poll" as "queue" }), RangeError);
     assert.throws(() => new LockManager(urls, { replicaAck: "some" as "auto" }), TypeError);
+  });
+});
+
+describe("short waits", () => {
+  // With the default 50 ms per-node timeout: a server answers a queued wait's end only at its
+  // next tick (up to 100 ms late); that late answer, or the client's own time for the call
+  // running out first, is the wait's end, never a node failure (conformance/replies.json).
+  test("a held lock is LockContendedError at every wait from 0 up, on one node and on five", async () => {
+    const servers = await start(5);
+    try {
+      for (const count of [1, 5]) {
+        const urls = servers.slice(0, count).map((s) => s.url);
+        const holder = new LockManager(urls);
+        const locks = new LockManager(urls);
+        const held = await holder.acquire("short", { ttl: 30_000 });
+        for (const wait of [0, 50, 100, 0, 50, 100]) {
+          await assert.rejects(locks.acquire("short", { ttl: 1_000, wait }), LockContendedError, `${count} nodes, wait ${wait}`);
+        }
+        await held.release();
+        await Promise.all([holder.close(), locks.close()]);
+      }
+    } finally {
+      stopAll(servers);
+    }
   });
 });
 

@@ -4,6 +4,7 @@
  * for the master, checks it with ROLE, waits for the replica's acknowledgement of every write
  * (replicaAck "auto"), and follows a failover.
  */
+import "./timeout.js";
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";

@@ -25,7 +25,7 @@ NOWHERE = [f"redis://127.0.0.1:{free_port()}"]
         (["http://127.0.0.1:6379"], ValueError, "must start with one of redis://"),
         (["redis+cluster://127.0.0.1:7000/1"], ValueError, "only database 0"),
         (["redis+sentinel://127.0.0.1:26379"], ValueError, "the master's name is required"),
-        (["redis+cluster://127.0.0.1"], ValueError, "a port is required"),
+        (["redis+cluster://127.0.0.1:7000?x=1"], ValueError, "query parameters are not supported"),
         (["redis+cluster://:7000"], ValueError, "a host is required"),
         (["redis://a:1", "redis://a:1"], ValueError, "distinct"),
     ],

@@ -10,22 +10,15 @@ from typing import Any
 import pytest
 import redis
 
-from dlock import _acquisition as acq
-from dlock._cluster import Seed, slot_of
-from dlock._endpoints import SentinelGroup, Single, endpoint
-from dlock._kind import Kind
-from dlock._options import Options
-from dlock._timing import validity
-from dlock._verdicts import (
-    AttemptFailed,
-    Count,
-    Granted,
-    Refused,
-    Vote,
-    commit_verdict,
-    majority_token,
-    nodes_worth_asking_again,
-)
+from dlock._pure import acquisition as acq
+from dlock._pure import attempt as att
+from dlock._pure.cluster import Seed, slot_of
+from dlock._pure.kind import Kind
+from dlock._pure.options import Options
+from dlock._pure.replies import NodeTimeout
+from dlock._pure.timing import validity
+from dlock._pure.urls import SentinelGroup, Single, endpoint
+from dlock._pure.verdicts import CONTENDED, EXPIRED, NO_QUORUM, REFUSED, AttemptFailed, KindRefusal
 from dlock.errors import NodeFailure
 
 TABLE = Path(__file__).resolve().parents[2] / "conformance"
@@ -66,39 +59,103 @@ def test_validity_and_drift(case: dict[str, Any]) -> None:
         assert left * 1000 == pytest.approx(case["validity_ms"], abs=0.001)
 
 
-def vote(node: int, v: Any) -> Vote:
-    if v == "refused":
-        return Refused()
-    if v == "failed":
-        return NodeFailure(f"node {node}", "timed out")
-    return Granted(int(v["grant"]))
+POLICIES = {"queue": att.QUEUE, "no_wait": att.Policy(False, True), "no_wait_uncommitted": att.Policy(False, False)}
 
 
-def verdict(run: Any) -> Any:
-    try:
-        return {"held": str(run())}
-    except AttemptFailed as failed:
-        return {"contended": "contended", "no quorum": "no_quorum", "validity expired": "expired"}[failed.kind]
+def answer(node: int, v: Any) -> object:
+    """A node's answer to an ask, as the driver hands it over."""
+    if isinstance(v, dict):
+        return int(v["grant"])
+    return {
+        "nil": None,
+        "failed": NodeFailure(f"node {node}", "cannot connect"),
+        "no_reply": NodeTimeout(f"node {node}", "timed out after 50ms"),
+        "wrong_kind": KindRefusal(f"node {node}", "WRONGKIND held as a semaphore"),
+    }[v]
 
 
-@table("rounds.json")
-def test_round_verdicts(case: dict[str, Any]) -> None:
-    votes = [vote(n, v) for n, v in enumerate(case["votes"])]
-    nodes, needed = len(votes), kind(case).quorum(len(votes))
-    assert nodes_worth_asking_again(votes, needed) == case["ask_again"]
-    count = Count.of(votes)
-    assert verdict(lambda: majority_token(nodes, needed, count)) == case["verdict"]
-    if "fence" not in case:
-        return
-    refused = [
-        NodeFailure(f"node {n}", "refused") for (n, _), ok in zip(count.grants, case["fence"], strict=True) if not ok
-    ]
+def fence_answer(node: int, v: str) -> NodeFailure | None:
+    refused = NodeFailure(f"node {node}", "fence refused: lock no longer held")
+    return {"committed": None, "refused": refused, "failed": NodeFailure(f"node {node}", "cannot connect")}[v]
 
-    def commit() -> int:
-        commit_verdict(needed, count, refused, case["valid"])
-        return majority_token(nodes, needed, count)
 
-    assert verdict(commit) == case["committed"]
+def error(e: AttemptFailed) -> Any:
+    if e.kind == NO_QUORUM:
+        return {"no_quorum": [int(f.node.split()[-1]) for f in e.failures]}
+    return {"contended": "contended", "validity expired": "expired", "kind refused": "wrong_kind"}[e.kind]
+
+
+def shown(actions: list[att.Action]) -> list[Any]:
+    out: list[Any] = []
+    for a in actions:
+        match a:
+            case att.Ask(round_, nodes):
+                out.append({"ask": {"round": round_, "nodes": nodes}})
+            case att.AskAgain(node, round_, after_pause):
+                out.append({"ask_again": {"node": node, "round": round_, "after_pause": after_pause}})
+            case att.Fence(round_, token, nodes):
+                out.append({"fence": {"round": round_, "token": str(token), "nodes": nodes}})
+            case att.Release(round_, nodes):
+                out.append({"release": {"round": round_, "nodes": nodes}})
+            case att.Held(round_, token):
+                out.append({"held": {"round": round_, "token": str(token)}})
+            case att.Failed(failure):
+                out.append({"failed": error(failure)})
+    return out
+
+
+def feed(a: att.Attempt, given: Any) -> list[att.Action]:
+    """What the attempt does on one scripted input."""
+    if given == "deadline":
+        return a.on_deadline()
+    ((what, v),) = given.items()
+    node, round_ = v["node"], v["round"]
+    if what == "reply":
+        return a.on_reply(node, round_, answer(node, v["answer"]), v.get("past_deadline", False))
+    if what == "fenced":
+        return a.on_fenced(node, round_, fence_answer(node, v["answer"]), v.get("valid", True))
+    if what == "pause_over":
+        return a.on_pause_over(node, round_)
+    assert what == "late", given
+    return a.on_late(node, round_, answer(node, v["answer"]), v.get("released", False))
+
+
+@table("attempts.json")
+def test_attempt_scripts(case: dict[str, Any]) -> None:
+    a, start = att.Attempt.start(case["nodes"], case["needed"], POLICIES[case["policy"]])
+    assert shown(start) == case["start"]
+    for i, entry in enumerate(case["script"]):
+        assert shown(feed(a, entry["on"])) == entry["do"], f"input {i}: {entry['on']}"
+
+
+@table("replies.json")
+def test_how_replies_count(case: dict[str, Any]) -> None:
+    outcome = att.classify(answer(0, case["answer"]), POLICIES[case["policy"]], case["past_deadline"])
+    counted = (
+        "granted"
+        if isinstance(outcome, int)
+        else "busy"
+        if outcome is att.BUSY
+        else "wrong_kind"
+        if isinstance(outcome, KindRefusal)
+        else "failed"
+    )
+    assert counted == case["counts_as"]
+
+
+@table("leases.json")
+def test_leases(case: dict[str, Any]) -> None:
+    left = None if case["left_ms"] is None else case["left_ms"] / 1000
+    assert att.lease(case["nodes"], left, case["ttl_ms"], case["renewed"]) == case["lease"]
+
+
+@table("retries.json")
+def test_another_attempt_or_not(case: dict[str, Any]) -> None:
+    kind = {"contended": CONTENDED, "no_quorum": NO_QUORUM, "expired": EXPIRED, "wrong_kind": REFUSED}[case["error"]]
+    again = att.another_attempt(
+        POLICIES[case["policy"]], AttemptFailed(kind), case["out_of_time"], case["attempts"], case["retry_count"]
+    )
+    assert again == case["again"]
 
 
 def event(e: dict[str, Any]) -> acq.Event:
@@ -131,7 +188,10 @@ def steps(listed: list[dict[str, Any]]) -> list[acq.Step]:
 
 @table("acquisition.json")
 def test_acquisition_machine(case: dict[str, Any]) -> None:
-    a, start = acq.Acquisition.start(case["nodes"], case["needed"])
+    if case.get("once", False):
+        a, start = acq.Acquisition.start_once(case["nodes"], case["needed"], case.get("commit", True))
+    else:
+        a, start = acq.Acquisition.start(case["nodes"], case["needed"])
     assert start == steps(case["start"])
     for i, entry in enumerate(case["script"]):
         assert a.on(event(entry["on"])) == steps(entry["steps"]), f"event {i}"
@@ -147,12 +207,27 @@ def test_cluster_key_slots(case: dict[str, Any]) -> None:
 FORMS = {Single: "single", Seed: "cluster", SentinelGroup: "sentinel"}
 
 
+def ports(made: object) -> list[int]:
+    """The ports a node names."""
+    if isinstance(made, Single):
+        return [] if "path" in made.kwargs else [made.kwargs.get("port", 6379)]
+    if isinstance(made, Seed):
+        return [int(made.address.rpartition(":")[2])]
+    assert isinstance(made, SentinelGroup)
+    return [port for _, port in made.sentinels]
+
+
 @table("urls.json")
 def test_node_urls(case: dict[str, Any]) -> None:
     if not case["accepted"]:
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError) as refused:
             endpoint(case["url"], redis.Redis)
+        assert "secret" not in str(refused.value), "the password shown"
         return
     made = endpoint(case["url"], redis.Redis)
     assert FORMS[type(made)] == case["form"]
     assert made.tls == case["tls"]
+    if "ports" in case:
+        assert ports(made) == case["ports"]
+    if "name" in case:
+        assert made.name == case["name"]

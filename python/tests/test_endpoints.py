@@ -9,10 +9,10 @@ import ssl
 import pytest
 import redis
 
-from dlock._diagnosis import Explained, diagnose
-from dlock._endpoints import SentinelGroup, Single, check_nodes, single_kwargs
-from dlock._security import Login, Security, redact
-from dlock._sentinel import master_address, not_a_master
+from dlock._pure.diagnosis import Explained, diagnose
+from dlock._pure.security import Login, Security, redact
+from dlock._pure.sentinel import master_address, not_a_master
+from dlock._pure.urls import SentinelGroup, Single, check_nodes, single_kwargs
 
 
 @pytest.mark.parametrize(

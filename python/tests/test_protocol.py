@@ -1,5 +1,5 @@
 """The protocol's pure decisions, ported with the Rust client's own unit tests
-(client/src/acquisition_tests.rs, round.rs, timing.rs): the wound-wait paths that real nodes
+(client/src/acquisition_tests.rs, attempt_tests.rs, timing.rs): the wound-wait paths that real nodes
 reach only by racing, and the arithmetic. Nothing here stands in for Redis: these functions never
 touch it."""
 
@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import itertools
 
-from dlock import _acquisition as m
-from dlock._options import Options
-from dlock._timing import draw_ticket, drift, quorum, validity
-from dlock._verdicts import Count, Granted, Refused, nodes_worth_asking_again
+from dlock._pure import acquisition as m
+from dlock._pure import attempt as att
+from dlock._pure.options import Options
+from dlock._pure.timing import draw_ticket, drift, quorum, validity
 from dlock.errors import NodeFailure
 
 
@@ -58,12 +58,18 @@ def test_too_many_unavailable_nodes_fail_the_acquisition() -> None:
     assert a.on(m.Unavailable(2, 0)) == [m.Release(0, [0, 1, 2]), m.Failed()]
 
 
+def asked_again(replies: list[object]) -> list[int]:
+    """The nodes an attempt without a server wait asks again, given replies in node order."""
+    a, _ = att.Attempt.start(3, 2, att.Policy(queue=False))
+    actions = [x for node, reply in enumerate(replies) for x in a.on_reply(node, 0, reply, False)]
+    return [x.node for x in actions if isinstance(x, att.AskAgain)]
+
+
 def test_a_node_is_asked_again_only_when_that_can_change_the_outcome() -> None:
     down = NodeFailure("n", "timed out")
-    assert nodes_worth_asking_again([Granted(1), Granted(2), down], 2) == []  # a majority already
-    assert nodes_worth_asking_again([Granted(1), down, Refused()], 2) == [1]
-    assert nodes_worth_asking_again([Refused(), Refused(), down], 2) == []  # cannot reach 2 grants
-    assert Count.of([Granted(3), down, Refused()]).grants == [(0, 3)]
+    assert asked_again([1, 2, down]) == []  # a quorum already
+    assert asked_again([1, down, None]) == [1]
+    assert asked_again([None, None, down]) == []  # the attempt failed before: cannot reach 2 grants
 
 
 def test_quorum_drift_and_validity() -> None:

@@ -26,9 +26,24 @@ def test_try_lock_commits_one_token_on_every_node(five: list[Server]) -> None:
     assert all(v is not None and v["owner"] == lock.owner for v in views)
     assert {v["token"] for v in views if v} == {lock.token}  # FENCE raised every node to the max
     assert 9.0 < lock.validity <= 10.0
-    assert len(lock.owner) == 32 and int(lock.owner, 16) >= 0  # 128 random bits in hex
+    bits, _, round_ = lock.owner.partition(":")  # 128 random bits in hex, and the round
+    assert len(bits) == 32 and int(bits, 16) >= 0 and round_ == "0"
     lock.release()
     assert free_everywhere(five, "orders:42")
+
+
+@pytest.mark.parametrize("count", [1, 5])
+def test_a_held_lock_is_contended_at_every_short_wait(five: list[Server], count: int) -> None:
+    """With the default 50 ms per-node timeout: a server answers a queued wait's end only at its
+    next tick (up to 100 ms late), and that late answer, or the client's own time for the call
+    running out first, is the wait's end, never a node failure (conformance/replies.json)."""
+    nodes = urls(five[:count])
+    held = dlock.LockManager(nodes).try_lock("r", ttl=30.0)
+    locks = dlock.LockManager(nodes)
+    for wait in [0.0, 0.05, 0.1] * 3:
+        with pytest.raises(dlock.LockTimeout):
+            locks.lock("r", ttl=10.0, wait=wait)
+    held.release()
 
 
 def test_a_held_lock_is_contended_for_others_and_they_leave_nothing(five: list[Server]) -> None:
@@ -167,7 +182,7 @@ def test_retry_mode_waits_by_retrying(five: list[Server]) -> None:
     timer.start()
     with locks.lock("r", ttl=10.0, wait=5.0) as lock:
         assert lock.token > holder.token
-        assert ":" not in lock.owner  # retry mode keeps one owner, no rounds
+        assert lock.owner.endswith(":0")  # each attempt a new owner, of one round
     timer.join()
     holder = locks.try_lock("r", ttl=10.0)
     with pytest.raises(dlock.LockTimeout) as caught:  # retry_count bounds the attempts

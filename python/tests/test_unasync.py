@@ -40,7 +40,7 @@ def test_rules_and_blocks() -> None:
         "        async with self.guard:",
         "            await self.release(asyncio.Event())",
     ]
-    assert tool().unasync_lines(source, "lock.py") == [
+    assert tool().unasync_lines(source, "lock.py", tool().RULES) == [
         "class Lock:",
         '    """Sync, `await` untouched."""',
         "",
@@ -62,7 +62,7 @@ def test_rules_and_blocks() -> None:
 def test_a_malformed_block_is_refused(source: list[str]) -> None:
     unasync = tool()
     with pytest.raises(unasync.SourceError):
-        unasync.unasync_lines(source, "bad.py")
+        unasync.unasync_lines(source, "bad.py", unasync.RULES)
 
 
 def test_imports_are_renamed_sorted_again_and_pruned() -> None:
@@ -76,14 +76,14 @@ def test_imports_are_renamed_sorted_again_and_pruned() -> None:
         "import contextlib",
         "from collections.abc import Awaitable, Callable",
         "",
-        "from .. import _commands as cmd",
-        "from .._verdicts import Grant",
-        "from ._round import Rounds",
+        "from .._pure import commands as cmd",
+        "from .._transport.aio.waits import Waits",
+        "from .._pure.verdicts import Grant",
         "from .lock import Lock",
         "",
-        "x: Callable[[], Awaitable[Grant]] = asyncio.Event, contextlib, cmd, Rounds, Lock",
+        "x: Callable[[], Awaitable[Grant]] = asyncio.Event, contextlib, cmd, Waits, Lock",
     ]
-    assert unasync.sort_imports(unasync.unasync_lines(source, "m.py")) == [
+    assert unasync.sort_imports(unasync.unasync_lines(source, "m.py", unasync.RULES)) == [
         '"""Doc."""',
         "",
         "from __future__ import annotations",
@@ -92,10 +92,20 @@ def test_imports_are_renamed_sorted_again_and_pruned() -> None:
         "import threading",
         "from collections.abc import Callable",
         "",
-        "from . import _commands as cmd",
-        "from ._sync_round import Rounds",
-        "from ._verdicts import Grant",
+        "from .._pure import commands as cmd",
+        "from .._pure.verdicts import Grant",
+        "from .._transport.sync.waits import Waits",
         "from .lock import Lock",
         "",
-        "x: Callable[[], Grant] = threading.Event, contextlib, cmd, Rounds, Lock",
+        "x: Callable[[], Grant] = threading.Event, contextlib, cmd, Waits, Lock",
+    ]
+
+
+def test_the_public_init_imports_one_level_up() -> None:
+    unasync = tool()
+    source = ["from .._async.manager import LockManager", "from ..errors import DlockError"]
+    rules = unasync.RULES + unasync.ONE_LEVEL_UP
+    assert unasync.unasync_lines(source, "__init__.py", rules) == [
+        "from ._sync.manager import LockManager",
+        "from .errors import DlockError",
     ]

@@ -1,11 +1,12 @@
 """Generates the sync client from the asyncio one, as httpcore's scripts/unasync.py does.
 
-The manager, the lock, the Redlock rounds and the queue driver are written once, for asyncio
-(src/dlock/asyncio/), and their sync twins are generated from them: the two differ only where
+The manager, the lock, the node calls and the driver are written once, for asyncio
+(src/dlock/_async/), and their sync twins are generated from them into src/dlock/_sync/ (and
+the public dlock/__init__.py from dlock/asyncio/__init__.py): the two differ only where
 `async`/`await` do. What truly differs between the flavours (connections, fan-out, server-side
 waits, cancellation vs threads) sits in small hand-written modules of the same names on both
-sides (asyncio/_nodes.py and _sync_nodes.py, asyncio/_concurrency.py and _sync_concurrency.py,
-...), which the generated code imports by the renaming below.
+sides (_transport/aio/ and _transport/sync/), which the generated code imports by the renaming
+below.
 
     python tools/unasync.py           # (from python/) writes the sync files
     python tools/unasync.py --check   # exits 1, naming each stale file, if any differs
@@ -35,10 +36,10 @@ PACKAGE = Path(__file__).resolve().parent.parent / "src" / "dlock"
 #: asyncio source -> generated sync file, both relative to src/dlock/.
 FILES = {
     "asyncio/__init__.py": "__init__.py",
-    "asyncio/manager.py": "manager.py",
-    "asyncio/lock.py": "lock.py",
-    "asyncio/_round.py": "_sync_round.py",
-    "asyncio/_queue.py": "_sync_queue.py",
+    "_async/manager.py": "_sync/manager.py",
+    "_async/lock.py": "_sync/lock.py",
+    "_async/calls.py": "_sync/calls.py",
+    "_async/driver.py": "_sync/driver.py",
 }
 
 #: (pattern, replacement), applied in this order to every line outside a "sync only" block.
@@ -57,9 +58,15 @@ RULES: list[tuple[str, str]] = [
     # at once.
     (r"\bPendingLock\(lambda: (.*)\)$", r"\1"),
     (r"-> PendingLock:", "-> Lock:"),
-    # dlock.asyncio._x -> dlock._sync_x, and dlock.y (one package up) -> dlock.y.
-    (r"^from \._(\w+) import", r"from ._sync_\1 import"),
-    (r"^from \.\.", "from ."),
+    # Each flavour's own transport: dlock._transport.aio.x -> dlock._transport.sync.x.
+    (r"^from \.\._transport\.aio\.", "from .._transport.sync."),
+]
+
+#: More rules for the public package's __init__, which sits one level up from its source
+#: (dlock.asyncio -> dlock): what it imports from dlock._async comes from dlock._sync.
+ONE_LEVEL_UP: list[tuple[str, str]] = [
+    (r"^from \.\._async\.", "from ._sync."),
+    (r"^from \.\.(\w)", r"from .\1"),
 ]
 
 MARKER = re.compile(r"^(\s*)# unasync: (asyncio only|sync only|end)$")
@@ -76,8 +83,8 @@ class SourceError(Exception):
     """A malformed block in an asyncio source."""
 
 
-def unasync_line(line: str) -> str:
-    for pattern, replacement in RULES:
+def unasync_line(line: str, rules: list[tuple[str, str]]) -> str:
+    for pattern, replacement in rules:
         line = re.sub(pattern, replacement, line)
     return line
 
@@ -91,8 +98,8 @@ def uncomment(line: str, indent: str, where: str) -> str:
     return indent + line[len(indent) + 2 :]
 
 
-def unasync_lines(lines: list[str], name: str) -> list[str]:
-    """The sync twin's lines: blocks resolved, RULES applied outside "sync only" blocks."""
+def unasync_lines(lines: list[str], name: str, rules: list[tuple[str, str]]) -> list[str]:
+    """The sync twin's lines: blocks resolved, `rules` applied outside "sync only" blocks."""
     out: list[str] = []
     part = "both"
     indent = ""
@@ -105,7 +112,7 @@ def unasync_lines(lines: list[str], name: str) -> list[str]:
                 raise SourceError(f"{where}: '{kind}' {'outside a block' if kind == 'end' else 'again'}")
             part, indent = ("both" if kind == "end" else kind), marker.group(1)
         elif part == "both":
-            out.append(unasync_line(line))
+            out.append(unasync_line(line, rules))
         elif part == "sync only":
             out.append(uncomment(line, indent, where))
     if part != "both":
@@ -191,7 +198,9 @@ def sort_imports(lines: list[str]) -> list[str]:
 def generate(source: str) -> str:
     """The sync twin of src/dlock/`source`, as it should be on disk."""
     lines = (PACKAGE / source).read_text().splitlines()
-    return header(source) + "\n".join(sort_imports(unasync_lines(lines, source))) + "\n"
+    up = FILES[source].count("/") < source.count("/")
+    rules = RULES + ONE_LEVEL_UP if up else RULES
+    return header(source) + "\n".join(sort_imports(unasync_lines(lines, source, rules))) + "\n"
 
 
 def main() -> int:

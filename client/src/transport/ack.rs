@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use redis::{Pipeline, Value};
 
-use super::Request;
+use crate::commands::Request;
 use crate::options::ReplicaAck;
 
 /// How many replicas must have a write, and how long to wait for them.
@@ -68,9 +68,9 @@ pub fn reply(request: Request<'_>, replies: Vec<Value>, ack: Option<Ack>) -> Res
     }
 }
 
-/// How late a server answers a blocked `WAIT` past its timeout: it checks blocked clients'
-/// timeouts once per `hz` tick (10 per second by default).
-const TIMEOUT_RESOLUTION: Duration = Duration::from_millis(100);
+/// How late a server answers a blocked command (`WAIT`, `DLOCK.ACQUIRE ... WAIT`) past its
+/// timeout: it checks blocked clients' timeouts once per `hz` tick (10 per second by default).
+pub const TIMEOUT_RESOLUTION: Duration = Duration::from_millis(100);
 
 /// The extra time a call may take for its acknowledgement.
 pub fn extra_time(request: Request<'_>, ack: Option<Ack>) -> Duration {

@@ -4,31 +4,22 @@
 //! The routing is done here rather than by redis-rs's cluster client because server-side waits
 //! block the connection they are sent on: redis-rs multiplexes one connection per cluster node,
 //! so one waiting client would stall every other request to that shard. Here each master is a
-//! [`Node`], with its shared connection for quick requests and its pool of wait connections.
+//! [`Server`], with its shared connection for quick requests and its pool of wait connections.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo, Pipeline, Value};
+use redis::{ConnectionAddr, ConnectionInfo, Pipeline, Value};
 
-use super::node::{Failed, Node};
+use super::server::{Failed, Server};
 use super::slots::{key_slot, SlotMap};
 use crate::connect::Connect;
-use crate::error::{Error, NodeFailure};
+use crate::errors::NodeFailure;
 
 /// Redirects followed for one request before giving up (a slot moving twice in one call is
 /// already rare).
 const MAX_REDIRECTS: usize = 5;
-
-/// The URL schemes naming a cluster (a seed node of it), plain and over TLS.
-const SCHEME: &str = "redis+cluster://";
-const TLS_SCHEME: &str = "rediss+cluster://";
-
-/// Whether `url` names a cluster rather than a single master.
-pub fn is_cluster_url(url: &str) -> bool {
-    url.starts_with(SCHEME) || url.starts_with(TLS_SCHEME)
-}
 
 pub struct Cluster {
     url: String,
@@ -39,7 +30,7 @@ pub struct Cluster {
     tls: bool,
     connect: Connect,
     slots: RwLock<Option<SlotMap>>,
-    masters: Mutex<HashMap<String, Arc<Node>>>,
+    masters: Mutex<HashMap<String, Arc<Server>>>,
     /// One topology refresh at a time; the others wait for its result.
     refreshing: tokio::sync::Mutex<()>,
 }
@@ -56,41 +47,18 @@ pub struct Bounds {
 }
 
 impl Cluster {
-    /// Checks the URL; connects lazily, like a single master.
-    pub fn new(url: &str, connect: &Connect) -> Result<Cluster, Error> {
-        let bad = |why: String| Error::InvalidArgument(format!("cluster URL {url:?}: {why}"));
-        let tls = url.starts_with(TLS_SCHEME);
-        let plain = url
-            .strip_prefix(SCHEME)
-            .or_else(|| url.strip_prefix(TLS_SCHEME))
-            .map(|rest| format!("redis://{rest}"))
-            .ok_or_else(|| {
-                bad(format!(
-                    "expected {SCHEME}host:port or {TLS_SCHEME}host:port"
-                ))
-            })?;
-        let seed = plain
-            .into_connection_info()
-            .map_err(|e| bad(e.to_string()))?;
-        if seed.redis_settings().db() != 0 {
-            return Err(bad("Redis Cluster has only database 0".into()));
-        }
-        if !matches!(seed.addr(), ConnectionAddr::Tcp(..)) {
-            return Err(bad("a cluster is reached over TCP".into()));
-        }
-        Ok(Cluster {
-            url: url.to_string(),
+    /// A cluster reached through `seed` (`tls`: every master over TLS), called `name` in
+    /// errors; connects lazily, like a single server.
+    pub fn new(name: &str, seed: ConnectionInfo, tls: bool, connect: &Connect) -> Cluster {
+        Cluster {
+            url: name.to_string(),
             seed,
             tls,
             connect: connect.clone(),
             slots: RwLock::new(None),
             masters: Mutex::new(HashMap::new()),
             refreshing: tokio::sync::Mutex::new(()),
-        })
-    }
-
-    pub fn url(&self) -> &str {
-        &self.url
+        }
     }
 
     /// Sends `pipe` to the master serving `key`, following redirects, all within `bounds.whole`.
@@ -102,7 +70,7 @@ impl Cluster {
     ) -> Result<Vec<Value>, NodeFailure> {
         match tokio::time::timeout(bounds.whole, self.route(key, pipe, bounds)).await {
             Ok(result) => result,
-            Err(_) => Err(self.failure(format!("timed out after {:?}", bounds.whole))),
+            Err(_) => Err(NodeFailure::no_reply(self.url.clone(), bounds.whole)),
         }
     }
 
@@ -154,7 +122,7 @@ impl Cluster {
     }
 
     /// The master serving `slot`, reading the cluster's slot map first if it is not known.
-    async fn master_for(&self, slot: u16, connect: Duration) -> Result<Arc<Node>, NodeFailure> {
+    async fn master_for(&self, slot: u16, connect: Duration) -> Result<Arc<Server>, NodeFailure> {
         if let Some(address) = self.known_master(slot) {
             return self.master(&address);
         }
@@ -181,7 +149,7 @@ impl Cluster {
     /// `CLUSTER SLOTS` from the first server that answers: the masters known so far, then the
     /// seed.
     async fn read_slots(&self, connect: Duration) -> Result<SlotMap, NodeFailure> {
-        let mut asked: Vec<Arc<Node>> = self.known_masters();
+        let mut asked: Vec<Arc<Server>> = self.known_masters();
         asked.push(self.seed_node()?);
         let mut reasons = Vec::new();
         let mut pipe = redis::pipe();
@@ -208,12 +176,12 @@ impl Cluster {
         masters.remove(address);
     }
 
-    fn known_masters(&self) -> Vec<Arc<Node>> {
+    fn known_masters(&self) -> Vec<Arc<Server>> {
         let masters = self.masters.lock().unwrap_or_else(|e| e.into_inner());
         masters.values().cloned().collect()
     }
 
-    fn seed_node(&self) -> Result<Arc<Node>, NodeFailure> {
+    fn seed_node(&self) -> Result<Arc<Server>, NodeFailure> {
         let address = match self.seed.addr() {
             ConnectionAddr::Tcp(host, port) => super::slots::address(host, i64::from(*port)),
             other => return Err(self.failure(format!("unsupported address {other:?}"))),
@@ -222,14 +190,14 @@ impl Cluster {
     }
 
     /// The node for `host:port`, made on first use with the seed's settings.
-    fn master(&self, address: &str) -> Result<Arc<Node>, NodeFailure> {
+    fn master(&self, address: &str) -> Result<Arc<Server>, NodeFailure> {
         let mut masters = self.masters.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(node) = masters.get(address) {
             return Ok(node.clone());
         }
         let info = self.info_for(address)?;
-        let node =
-            Node::named(address, info, &self.connect).map_err(|e| self.failure(e.to_string()))?;
+        let node = Server::named(address, info, None, &self.connect)
+            .map_err(|e| self.failure(e.to_string()))?;
         let node = Arc::new(node);
         masters.insert(address.to_string(), node.clone());
         Ok(node)
@@ -252,15 +220,16 @@ impl Cluster {
     }
 
     fn failure(&self, reason: String) -> NodeFailure {
-        NodeFailure {
-            node: self.url.clone(),
-            reason,
-        }
+        NodeFailure::new(self.url.clone(), reason)
     }
 
-    /// A master's failure, named as this cluster's.
+    /// A master's failure, named as this cluster's (whether it got no reply kept).
     fn via(&self, failure: NodeFailure) -> NodeFailure {
-        self.failure(format!("master {}: {}", failure.node, failure.reason))
+        NodeFailure {
+            reason: format!("master {}: {}", failure.node, failure.reason),
+            node: self.url.clone(),
+            ..failure
+        }
     }
 }
 
@@ -290,24 +259,25 @@ fn host_of(address: &str) -> &str {
 mod tests {
     use super::*;
 
+    /// The cluster a URL names (checked by transport/urls.rs).
+    fn cluster(url: &str) -> Cluster {
+        let Ok(super::super::urls::NodeUrl::Cluster { seed, tls }) = super::super::urls::parse(url)
+        else {
+            panic!("not a cluster URL: {url}");
+        };
+        Cluster::new(url, seed, tls, &Connect::default())
+    }
+
     #[test]
-    fn cluster_urls_are_checked_before_any_connection() {
-        assert!(is_cluster_url("redis+cluster://10.0.0.1:7000"));
-        assert!(!is_cluster_url("redis://10.0.0.1:7000"));
-        assert!(Cluster::new("redis+cluster://10.0.0.1:7000", &Connect::default()).is_ok());
-        assert!(is_cluster_url("rediss+cluster://10.0.0.1:7000"));
-        let tls = Cluster::new("rediss+cluster://10.0.0.1:7000", &Connect::default()).unwrap();
-        let master = tls.info_for("10.0.0.2:7001").unwrap();
+    fn every_master_of_a_tls_cluster_is_reached_over_tls() {
+        let master = cluster("rediss+cluster://10.0.0.1:7000")
+            .info_for("10.0.0.2:7001")
+            .unwrap();
         assert!(
             matches!(master.addr(), ConnectionAddr::TcpTls { host, port: 7001, insecure: false, .. } if host == "10.0.0.2"),
             "every master over TLS: {:?}",
             master.addr()
         );
-        let db = Cluster::new("redis+cluster://10.0.0.1:7000/2", &Connect::default())
-            .err()
-            .expect("db 2");
-        assert!(db.to_string().contains("only database 0"), "{db}");
-        assert!(Cluster::new("redis://10.0.0.1:7000", &Connect::default()).is_err());
     }
 
     #[test]
@@ -323,11 +293,7 @@ mod tests {
 
     #[test]
     fn masters_are_reached_with_the_seeds_credentials() {
-        let cluster = Cluster::new(
-            "redis+cluster://alice:secret@10.0.0.1:7000",
-            &Connect::default(),
-        )
-        .unwrap();
+        let cluster = cluster("redis+cluster://alice:secret@10.0.0.1:7000");
         let info = cluster.info_for("10.0.0.2:7001").unwrap();
         assert_eq!(info.addr(), &ConnectionAddr::Tcp("10.0.0.2".into(), 7001));
         assert_eq!(info.redis_settings().username(), Some("alice"));

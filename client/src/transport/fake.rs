@@ -8,8 +8,9 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use redis::Value;
 
-use super::{Request, Transport};
-use crate::error::NodeFailure;
+use super::Transport;
+use crate::commands::Request;
+use crate::errors::NodeFailure;
 use crate::timing::testing::FakeClock;
 
 /// What a scripted node answers: a reply, or a failure reason (timeout, refused connection).
@@ -21,6 +22,9 @@ pub const NEVER: &str = "never answers";
 /// A scripted failure reason meaning "answer token 99, but only 500 ms later" (a wait served
 /// after the client gave up on it).
 pub const LATE: &str = "granted late";
+/// A scripted failure reason meaning "no reply within the call's time": the call fails after
+/// the per-node timeout plus, for a wait, its own time (as the real transport bounds it).
+pub const NO_REPLY: &str = "no reply";
 
 pub struct FakeTransport {
     names: Vec<String>,
@@ -78,6 +82,11 @@ fn describe(request: &Request<'_>) -> String {
                 None => format!("WAIT round {round}"),
             }
         }
+        Request::Fence {
+            token,
+            ttl_ms: Some(ttl_ms),
+            ..
+        } => format!("FENCE {token} PX {ttl_ms}"),
         Request::Fence { token, .. } => format!("FENCE {token}"),
         Request::Extend { ttl_ms, .. } => format!("EXTEND {ttl_ms}"),
         Request::Release { .. } => "RELEASE".into(),
@@ -100,7 +109,7 @@ impl Transport for FakeTransport {
         &'a self,
         node: usize,
         request: Request<'a>,
-        _timeout: Duration,
+        timeout: Duration,
     ) -> BoxFuture<'a, Result<Value, NodeFailure>> {
         let kind = describe(&request);
         let attempt = {
@@ -114,13 +123,20 @@ impl Transport for FakeTransport {
             attempt
         };
         self.clock.advance(self.latency);
-        let reply = (self.script)(node, &request, attempt).map_err(|reason| NodeFailure {
-            node: self.names[node].clone(),
-            reason,
-        });
+        let reply = (self.script)(node, &request, attempt)
+            .map_err(|reason| NodeFailure::new(self.names[node].clone(), reason));
+        let bound = match request {
+            Request::Wait { timeout_ms, .. } => timeout + Duration::from_millis(timeout_ms),
+            _ => timeout,
+        };
+        let name = self.names[node].clone();
         Box::pin(async move {
             match &reply {
                 Err(failure) if failure.reason == NEVER => std::future::pending::<()>().await,
+                Err(failure) if failure.reason == NO_REPLY => {
+                    tokio::time::sleep(bound).await;
+                    return Err(NodeFailure::no_reply(name, bound));
+                }
                 Err(failure) if failure.reason == LATE => {
                     tokio::time::sleep(Duration::from_millis(500)).await;
                     return Ok(Value::Int(99));

@@ -10,9 +10,11 @@
 The asyncio twin is `dlock.asyncio.LockManager`.
 """
 
-from ._admin import Holder, LockInfo, NodeStatus
-from ._options import WaitMode
-from ._top import HeldLock, NodeTop, QueuedLock, TopHolder
+from ._pure.admin import Holder, LockInfo, NodeStatus
+from ._pure.options import WaitMode
+from ._pure.top import HeldLock, NodeTop, QueuedLock, TopHolder
+from ._sync.lock import Lock
+from ._sync.manager import LockManager
 from .errors import (
     DlockError,
     KindRefused,
@@ -24,8 +26,6 @@ from .errors import (
     ValidityExpired,
     WrongKindError,
 )
-from .lock import Lock
-from .manager import LockManager
 
 __version__ = "0.1.0"
 

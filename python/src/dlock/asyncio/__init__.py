@@ -18,8 +18,10 @@ async with locks.lock("orders:42", ttl=10.0, wait=5.0) as lock:
 # """
 # unasync: end
 
-from .._admin import Holder, LockInfo, NodeStatus
-from .._top import HeldLock, NodeTop, QueuedLock, TopHolder
+from .._async.lock import Lock
+from .._async.manager import LockManager, PendingLock
+from .._pure.admin import Holder, LockInfo, NodeStatus
+from .._pure.top import HeldLock, NodeTop, QueuedLock, TopHolder
 from ..errors import (
     DlockError,
     KindRefused,
@@ -31,11 +33,9 @@ from ..errors import (
     ValidityExpired,
     WrongKindError,
 )
-from .lock import Lock
-from .manager import LockManager, PendingLock
 
 # unasync: sync only
-# from ._options import WaitMode
+# from ._pure.options import WaitMode
 #
 # __version__ = "0.1.0"
 # unasync: end

@@ -1,0 +1,225 @@
+//! The calls to the nodes about one lock, the one set every path uses: an attempt's asks and
+//! commits (driver.rs), a guard's extensions, renewal and release (lock.rs), the by-owner
+//! commands and status (admin.rs). Each goes through the transport within the per-node timeout,
+//! and each reply is read here into what the caller decides on: a [`Reply`] to an ask, a
+//! commit's yes or no, a [`Tally`] of a request sent everywhere.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::future::join_all;
+use redis::Value;
+
+use crate::attempt::Reply;
+use crate::backend::Backend;
+use crate::commands::{ms, Request};
+use crate::errors::{Error, NodeFailure};
+use crate::kind::LockKind;
+use crate::timing::{validity, whole_ms};
+
+/// One lock's calls. Cheap to clone (into the futures of requests left running).
+#[derive(Clone)]
+pub struct Calls {
+    backend: Arc<Backend>,
+    resource: Arc<str>,
+    kind: LockKind,
+}
+
+impl Calls {
+    pub fn new(backend: Arc<Backend>, resource: &str, kind: LockKind) -> Calls {
+        Calls {
+            backend,
+            resource: resource.into(),
+            kind,
+        }
+    }
+
+    pub fn backend(&self) -> &Arc<Backend> {
+        &self.backend
+    }
+
+    pub fn resource(&self) -> &str {
+        &self.resource
+    }
+
+    pub fn kind(&self) -> LockKind {
+        self.kind
+    }
+
+    fn everywhere(&self) -> Vec<usize> {
+        (0..self.backend.nodes()).collect()
+    }
+
+    async fn call(&self, node: usize, request: Request<'_>) -> Result<Value, NodeFailure> {
+        let timeout = self.backend.opts.rounds.timeout;
+        self.backend.transport.call(node, request, timeout).await
+    }
+
+    /// `DLOCK.ACQUIRE` as `owner` for `ttl`; with `wait` (the time left, the ticket) a
+    /// server-side wait (`WAIT`, `TICKET`).
+    pub async fn ask(
+        &self,
+        node: usize,
+        owner: &str,
+        ttl: Duration,
+        wait: Option<(Duration, Option<u64>)>,
+    ) -> Reply {
+        let (resource, ttl_ms, kind) = (&*self.resource, ms(ttl), self.kind);
+        let request = match wait {
+            Some((left, ticket)) => Request::Wait {
+                resource,
+                owner,
+                ttl_ms,
+                timeout_ms: ms(left),
+                ticket,
+                kind,
+            },
+            None => Request::Acquire {
+                resource,
+                owner,
+                ttl_ms,
+                kind,
+            },
+        };
+        match self.call(node, request).await {
+            Ok(Value::Int(token)) if token > 0 => Reply::Granted(token as u64),
+            Ok(Value::Nil) => Reply::Nil,
+            Ok(other) => Reply::Failed(self.unexpected(node, &other)),
+            Err(failure) => Reply::Failed(failure),
+        }
+    }
+
+    /// `DLOCK.FENCE` of `token` as `owner`, with `PX ttl` when the commit starts the lease:
+    /// committed, or why not.
+    pub async fn fence(
+        &self,
+        node: usize,
+        owner: &str,
+        token: u64,
+        ttl: Option<Duration>,
+    ) -> Result<(), NodeFailure> {
+        let request = Request::Fence {
+            resource: &self.resource,
+            owner,
+            token,
+            ttl_ms: ttl.map(ms),
+        };
+        match self.call(node, request).await? {
+            Value::Int(1) => Ok(()),
+            _ => Err(self.named(node, "fence refused: lock no longer held")),
+        }
+    }
+
+    /// `DLOCK.EXTEND` on one node (the renewal of a lock held on one node): whether it did.
+    pub async fn renew(&self, node: usize, owner: &str, ttl: Duration) -> bool {
+        let request = Request::Extend {
+            resource: &self.resource,
+            owner,
+            ttl_ms: ms(ttl),
+        };
+        matches!(self.call(node, request).await, Ok(Value::Int(1)))
+    }
+
+    /// Sends a request answering 1 (done) or 0 (refused) to `nodes` in parallel.
+    async fn tally(&self, request: Request<'_>, nodes: &[usize]) -> Tally {
+        let replies = join_all(nodes.iter().map(|&n| self.call(n, request))).await;
+        let mut tally = Tally::default();
+        for reply in replies {
+            match reply {
+                Ok(Value::Int(1)) => tally.done += 1,
+                Ok(_) => tally.refused += 1,
+                Err(failure) => tally.unreachable.push(failure),
+            }
+        }
+        tally
+    }
+
+    /// `DLOCK.RELEASE` of `owner` on `nodes`: frees its grants and withdraws its waits.
+    pub async fn release_on(&self, owner: &str, nodes: &[usize]) -> Tally {
+        let request = Request::Release {
+            resource: &self.resource,
+            owner,
+        };
+        self.tally(request, nodes).await
+    }
+
+    /// `DLOCK.RELEASE` of `owner` on every node (a grant whose reply was lost is still a grant).
+    pub async fn release(&self, owner: &str) -> Tally {
+        self.release_on(owner, &self.everywhere()).await
+    }
+
+    /// `DLOCK.EXTEND` of `owner` on every node: the new deadline if the kind's quorum extended
+    /// within the new validity, else what each node said.
+    pub async fn extend(&self, owner: &str, ttl: Duration) -> Result<Instant, Tally> {
+        let ttl = whole_ms(ttl);
+        let clock = &self.backend.clock;
+        let started = clock.now();
+        let request = Request::Extend {
+            resource: &self.resource,
+            owner,
+            ttl_ms: ms(ttl),
+        };
+        let tally = self.tally(request, &self.everywhere()).await;
+        let now = clock.now();
+        let needed = self.kind.quorum(self.backend.nodes());
+        match validity(ttl, started, now, &self.backend.opts.rounds.drift) {
+            Some(left) if tally.done >= needed => Ok(now + left),
+            _ => Err(tally),
+        }
+    }
+
+    /// `DLOCK.STATUS` on every node.
+    pub async fn status(&self) -> Vec<Result<Value, NodeFailure>> {
+        let request = Request::Status {
+            resource: &self.resource,
+        };
+        join_all(self.everywhere().into_iter().map(|n| self.call(n, request))).await
+    }
+
+    fn named(&self, node: usize, reason: &str) -> NodeFailure {
+        NodeFailure::new(self.backend.transport.name(node), reason)
+    }
+
+    fn unexpected(&self, node: usize, reply: &Value) -> NodeFailure {
+        self.named(node, &format!("unexpected reply {reply:?}"))
+    }
+}
+
+/// What a request sent to several nodes (RELEASE, EXTEND) found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Tally {
+    pub done: usize,
+    pub refused: usize,
+    pub unreachable: Vec<NodeFailure>,
+}
+
+impl Tally {
+    /// Nodes that gave an answer, yes or no.
+    pub fn answered(&self) -> usize {
+        self.done + self.refused
+    }
+
+    /// Too few nodes answered for a quorum (`needed`) to be possible: say which and why.
+    pub fn no_quorum(self, resource: &str, needed: usize) -> Error {
+        Error::NoQuorum {
+            resource: resource.to_string(),
+            needed,
+            failures: self.unreachable,
+        }
+    }
+
+    /// A failed extension: `NoQuorum` when too few nodes answered to tell, otherwise the lock is
+    /// no longer held (or not long enough) on a quorum: `LockLost`.
+    pub fn extend_error(self, resource: &str, needed: usize) -> Error {
+        if self.answered() < needed {
+            return self.no_quorum(resource, needed);
+        }
+        Error::LockLost {
+            resource: resource.to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "calls_tests.rs"]
+mod tests;

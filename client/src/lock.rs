@@ -1,0 +1,287 @@
+//! A held lock ([`LockGuard`]), its auto-extension ([`Watchdog`]) and what work running under
+//! it can see ([`LockContext`]).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::backend::{check_ttl, Backend};
+use crate::calls::Calls;
+use crate::driver::Granted;
+use crate::errors::Error;
+use crate::kind::{LockKind, Resource};
+use crate::timing::quorum as majority;
+
+/// A lock held on a majority. Release it with [`LockGuard::release`]; dropping it releases in
+/// the background (best effort) if a Tokio runtime is running.
+pub struct LockGuard {
+    /// The lock's calls (its nodes, name and kind).
+    calls: Calls,
+    owner: String,
+    token: u64,
+    valid_until: Instant,
+    acquired_at: Instant,
+    released: bool,
+    /// Cancelled before the release goes out: waits of the acquisition still out in the
+    /// background then know any grant they get is stale (queue mode).
+    on_release: Option<CancellationToken>,
+}
+
+impl LockGuard {
+    pub(crate) fn new(
+        backend: Arc<Backend>,
+        resource: Resource<'_>,
+        owner: &str,
+        granted: Granted,
+    ) -> Self {
+        let acquired_at = backend.clock.now();
+        LockGuard {
+            calls: Calls::new(backend, resource.name, resource.kind),
+            owner: owner.to_string(),
+            token: granted.token,
+            valid_until: granted.valid_until,
+            acquired_at,
+            released: false,
+            on_release: None,
+        }
+    }
+
+    /// Signals `token` when this lock is released (see the field).
+    pub(crate) fn signalling(mut self, token: CancellationToken) -> Self {
+        self.on_release = Some(token);
+        self
+    }
+
+    fn signal_release(&self) {
+        if let Some(token) = &self.on_release {
+            token.cancel();
+        }
+    }
+
+    /// The fencing token: pass it to the protected resource, which must reject lower ones.
+    pub fn token(&self) -> u64 {
+        self.token
+    }
+
+    pub fn owner(&self) -> &str {
+        &self.owner
+    }
+
+    pub fn resource(&self) -> &str {
+        self.calls.resource()
+    }
+
+    /// How it is held: exclusively, shared, or as a semaphore's permit.
+    pub fn kind(&self) -> LockKind {
+        self.calls.kind()
+    }
+
+    fn backend(&self) -> &Arc<Backend> {
+        self.calls.backend()
+    }
+
+    /// Nodes an extension must reach: the kind's quorum.
+    fn needed(&self) -> usize {
+        self.kind().quorum(self.backend().nodes())
+    }
+
+    /// Time left before the lock may be held by someone else (zero when over).
+    pub fn validity(&self) -> Duration {
+        let now = self.backend().clock.now();
+        self.valid_until.saturating_duration_since(now)
+    }
+
+    /// Resets the TTL on all nodes. Fails with [`Error::NoQuorum`] if too few nodes answered,
+    /// or [`Error::LockLost`] if they answered but a majority did not extend within the new
+    /// validity. After a failure [`LockGuard::validity`] still tells how long the earlier grant
+    /// lasts.
+    pub async fn extend(&mut self, ttl: Duration) -> Result<(), Error> {
+        check_ttl(ttl)?;
+        match self.calls.extend(&self.owner, ttl).await {
+            Ok(valid_until) => {
+                self.valid_until = valid_until;
+                Ok(())
+            }
+            Err(tally) => Err(tally.extend_error(self.resource(), self.needed())),
+        }
+    }
+
+    /// Releases on all nodes; fails with [`Error::NoQuorum`] naming the unreachable nodes if
+    /// fewer than a majority answered (the lock then lingers there until its TTL).
+    pub async fn release(mut self) -> Result<(), Error> {
+        self.released = true;
+        self.signal_release();
+        let tally = self.calls.release(&self.owner).await;
+        let needed = majority(self.backend().nodes());
+        if tally.answered() >= needed {
+            return Ok(());
+        }
+        Err(tally.no_quorum(self.resource(), needed))
+    }
+
+    /// Keeps the lock held after the guard is gone (no release on drop): for handing it to
+    /// another process, as `dlock acquire` does. Returns (owner, token, validity).
+    pub fn detach(mut self) -> (String, u64, Duration) {
+        self.released = true;
+        (self.owner.clone(), self.token, self.validity())
+    }
+
+    /// Starts extending this lock every `extend_interval` (default ttl / 3) until stopped, or
+    /// until `max_hold` after it was acquired (then the loss signal fires).
+    pub fn watchdog(&self, ttl: Duration) -> Watchdog {
+        let opts = &self.backend().opts;
+        let interval = opts.extend_interval.unwrap_or(ttl / 3);
+        let lost = CancellationToken::new();
+        let stop = CancellationToken::new();
+        let schedule = Schedule {
+            ttl,
+            interval: interval.max(Duration::from_millis(1)),
+            valid_until: self.valid_until,
+            hold_until: opts.max_hold.map(|cap| self.acquired_at + cap),
+        };
+        let task = tokio::spawn(keep_extended(
+            self.calls.clone(),
+            self.owner.clone(),
+            schedule,
+            (lost.clone(), stop.clone()),
+        ));
+        Watchdog {
+            context: LockContext {
+                token: self.token,
+                owner: self.owner.clone(),
+                resource: self.resource().to_string(),
+                lost,
+            },
+            stop,
+            task,
+        }
+    }
+}
+
+impl std::fmt::Debug for LockGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LockGuard")
+            .field("resource", &self.resource())
+            .field("owner", &self.owner)
+            .field("token", &self.token)
+            .field("validity", &self.validity())
+            .finish()
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        if self.released {
+            return;
+        }
+        self.signal_release();
+        let (calls, owner) = (self.calls.clone(), self.owner.clone());
+        self.backend().spawn(async move {
+            calls.release(&owner).await;
+        });
+    }
+}
+
+/// When the watchdog acts.
+struct Schedule {
+    ttl: Duration,
+    interval: Duration,
+    valid_until: Instant,
+    /// `max_hold` after acquisition: no extension past it.
+    hold_until: Option<Instant>,
+}
+
+/// The watchdog loop: extend before validity runs out; signal `lost` on the first failure, or
+/// once the hold cap is reached (the lock itself then runs out at its TTL).
+async fn keep_extended(
+    calls: Calls,
+    owner: String,
+    mut at: Schedule,
+    (lost, stop): (CancellationToken, CancellationToken),
+) {
+    let clock = &calls.backend().clock;
+    loop {
+        let mut next = (clock.now() + at.interval).min(at.valid_until);
+        if let Some(cap) = at.hold_until {
+            next = next.min(cap);
+        }
+        let pause = next.saturating_duration_since(clock.now());
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(pause) => {}
+        }
+        let now = clock.now();
+        if now >= at.valid_until || at.hold_until.is_some_and(|cap| now >= cap) {
+            lost.cancel();
+            return;
+        }
+        match calls.extend(&owner, at.ttl).await {
+            Ok(until) => at.valid_until = until,
+            Err(_) => {
+                lost.cancel();
+                return;
+            }
+        }
+    }
+}
+
+/// A running auto-extension. [`Watchdog::stop`] ends it and tells whether the lock was lost.
+pub struct Watchdog {
+    context: LockContext,
+    stop: CancellationToken,
+    task: JoinHandle<()>,
+}
+
+impl Watchdog {
+    /// What the protected work sees: token, owner, and the loss signal.
+    pub fn context(&self) -> LockContext {
+        self.context.clone()
+    }
+
+    /// Stops extending; returns true if the lock was lost before that.
+    pub async fn stop(self) -> bool {
+        self.stop.cancel();
+        let _ = self.task.await;
+        self.context.is_lost()
+    }
+}
+
+/// Handed to work running under a lock.
+#[derive(Clone, Debug)]
+pub struct LockContext {
+    token: u64,
+    owner: String,
+    resource: String,
+    lost: CancellationToken,
+}
+
+impl LockContext {
+    pub fn token(&self) -> u64 {
+        self.token
+    }
+
+    pub fn owner(&self) -> &str {
+        &self.owner
+    }
+
+    pub fn resource(&self) -> &str {
+        &self.resource
+    }
+
+    /// True once the lock is lost (no majority extended, or validity ran out).
+    pub fn is_lost(&self) -> bool {
+        self.lost.is_cancelled()
+    }
+
+    /// Resolves when the lock is lost: `tokio::select!` on it to stop work at once.
+    pub async fn lost(&self) {
+        self.lost.cancelled().await
+    }
+
+    /// The same signal as a cancellation token, to hand to other tasks.
+    pub fn cancellation_token(&self) -> CancellationToken {
+        self.lost.clone()
+    }
+}

@@ -1,0 +1,257 @@
+//! One redis-server (a plain master, a cluster's master, the master sentinels name): a lazily
+//! made multiplexed connection, re-made after any I/O error, and
+//! every call bounded by the per-node timeout. A down node costs a failed call, never a hang.
+//!
+//! Server-side waits (`ACQUIRE ... WAIT`) block the connection they are sent on, so each gets a
+//! connection of its own, taken from a small pool of idle ones. A wait that is abandoned (the
+//! lock was won elsewhere, the deadline passed) drops its connection: the server sees the
+//! disconnect and takes the waiter out of its queue at once.
+
+use std::time::Duration;
+
+use redis::aio::MultiplexedConnection;
+use redis::{AsyncConnectionConfig, Client, ConnectionInfo, ErrorKind, Pipeline, Value};
+use tokio::sync::Mutex;
+
+use crate::connect::Connect;
+use crate::errors::{Error, NodeFailure};
+
+/// Idle wait connections kept per node; more are made on demand and closed after use.
+const IDLE_WAIT_CONNECTIONS: usize = 64;
+
+pub struct Server {
+    url: String,
+    client: Client,
+    connection: Mutex<Option<MultiplexedConnection>>,
+    idle_for_waits: std::sync::Mutex<Vec<MultiplexedConnection>>,
+    /// `CLIENT SETNAME` on each new connection (a URL's `client_name`).
+    client_name: Option<String>,
+}
+
+impl Server {
+    /// A server reached by `info` with `connect`'s TLS and credentials, called `name` in errors
+    /// (a URL without its password, or an address).
+    pub fn named(
+        name: &str,
+        info: ConnectionInfo,
+        client_name: Option<String>,
+        connect: &Connect,
+    ) -> Result<Server, Error> {
+        let client = connect
+            .client(info)
+            .map_err(|e| Error::InvalidArgument(format!("node URL {name:?}: {e}")))?;
+        Ok(Server {
+            url: name.to_string(),
+            client,
+            connection: Mutex::new(None),
+            idle_for_waits: std::sync::Mutex::new(Vec::new()),
+            client_name,
+        })
+    }
+
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Runs `pipe` with everything (connecting included) inside `timeout`: one reply per
+    /// command.
+    pub async fn call(&self, pipe: &Pipeline, timeout: Duration) -> Result<Vec<Value>, Failed> {
+        match tokio::time::timeout(timeout, self.call_unbounded(pipe, timeout)).await {
+            Ok(result) => result,
+            Err(_) => Err(self.timed_out(timeout)),
+        }
+    }
+
+    /// A connection that was open before this call and turns out dead (the node restarted
+    /// since) is replaced and the call made once more: every request the client sends can be
+    /// repeated by the same owner without changing the outcome (a repeated RELEASE answers 0,
+    /// which still counts as an answer).
+    async fn call_unbounded(
+        &self,
+        pipe: &Pipeline,
+        timeout: Duration,
+    ) -> Result<Vec<Value>, Failed> {
+        let (mut connection, reused) = self.connection(timeout).await?;
+        let mut reply = pipe.query_async::<Vec<Value>>(&mut connection).await;
+        if reused && reply.as_ref().is_err_and(is_broken) {
+            *self.connection.lock().await = None;
+            let (mut fresh, _) = self.connection(timeout).await?;
+            reply = pipe.query_async::<Vec<Value>>(&mut fresh).await;
+        }
+        reply.map_err(|e| {
+            if is_broken(&e) {
+                if let Ok(mut slot) = self.connection.try_lock() {
+                    *slot = None; // the next call reconnects
+                }
+            }
+            self.failed(&e)
+        })
+    }
+
+    /// Runs `pipe`, which blocks on the server, on a connection of its own: connecting within
+    /// `connect_timeout`, the whole call within `timeout`. The connection goes back to the idle
+    /// pool only after a complete reply; a call that fails or is dropped midway closes it.
+    pub async fn call_blocking(
+        &self,
+        pipe: &Pipeline,
+        connect_timeout: Duration,
+        timeout: Duration,
+    ) -> Result<Vec<Value>, Failed> {
+        let work = async {
+            let idle = self.idle_wait_connection();
+            let reused = idle.is_some();
+            let mut connection = match idle {
+                Some(connection) => connection,
+                None => self.connect(connect_timeout).await?,
+            };
+            let mut reply = pipe.query_async::<Vec<Value>>(&mut connection).await;
+            if reused && reply.as_ref().is_err_and(is_broken) {
+                connection = self.connect(connect_timeout).await?; // idle since a restart
+                reply = pipe.query_async::<Vec<Value>>(&mut connection).await;
+            }
+            match reply {
+                Ok(values) => {
+                    self.return_wait_connection(connection);
+                    Ok(values)
+                }
+                Err(e) => Err(self.failed(&e)),
+            }
+        };
+        match tokio::time::timeout(timeout, work).await {
+            Ok(result) => result,
+            Err(_) => Err(self.timed_out(timeout)),
+        }
+    }
+
+    fn idle_wait_connection(&self) -> Option<MultiplexedConnection> {
+        self.idle_for_waits.lock().ok()?.pop()
+    }
+
+    fn return_wait_connection(&self, connection: MultiplexedConnection) {
+        if let Ok(mut idle) = self.idle_for_waits.lock() {
+            if idle.len() < IDLE_WAIT_CONNECTIONS {
+                idle.push(connection);
+            }
+        }
+    }
+
+    /// The shared connection, made on first use or after an error; and whether it was open
+    /// before (so possibly stale).
+    async fn connection(&self, timeout: Duration) -> Result<(MultiplexedConnection, bool), Failed> {
+        let mut slot = self.connection.lock().await;
+        if let Some(connection) = slot.as_ref() {
+            return Ok((connection.clone(), true));
+        }
+        let connection = self.connect(timeout).await?;
+        *slot = Some(connection.clone());
+        Ok((connection, false))
+    }
+
+    /// A new connection, named when the URL asks; replies may take as long as the caller
+    /// allows.
+    async fn connect(&self, timeout: Duration) -> Result<MultiplexedConnection, Failed> {
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(timeout))
+            .set_response_timeout(None);
+        let cannot = |e: redis::RedisError| {
+            Failed::Down(self.failure(format!("cannot connect: {e}{}", self.tls_hint(&e))))
+        };
+        let mut connection = self
+            .client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await
+            .map_err(cannot)?;
+        if let Some(name) = &self.client_name {
+            redis::cmd("CLIENT")
+                .arg("SETNAME")
+                .arg(name)
+                .query_async::<()>(&mut connection)
+                .await
+                .map_err(cannot)?;
+        }
+        Ok(connection)
+    }
+
+    /// A plain connection that the server drops while it is being set up is what a TLS port
+    /// does with a client that does not speak TLS: say so.
+    fn tls_hint(&self, e: &redis::RedisError) -> &'static str {
+        let plain = !matches!(
+            self.client.get_connection_info().addr(),
+            redis::ConnectionAddr::TcpTls { .. }
+        );
+        let dropped = e.is_connection_dropped() || e.to_string().contains("reset by peer");
+        if plain && dropped {
+            " (is it a TLS port? then use rediss://)"
+        } else {
+            ""
+        }
+    }
+
+    fn failure(&self, reason: String) -> NodeFailure {
+        NodeFailure::new(self.url.clone(), reason)
+    }
+
+    fn timed_out(&self, timeout: Duration) -> Failed {
+        Failed::Down(NodeFailure::no_reply(self.url.clone(), timeout))
+    }
+
+    fn failed(&self, e: &redis::RedisError) -> Failed {
+        // A pipeline's error reply comes wrapped with the others; the first is the request's.
+        let first = e.clone().into_server_errors().and_then(|errors| {
+            let (_, first) = errors.first()?;
+            Some(redis::RedisError::from(first.clone()))
+        });
+        let e = first.as_ref().unwrap_or(e);
+        if let Some((address, _slot)) = e.redirect_node() {
+            let ask = e.kind() == ErrorKind::Server(redis::ServerErrorKind::Ask);
+            return Failed::Redirect {
+                address: address.to_string(),
+                ask,
+            };
+        }
+        let failure = self.failure(reply_error(e));
+        if is_broken(e) {
+            Failed::Down(failure)
+        } else {
+            Failed::Refused(failure)
+        }
+    }
+}
+
+/// Why a call to one server did not bring replies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failed {
+    /// Unreachable: could not connect, the connection broke, or no reply in time.
+    Down(NodeFailure),
+    /// The server answered with an error.
+    Refused(NodeFailure),
+    /// Redis Cluster: the key's slot is served elsewhere (`MOVED`), or is moving there and the
+    /// key is already there (`ASK`).
+    Redirect { address: String, ask: bool },
+}
+
+impl Failed {
+    /// What the rounds see: which node failed and why.
+    pub fn into_failure(self, node: &str) -> NodeFailure {
+        match self {
+            Failed::Down(failure) | Failed::Refused(failure) => failure,
+            Failed::Redirect { address, ask } => NodeFailure::new(
+                node,
+                format!("{} to {address}", if ask { "ASK" } else { "MOVED" }),
+            ),
+        }
+    }
+}
+
+/// The connection is unusable (as opposed to a server's error reply).
+fn is_broken(e: &redis::RedisError) -> bool {
+    e.is_io_error() || e.is_connection_dropped() || e.is_timeout()
+}
+
+/// A server error as Redis wrote it (`TRYAGAIN ...`), anything else as the client describes it.
+fn reply_error(e: &redis::RedisError) -> String {
+    match (e.code(), e.detail()) {
+        (Some(code), Some(detail)) => format!("{code} {detail}"),
+        _ => e.to_string(),
+    }
+}

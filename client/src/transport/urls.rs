@@ -1,0 +1,353 @@
+//! Node URLs, read before anything connects; the Python and Node clients give the same answers
+//! (conformance/urls.json). Schemes are read in any case.
+//!
+//! - `redis://`, `rediss://` (TLS), `unix://`: one server. The query may set `db` (before the
+//!   path's database) and `client_name` (sent as `CLIENT SETNAME` on each connection), nothing
+//!   else: timeouts and TLS settings are the manager's, and a misspelt option must not be dropped
+//!   in silence.
+//! - `redis+cluster://[user:pass@]host[:port]` (`rediss+cluster://`): a whole Redis Cluster,
+//!   reached through one seed (port 6379 by default); database 0 only, no query.
+//! - `redis+sentinel://[user:pass@]host[:port][,host[:port]...]/MASTER` (`rediss+sentinel://`):
+//!   the master the sentinels name (port 26379 by default); no query.
+//!
+//! A node's name (in errors, status and `node_urls`) is its URL with the password shown as `***`.
+
+use std::collections::HashMap;
+
+use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo};
+
+const CLUSTER: [&str; 2] = ["redis+cluster://", "rediss+cluster://"];
+const SENTINEL: [&str; 2] = ["redis+sentinel://", "rediss+sentinel://"];
+const SINGLE: [&str; 3] = ["redis://", "rediss://", "unix://"];
+const SENTINEL_PORT: u16 = 26379;
+/// The query parameters a single server's URL may carry.
+const QUERY: [&str; 2] = ["db", "client_name"];
+
+/// One node as its URL says.
+#[derive(Debug, Clone)]
+pub enum NodeUrl {
+    /// One server: how to reach it, and the name its connections take.
+    Single {
+        info: ConnectionInfo,
+        client_name: Option<String>,
+    },
+    /// A Redis Cluster: how to reach its seed; every master is reached the same way.
+    Cluster {
+        seed: ConnectionInfo,
+        tls: bool,
+    },
+    Sentinel(SentinelUrl),
+}
+
+/// The parts of a sentinel URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SentinelUrl {
+    pub tls: bool,
+    /// `user:pass@` (the master's), or empty.
+    pub credentials: String,
+    pub sentinels: Vec<(String, u16)>,
+    pub master_name: String,
+}
+
+/// What the conformance table checks of a URL.
+#[cfg(test)]
+impl NodeUrl {
+    /// `single`, `cluster` or `sentinel`.
+    pub fn form(&self) -> &'static str {
+        match self {
+            NodeUrl::Single { .. } => "single",
+            NodeUrl::Cluster { .. } => "cluster",
+            NodeUrl::Sentinel(_) => "sentinel",
+        }
+    }
+
+    pub fn tls(&self) -> bool {
+        match self {
+            NodeUrl::Single { info, .. } => matches!(info.addr(), ConnectionAddr::TcpTls { .. }),
+            NodeUrl::Cluster { tls, .. } => *tls,
+            NodeUrl::Sentinel(parts) => parts.tls,
+        }
+    }
+
+    /// The ports it names, defaults filled in (none for a socket).
+    pub fn ports(&self) -> Vec<u16> {
+        let port = |info: &ConnectionInfo| match info.addr() {
+            ConnectionAddr::Tcp(_, port) | ConnectionAddr::TcpTls { port, .. } => vec![*port],
+            _ => Vec::new(),
+        };
+        match self {
+            NodeUrl::Single { info, .. } => port(info),
+            NodeUrl::Cluster { seed, .. } => port(seed),
+            NodeUrl::Sentinel(parts) => parts.sentinels.iter().map(|(_, p)| *p).collect(),
+        }
+    }
+}
+
+/// Reads `url`; why not, when it cannot be used (the password never in it).
+pub fn parse(url: &str) -> Result<NodeUrl, String> {
+    let url = lowercase_scheme(url);
+    let name = redact(&url);
+    let url = url.as_str();
+    let starts = |schemes: &[&str]| schemes.iter().any(|s| url.starts_with(s));
+    if starts(&CLUSTER) {
+        cluster(url).map_err(|why| format!("cluster URL {name:?}: {why}"))
+    } else if starts(&SENTINEL) {
+        sentinel(url).map_err(|why| format!("sentinel URL {name:?}: {why}"))
+    } else if starts(&SINGLE) {
+        single(url).map_err(|why| format!("node URL {name:?}: {why}"))
+    } else {
+        let schemes = [&SINGLE[..], &CLUSTER, &SENTINEL].concat().join(", ");
+        Err(format!(
+            "node URL {name:?} must start with one of {schemes}"
+        ))
+    }
+}
+
+/// `url` with its scheme in lower case (`REDIS://h` is `redis://h`).
+pub fn lowercase_scheme(url: &str) -> String {
+    match url.split_once("://") {
+        Some((scheme, rest)) => format!("{}://{rest}", scheme.to_ascii_lowercase()),
+        None => url.to_string(),
+    }
+}
+
+/// `url` with its password, if any, shown as `***`: in the user part
+/// (`redis://app:***@host:6379`) and in a `password=` query parameter.
+pub fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (netloc, tail) = rest.split_at(end);
+    let netloc = match netloc.rsplit_once('@') {
+        Some((userinfo, hosts)) if userinfo.contains(':') => {
+            let user = userinfo.split(':').next().unwrap_or("");
+            format!("{user}:***@{hosts}")
+        }
+        _ => netloc.to_string(),
+    };
+    format!("{scheme}://{netloc}{}", redact_query(tail))
+}
+
+/// `tail` (path, query, fragment) with the value of each `password=` parameter as `***`.
+fn redact_query(tail: &str) -> String {
+    let Some((path, query)) = tail.split_once('?') else {
+        return tail.to_string();
+    };
+    let (query, fragment) = query
+        .split_once('#')
+        .map_or((query, None), |(q, f)| (q, Some(f)));
+    let pairs: Vec<String> = query
+        .split('&')
+        .map(|pair| match pair.split_once('=') {
+            Some(("password", _)) => "password=***".to_string(),
+            _ => pair.to_string(),
+        })
+        .collect();
+    let fragment = fragment.map_or(String::new(), |f| format!("#{f}"));
+    format!("{path}?{}{fragment}", pairs.join("&"))
+}
+
+fn single(url: &str) -> Result<NodeUrl, String> {
+    let (base, query) = split_query(url)?;
+    let query = allowed_query(query, &QUERY)?;
+    let mut info = base.into_connection_info().map_err(|e| e.to_string())?;
+    if let Some(db) = query.get("db") {
+        let db = db.parse::<i64>().map_err(|_| format!("bad db {db:?}"))?;
+        info = info
+            .clone()
+            .set_redis_settings(info.redis_settings().clone().set_db(db));
+    }
+    if let ConnectionAddr::Unix(path) = info.addr() {
+        if path.as_os_str().is_empty() {
+            return Err("a socket path is required (unix:///path/to/redis.sock)".into());
+        }
+    }
+    let client_name = query.get("client_name").cloned();
+    Ok(NodeUrl::Single { info, client_name })
+}
+
+fn cluster(url: &str) -> Result<NodeUrl, String> {
+    let tls = url.starts_with("rediss+");
+    let (base, query) = split_query(url)?;
+    allowed_query(query, &[])?;
+    let rest = base.split_once("://").map_or("", |(_, rest)| rest);
+    if rest.split(['/', '@']).any(|part| part.contains(',')) {
+        return Err("one seed address only: the others are found from it".into());
+    }
+    let seed = format!("redis://{rest}")
+        .into_connection_info()
+        .map_err(|e| e.to_string())?;
+    if seed.redis_settings().db() != 0 {
+        return Err("Redis Cluster has only database 0".into());
+    }
+    Ok(NodeUrl::Cluster { seed, tls })
+}
+
+fn sentinel(url: &str) -> Result<NodeUrl, String> {
+    let tls = url.starts_with("rediss+");
+    let rest = url.split_once("://").map_or("", |(_, rest)| rest);
+    if rest.contains(['?', '#']) {
+        return Err("query parameters are not supported".into());
+    }
+    let (hosts, master_name) = rest
+        .split_once('/')
+        .filter(|(_, name)| !name.is_empty() && !name.contains('/'))
+        .ok_or("the master's name is required: .../MASTER_NAME")?;
+    let (credentials, hosts) = match hosts.rsplit_once('@') {
+        Some((credentials, hosts)) => (format!("{credentials}@"), hosts),
+        None => (String::new(), hosts),
+    };
+    let sentinels = hosts
+        .split(',')
+        .map(sentinel_address)
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok(NodeUrl::Sentinel(SentinelUrl {
+        tls,
+        credentials,
+        sentinels,
+        master_name: master_name.to_string(),
+    }))
+}
+
+/// `host`, `host:port`, `[v6]` or `[v6]:port`; port 26379 when none is given.
+fn sentinel_address(address: &str) -> Result<(String, u16), String> {
+    let (host, port) = match address.rsplit_once(':') {
+        Some((host, port)) if !port.ends_with(']') => (host, Some(port)),
+        _ => (address, None),
+    };
+    let host = host.trim_matches(['[', ']']);
+    if host.is_empty() {
+        return Err(format!("sentinel {address:?}: a host is required"));
+    }
+    let port = match port {
+        Some(port) => port
+            .parse::<u16>()
+            .ok()
+            .filter(|&p| p > 0)
+            .ok_or_else(|| format!("sentinel {address:?}: bad port"))?,
+        None => SENTINEL_PORT,
+    };
+    Ok((host.to_string(), port))
+}
+
+/// The URL before its query, and the query's parameters (none twice).
+fn split_query(url: &str) -> Result<(&str, HashMap<String, String>), String> {
+    let Some((base, query)) = url.split_once('?') else {
+        return Ok((url, HashMap::new()));
+    };
+    let mut pairs = HashMap::new();
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let value = percent_decode(value)?;
+        if pairs.insert(key.to_string(), value).is_some() {
+            return Err(format!("query parameter {key:?} given twice"));
+        }
+    }
+    Ok((base, pairs))
+}
+
+/// `query`, if it names only `allowed` parameters.
+fn allowed_query(
+    query: HashMap<String, String>,
+    allowed: &[&str],
+) -> Result<HashMap<String, String>, String> {
+    let mut unknown: Vec<&String> = query
+        .keys()
+        .filter(|k| !allowed.contains(&k.as_str()))
+        .collect();
+    unknown.sort();
+    let Some(first) = unknown.first() else {
+        return Ok(query);
+    };
+    let known = if allowed.is_empty() {
+        "none are".to_string()
+    } else {
+        format!("only {} are", allowed.join(", "))
+    };
+    Err(format!(
+        "query parameter {first:?} is not supported ({known}; timeouts and TLS settings are the manager's options)"
+    ))
+}
+
+/// `%XX` escapes and `+` (a space) decoded.
+fn percent_decode(text: &str) -> Result<String, String> {
+    let bad = || format!("bad escape in {text:?}");
+    let mut bytes = Vec::with_capacity(text.len());
+    let mut rest = text.as_bytes();
+    while let Some((&b, tail)) = rest.split_first() {
+        rest = tail;
+        match b {
+            b'+' => bytes.push(b' '),
+            b'%' => {
+                let hex = rest.get(..2).ok_or_else(bad)?;
+                let hex = std::str::from_utf8(hex).map_err(|_| bad())?;
+                bytes.push(u8::from_str_radix(hex, 16).map_err(|_| bad())?);
+                rest = &rest[2..];
+            }
+            _ => bytes.push(b),
+        }
+    }
+    String::from_utf8(bytes).map_err(|_| bad())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sentinel_urls_name_sentinels_credentials_and_the_master() {
+        let Ok(NodeUrl::Sentinel(parts)) =
+            parse("redis+sentinel://u:p@10.0.0.1:26379,h2:26380,[::1],h3/mymaster")
+        else {
+            panic!("not a sentinel URL");
+        };
+        assert!(!parts.tls);
+        assert_eq!(parts.credentials, "u:p@");
+        let named: Vec<(&str, u16)> = parts
+            .sentinels
+            .iter()
+            .map(|(h, p)| (h.as_str(), *p))
+            .collect();
+        assert_eq!(
+            named,
+            [
+                ("10.0.0.1", 26379),
+                ("h2", 26380),
+                ("::1", 26379),
+                ("h3", 26379)
+            ]
+        );
+        assert_eq!(parts.master_name, "mymaster");
+    }
+
+    #[test]
+    fn a_single_servers_query_sets_its_database_and_client_name() {
+        let Ok(NodeUrl::Single { info, client_name }) =
+            parse("redis://h:1/3?db=5&client_name=worker%201")
+        else {
+            panic!("not a single URL");
+        };
+        assert_eq!(info.redis_settings().db(), 5, "the query's db wins");
+        assert_eq!(client_name.as_deref(), Some("worker 1"));
+        let refused = parse("redis://h:1?db=1&db=2").unwrap_err();
+        assert!(refused.contains("twice"), "{refused}");
+        assert!(parse("redis://h:1?db=x").is_err());
+    }
+
+    #[test]
+    fn passwords_are_hidden_in_names_and_errors() {
+        assert_eq!(redact("redis://app:secret@h:1/2"), "redis://app:***@h:1/2");
+        assert_eq!(redact("unix://u:secret@/tmp/s"), "unix://u:***@/tmp/s");
+        assert_eq!(redact("redis://h:1?x=y"), "redis://h:1?x=y");
+        assert_eq!(
+            redact("unix:///s?db=1&password=secret#f"),
+            "unix:///s?db=1&password=***#f"
+        );
+        let refused = parse("redis://app:secret@h:1?foo=bar").unwrap_err();
+        assert!(
+            !refused.contains("secret") && refused.contains("foo"),
+            "{refused}"
+        );
+    }
+}

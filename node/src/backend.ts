@@ -1,0 +1,83 @@
+/**
+ * What a manager and the locks it hands out share (client/src/backend.rs): the nodes, one call
+ * to a node (with its replica acknowledgement), the work left running in the background, the
+ * retry pause and validity.
+ */
+import { type NodeFailure } from "./errors.js";
+import { type Kind, quorum } from "./kind.js";
+import { type Settings, TIMEOUT_RESOLUTION } from "./options.js";
+import { now, validity } from "./timing.js";
+import { Cluster } from "./transport/cluster.js";
+import { Sentinel } from "./transport/sentinel.js";
+import { Failed, Server, type Reply } from "./transport/server.js";
+
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+export const isOne = (reply: Reply | undefined): boolean => reply === "1";
+
+export function tokenOf(reply: Reply): bigint | undefined {
+  if (typeof reply === "string" && /^\d+$/.test(reply)) {
+    const token = BigInt(reply);
+    return token > 0n ? token : undefined;
+  }
+  return undefined;
+}
+
+export interface Outcome {
+  readonly reply?: Reply;
+  readonly failure?: NodeFailure;
+}
+
+/** Nodes, settings, and one call to a node. */
+export class Backend {
+  readonly needed: (kind: Kind) => number;
+  readonly background = new Set<Promise<unknown>>();
+
+  constructor(
+    readonly nodes: ReadonlyArray<Server | Sentinel | Cluster>,
+    readonly opts: Settings,
+  ) {
+    this.needed = (kind) => quorum(nodes.length, kind);
+  }
+
+  /** Keeps a background promise until it settles (close() waits for them). */
+  spawn(work: Promise<unknown>): void {
+    const p = work.catch(() => undefined);
+    this.background.add(p);
+    void p.finally(() => this.background.delete(p));
+  }
+
+  /** One command on one node, with its replica acknowledgement when it writes. */
+  async call(node: number, args: string[], { acked = false, blocking = 0 } = {}): Promise<Outcome> {
+    const n = this.nodes[node]!;
+    const ack = acked && (this.opts.ack?.everywhere || !(n instanceof Server)) ? this.opts.ack : undefined;
+    const extra = ack ? ack.timeout + TIMEOUT_RESOLUTION : 0;
+    try {
+      const whole = this.opts.timeout + blocking + extra;
+      const replies = ack
+        ? await n.pipeline([args, ["WAIT", String(ack.replicas), String(ack.timeout)]], this.opts.timeout, whole, blocking > 0)
+        : [await (blocking > 0 ? n.callBlocking(args, this.opts.timeout, whole) : n.call(args, this.opts.timeout))];
+      const reply = replies[0]!;
+      if (ack && (tokenOf(reply) !== undefined || isOne(reply))) {
+        const acked = Number(replies[1] ?? 0);
+        if (acked < ack.replicas) {
+          return { failure: { node: n.name, reason: `written but only ${acked} of ${ack.replicas} replicas acknowledged within ${ack.timeout} ms` } };
+        }
+      }
+      return { reply };
+    } catch (e) {
+      return { failure: e instanceof Failed ? e.failure : { node: n.name, reason: String(e) } };
+    }
+  }
+
+  everywhere(): number[] {
+    return this.nodes.map((_, i) => i);
+  }
+
+  retryPause(): number {
+    return this.opts.retryDelay + Math.random() * this.opts.retryJitter;
+  }
+
+  validity(ttl: number, since: number): number | undefined {
+    return validity(ttl, now() - since, this.opts.drift);
+  }
+}

@@ -1,0 +1,223 @@
+/**
+ * Takes a lock over the network (client/src/driver.rs): runs attempts (attempt.ts, every
+ * decision) by sending what their actions ask through the node calls (calls.ts), feeding the
+ * replies back, and keeping the time.
+ *
+ * - acquire without `wait` is one attempt that does not wait on the nodes; with `wait`, attempts
+ *   run until one holds or `anotherAttempt` says stop: queued on the nodes (the default), or
+ *   without a server wait and with the retry pause between attempts (waitMode "retry").
+ * - Queue mode draws one ticket per acquire (wall-clock us); with one node no ticket (plain
+ *   FIFO, and a grant that is never committed must not be revocable).
+ * - Round r of an attempt asks as owner `<base>:<r>`, each attempt under a new base, so a late
+ *   RELEASE of an abandoned round cannot free a later one.
+ * - A queued attempt keeps the deadline itself (a node notices a wait's timeout only at its next
+ *   tick) and gets at least one whole call, so a zero wait still asks once and hears the answer.
+ * - An attempt that ends without the lock (or aborted by the signal) withdraws its round before
+ *   answering; requests still out end in the background, where `onLate` says which grants they
+ *   bring to release.
+ */
+import { type Action, Attempt, type AttemptError, type Policy, type Reply, anotherAttempt, lease } from "./attempt.js";
+import type { NodeFailure } from "./errors.js";
+import type { Calls } from "./calls.js";
+import { drawTicket, newOwner, now, roundOwner } from "./timing.js";
+
+/** A lock won: its owner, token and validity (ms), and the controller to abort on release. */
+export type Granted = { readonly owner: string; readonly token: bigint; readonly validity: number; readonly stale: AbortController };
+export type Outcome = { ok: true; granted: Granted } | { ok: false; error: AttemptError; attempts: number };
+
+type Input =
+  | { readonly input: "reply"; readonly node: number; readonly round: number; readonly reply: Reply }
+  | { readonly input: "fenced"; readonly node: number; readonly round: number; readonly failure: NodeFailure | undefined }
+  | { readonly input: "pause"; readonly node: number; readonly round: number };
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** One acquire call. */
+export class Acquire {
+  readonly #ticket: bigint | undefined;
+
+  constructor(
+    readonly calls: Calls,
+    readonly ttl: number,
+    readonly deadline: number,
+    readonly policy: Policy,
+    readonly signal: AbortSignal | undefined,
+  ) {
+    this.#ticket = policy.queue && calls.backend.nodes.length > 1 ? drawTicket() : undefined;
+  }
+
+  get ticket(): bigint | undefined {
+    return this.#ticket;
+  }
+
+  /** Attempts until one holds (at most one when `once`), or why not and how many were made. */
+  async run(once: boolean): Promise<Outcome> {
+    const opts = this.calls.backend.opts;
+    for (let attempts = 1; ; attempts++) {
+      const result = await new Running(this, newOwner()).run();
+      if (result.ok) return result;
+      const pause = this.calls.backend.retryPause();
+      const outOfTime = now() + pause > this.deadline;
+      if (once || this.signal?.aborted || !anotherAttempt(this.policy, result.error, outOfTime, attempts, opts.retryCount)) {
+        return { ok: false, error: result.error, attempts };
+      }
+      await sleep(pause);
+    }
+  }
+
+  /** Held: what the lease comes to (attempt.ts lease), counted from the request that last set the TTL. */
+  async lease(owner: string, token: bigint, leaseFrom: number, stale: AbortController): Promise<Granted | undefined> {
+    const backend = this.calls.backend;
+    const nodes = backend.nodes.length;
+    let left = backend.validity(this.ttl, leaseFrom);
+    let verdict = lease(nodes, left, this.ttl, false);
+    if (verdict === "renew") {
+      const renewedFrom = now();
+      const renewed = await this.calls.renew(0, owner, this.ttl);
+      left = renewed ? backend.validity(this.ttl, renewedFrom) : undefined;
+      verdict = lease(nodes, left, this.ttl, true);
+    }
+    if (verdict === "held" && left !== undefined) return { owner, token, validity: left, stale };
+    stale.abort();
+    await this.calls.release(owner); // before answering, as any failure before the deadline
+    return undefined;
+  }
+}
+
+/** One attempt while its requests are out. */
+class Running {
+  readonly #core: Attempt;
+  #actions: Action[];
+  readonly #inputs: Input[] = [];
+  #out = 0; // requests and pauses not back yet
+  #wake: () => void = () => {};
+  #over = false;
+  #leaseFrom = now();
+  readonly #stale = new AbortController(); // aborted when the holder releases
+
+  constructor(
+    readonly acquire: Acquire,
+    readonly base: string,
+  ) {
+    const nodes = acquire.calls.backend.nodes.length;
+    [this.#core, this.#actions] = Attempt.start(nodes, acquire.calls.backend.needed(acquire.calls.kind), acquire.policy);
+  }
+
+  async run(): Promise<{ ok: true; granted: Granted } | { ok: false; error: AttemptError }> {
+    const a = this.acquire;
+    // A queued attempt gets at least one whole call, so a zero wait still asks once and hears the answer.
+    const endAt = Math.max(a.deadline, now() + a.calls.backend.opts.timeout);
+    const timer = setTimeout(() => this.#wake(), Math.max(0, endAt - now()));
+    const onAbort = (): void => this.#wake();
+    a.signal?.addEventListener("abort", onAbort);
+    try {
+      for (;;) {
+        const end = await this.#perform(this.#actions);
+        if (end) return end;
+        this.#actions = await this.#next(a.policy.queue ? endAt : undefined);
+      }
+    } finally {
+      this.#over = true;
+      clearTimeout(timer);
+      a.signal?.removeEventListener("abort", onAbort);
+    }
+  }
+
+  #owner(round: number): string {
+    return roundOwner(this.base, round);
+  }
+
+  /** Does what `actions` ask; the attempt's end, if one of them is it. */
+  async #perform(actions: Action[]): Promise<{ ok: true; granted: Granted } | { ok: false; error: AttemptError } | undefined> {
+    const calls = this.acquire.calls;
+    const failing = actions.some((a) => a.action === "failed"); // then the round is withdrawn before answering
+    for (const action of actions) {
+      switch (action.action) {
+        case "ask":
+          this.#leaseFrom = now();
+          action.nodes.forEach((n) => this.#ask(n, action.round));
+          break;
+        case "ask_again":
+          if (action.afterPause) this.#pause(action.node, action.round);
+          else this.#ask(action.node, action.round);
+          break;
+        case "fence":
+          if (this.acquire.policy.queue) this.#leaseFrom = now(); // FENCE ... PX starts the lease afresh
+          action.nodes.forEach((n) => this.#fence(n, action.round, action.token));
+          break;
+        case "release": {
+          const release = calls.release(this.#owner(action.round), action.nodes);
+          if (failing) await release;
+          else calls.backend.spawn(release);
+          break;
+        }
+        case "held": {
+          this.#over = true;
+          const granted = await this.acquire.lease(this.#owner(action.round), action.token, this.#leaseFrom, this.#stale);
+          return granted ? { ok: true, granted } : { ok: false, error: { type: "expired" } };
+        }
+        case "failed":
+          this.#over = true; // the core withdrew the round just before
+          return { ok: false, error: action.error };
+      }
+    }
+    return undefined;
+  }
+
+  /** Hands a request's answer to the attempt, or, once it is over, to `onLate`. */
+  #track(request: Promise<Input>): void {
+    this.#out += 1;
+    const handled = request.then((input) => {
+      this.#out -= 1;
+      if (!this.#over) {
+        this.#inputs.push(input);
+        this.#wake();
+        return;
+      }
+      if (input.input !== "reply") return;
+      for (const late of this.#core.onLate(input.node, input.round, input.reply, this.#stale.signal.aborted)) {
+        if (late.action === "release") this.acquire.calls.backend.spawn(this.acquire.calls.release(this.#owner(late.round), late.nodes));
+      }
+    });
+    this.acquire.calls.backend.spawn(handled);
+  }
+
+  /** ACQUIRE (with WAIT ... [TICKET] in queue mode) on `node` as the owner of `round`. */
+  #ask(node: number, round: number): void {
+    const a = this.acquire;
+    const wait = a.policy.queue ? ([Math.max(1, a.deadline - now()), a.ticket] as const) : undefined;
+    this.#track(a.calls.ask(node, this.#owner(round), a.ttl, wait).then((reply) => ({ input: "reply" as const, node, round, reply })));
+  }
+
+  #pause(node: number, round: number): void {
+    this.#track(sleep(this.acquire.calls.backend.retryPause()).then(() => ({ input: "pause" as const, node, round })));
+  }
+
+  /** FENCE (with PX ttl in queue mode) on `node`. */
+  #fence(node: number, round: number, token: bigint): void {
+    const a = this.acquire;
+    const ttl = a.policy.queue ? a.ttl : undefined;
+    this.#track(a.calls.fence(node, this.#owner(round), token, ttl).then((failure) => ({ input: "fenced" as const, node, round, failure })));
+  }
+
+  /** The next input into the core; waits for one, the end, or the signal if none is in. */
+  async #next(endAt: number | undefined): Promise<Action[]> {
+    for (;;) {
+      const input = this.#inputs.shift();
+      if (input) return this.#feed(input);
+      if (this.acquire.signal?.aborted || this.#out === 0) return this.#core.onDeadline();
+      if (endAt !== undefined && now() >= endAt) return this.#core.onDeadline();
+      await new Promise<void>((resolve) => (this.#wake = resolve));
+    }
+  }
+
+  #feed(input: Input): Action[] {
+    const a = this.acquire;
+    if (input.input === "reply") return this.#core.onReply(input.node, input.round, input.reply, now() >= a.deadline);
+    if (input.input === "fenced") {
+      const valid = a.calls.backend.validity(a.ttl, this.#leaseFrom) !== undefined;
+      return this.#core.onFenced(input.node, input.round, input.failure, valid);
+    }
+    return this.#core.onPauseOver(input.node, input.round);
+  }
+}

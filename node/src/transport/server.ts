@@ -1,0 +1,230 @@
+/**
+ * One quorum node (a plain master) over node-redis: a shared connection for the short commands,
+ * and dedicated connections for the blocking waits (DLOCK.ACQUIRE ... WAIT), which would
+ * otherwise hold up every command queued behind them. Connects lazily and reconnects on its own;
+ * a node that is down fails its calls at once (no offline queue), within the call timeout.
+ */
+import { createClient, RESP_TYPES } from "@redis/client";
+import type { NodeFailure } from "../errors.js";
+
+/** TLS settings for `rediss://` nodes (node's tls.connect options). */
+export interface TlsOptions {
+  readonly ca?: string | Buffer | Array<string | Buffer>;
+  readonly cert?: string | Buffer;
+  readonly key?: string | Buffer;
+  /** false: skip every check of the server's certificate. Unsafe; for tests only. */
+  readonly rejectUnauthorized?: boolean;
+  readonly servername?: string;
+}
+
+export interface Connection {
+  readonly username?: string | undefined;
+  readonly password?: string | undefined;
+  readonly tls?: TlsOptions | undefined;
+}
+
+/** A reply as dlock reads it: integers as decimal strings (tokens pass 2^53), nil as null. */
+export type Reply = string | null | Reply[];
+
+/** A call that did not get a reply: the node's failure. */
+export class Failed extends Error {
+  constructor(readonly failure: NodeFailure) {
+    super(failure.reason);
+  }
+}
+
+// Integers as strings: a JavaScript number cannot hold a token past 2^53.
+const TYPES = { [RESP_TYPES.NUMBER]: String } as const;
+const OPTIONS = { typeMapping: TYPES };
+const IDLE_BLOCKING = 4;
+const lastError = new WeakMap<object, string>();
+
+type Client = ReturnType<typeof makeClient>;
+
+/**
+ * What node-redis needs for a URL it does not parse itself: `unix://[user:password@]/path[?db=N]`
+ * (node-redis reads redis:// and rediss:// only), and the `client_name` query of any URL.
+ */
+function fromUrl(url: string): { url?: string; path?: string; username?: string; password?: string; database?: number; name?: string } {
+  const q = url.indexOf("?");
+  const query = new URLSearchParams(q < 0 ? "" : url.slice(q + 1));
+  const name = query.get("client_name") ?? undefined;
+  const db = query.get("db");
+  const common = { ...(name !== undefined ? { name } : {}), ...(db !== null ? { database: Number(db) } : {}) };
+  if (!url.startsWith("unix://")) return { url: q < 0 ? url : url.slice(0, q), ...common };
+  let rest = url.slice("unix://".length, q < 0 ? undefined : q);
+  const at = rest.indexOf("@/");
+  let login = {};
+  if (at >= 0) {
+    const [user = "", password] = rest.slice(0, at).split(/:(.*)/s);
+    login = { ...(user ? { username: decodeURIComponent(user) } : {}), ...(password !== undefined ? { password: decodeURIComponent(password) } : {}) };
+    rest = rest.slice(at + 1);
+  }
+  return { path: rest, ...login, ...common };
+}
+
+function makeClient(url: string, connection: Connection, connectTimeout: number) {
+  const tls = url.startsWith("rediss://");
+  const { path, ...parsed } = fromUrl(url);
+  const hasLogin = /\/\/[^/]*@/.test(url);
+  const client = createClient({
+    ...parsed,
+    RESP: 2,
+    disableOfflineQueue: true,
+    disableClientInfo: true,
+    ...(connection.username !== undefined && !hasLogin ? { username: connection.username } : {}),
+    ...(connection.password !== undefined && !hasLogin ? { password: connection.password } : {}),
+    socket: {
+      ...(path !== undefined ? { path } : {}),
+      connectTimeout: Math.max(connectTimeout, 1000),
+      // A node back up is used again within 200 ms (a lock left on it by a failed release holds it until its TTL).
+      reconnectStrategy: (retries: number) => Math.min(20 * (retries + 1), 200),
+      ...(tls ? { tls: true as const, ...(connection.tls ?? {}) } : {}),
+    },
+  });
+  // The last error says why a node could not be connected to.
+  listen(client);
+  return client;
+}
+
+/** Every failure reaches its caller; an 'error' event nobody hears would crash the process. */
+function listen<C extends { on(event: "error", listener: (e: unknown) => void): unknown }>(client: C): C {
+  client.on("error", (e: unknown) => lastError.set(client, e instanceof Error ? e.message : String(e)));
+  return client;
+}
+
+function timer(ms: number): { promise: Promise<"timeout">; cancel: () => void } {
+  let handle: NodeJS.Timeout | undefined;
+  const promise = new Promise<"timeout">((resolve) => {
+    handle = setTimeout(() => resolve("timeout"), Math.max(0, ms));
+  });
+  return { promise, cancel: () => clearTimeout(handle) };
+}
+
+export class Server {
+  readonly #client: Client;
+  readonly #idle: Client[] = [];
+  readonly #busy = new Set<Client>();
+  #connecting: Promise<void> | undefined;
+  #closed = false;
+
+  constructor(
+    readonly name: string,
+    readonly url: string,
+    readonly connection: Connection,
+    connectTimeout: number,
+  ) {
+    this.#client = makeClient(url, connection, connectTimeout);
+  }
+
+  #fail(reason: string): Failed {
+    return new Failed({ node: this.name, reason });
+  }
+
+  async #ready(client: Client, within: number): Promise<void> {
+    if (this.#closed) throw this.#fail("the lock manager is closed");
+    if (client.isReady) return;
+    if (!client.isOpen) {
+      const connecting = client.connect().then(
+        () => undefined,
+        () => undefined,
+      );
+      if (client === this.#client) this.#connecting = connecting;
+    }
+    const t = timer(within);
+    let onReady: () => void = () => {};
+    const ready = new Promise<"ready">((resolve) => {
+      onReady = () => resolve("ready");
+      client.once("ready", onReady);
+    });
+    try {
+      if ((await Promise.race([ready, t.promise])) === "timeout" && !client.isReady) {
+        const why = lastError.get(client);
+        throw this.#fail(`not connected within ${within} ms${why ? ` (${why})` : ""}`);
+      }
+    } finally {
+      t.cancel();
+      client.off("ready", onReady);
+    }
+  }
+
+  async #send(client: Client, args: string[], within: number): Promise<Reply> {
+    const t = timer(within);
+    try {
+      const reply = client.sendCommand(args, OPTIONS) as Promise<Reply>;
+      const won = await Promise.race([reply, t.promise]);
+      if (won === "timeout") {
+        reply.catch(() => {});
+        throw new Failed({ node: this.name, reason: `timed out after ${within} ms`, noReply: true });
+      }
+      return won;
+    } catch (e) {
+      if (e instanceof Failed) throw e;
+      throw this.#fail(e instanceof Error ? e.message : String(e));
+    } finally {
+      t.cancel();
+    }
+  }
+
+  /** One command on the shared connection, within `timeout` ms (connecting included). */
+  async call(args: string[], timeout: number): Promise<Reply> {
+    const started = performance.now();
+    await this.#ready(this.#client, timeout);
+    return this.#send(this.#client, args, timeout - (performance.now() - started));
+  }
+
+  /**
+   * A blocking command on a connection of its own: `connect` ms to be connected, `whole` ms for
+   * the reply. A connection whose reply never came is closed (a late reply would be read by the
+   * next command); one that answered is kept for the next wait.
+   */
+  async callBlocking(args: string[], connect: number, whole: number): Promise<Reply> {
+    const client = this.#idle.pop() ?? listen(this.#client.duplicate());
+    this.#busy.add(client);
+    let reusable = false;
+    try {
+      await this.#ready(client, connect);
+      const reply = await this.#send(client, args, whole);
+      reusable = true;
+      return reply;
+    } finally {
+      this.#busy.delete(client);
+      if (reusable && !this.#closed && this.#idle.length < IDLE_BLOCKING) this.#idle.push(client);
+      else if (client.isOpen) client.destroy();
+    }
+  }
+
+  /**
+   * Several commands on one connection, in order (a write and its WAIT for replicas): the shared
+   * one, or a dedicated one when the first blocks.
+   */
+  async pipeline(commands: string[][], connect: number, whole: number, blocking: boolean): Promise<Reply[]> {
+    const client = blocking ? (this.#idle.pop() ?? listen(this.#client.duplicate())) : this.#client;
+    if (blocking) this.#busy.add(client);
+    let reusable = false;
+    try {
+      await this.#ready(client, connect);
+      const replies = commands.map((args) => this.#send(client, args, whole));
+      replies.forEach((r) => r.catch(() => {}));
+      const all = await Promise.all(replies);
+      reusable = true;
+      return all;
+    } finally {
+      if (blocking) {
+        this.#busy.delete(client);
+        if (reusable && !this.#closed && this.#idle.length < IDLE_BLOCKING) this.#idle.push(client);
+        else if (client.isOpen) client.destroy();
+      }
+    }
+  }
+
+  close(): void {
+    this.#closed = true;
+    for (const client of [this.#client, ...this.#idle, ...this.#busy]) {
+      if (client.isOpen) client.destroy();
+    }
+    this.#idle.length = 0;
+    this.#busy.clear();
+    void this.#connecting;
+  }
+}

@@ -1,0 +1,268 @@
+"""Takes a lock over the network (client/src/driver.rs): runs attempts (dlock/_pure/attempt.py,
+every decision) by sending what their actions ask, feeding the replies back, and keeping the
+time.
+
+- try_lock is one attempt that does not wait on the nodes; lock runs attempts until one holds or
+  `another_attempt` says stop: queued on the nodes (the default), or without a server wait and
+  with the retry pause between attempts (wait_mode "retry").
+- Queue mode draws one ticket per lock() call (wall-clock us); with one node no ticket (plain
+  FIFO, and a grant that is never committed must not be revocable). Each wait goes on a
+  connection of its own (Waits: one selector read from the caller's thread in the sync
+  flavour, a task per wait in asyncio's); the plain asks of an attempt without a server wait go
+  out together.
+- Round r of an attempt asks as owner `<base>:<r>`, each attempt under a new base, so a late
+  RELEASE of an abandoned round cannot free a later one.
+- A queued attempt keeps the deadline itself (a node notices a wait's timeout only at its next
+  tick) and gets at least one whole call, so a zero wait still asks once and hears the answer.
+- When the attempt ends without the lock, at the deadline or when the caller is interrupted
+  (Ctrl-C, a cancelled task), its round is withdrawn everywhere (RELEASE of its owner) before
+  the interruption goes on; requests still out end in the background, where `on_late` says
+  which grants they bring to release."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from .._pure import commands as cmd
+from .._pure.ack import TIMEOUT_RESOLUTION
+from .._pure.attempt import (
+    Action,
+    Ask,
+    AskAgain,
+    Attempt,
+    Failed,
+    Fence,
+    Held,
+    Policy,
+    Release,
+    another_attempt,
+    lease,
+)
+from .._pure.kind import Kind
+from .._pure.timing import draw_ticket, ms, new_owner, retry_pause, round_owner, validity
+from .._pure.verdicts import EXPIRED, AttemptFailed, Grant, ask_reply
+from .._transport.aio.concurrency import shielded, sleep
+from .._transport.aio.waits import Answer, Waits
+from ..errors import NodeFailure
+from .calls import Calls
+
+#: What a request left running brings back: ("reply", node, round, reply), ("fenced", node,
+#: round, why not or None), or ("pause", node, round) once the retry pause before an ask is over.
+Input = tuple[str, int, int, object]
+
+
+class Won:
+    """A lock won: its owner, grant, and the flag to raise on release (requests of the
+    acquisition still out then know a grant they bring is stale)."""
+
+    def __init__(self, owner: str, grant: Grant, released: asyncio.Event) -> None:
+        self.owner, self.grant, self.released = owner, grant, released
+
+
+class Acquire:
+    """One lock() or try_lock() call."""
+
+    def __init__(self, calls: Calls, resource: str, ttl_ms: int, deadline: float, kind: Kind, policy: Policy) -> None:
+        self.calls = calls
+        self.resource = resource
+        self.ttl_ms = ttl_ms
+        self.deadline = deadline
+        self.kind = kind
+        self.policy = policy
+        self.ticket: int | None = draw_ticket() if policy.queue and calls.size() > 1 else None
+
+    async def run(self, once: bool) -> tuple[Won | AttemptFailed, int]:
+        """Attempts until one holds (at most one when `once`): what it came to, and how many."""
+        attempts = 0
+        opts = self.calls.opts
+        while True:
+            attempts += 1
+            try:
+                return await Running(self, new_owner()).run(), attempts
+            except AttemptFailed as failure:
+                pause = retry_pause(opts)
+                out_of_time = time.monotonic() + pause > self.deadline
+                if once or not another_attempt(self.policy, failure, out_of_time, attempts, opts.retry_count):
+                    return failure, attempts
+                await sleep(pause)
+
+    async def withdraw(self, owner: str) -> None:
+        """RELEASE of `owner` on every node, which an interruption cannot stop halfway."""
+        await shielded(self.calls.release(self.resource, owner))
+
+    async def held(self, owner: str, token: int, lease_from: float, released: asyncio.Event) -> Won:
+        """The lock, if its lease checks out. Otherwise, or when interrupted meanwhile (the caller
+        then never gets it), `released` is set and the lock released everywhere."""
+        try:
+            return await self.check_lease(owner, token, lease_from, released)
+        except BaseException:
+            released.set()  # requests still out now know a grant they bring is stale
+            await self.withdraw(owner)
+            raise
+
+    async def check_lease(self, owner: str, token: int, lease_from: float, released: asyncio.Event) -> Won:
+        """Held: what the lease comes to (attempt.lease), counted from the request that last set
+        the TTL; with one node and too little left, renewed once first."""
+        opts, nodes = self.calls.opts, self.calls.size()
+        left = validity(self.ttl_ms, lease_from, time.monotonic(), opts)
+        verdict = lease(nodes, left, self.ttl_ms, False)
+        if verdict == "renew":
+            renewed_from = time.monotonic()
+            renewed = await self.calls.renew(0, self.resource, owner, self.ttl_ms)
+            left = validity(self.ttl_ms, renewed_from, time.monotonic(), opts) if renewed else None
+            verdict = lease(nodes, left, self.ttl_ms, True)
+        if verdict == "held" and left is not None:
+            return Won(owner, Grant(token, time.monotonic() + left), released)
+        raise AttemptFailed(EXPIRED)
+
+
+class Running:
+    """One attempt while its requests are out."""
+
+    def __init__(self, acquire: Acquire, base: str) -> None:
+        self.acquire = acquire
+        self.base = base
+        calls = acquire.calls
+        self.core, self.first = Attempt.start(calls.size(), calls.needed(acquire.kind), acquire.policy)
+        self.waits = Waits(calls.nodes)  # queued asks in flight
+        self.asks: list[tuple[int, int]] = []  # plain asks to send together, (node, round)
+        self.ready: list[Input] = []  # inputs in, not fed yet
+        self.timers: list[tuple[float, int, int]] = []  # (when, node, round): asks after the pause
+        self.released = asyncio.Event()
+        self.settled = False  # held, or its round withdrawn already
+        self.lease_from = time.monotonic()
+
+    async def run(self) -> Won:
+        calls, queue = self.acquire.calls, self.acquire.policy.queue
+        end = max(self.acquire.deadline, time.monotonic() + calls.nodes.call_bound)  # a zero wait still asks once
+        try:
+            actions = self.first
+            while True:
+                held = await self.perform(actions)
+                if held is not None:
+                    owner = round_owner(self.base, held.round)
+                    return await self.acquire.held(owner, held.token, self.lease_from, self.released)
+                actions = await self.next_actions(end if queue else None)
+        finally:
+            await self.finish()
+
+    async def perform(self, actions: list[Action]) -> Held | None:
+        """Does what `actions` ask; the hold, if one of them is it."""
+        a = self.acquire
+        for action in actions:
+            if isinstance(action, Ask):
+                self.lease_from = time.monotonic()
+                for node in action.nodes:
+                    self.ask(node, action.round)
+            elif isinstance(action, AskAgain):
+                if action.after_pause:
+                    self.timers.append((time.monotonic() + retry_pause(a.calls.opts), action.node, action.round))
+                else:
+                    self.ask(action.node, action.round)
+            elif isinstance(action, Fence):
+                await self.fence(action)
+            elif isinstance(action, Release):
+                await a.calls.release_on(a.resource, round_owner(self.base, action.round), action.nodes)
+            elif isinstance(action, Held):
+                self.settled = True
+                return action
+            else:
+                assert isinstance(action, Failed)
+                self.settled = True  # the core withdrew the round just before
+                raise action.error
+        return None
+
+    def ask(self, node: int, round_: int) -> None:
+        """ACQUIRE ... WAIT ... [TICKET] on `node` as the owner of `round_`; a plain ACQUIRE goes
+        out with the others in the next step."""
+        a = self.acquire
+        if not a.policy.queue:
+            self.asks.append((node, round_))
+            return
+        left = max(0.0, a.deadline - time.monotonic())
+        owner = round_owner(self.base, round_)
+        request = cmd.wait(a.resource, owner, a.ttl_ms, ms(left), a.ticket, a.kind.option())
+        # A server notices a wait's timeout only at its next tick: its nil may come that late.
+        allowed = left + TIMEOUT_RESOLUTION + a.calls.opts.timeout
+        failure = self.waits.send(node, round_, request, allowed)
+        if failure is not None:
+            self.ready.append(("reply", node, round_, failure))
+
+    async def fence(self, action: Fence) -> None:
+        """FENCE on the granting nodes (with PX ttl in queue mode, which starts the lease afresh);
+        the answers are fed like the others."""
+        a = self.acquire
+        ttl_ms = a.ttl_ms if a.policy.queue else None
+        if a.policy.queue:
+            self.lease_from = time.monotonic()
+        owner = round_owner(self.base, action.round)
+        why_not = await a.calls.fence(a.resource, owner, action.token, ttl_ms, action.nodes)
+        self.ready.extend(("fenced", node, action.round, why) for node, why in zip(action.nodes, why_not, strict=True))
+
+    async def next_actions(self, end: float | None) -> list[Action]:
+        """Feeds the next input to the core; waits for one (or a timer, or the end) if none is in."""
+        if self.ready:
+            return self.feed(self.ready.pop(0))
+        if self.asks:
+            await self.send_asks()
+            return []
+        now = time.monotonic()
+        if end is not None and now >= end:
+            return self.core.on_deadline()
+        due = [t for t in self.timers if t[0] <= now]
+        if due:
+            self.timers = [t for t in self.timers if t[0] > now]
+            return [action for _, node, round_ in due for action in self.core.on_pause_over(node, round_)]
+        if not self.waits and not self.timers:
+            return self.core.on_deadline()  # nothing left to hear from
+        wake = min([end if end is not None else now + 1.0, *(when for when, _, _ in self.timers)])
+        for pending, reply in await self.waits.answers(wake - now):
+            self.ready.append(("reply", pending.node, pending.round, reply))
+        return []
+
+    async def send_asks(self) -> None:
+        """The plain asks gathered, sent at once (one per node; each round's owner)."""
+        a, asks = self.acquire, self.asks
+        self.asks = []
+        for round_ in sorted({r for _, r in asks}):
+            nodes = [n for n, r in asks if r == round_]
+            owner = round_owner(self.base, round_)
+            replies = await a.calls.ask(a.resource, owner, a.ttl_ms, a.kind, nodes)
+            self.ready.extend(("reply", node, round_, reply) for node, reply in zip(nodes, replies, strict=True))
+
+    def feed(self, item: Input) -> list[Action]:
+        """One input, into the core."""
+        what, node, round_, value = item
+        a = self.acquire
+        if what == "reply":
+            reply = ask_reply(a.calls.nodes.names[node], value)
+            return self.core.on_reply(node, round_, reply, time.monotonic() >= a.deadline)
+        if what == "fenced":
+            valid = validity(a.ttl_ms, self.lease_from, time.monotonic(), a.calls.opts) is not None
+            assert value is None or isinstance(value, NodeFailure)
+            return self.core.on_fenced(node, round_, value, valid)
+        return self.core.on_pause_over(node, round_)
+
+    async def release_late(self, answer: Answer) -> None:
+        """A reply of a wait still out once the attempt ended: a stale grant is released."""
+        pending, reply = answer
+        await self.late(pending.node, pending.round, reply)
+
+    async def late(self, node: int, round_: int, reply: object) -> None:
+        a = self.acquire
+        for action in self.core.on_late(node, round_, reply, self.released.is_set()):
+            if isinstance(action, Release):
+                await a.calls.release_on(a.resource, round_owner(self.base, action.round), action.nodes)
+
+    async def finish(self) -> None:
+        """Ends the attempt. Without a hold its round is withdrawn everywhere (its waits answer
+        nil, its grants are freed), even when the caller is interrupted; held, the waits still
+        queued stay, so the other nodes too grant the lock to its holder. Either way they are
+        followed to their end and any grant they bring back stale is released."""
+        if not self.settled:
+            await self.acquire.withdraw(round_owner(self.base, self.core.round))
+        for what, node, round_, value in self.ready:
+            if what == "reply":
+                await self.late(node, round_, value)
+        await self.waits.drain_later(self.release_late)

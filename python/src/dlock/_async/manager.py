@@ -1,0 +1,299 @@
+# unasync: asyncio only
+"""LockManager, asyncio flavour: the same shape as dlock.LockManager, awaitable."""
+# unasync: sync only
+# """LockManager, sync flavour: Redlock across N masters running the dlock module, with quorum
+# fencing tokens (the Rust crate's `dlock_client::LockManager`)."""
+# unasync: end
+
+from __future__ import annotations
+
+import ssl
+import time
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
+from types import TracebackType
+from typing import Any, TypeVar
+
+from redis.asyncio import Redis
+
+from .._pure import commands as cmd
+from .._pure.ack import ReplicaAck
+from .._pure.admin import NodeStatus, node_status
+from .._pure.attempt import QUEUE, Policy
+from .._pure.kind import Kind, check_kind, check_limit
+from .._pure.options import Options, WaitMode, check_owner, check_resource, check_ttl, check_wait
+from .._pure.security import security
+from .._pure.top import NodeTop, Walk, check_rows
+from .._pure.urls import check_nodes
+from .._pure.verdicts import AttemptFailed
+
+# unasync: sync only
+# from ..errors import LockLost
+# unasync: end
+from .._transport.aio.nodes import Nodes
+from .calls import Calls
+from .driver import Acquire
+from .lock import Lock
+
+T = TypeVar("T")
+
+
+# unasync: asyncio only
+class PendingLock:
+    """What `lock()` / `try_lock()` return: await it for a Lock, or `async with` it (acquired
+    on entry, released on exit). Arguments were already checked when it was made."""
+
+    def __init__(self, acquire: Callable[[], Coroutine[Any, Any, Lock]]) -> None:
+        self._acquire = acquire
+        self._lock: Lock | None = None
+
+    def __await__(self) -> Generator[Any, None, Lock]:
+        return self._acquire().__await__()
+
+    async def __aenter__(self) -> Lock:
+        self._lock = await self._acquire()
+        return self._lock
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        assert self._lock is not None
+        await self._lock.__aexit__(kind, error, trace)
+
+
+# unasync: end
+class LockManager:
+    # unasync: asyncio only
+    """Holds the nodes and options; hands out locks. Use it within one event loop; connects
+    lazily. The options are those of dlock.LockManager; nodes may be redis.asyncio.Redis
+    clients where the sync manager takes redis.Redis ones."""
+
+    # unasync: sync only
+    # """Holds the nodes and options; hands out locks. Thread-safe; connects lazily, so nodes
+    # may be down now and come up later. Defaults as in docs/python.md.
+    #
+    # `nodes`: URLs (redis://, rediss://, unix://, redis+cluster://, rediss+cluster://,
+    # redis+sentinel://, rediss+sentinel://) or redis.Redis clients, each one quorum node. The
+    # ssl_* keywords (redis-py's) apply to every TLS node; username / password to every node
+    # whose URL has no credentials; sentinel_username / sentinel_password to the sentinels. A
+    # bad file or combination is a ValueError here, before any node is asked."""
+    # unasync: end
+
+    def __init__(
+        self,
+        nodes: Sequence[str | Redis],
+        *,
+        timeout: float = 0.050,
+        retry_count: int | None = None,
+        retry_delay: float = 0.025,
+        retry_jitter: float = 0.025,
+        drift_factor: float = 0.01,
+        drift_constant: float = 0.002,
+        fencing: bool = True,
+        wait_mode: WaitMode = "queue",
+        max_hold: float | None = None,
+        extend_interval: float | None = None,
+        replica_ack: ReplicaAck = "auto",
+        ack_timeout: float = 0.100,
+        ssl_ca_certs: str | None = None,
+        ssl_certfile: str | None = None,
+        ssl_keyfile: str | None = None,
+        ssl_cert_reqs: str | ssl.VerifyMode | None = "required",
+        ssl_check_hostname: bool = True,
+        ssl_password: str | None = None,
+        username: str | None = None,
+        password: str | None = None,
+        sentinel_username: str | None = None,
+        sentinel_password: str | None = None,
+    ) -> None:
+        endpoints = check_nodes(nodes, Nodes.client_type)
+        self.options = Options(
+            timeout=timeout,
+            retry_count=retry_count,
+            retry_delay=retry_delay,
+            retry_jitter=retry_jitter,
+            drift_factor=drift_factor,
+            drift_constant=drift_constant,
+            fencing=fencing,
+            wait_mode=wait_mode,
+            max_hold=max_hold,
+            extend_interval=extend_interval,
+            replica_ack=replica_ack,
+            ack_timeout=ack_timeout,
+        )
+        reach = security(
+            any(node.tls for node in endpoints),
+            ssl_ca_certs=ssl_ca_certs,
+            ssl_certfile=ssl_certfile,
+            ssl_keyfile=ssl_keyfile,
+            ssl_cert_reqs=ssl_cert_reqs,
+            ssl_check_hostname=ssl_check_hostname,
+            ssl_password=ssl_password,
+            username=username,
+            password=password,
+            sentinel_username=sentinel_username,
+            sentinel_password=sentinel_password,
+        )
+        self._calls = Calls(Nodes(endpoints, self.options, reach), self.options)
+
+    @property
+    def nodes(self) -> list[str]:
+        return list(self._calls.nodes.names)
+
+    def try_lock(
+        self,
+        resource: str,
+        ttl: float = 10.0,
+        *,
+        watchdog: bool = False,
+        shared: bool = False,
+        limit: int | None = None,
+    ) -> PendingLock:
+        """One attempt with a fresh owner. Raises LockContended, NoQuorum, ValidityExpired or
+        KindRefused (WrongKindError). `shared=True`: a shared hold; `limit=k`: a permit of a
+        semaphore of limit k (not both); neither: exclusive."""
+        resource, ttl_ms, kind = check_resource(resource), check_ttl(ttl), check_kind(shared, limit)
+        return PendingLock(lambda: self._try_lock(resource, ttl_ms, watchdog, kind))
+
+    def lock(
+        self,
+        resource: str,
+        ttl: float = 10.0,
+        wait: float = 30.0,
+        *,
+        watchdog: bool = False,
+        shared: bool = False,
+        limit: int | None = None,
+    ) -> PendingLock:
+        # unasync: asyncio only
+        """Waits up to `wait` seconds (queued on the nodes by default). Raises LockTimeout,
+        NoQuorum, ValidityExpired or KindRefused. Cancelling it while it waits withdraws the
+        wait. `shared` and `limit` as for try_lock."""
+        # unasync: sync only
+        # """Waits up to `wait` seconds: queued on the nodes in ticket order (wait_mode "queue",
+        # the default), or retrying with delay + jitter ("retry"). Raises LockTimeout (a
+        # LockContended) when others held it throughout, NoQuorum, ValidityExpired, or
+        # KindRefused (never retried: WrongKindError when held as another kind). `shared=True`:
+        # a shared hold of the lock; `limit=k`: a permit of a semaphore of limit k (not both)."""
+        # unasync: end
+        resource, ttl_ms, wait = check_resource(resource), check_ttl(ttl), check_wait(wait)
+        kind = check_kind(shared, limit)
+        return PendingLock(lambda: self._lock(resource, ttl_ms, wait, watchdog, kind))
+
+    async def with_lock(
+        self,
+        resource: str,
+        work: Callable[[Lock], Awaitable[T]],
+        ttl: float = 10.0,
+        wait: float = 30.0,
+        *,
+        shared: bool = False,
+        limit: int | None = None,
+    ) -> T:
+        # unasync: asyncio only
+        """Awaits `work(lock)` while a watchdog keeps the lock extended, then releases it; raises
+        LockLost instead of returning if the lock was lost meanwhile."""
+        # unasync: sync only
+        # """Runs `work(lock)` while a watchdog keeps the lock extended, then releases it. Raises
+        # LockLost instead of returning if the lock was lost meanwhile (`work` can watch
+        # `lock.lost` to stop early)."""
+        # unasync: end
+        async with self.lock(resource, ttl, wait, watchdog=True, shared=shared, limit=limit) as lock:
+            return await work(lock)
+
+    async def _try_lock(self, resource: str, ttl_ms: int, watchdog: bool, kind: Kind) -> Lock:
+        return await self._take(
+            Acquire(self._calls, resource, ttl_ms, time.monotonic(), kind, self._no_wait()), watchdog, True
+        )
+
+    async def _lock(self, resource: str, ttl_ms: int, wait: float, watchdog: bool, kind: Kind) -> Lock:
+        policy = QUEUE if self._queues() else self._no_wait()
+        return await self._take(
+            Acquire(self._calls, resource, ttl_ms, time.monotonic() + wait, kind, policy), watchdog, False
+        )
+
+    async def _take(self, acquire: Acquire, watchdog: bool, once: bool) -> Lock:
+        """Runs the attempts (one when `once`: try_lock) and hands out the lock, or raises why not."""
+        won, attempts = await acquire.run(once)
+        if isinstance(won, AttemptFailed):
+            needed = self._calls.needed(acquire.kind)
+            raise won.to_error(acquire.resource, needed, attempts, waited=not once) from None
+        lock = Lock(self._calls, acquire.resource, won.owner, acquire.ttl_ms, won.grant, acquire.kind, won.released)
+        return self._held(lock, watchdog)
+
+    async def status(self, resource: str) -> list[NodeStatus]:
+        """DLOCK.STATUS on every node: each node's view (held, free, or why unreachable)."""
+        resource = check_resource(resource)
+        replies = await self._calls.nodes.everywhere(cmd.status(resource))
+        return [node_status(name, r) for name, r in zip(self.nodes, replies, strict=True)]
+
+    async def top(self, rows: int = 20) -> list[NodeTop]:
+        """Each node's hot locks (DLOCK.TOP, ACL @dangerous): resources with waiters, longest
+        queue first, and held locks with holder, token and lease left; at most `rows` of each.
+        The keyspace is walked in steps of 1000 keys, each a bounded call. A redis+cluster://
+        node is refused by name (list each master instead)."""
+        walk = Walk(self.nodes, check_rows(rows))
+        while calls := walk.requests():
+            walk.take(calls, await self._calls.nodes.fan_out(calls))
+        return walk.result()
+
+    async def release_owner(self, resource: str, owner: str, *, limit: int | None = None) -> int:
+        # unasync: asyncio only
+        """As dlock.LockManager.release_owner: how many nodes released it."""
+        # unasync: sync only
+        # """Releases `owner`'s lock (taken elsewhere) on all nodes; how many released it.
+        # NoQuorum naming the unreachable nodes if fewer than a quorum answered (a majority; for
+        # a semaphore's permit, `limit=k`, its larger quorum)."""
+        # unasync: end
+        resource, owner = check_resource(resource), check_owner(owner)
+        needed = self._calls.needed(Kind(limit=check_limit(limit)))
+        tally = await self._calls.release(resource, owner)
+        if tally.answered() < needed:
+            raise tally.no_quorum(resource, needed)
+        return tally.done
+
+    async def extend_owner(self, resource: str, owner: str, ttl: float, *, limit: int | None = None) -> float:
+        # unasync: asyncio only
+        """As dlock.LockManager.extend_owner: the new validity in seconds."""
+        # unasync: sync only
+        # """Extends `owner`'s lock on all nodes; the new validity in seconds. NoQuorum if too few
+        # nodes answered, LockLost if a quorum answered and did not extend (a majority; for a
+        # semaphore's permit, `limit=k`, its larger quorum)."""
+        # unasync: end
+        resource, owner, ttl_ms = check_resource(resource), check_owner(owner), check_ttl(ttl)
+        needed = self._calls.needed(Kind(limit=check_limit(limit)))
+        result = await self._calls.extend(resource, owner, ttl_ms, needed)
+        if isinstance(result, float):
+            return max(0.0, result - time.monotonic())
+        raise result.extend_error(resource, needed)
+
+    def _queues(self) -> bool:
+        """Tickets are only safe with the commit round: queue mode needs fencing on several nodes."""
+        return self.options.wait_mode == "queue" and (self._calls.size() == 1 or self.options.fencing)
+
+    def _no_wait(self) -> Policy:
+        """Attempts without a server wait commit their grants unless fencing is off."""
+        return Policy(queue=False, commit=self.options.fencing)
+
+    def _held(self, lock: Lock, watchdog: bool) -> Lock:
+        if watchdog:
+            lock.start_watchdog()
+        return lock
+
+    async def close(self) -> None:
+        # unasync: sync only
+        # """Closes every connection (locks still held run out at their TTL)."""
+        # unasync: end
+        await self._calls.nodes.close()
+
+    async def __aenter__(self) -> LockManager:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        await self.close()
+
+
+# unasync: sync only
+# __all__ = ["Lock", "LockLost", "LockManager"]
+# unasync: end

@@ -1,0 +1,111 @@
+"""The manager's options, their defaults (the Rust crate's, client/src/options.rs) and the
+argument checks every entry point runs before anything is sent to a node."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+from .ack import ReplicaAck, check_replica_ack
+
+WaitMode = Literal["queue", "retry"]
+
+#: The nodes cap a TTL at dlock.max-ttl-ms (default one day); we refuse what no node would take.
+MAX_TTL_SECONDS = 86_400.0
+
+
+@dataclass(frozen=True)
+class Options:
+    """Defaults as in docs/client.md; durations in seconds."""
+
+    timeout: float = 0.050
+    retry_count: int | None = None  # None: unlimited (`wait` bounds it anyway)
+    retry_delay: float = 0.025
+    retry_jitter: float = 0.025
+    drift_factor: float = 0.01
+    drift_constant: float = 0.002
+    fencing: bool = True
+    wait_mode: WaitMode = "queue"
+    max_hold: float | None = None
+    extend_interval: float | None = None  # None: ttl / 3
+    replica_ack: ReplicaAck = "auto"  # "auto": 1 replica on cluster and sentinel nodes, none on single masters
+    ack_timeout: float = 0.100
+
+    def __post_init__(self) -> None:
+        positive(self.timeout, "timeout")
+        if self.retry_count is not None:
+            if isinstance(self.retry_count, bool) or not isinstance(self.retry_count, int):
+                raise TypeError(f"retry_count must be an int or None, got {self.retry_count!r}")
+            if self.retry_count < 0:
+                raise ValueError(f"retry_count must be >= 0, got {self.retry_count}")
+        not_negative(self.retry_delay, "retry_delay")
+        not_negative(self.retry_jitter, "retry_jitter")
+        not_negative(self.drift_factor, "drift_factor")
+        not_negative(self.drift_constant, "drift_constant")
+        if not isinstance(self.fencing, bool):
+            raise TypeError(f"fencing must be True or False, got {self.fencing!r}")
+        if self.wait_mode not in ("queue", "retry"):
+            raise ValueError(f"wait_mode must be 'queue' or 'retry', got {self.wait_mode!r}")
+        if self.max_hold is not None:
+            positive(self.max_hold, "max_hold")
+        if self.extend_interval is not None:
+            positive(self.extend_interval, "extend_interval")
+        check_replica_ack(self.replica_ack)
+        positive(self.ack_timeout, "ack_timeout")
+
+
+def number(value: object, name: str) -> float:
+    """`value` as a finite float; TypeError for non-numbers (bool included), ValueError for NaN/inf."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number of seconds, got {value!r}")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return float(value)
+
+
+def positive(value: object, name: str) -> float:
+    seconds = number(value, name)
+    if seconds <= 0:
+        raise ValueError(f"{name} must be > 0 seconds, got {value!r}")
+    return seconds
+
+
+def not_negative(value: object, name: str) -> float:
+    seconds = number(value, name)
+    if seconds < 0:
+        raise ValueError(f"{name} must be >= 0, got {value!r}")
+    return seconds
+
+
+def check_ttl(ttl: object) -> int:
+    """The TTL in whole milliseconds, as the nodes apply it (rounded down, at least 1)."""
+    seconds = number(ttl, "ttl")
+    if seconds < 0.001:
+        raise ValueError(f"ttl must be at least 0.001 s (1 ms), got {ttl!r}")
+    if seconds > MAX_TTL_SECONDS:
+        raise ValueError(
+            f"ttl must be at most {MAX_TTL_SECONDS:.0f} s (the nodes' default dlock.max-ttl-ms), got {ttl!r}"
+        )
+    return int(seconds * 1000)
+
+
+def check_wait(wait: object) -> float:
+    return not_negative(wait, "wait")
+
+
+def check_resource(resource: object) -> str:
+    if not isinstance(resource, str):
+        raise TypeError(f"resource must be a str, got {type(resource).__name__}")
+    if not resource:
+        raise ValueError("resource must not be empty")
+    return resource
+
+
+def check_owner(owner: object) -> str:
+    """An owner name as the nodes take it: 1 to 256 bytes."""
+    if not isinstance(owner, str):
+        raise TypeError(f"owner must be a str, got {type(owner).__name__}")
+    if not 1 <= len(owner.encode()) <= 256:
+        raise ValueError(f"owner must be 1 to 256 bytes, got {len(owner.encode())} bytes")
+    return owner

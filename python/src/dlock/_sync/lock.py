@@ -1,0 +1,172 @@
+# Generated from src/dlock/_async/lock.py by python/tools/unasync.py: do not edit. Edit that file,
+# then run `python tools/unasync.py` in python/ (`make python-test` checks it is up to date).
+"""A held lock (the Rust crate's LockGuard) and its watchdog, sync flavour."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from types import TracebackType
+
+from .._pure.kind import Kind
+from .._pure.options import check_ttl
+from .._pure.verdicts import Grant
+from .._transport.sync.concurrency import Worker, shielded
+from ..errors import DlockError, LockLost
+from .calls import Calls
+
+
+class Lock:
+    """A lock held on a quorum: a majority, more for a semaphore's permit (`shared`, `limit`
+    say which hold it is). Use it as a context manager (released on exit), or call `release()`.
+    `token` is the fencing token to hand to the protected resource."""
+
+    def __init__(
+        self,
+        calls: Calls,
+        resource: str,
+        owner: str,
+        ttl_ms: int,
+        grant: Grant,
+        kind: Kind,
+        on_release: threading.Event | None = None,
+    ) -> None:
+        self._calls = calls
+        self._resource = resource
+        self._owner = owner
+        self._ttl_ms = ttl_ms
+        self._kind = kind
+        self._needed = calls.needed(kind)  # the quorum of every extension and release
+        self._token = grant.token
+        self._valid_until = grant.valid_until
+        self._acquired_at = time.monotonic()
+        self._on_release = on_release
+        self._released = False
+        self._lost = threading.Event()
+        self._watchdog: Worker | None = None
+
+    @property
+    def token(self) -> int:
+        """The fencing token: the protected resource must reject any token lower than the
+        highest it has seen."""
+        return self._token
+
+    @property
+    def owner(self) -> str:
+        return self._owner
+
+    @property
+    def resource(self) -> str:
+        return self._resource
+
+    @property
+    def shared(self) -> bool:
+        """Whether this is a shared hold of a lock (`shared=True`)."""
+        return self._kind.shared
+
+    @property
+    def limit(self) -> int | None:
+        """The semaphore's limit for a permit (`limit=k`), else None."""
+        return self._kind.limit
+
+    @property
+    def validity(self) -> float:
+        """Seconds left before the lock may be held by someone else (0 when over)."""
+        return max(0.0, self._valid_until - time.monotonic())
+
+    @property
+    def lost(self) -> threading.Event:
+        """Set by the watchdog when the lock is lost or `max_hold` is reached."""
+        return self._lost
+
+    def extend(self, ttl: float | None = None) -> None:
+        """Resets the TTL (default: the one acquired with) on all nodes. Raises NoQuorum when too
+        few nodes answered, LockLost when a quorum answered and did not extend; either way
+        `validity` still counts down from the last success."""
+        ttl_ms = self._ttl_ms if ttl is None else check_ttl(ttl)
+        result = self._calls.extend(self._resource, self._owner, ttl_ms, self._needed)
+        if isinstance(result, float):
+            self._valid_until = result
+            return
+        raise result.extend_error(self._resource, self._needed)
+
+    def release(self) -> None:
+        """Releases on all nodes (a second call does nothing). Raises NoQuorum naming the nodes
+        if fewer than a quorum answered: the lock then lingers there until its TTL."""
+        if self._released:
+            return
+        self._released = True
+        self.stop_watchdog()
+        if self._on_release is not None:
+            self._on_release.set()  # waits still out now know a grant they get is stale
+        tally = shielded(self._calls.release(self._resource, self._owner))
+        if tally.answered() < self._needed:
+            raise tally.no_quorum(self._resource, self._needed)
+
+    def detach(self) -> tuple[str, int, float]:
+        """Keeps the lock held with nobody here to release it (no release on exit): for handing
+        it to another process, which acts by owner name (`release_owner`, `extend_owner`).
+        Returns (owner, token, validity)."""
+        watchdog, self._watchdog = self._watchdog, None
+        if watchdog is not None:
+            watchdog.cancel()
+        self._released = True
+        return self._owner, self._token, self.validity
+
+    def start_watchdog(self) -> None:
+        """Extends every `extend_interval` (default ttl/3) until released; on the first failed
+        extension, validity running out, or `max_hold` after acquisition, it stops and sets
+        `lost`."""
+        if self._watchdog is None and not self._released:
+            self._watchdog = Worker(self._keep_extended, f"dlock-watchdog-{self._resource}")
+
+    def stop_watchdog(self) -> bool:
+        """Stops the watchdog; True if the lock was lost before that."""
+        watchdog, self._watchdog = self._watchdog, None
+        if watchdog is not None:
+            watchdog.stop()
+        return self._lost.is_set()
+
+    def _keep_extended(self, worker: Worker) -> None:
+        """The watchdog: extends until stopped; sets `lost` and ends at the first failed
+        extension, when validity runs out, or at `max_hold`."""
+        opts = self._calls.opts
+        interval = max(opts.extend_interval or self._ttl_ms / 3000, 0.001)
+        hold_until = None if opts.max_hold is None else self._acquired_at + opts.max_hold
+        while True:
+            next_at = min(time.monotonic() + interval, self._valid_until)
+            if hold_until is not None:
+                next_at = min(next_at, hold_until)
+            if worker.pause(max(0.0, next_at - time.monotonic())):
+                return  # stopped
+            now = time.monotonic()
+            if now >= self._valid_until or (hold_until is not None and now >= hold_until):
+                break
+            result = self._calls.extend(self._resource, self._owner, self._ttl_ms, self._needed)
+            if not isinstance(result, float):
+                break
+            self._valid_until = result
+        self._lost.set()
+
+    def __enter__(self) -> Lock:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        """Releases; raises LockLost if the watchdog saw the lock lost while the block ran
+        (unless the block raised something itself)."""
+        lost = self.stop_watchdog()
+        with contextlib.suppress(DlockError):  # as with_lock in Rust: it runs out at its TTL
+            self.release()
+        if lost and kind is None:
+            raise LockLost(self._resource)
+
+    def __repr__(self) -> str:
+        kind = ", shared=True" if self._kind.shared else ""
+        kind = kind if self._kind.limit is None else f", limit={self._kind.limit}"
+        return (
+            f"Lock(resource={self._resource!r}, owner={self._owner!r}, token={self._token}, "
+            f"validity={self.validity:.3f}{kind})"
+        )

@@ -1,0 +1,1 @@
+"""The asyncio transport (see dlock/_transport/__init__.py); the twin of _transport/sync/."""

@@ -1,0 +1,1 @@
+"""The sync transport (see dlock/_transport/__init__.py); the twin of _transport/aio/."""

@@ -1,0 +1,43 @@
+"""The sync side of the small interface between the logic written once (manager, lock, rounds,
+queue; generated here from dlock/asyncio/ by python/tools/unasync.py) and each flavour's way of
+running things: the names of dlock/_transport/aio/concurrency.py, for threads."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+
+sleep = time.sleep
+
+
+def shielded(result: T) -> T:
+    """Where the asyncio flavour awaits work that a cancellation must not cut short (a RELEASE
+    that must go out), the sync call has already run to its end: `result` is its result."""
+    return result
+
+
+class Worker:
+    """`work(worker)` in a daemon thread of its own (the lock's watchdog)."""
+
+    def __init__(self, work: Callable[[Worker], None], name: str) -> None:
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=work, args=(self,), name=name, daemon=True)
+        self.thread.start()
+
+    def pause(self, seconds: float) -> bool:
+        """Waits `seconds`; True if stop() was called meanwhile (the work should then return)."""
+        return self.stopping.wait(seconds)
+
+    def stop(self) -> None:
+        """Asks the work to end and waits until it has (unless called from the work itself)."""
+        self.stopping.set()
+        if threading.current_thread() is not self.thread:
+            self.thread.join()
+
+    def cancel(self) -> None:
+        """As stop(): a thread cannot be cut short, and here the caller can wait."""
+        self.stop()
