@@ -22,6 +22,7 @@ fn reference() -> String {
             KeyUse::Update => "1: RW UPDATE",
             KeyUse::Delete => "1: RW DELETE",
             KeyUse::Overwrite => "1: OW UPDATE",
+            KeyUse::Gate => "1: RW UPDATE; then the command's keys (getkeys API)",
         };
         out += &format!(
             "| `{}` | {} | {} | {} | {} | {} | {} | {} |\n",
