@@ -68,6 +68,12 @@ fn a_lower_token_is_stale_and_changes_nothing_an_equal_or_higher_one_writes() {
     let wrong = guard(&mut c, "gate", 200, &["INCR", "data"]).unwrap_err();
     assert!(wrong.starts_with("ERR"), "{wrong}");
     assert!(check(&mut c, "gate", 150), "still at 150");
+    // A token far beyond the node's clock would carry the fencing counter with it: refused
+    // before the command runs.
+    let far = guard(&mut c, "gate", 1 << 62, &["SET", "data", "e"]).unwrap_err();
+    assert!(far.contains("beyond what this node accepts"), "{far}");
+    assert_eq!(get(&mut c, "data").as_deref(), Some("d"));
+    assert!(!check(&mut c, "gate", 149) && check(&mut c, "gate", 150));
 }
 
 #[test]

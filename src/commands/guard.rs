@@ -34,7 +34,7 @@ pub fn guard(ctx: &Context, argv: &[Arg]) -> RedisResult {
         wrapped::declare_keys(ctx, argv);
         return Ok(RedisValue::NoReply);
     }
-    let token = client_token(&argv[2])?;
+    let token = args::token(argv[2].as_bytes())?;
     let command = Wrapped::checked(ctx, &argv[3..], &argv[1])?;
     let flags = server::context_flags(ctx.ctx);
     if server::may_evict(flags) && !config::allow_eviction() {
@@ -43,15 +43,20 @@ pub fn guard(ctx: &Context, argv: &[Arg]) -> RedisResult {
     }
     let here = place(selected_db(ctx), argv[1].as_bytes());
     let current = read(ctx, &argv[1])?.map(|g| g.at(here));
-    if let Some(gate) = current.filter(|g| token < g.token) {
+    if let Some(gate) = current.filter(|g| !dlock_core::gate::admits(Some(g.token), token)) {
         return Err(errors::stale(token, gate.token));
     }
+    let risen = Gate {
+        token: dlock_core::gate::raised(current.map(|g| g.token), token),
+        place: here,
+    };
+    let rises = current != Some(risen);
+    if rises {
+        within_limit(token)?; // a rise carries the node counter with it
+    }
     let reply = command.call(ctx)?;
-    if !reply.is_error() {
-        let risen = Gate { token, place: here };
-        if current != Some(risen) {
-            store(ctx, &argv[1], risen)?;
-        }
+    if rises && !reply.is_error() {
+        store(ctx, &argv[1], risen)?;
     }
     reply.send(ctx);
     Ok(RedisValue::NoReply)
@@ -62,9 +67,9 @@ pub fn check(ctx: &Context, argv: &[Arg]) -> RedisResult {
     let token = args::token(argv[2].as_bytes())?;
     let here = place(selected_db(ctx), argv[1].as_bytes());
     let current = read(ctx, &argv[1])?.map(|g| g.at(here).token);
-    Ok(RedisValue::Integer(i64::from(
-        current.is_none_or(|t| token >= t),
-    )))
+    Ok(RedisValue::Integer(i64::from(dlock_core::gate::admits(
+        current, token,
+    ))))
 }
 
 /// `DLOCK.RAISEGATE gate token` -> OK: the gate stands at least at `token`, and the counter
@@ -74,20 +79,20 @@ pub fn raise_gate(ctx: &Context, argv: &[Arg]) -> RedisResult {
     let token = super::node::accept_token(ctx, argv[2].as_bytes())?;
     let here = place(selected_db(ctx), argv[1].as_bytes());
     // As given: a replica applies its master's rise, whatever carried the gate here.
-    let stored = read(ctx, &argv[1])?.map_or(0, |g| g.token);
+    let stored = read(ctx, &argv[1])?.map(|g| g.token);
     let risen = Gate {
-        token: token.max(stored),
+        token: dlock_core::gate::raised(stored, token),
         place: here,
     };
     store(ctx, &argv[1], risen)?;
     Ok(RedisValue::SimpleStringStatic("OK"))
 }
 
-/// A token a client sent: in range, and within what this node accepts.
-fn client_token(arg: &Arg) -> Result<u64, RedisError> {
-    let token = args::token(arg.as_bytes())?;
+/// A token a client sent is within what this node accepts (not far ahead of its clock).
+fn within_limit(token: u64) -> Result<(), RedisError> {
     node()
         .check_client_token(token)
+        .map(drop)
         .map_err(|TokenRefused::TooFarAhead { limit }| errors::token_too_far(token, limit))
 }
 

@@ -5,12 +5,18 @@
 //! `pubsub`, `noscript` (EVAL, FCALL, MULTI, ...) or `no_multi` — a guarded write is one plain
 //! data command. The flags come from `COMMAND INFO` once per command name (a container's
 //! subcommand by `name|sub`), kept for the process.
+//!
+//! A GUARD costs a SET's time on top of the SET (docs/bench.md section 7), most of it inside
+//! `RedisModule_Call`; what is ours is kept off the allocator: the verdict by the name as sent,
+//! its C string with it, the keys asked of Redis only when an argument spells the gate.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::CString;
+use std::hash::BuildHasherDefault;
 use std::os::raw::c_int;
 use std::ptr::NonNull;
+use std::rc::Rc;
 
 use redis_module::{raw, Context, RedisError};
 
@@ -19,14 +25,29 @@ use crate::wire::{errors, Arg};
 /// Command flags that keep a command out of a GUARD.
 const REFUSED_FLAGS: [&str; 5] = ["admin", "blocking", "pubsub", "noscript", "no_multi"];
 
+/// Names kept at most: spellings beyond it (`SeT`, `sEt`, ...) are judged again each call.
+const KEPT_NAMES: usize = 512;
+
+/// What is known of a command name.
+struct Verdict {
+    /// The name, for `RedisModule_Call`.
+    name: CString,
+    /// Why it may not be wrapped, if it may not.
+    refusal: Option<String>,
+}
+
+type Verdicts = HashMap<Box<[u8]>, Rc<Verdict>, BuildHasherDefault<fnv::FnvHasher>>;
+
 thread_local! {
-    /// Command name (lower case) -> why it may not be wrapped, if it may not.
-    static VERDICTS: RefCell<HashMap<Vec<u8>, Option<String>>> = RefCell::new(HashMap::new());
+    /// Command name as sent -> its verdict (commands not kept: unknown ones, which a module
+    /// may yet add, and containers, judged by their subcommand).
+    static VERDICTS: RefCell<Verdicts> = RefCell::new(Verdicts::default());
 }
 
 /// A command that may be wrapped, with its arguments (its name first).
 pub struct Wrapped<'a> {
     argv: &'a [Arg],
+    verdict: Rc<Verdict>,
 }
 
 impl<'a> Wrapped<'a> {
@@ -34,24 +55,22 @@ impl<'a> Wrapped<'a> {
     /// changed.
     pub fn checked(ctx: &Context, argv: &'a [Arg], gate: &Arg) -> Result<Wrapped<'a>, RedisError> {
         let name = argv[0].as_bytes();
-        let why = match verdict(ctx, argv) {
-            Some(why) => Some(why),
-            None if keys(ctx, argv).any(|at| argv[at].as_bytes() == gate.as_bytes()) => {
-                Some("it would touch its own gate".to_string())
-            }
-            None => None,
-        };
-        match why {
-            Some(why) => Err(errors::guard_refused(name, &why)),
-            None => Ok(Wrapped { argv }),
+        let verdict = verdict(ctx, argv);
+        if let Some(why) = &verdict.refusal {
+            return Err(errors::guard_refused(name, why));
         }
+        // Only an argument that spells the gate can be it: the keys are asked then alone.
+        let spelled = argv[1..].iter().any(|a| a.as_bytes() == gate.as_bytes());
+        if spelled && keys(ctx, argv).any(|at| argv[at].as_bytes() == gate.as_bytes()) {
+            return Err(errors::guard_refused(name, "it would touch its own gate"));
+        }
+        Ok(Wrapped { argv, verdict })
     }
 
     /// Runs the command as the calling client's user (`C`), errors as replies (`E`), refused
     /// when out of memory if it may add data (`M`), replicated as itself (`!`).
     pub fn call(&self, ctx: &Context) -> Result<CallReply, RedisError> {
-        let name = CString::new(self.argv[0].as_bytes())
-            .map_err(|_| errors::guard_refused(self.argv[0].as_bytes(), "no such command"))?;
+        let name = &self.verdict.name;
         let call = crate::api!(RedisModule_Call).ok_or_else(errors::cannot_store)?;
         let rest = &self.argv[1..];
         let args = rest
@@ -71,11 +90,16 @@ impl<'a> Wrapped<'a> {
 pub struct CallReply(NonNull<raw::RedisModuleCallReply>);
 
 impl CallReply {
+    /// Read off the reply's first byte (`-`), which spares Redis parsing it.
     pub fn is_error(&self) -> bool {
-        // SAFETY: a live reply.
-        crate::api!(RedisModule_CallReplyType).is_some_and(
-            |kind| unsafe { kind(self.0.as_ptr()) } == raw::REDISMODULE_REPLY_ERROR as c_int,
-        )
+        let Some(proto) = crate::api!(RedisModule_CallReplyProto) else {
+            return true;
+        };
+        let mut len = 0;
+        // SAFETY: a live reply; the bytes it points to live as long as the reply.
+        let start = unsafe { proto(self.0.as_ptr(), &mut len) };
+        // SAFETY: `len` bytes at `start`, when not null and not empty.
+        !start.is_null() && len > 0 && unsafe { *start } == b'-' as std::os::raw::c_char
     }
 
     /// Sends the reply as the running command's.
@@ -167,21 +191,38 @@ fn keys_with_flags(ctx: &Context, argv: &[Arg]) -> Vec<(usize, c_int)> {
     out
 }
 
-/// Why the command `argv` may not be wrapped, if it may not (cached per name).
-fn verdict(ctx: &Context, argv: &[Arg]) -> Option<String> {
-    let name = argv[0].as_bytes().to_ascii_lowercase();
-    if name.starts_with(b"dlock.") {
-        return Some("a dlock command".to_string());
-    }
-    if let Some(known) = VERDICTS.with_borrow(|v| v.get(&name).cloned()) {
+/// What is known of the command `argv` (kept per name as sent, see [`VERDICTS`]).
+fn verdict(ctx: &Context, argv: &[Arg]) -> Rc<Verdict> {
+    let sent = argv[0].as_bytes();
+    if let Some(known) = VERDICTS.with_borrow(|v| v.get(sent).cloned()) {
         return known;
     }
+    let (refusal, keep) = judge(ctx, argv);
+    let verdict = Rc::new(Verdict {
+        name: CString::new(sent).unwrap_or_default(),
+        refusal: refusal.or_else(|| sent.contains(&0).then(|| "no such command".to_string())),
+    });
+    VERDICTS.with_borrow_mut(|v| {
+        if keep && v.len() < KEPT_NAMES {
+            v.insert(sent.into(), verdict.clone());
+        }
+    });
+    verdict
+}
+
+/// Why the command `argv` may not be wrapped, if it may not; and whether that holds for its
+/// name whatever follows.
+fn judge(ctx: &Context, argv: &[Arg]) -> (Option<String>, bool) {
+    let name = argv[0].as_bytes().to_ascii_lowercase();
+    if name.starts_with(b"dlock.") {
+        return (Some("a dlock command".to_string()), true);
+    }
     let Some(info) = command_info(ctx, &name) else {
-        return Some("its flags could not be read".to_string());
+        return (Some("its flags could not be read".to_string()), false);
     };
-    let container = matches!(info, Info::Container);
+    let keep = matches!(info, Info::Flags(_));
     let verdict = match info {
-        Info::Unknown => return Some("no such command".to_string()), // not kept: MODULE LOAD
+        Info::Unknown => Some("no such command".to_string()), // not kept: MODULE LOAD
         Info::Container if argv.len() > 1 => {
             let sub = [&name[..], b"|", &argv[1].as_bytes().to_ascii_lowercase()].concat();
             match command_info(ctx, &sub) {
@@ -192,10 +233,7 @@ fn verdict(ctx: &Context, argv: &[Arg]) -> Option<String> {
         Info::Container => Some("a container command needs its subcommand".to_string()),
         Info::Flags(flags) => refusal(&flags),
     };
-    if !container {
-        VERDICTS.with_borrow_mut(|v| v.insert(name, verdict.clone()));
-    }
-    verdict
+    (verdict, keep)
 }
 
 fn refusal(flags: &[String]) -> Option<String> {
