@@ -57,6 +57,11 @@ python-venv:
 	  echo "installing: openssl (the Python TLS tests make their certificates with it)"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq openssl >/dev/null; }
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
+	  echo "installing: postgresql (the guarded-write tests start their own, initdb in a temp dir; no cluster or service is made)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO mkdir -p /etc/postgresql-common && echo 'create_main_cluster = false' | $$SUDO tee /etc/postgresql-common/createcluster.conf >/dev/null; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq -o Dpkg::Options::=--force-confold postgresql >/dev/null; }
 	@[ -x $(PY_VENV)/bin/pip ] || $(PYTHON) -m venv $(PY_VENV)
 	$(PY_VENV)/bin/pip install -q --disable-pip-version-check ./python -r python/requirements-test.txt \
 	  || { echo "python-test: pip install failed (PyPI unreachable?)" >&2; exit 1; }
