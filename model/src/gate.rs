@@ -8,20 +8,6 @@ use dlock_core::gate;
 use crate::config::{Config, Mutant};
 use crate::system::{Msg, State, To};
 
-/// The network address of the gate's server (beside the lock nodes, `0..nodes`).
-pub const GATE: usize = usize::MAX;
-
-/// The resource: the gate, and (ghost) the newest write that landed.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
-pub struct Resource {
-    pub gate: Option<u64>,
-    /// Ghost: the client and token of the highest write that landed.
-    pub newest: Option<(usize, u64)>,
-    /// Ghost: a write landed under a token below one already written, or equal to another
-    /// holder's.
-    pub stale_write: bool,
-}
-
 /// The client, holding under its token, sends its write.
 pub fn write(state: &mut State, client: usize) {
     let hold = state.ghost.holds.iter().rev().find(|h| h.client == client);

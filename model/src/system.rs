@@ -9,7 +9,6 @@ use dlock_core::queue::Queue;
 use dlock_core::{Clock, Mode, Node, Settings};
 
 use crate::config::{Budget, Config};
-use crate::gate::{Resource, GATE};
 
 /// Time does not exist in the model: tokens come from counters alone (no clock floor), and
 /// expiry and quarantine are events guarded by what they assume.
@@ -308,4 +307,18 @@ impl State {
         }
         Some(msg)
     }
+}
+
+/// The network address of the gate's server (beside the lock nodes, `0..nodes`).
+pub const GATE: usize = usize::MAX;
+
+/// The resource behind a gate (crate::gate acts on it): the gate, and (ghost) the newest write that landed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Resource {
+    pub gate: Option<u64>,
+    /// Ghost: the client and token of the highest write that landed.
+    pub newest: Option<(usize, u64)>,
+    /// Ghost: a write landed under a token below one already written, or equal to another
+    /// holder's.
+    pub stale_write: bool,
 }

@@ -59,7 +59,7 @@ fn step(before: &State, action: &Action) -> String {
 
 fn place(n: usize) -> String {
     match n {
-        crate::gate::GATE => "the gate".into(),
+        crate::system::GATE => "the gate".into(),
         n => format!("node {n}"),
     }
 }
