@@ -20,6 +20,8 @@ import (
 	"github.com/gomodule/redigo/redis"
 )
 
+func itoa(n int) string { return fmt.Sprint(n) }
+
 // Repo is the repository's root.
 func Repo() string {
 	_, here, _, _ := runtime.Caller(0)
