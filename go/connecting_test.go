@@ -49,7 +49,9 @@ func TestTLSWithClientCertificates(t *testing.T) {
 func TestUnixSocketWithAPasswordFromTheEnvironment(t *testing.T) {
 	const password = "s3cret-pw-93f"
 	flavour := servers.Flavour{
-		Listen:   func(_ int, dir string) []string { return []string{"--port", "0", "--unixsocket", filepath.Join(dir, "redis.sock")} },
+		Listen: func(_ int, dir string) []string {
+			return []string{"--port", "0", "--unixsocket", filepath.Join(dir, "redis.sock")}
+		},
 		URL:      func(_ int, dir string) string { return "unix://" + filepath.Join(dir, "redis.sock") },
 		Args:     []string{"--requirepass", password},
 		Password: password,

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -370,23 +371,12 @@ func TestBadInputIsRefusedBeforeAnyNodeIsAsked(t *testing.T) {
 			t.Errorf("%s: a bad argument is not a failed acquisition", what)
 		}
 	}
-	if err := bad["password in a bad URL"]; err == nil || contains(err.Error(), "hunter2") {
+	if err := bad["password in a bad URL"]; err == nil || strings.Contains(err.Error(), "hunter2") {
 		t.Errorf("the password shows: %v", err)
 	}
 	if gets != 0 {
 		t.Errorf("%d nodes asked", gets)
 	}
-}
-
-func contains(s, sub string) bool { return len(sub) > 0 && len(s) >= len(sub) && (s == sub || indexOf(s, sub) >= 0) }
-
-func indexOf(s, sub string) int {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return i
-		}
-	}
-	return -1
 }
 
 func TestNoQuorumNamesTheNodesAndRecovers(t *testing.T) {
