@@ -50,8 +50,3 @@ func cmdExtend(resource, owner string, ttl time.Duration) []string {
 func cmdRelease(resource, owner string) []string {
 	return []string{"DLOCK.RELEASE", resource, owner}
 }
-
-// cmdStatus is `DLOCK.STATUS resource`: nil when free, else the holders.
-func cmdStatus(resource string) []string {
-	return []string{"DLOCK.STATUS", resource}
-}

@@ -40,14 +40,6 @@ func (k Kind) String() string {
 	}
 }
 
-// check refuses a limit the module would refuse, before any node is asked.
-func (k Kind) check() error {
-	if k.limit < 0 || k.limit > MaxLimit || (k.shared && k.limit != 0) {
-		return invalid(fmt.Sprintf("a semaphore limit must be from 1 to %d, got %d", MaxLimit, k.limit))
-	}
-	return nil
-}
-
 // Quorum is the number of the nodes nodes that must grant, commit and extend a hold of this
 // kind: a majority, or a semaphore's larger quorum (docs/shared.md).
 func (k Kind) Quorum(nodes int) int {

@@ -94,9 +94,9 @@ func Parse(given string) (URL, error) {
 	bad := func(why string) error { return fmt.Errorf("node URL %q: %s", name, why) }
 	switch {
 	case strings.HasPrefix(raw, "redis+cluster://"), strings.HasPrefix(raw, "rediss+cluster://"):
-		return parseCluster(raw, name, bad)
+		return parseCluster(raw, name)
 	case strings.HasPrefix(raw, "redis+sentinel://"), strings.HasPrefix(raw, "rediss+sentinel://"):
-		return parseSentinel(raw, name, bad)
+		return parseSentinel(raw, name)
 	case strings.HasPrefix(raw, "unix://"):
 		return parseSocket(raw, name, bad)
 	case strings.HasPrefix(raw, "redis://"), strings.HasPrefix(raw, "rediss://"):
@@ -249,9 +249,9 @@ func parseSocket(raw, name string, bad func(string) error) (URL, error) {
 	return u, nil
 }
 
-func parseCluster(raw, name string, bad func(string) error) (URL, error) {
+func parseCluster(raw, name string) (URL, error) {
 	u := URL{Form: FormCluster, TLS: strings.HasPrefix(raw, "rediss"), Name: name}
-	bad = func(why string) error { return fmt.Errorf("cluster URL %q: %s", name, why) }
+	bad := func(why string) error { return fmt.Errorf("cluster URL %q: %s", name, why) }
 	rest := raw[strings.Index(raw, "://")+3:]
 	if strings.ContainsAny(rest, "?#") {
 		return URL{}, bad("query parameters are not supported")
@@ -277,9 +277,9 @@ func parseCluster(raw, name string, bad func(string) error) (URL, error) {
 	return u, err
 }
 
-func parseSentinel(raw, name string, bad func(string) error) (URL, error) {
+func parseSentinel(raw, name string) (URL, error) {
 	u := URL{Form: FormSentinel, TLS: strings.HasPrefix(raw, "rediss"), Name: name}
-	bad = func(why string) error { return fmt.Errorf("sentinel URL %q: %s", name, why) }
+	bad := func(why string) error { return fmt.Errorf("sentinel URL %q: %s", name, why) }
 	rest := raw[strings.Index(raw, "://")+3:]
 	netloc, path, _ := strings.Cut(rest, "/")
 	if strings.ContainsAny(path, "?#") || strings.ContainsAny(netloc, "?#") {
