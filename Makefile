@@ -207,10 +207,10 @@ bench-capacity: build
 bench-handoff-limit: build
 	$(CARGO) run --release -q -p dlock-bench --bin bench-handoff-limit
 
-bench: build
+bench: build go-deps
 	bash bench/run.sh
 
-bench-quick: build
+bench-quick: build go-deps
 	bash bench/run.sh --quick
 
 # Five local masters with the module on ports 7001-7005 (foreground, Ctrl-C stops).

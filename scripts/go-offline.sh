@@ -40,7 +40,10 @@ printf 'module github.com/stretchr/testify\n' >"$out/testify/go.mod"
 cat >"$out/go.work" <<WORK
 go 1.19
 
-use ../../go
+use (
+	../../go
+	../../bench/harness/go
+)
 
 replace github.com/gomodule/redigo $redigo => $src/gomodule/redigo
 
