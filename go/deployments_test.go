@@ -84,51 +84,11 @@ func TestCluster(t *testing.T) {
 	})
 
 	t.Run("locks on the master serving the key, acknowledged by its replica", func(t *testing.T) {
-		m := connect(t, []string{seed}, dlock.WithTimeout(time.Second), dlock.WithAckTimeout(2*time.Second))
-		for i := 1; i <= 6; i++ {
-			key := fmt.Sprintf("c:%d", i)
-			lock, err := m.Acquire(ctx, key, 10*time.Second)
-			if err != nil {
-				t.Fatal(err)
-			}
-			master, replica := c.Holders(t, transport.KeySlot(key))
-			if st := status(t, master, key); st["owner"] != lock.Owner() {
-				t.Errorf("%s on its master: %v", key, st)
-			}
-			onReplica, err := replica.Pipeline([][]interface{}{{"READONLY"}, {"DLOCK.STATUS", key}})
-			if r, _ := redis.Values(onReplica[1], err); len(r) < 2 || fmt.Sprintf("%s", r[1]) != lock.Owner() {
-				t.Errorf("%s on its replica: %q", key, r)
-			}
-			_ = lock.Release(ctx)
-		}
+		locksOnTheRightMaster(t, c, seed)
 	})
 
 	t.Run("a cluster and two masters make one quorum; a queued wait hands over", func(t *testing.T) {
-		urls := append([]string{fmt.Sprintf("redis+cluster://127.0.0.1:%d", c.Nodes[1].Port)}, servers.URLs(plain)...)
-		m := connect(t, urls, dlock.WithTimeout(time.Second), dlock.WithAckTimeout(2*time.Second))
-		held, err := m.Acquire(ctx, "mixed", 10*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		waiting := make(chan *dlock.Lock, 1)
-		go func() {
-			l, err := m.Acquire(ctx, "mixed", 10*time.Second, dlock.Wait(5*time.Second))
-			if err != nil {
-				t.Error(err)
-			}
-			waiting <- l
-		}()
-		waitWaiters(t, plain[0], "mixed", 1)
-		_ = held.Release(ctx)
-		next := <-waiting
-		if next == nil || next.Token() <= held.Token() {
-			t.Fatal("no handover")
-		}
-		master, _ := c.Holders(t, transport.KeySlot("mixed"))
-		servers.Eventually(t, 5*time.Second, "the hold on the cluster", func() bool {
-			return status(t, master, "mixed")["owner"] == next.Owner()
-		})
-		_ = next.Release(ctx)
+		clusterAndMastersAsOneQuorum(t, c, plain)
 	})
 
 	t.Run("a slot moved under a held lock: ASK during the move, MOVED after it", func(t *testing.T) {
@@ -201,4 +161,56 @@ func moveSlotUnderAHeldLock(t *testing.T, c *servers.Cluster, seed string) {
 	if st := status(t, target, key); st != nil {
 		t.Errorf("still held: %v", st)
 	}
+}
+
+// locksOnTheRightMaster: each lock on the master serving its key, acknowledged by its replica.
+func locksOnTheRightMaster(t *testing.T, c *servers.Cluster, seed string) {
+	ctx := deadline(t, 60*time.Second)
+	m := connect(t, []string{seed}, dlock.WithTimeout(time.Second), dlock.WithAckTimeout(2*time.Second))
+	for i := 1; i <= 6; i++ {
+		key := fmt.Sprintf("c:%d", i)
+		lock, err := m.Acquire(ctx, key, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		master, replica := c.Holders(t, transport.KeySlot(key))
+		if st := status(t, master, key); st["owner"] != lock.Owner() {
+			t.Errorf("%s on its master: %v", key, st)
+		}
+		onReplica, err := replica.Pipeline([][]interface{}{{"READONLY"}, {"DLOCK.STATUS", key}})
+		if r, _ := redis.Values(onReplica[1], err); len(r) < 2 || fmt.Sprintf("%s", r[1]) != lock.Owner() {
+			t.Errorf("%s on its replica: %q", key, r)
+		}
+		_ = lock.Release(ctx)
+	}
+}
+
+// clusterAndMastersAsOneQuorum: a cluster node and two plain masters, a queued wait handed over.
+func clusterAndMastersAsOneQuorum(t *testing.T, c *servers.Cluster, plain []*servers.Server) {
+	ctx := deadline(t, 60*time.Second)
+	urls := append([]string{fmt.Sprintf("redis+cluster://127.0.0.1:%d", c.Nodes[1].Port)}, servers.URLs(plain)...)
+	m := connect(t, urls, dlock.WithTimeout(time.Second), dlock.WithAckTimeout(2*time.Second))
+	held, err := m.Acquire(ctx, "mixed", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting := make(chan *dlock.Lock, 1)
+	go func() {
+		l, err := m.Acquire(ctx, "mixed", 10*time.Second, dlock.Wait(5*time.Second))
+		if err != nil {
+			t.Error(err)
+		}
+		waiting <- l
+	}()
+	waitWaiters(t, plain[0], "mixed", 1)
+	_ = held.Release(ctx)
+	next := <-waiting
+	if next == nil || next.Token() <= held.Token() {
+		t.Fatal("no handover")
+	}
+	master, _ := c.Holders(t, transport.KeySlot("mixed"))
+	servers.Eventually(t, 5*time.Second, "the hold on the cluster", func() bool {
+		return status(t, master, "mixed")["owner"] == next.Owner()
+	})
+	_ = next.Release(ctx)
 }

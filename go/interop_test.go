@@ -107,27 +107,7 @@ func TestInteropNoOverlapAndRisingTokensAcrossClients(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := deadline(t, 150*time.Second)
-	rounds, hold := strconv.Itoa(interopRounds), strconv.Itoa(interopHoldMS)
-	section := fmt.Sprintf(`echo "rust $DLOCK_TOKEN start" >> "$LOG"; sleep %v; echo "rust $DLOCK_TOKEN end" >> "$LOG"`, float64(interopHoldMS)/1000)
-	example := buildExample(t, "quorum")
-	exampleSection := strings.ReplaceAll(section, "rust", "example")
-	var cmds []*exec.Cmd
-	for i := 0; i < 2; i++ {
-		// The program docs/go.md shows, as one more contender.
-		program := exec.CommandContext(ctx, "sh", "-c", `for i in $(seq `+rounds+`); do "$@" || exit $?; done`, "sh", example, "interop", "sh", "-c", exampleSection)
-		program.Env = append(os.Environ(), "LOG="+log, "DLOCK_NODES="+list)
-		cmds = append(cmds, program)
-		cli := exec.CommandContext(ctx, "sh", "-c", `for i in $(seq `+rounds+`); do "$@" || exit $?; done`, "sh",
-			servers.CLI(), "run", "interop", "--nodes", list, "--timeout", "500ms", "--ttl", "10s", "--wait", "60s", "--", "sh", "-c", section)
-		cli.Env = append(os.Environ(), "LOG="+log)
-		cmds = append(cmds, cli)
-		if python != "" {
-			cmds = append(cmds, exec.CommandContext(ctx, python, "-c", pythonWorker, list, log, rounds, hold))
-		}
-		if nodeIndex != "" {
-			cmds = append(cmds, exec.CommandContext(ctx, "node", "--input-type=module", "-e", nodeWorker, "file://"+nodeIndex, list, log, rounds, hold))
-		}
-	}
+	cmds := contenders(t, ctx, list, log, python, nodeIndex)
 	var wg sync.WaitGroup
 	for _, c := range cmds {
 		c.Stderr = os.Stderr
@@ -164,6 +144,33 @@ func TestInteropNoOverlapAndRisingTokensAcrossClients(t *testing.T) {
 			t.Errorf("%s still holds: %v", s.URL(), st)
 		}
 	}
+}
+
+// contenders are the other processes: dlock run, the example program, Python and Node workers,
+// two of each.
+func contenders(t *testing.T, ctx context.Context, list, log, python, nodeIndex string) []*exec.Cmd {
+	rounds, hold := strconv.Itoa(interopRounds), strconv.Itoa(interopHoldMS)
+	section := fmt.Sprintf(`echo "rust $DLOCK_TOKEN start" >> "$LOG"; sleep %v; echo "rust $DLOCK_TOKEN end" >> "$LOG"`, float64(interopHoldMS)/1000)
+	example := buildExample(t, "quorum")
+	exampleSection := strings.ReplaceAll(section, "rust", "example")
+	var cmds []*exec.Cmd
+	for i := 0; i < 2; i++ {
+		// The program docs/go.md shows, as one more contender.
+		program := exec.CommandContext(ctx, "sh", "-c", `for i in $(seq `+rounds+`); do "$@" || exit $?; done`, "sh", example, "interop", "sh", "-c", exampleSection)
+		program.Env = append(os.Environ(), "LOG="+log, "DLOCK_NODES="+list)
+		cmds = append(cmds, program)
+		cli := exec.CommandContext(ctx, "sh", "-c", `for i in $(seq `+rounds+`); do "$@" || exit $?; done`, "sh",
+			servers.CLI(), "run", "interop", "--nodes", list, "--timeout", "500ms", "--ttl", "10s", "--wait", "60s", "--", "sh", "-c", section)
+		cli.Env = append(os.Environ(), "LOG="+log)
+		cmds = append(cmds, cli)
+		if python != "" {
+			cmds = append(cmds, exec.CommandContext(ctx, python, "-c", pythonWorker, list, log, rounds, hold))
+		}
+		if nodeIndex != "" {
+			cmds = append(cmds, exec.CommandContext(ctx, "node", "--input-type=module", "-e", nodeWorker, "file://"+nodeIndex, list, log, rounds, hold))
+		}
+	}
+	return cmds
 }
 
 // checkSections: every section ends before the next starts, tokens rise, every client took
@@ -311,18 +318,24 @@ func TestInteropKindsMeanTheSameInEveryClient(t *testing.T) {
 	}
 	_ = reader.Release(ctx)
 	cli(t, append([]string{"release", "rw", cliOwner}, base...)...)
+	semaphoresAcrossClients(t, nodes, m, python)
+}
 
-	// A semaphore of 2 holds one Go and one CLI permit, refuses a third in each client, and
-	// hands the CLI's permit to a waiting Go acquire.
+// semaphoresAcrossClients: a semaphore of 2 holds one Go and one CLI permit, refuses a third in
+// each client, and hands the CLI's permit to a waiting Go acquire.
+func semaphoresAcrossClients(t *testing.T, nodes []*servers.Server, m *dlock.Manager, python string) {
+	list := strings.Join(servers.URLs(nodes), ",")
+	base := []string{"--nodes", list, "--timeout", "500ms"}
+	ctx := deadline(t, 60*time.Second)
 	permit, err := m.Acquire(ctx, "sem", 10*time.Second, dlock.Limit(2))
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, out = cli(t, append([]string{"acquire", "sem", "--limit", "2"}, base...)...)
+	code, out := cli(t, append([]string{"acquire", "sem", "--limit", "2"}, base...)...)
 	if code != 0 {
 		t.Fatalf("the CLI's permit: exit %d", code)
 	}
-	cliOwner = strings.Fields(out)[0]
+	cliOwner := strings.Fields(out)[0]
 	if code, _ := cli(t, append([]string{"acquire", "sem", "--limit", "2"}, base...)...); code != 3 {
 		t.Errorf("a third permit in the CLI: exit %d, want 3", code)
 	}
