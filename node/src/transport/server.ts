@@ -33,11 +33,9 @@ export class Failed extends Error {
   }
 }
 
-// Integers as strings: a JavaScript number cannot hold a token past 2^53. No command timeout of
-// node-redis's (6 sets 5 s by default): every call is bounded by dlock's own timers, and a queued
-// wait lasts as long as its WAIT says.
+// Integers as strings: a JavaScript number cannot hold a token past 2^53.
 const TYPES = { [RESP_TYPES.NUMBER]: String } as const;
-const OPTIONS = { typeMapping: TYPES, timeout: 0 };
+const OPTIONS = { typeMapping: TYPES };
 const IDLE_BLOCKING = 4;
 const lastError = new WeakMap<object, string>();
 
