@@ -5,8 +5,9 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"math/big"
-	"strings"
+	"net/url"
 	"sync"
 	"time"
 
@@ -48,8 +49,12 @@ type redsyncHeld struct {
 
 func newRedsync(urls []string) (locker, error) {
 	r := &redsyncLocker{}
-	for _, u := range urls {
-		addr := strings.TrimPrefix(u, "redis://")
+	for _, raw := range urls {
+		u, err := url.Parse(raw) // redis://host:port[/]
+		if err != nil || u.Host == "" {
+			return nil, fmt.Errorf("redsync: bad node URL %q", raw)
+		}
+		addr := u.Host
 		r.pools = append(r.pools, &redis.Pool{MaxIdle: 64, Dial: func() (redis.Conn, error) { return redis.Dial("tcp", addr) }})
 	}
 	return r, nil
