@@ -15,8 +15,8 @@ import (
 )
 
 // redsync's algorithm (Redsync.NewMutex defaults: expiry 8 s here the bench's TTL, drift factor
-// 0.01, timeout factor 0.05, a pause of 50-250 ms between tries; 32 tries, unbounded here so a
-// contended lock is waited for as long as the others wait): SET key value NX PX on every node
+// 0.01, timeout factor 0.05, a pause of 50-250 ms between tries; 32 tries, here as many as a
+// minute allows, as long as the others wait): SET key value NX PX on every node
 // at once, held with a quorum and validity left; otherwise the delete script on every node
 // and another try. Its scripts, as redsync sends them (EVALSHA, EVAL when not loaded).
 var (
@@ -98,9 +98,10 @@ func delay() time.Duration {
 func (r *redsyncLocker) lock(ctx context.Context, name string, wait bool) (held, error) {
 	value := genValue()
 	drift := time.Duration(float64(ttl) * 0.01)
+	giveUp := time.Now().Add(time.Minute) // as long as the dlock contenders wait
 	for i := 0; ; i++ {
 		if i != 0 {
-			if !wait {
+			if !wait || time.Now().After(giveUp) {
 				return nil, errFailed
 			}
 			time.Sleep(delay())
