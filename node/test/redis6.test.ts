@@ -1,8 +1,9 @@
 /**
  * node-redis 6 against what it changed from 5: a default command timeout of 5 s (it bounds a
  * command's time before it is written, not a queued wait's reply: checked here, since a wait cut
- * at 5 s would be counted as a node failure), RESP3 by default (dlock asks for RESP2), and the
- * version in use.
+ * at 5 s would be counted as a node failure; and its per-command timer is turned off, as the
+ * maintenance notices are, for what they cost each command), RESP3 by default (dlock asks for
+ * RESP2), and the version in use.
  */
 import "./timeout.js";
 import assert from "node:assert/strict";
@@ -10,6 +11,7 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
+import { RedisClient } from "@redis/client";
 import { LockManager } from "../src/index.js";
 import { start, stopAll, type Server } from "./servers.js";
 
@@ -58,4 +60,30 @@ test("the @redis/client in use is node-redis 6, and dlock's connections speak RE
   } finally {
     await locks.close();
   }
+});
+
+test("dlock's commands carry no node-redis command timer, its connections no maintenance watch", async () => {
+  // Each costs every command (a timer, a check): together a third of a command's client time
+  // on node-redis 6 (docs/node.md). dlock bounds every call with its own timers.
+  type Send = (this: unknown, args: unknown, options?: { timeout?: number }) => unknown;
+  const proto = RedisClient.prototype as unknown as { sendCommand: Send };
+  const original = proto.sendCommand;
+  const seen: Array<{ timeout?: number } | undefined> = [];
+  const clients = new Set<{ options?: { maintNotifications?: string } }>();
+  proto.sendCommand = function (this: unknown, args, options) {
+    seen.push(options);
+    clients.add(this as { options?: { maintNotifications?: string } });
+    return original.call(this, args, options);
+  };
+  const locks = new LockManager([servers[0]!.url], { timeout: 500 });
+  try {
+    const lock = await locks.acquire("timers", { ttl: 10_000 });
+    await lock.release();
+  } finally {
+    proto.sendCommand = original;
+    await locks.close();
+  }
+  assert.ok(seen.length >= 2, `${seen.length} commands seen`);
+  for (const options of seen) assert.equal(options?.timeout, 0);
+  for (const client of clients) assert.equal(client.options?.maintNotifications, "disabled");
 });
