@@ -51,4 +51,4 @@ replace github.com/mna/redisc $redisc => ./redisc
 
 replace github.com/stretchr/testify $testify => ./testify
 WORK
-echo "GOWORK=$PWD/$out/go.work GOPROXY=off GOFLAGS= GONOSUMDB=* GOTOOLCHAIN=local"
+echo "GOWORK=$PWD/$out/go.work GOPROXY=off GOTOOLCHAIN=local"
