@@ -83,8 +83,9 @@ func (c *calls) everywhere(nodes []int, cmd []string, acked bool, read func(inte
 	var wg sync.WaitGroup
 	var t tally
 	for _, n := range nodes {
+		n := n
 		wg.Add(1)
-		go func(n int) {
+		c.b.shared.workers.run(func() {
 			defer wg.Done()
 			r, f := c.b.call(n, cmd, acked, 0)
 			mu.Lock()
@@ -97,7 +98,7 @@ func (c *calls) everywhere(nodes []int, cmd []string, acked bool, read func(inte
 			default:
 				t.refused++
 			}
-		}(n)
+		})
 	}
 	wg.Wait()
 	return t

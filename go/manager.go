@@ -253,7 +253,7 @@ func (m *Manager) WithLock(ctx context.Context, resource string, ttl time.Durati
 }
 
 // Close waits for the work left in the background (releases of withdrawn waits, of failed
-// rounds), within a bound, then closes every connection.
+// rounds), within a bound, then ends the idle workers (backend.go) and closes every connection.
 func (m *Manager) Close() error {
 	if m.err != nil {
 		return nil
@@ -279,6 +279,7 @@ func (m *Manager) Close() error {
 	case <-done:
 	case <-time.After(bound):
 	}
+	close(s.workers.stop)
 	for _, n := range m.b.nodes {
 		n.Close()
 	}
