@@ -1,7 +1,7 @@
 //! Reads the resource's records and counts what the suite judges: overlapping critical
 //! sections, fencing rejections, accepted stale writes, and token-order violations.
 
-use crate::resource::{Section, Write};
+use crate::resource::{Record, Section, Write};
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Figures {
@@ -13,6 +13,11 @@ pub struct Figures {
     /// Writes accepted although a larger token had already been accepted (must be 0: the
     /// fencing check failing to protect the resource).
     pub accepted_stale: usize,
+    /// The same count for the writes that bypassed the gate: what the faults do to a resource
+    /// that does not check tokens (shown, not judged).
+    pub unguarded_stale: usize,
+    /// Replies of the resource that were neither a write nor STALE (must be 0).
+    pub resource_errors: usize,
     /// Grants whose token is not above every token granted before them.
     pub order_violations: usize,
     /// Scenario 11's figures (a semaphore has no mutual exclusion to overlap); `None` for the
@@ -35,14 +40,23 @@ pub struct Permits {
     pub stops: usize,
 }
 
+/// The figures of a lock scenario, from what its resource recorded.
+pub fn judge_record(record: &Record, resource_errors: usize) -> Figures {
+    Figures {
+        unguarded_stale: stale(record.unguarded.iter().copied()),
+        resource_errors,
+        ..check(&record.sections, &record.guarded)
+    }
+}
+
 pub fn check(sections: &[Section], writes: &[Write]) -> Figures {
     Figures {
         grants: sections.len(),
         overlaps: overlaps(sections),
         rejections: writes.iter().filter(|w| !w.accepted).count(),
-        accepted_stale: accepted_stale(writes),
+        accepted_stale: stale(writes.iter().filter(|w| w.accepted).map(|w| w.token)),
         order_violations: order_violations(sections),
-        permits: None,
+        ..Figures::default()
     }
 }
 
@@ -60,16 +74,17 @@ fn overlaps(sections: &[Section]) -> usize {
     count
 }
 
-fn accepted_stale(writes: &[Write]) -> usize {
+/// Writes, in the order the resource applied them, whose token is below one applied before.
+fn stale(tokens: impl Iterator<Item = u64>) -> usize {
     let mut highest = 0;
-    let mut stale = 0;
-    for w in writes.iter().filter(|w| w.accepted) {
-        if w.token < highest {
-            stale += 1;
+    let mut count = 0;
+    for token in tokens {
+        if token < highest {
+            count += 1;
         }
-        highest = highest.max(w.token);
+        highest = highest.max(token);
     }
-    stale
+    count
 }
 
 fn order_violations(sections: &[Section]) -> usize {
@@ -154,5 +169,19 @@ mod tests {
         ];
         let f = check(&[], &w);
         assert_eq!((f.rejections, f.accepted_stale), (1, 1));
+    }
+
+    #[test]
+    fn writes_that_bypassed_the_gate_are_counted_apart_from_the_guarded_ones() {
+        let record = Record {
+            sections: Vec::new(),
+            guarded: vec![write(5, true), write(7, true), write(6, false)],
+            unguarded: vec![5, 7, 6, 8, 4],
+        };
+        let f = judge_record(&record, 0);
+        assert_eq!(
+            (f.rejections, f.accepted_stale, f.unguarded_stale),
+            (1, 0, 2)
+        );
     }
 }

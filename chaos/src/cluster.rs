@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use dlock_client::ReplicaAck;
 use dlock_testkit::{Cluster, Server};
 
-use crate::checker::{self, Figures};
+use crate::checker::Figures;
 use crate::resource::Resource;
 use crate::scenario::Scenario;
 
@@ -30,7 +30,7 @@ pub fn run(sc: &Scenario, duration: Duration, ack: bool) -> Figures {
     } else {
         ReplicaAck::Off
     };
-    let resource = Arc::new(Resource::default());
+    let resource = Arc::new(Resource::start());
     let deadline = Instant::now() + duration;
     let faults = std::thread::spawn(move || {
         let mut cluster = cluster;
@@ -40,8 +40,7 @@ pub fn run(sc: &Scenario, duration: Duration, ack: bool) -> Figures {
     let manager = crate::manager(&[url], replica_ack);
     crate::runtime().block_on(crate::run_workers(sc, manager, resource.clone(), deadline));
     drop(faults.join());
-    let (sections, writes) = resource.take();
-    checker::check(&sections, &writes)
+    resource.figures()
 }
 
 /// Every round: cut the lock's shard's replica link, kill its master 200 ms later, wait for the

@@ -1,5 +1,5 @@
 //! `make chaos` / `make chaos-quick`: five real nodes, K workers taking one lock through
-//! dlock-client, a fencing resource server, and one fault per scenario; scenario 11 runs
+//! dlock-client, a resource server behind a gate (DLOCK.GUARD), and one fault per scenario; scenario 11 runs
 //! semaphore holders as processes of this binary (`dlock-chaos holder`, hidden). Exits non-zero
 //! if a pass criterion fails (docs/safety.md).
 
@@ -70,9 +70,9 @@ fn main() -> std::process::ExitCode {
         let counted = match &figures.permits {
             Some(p) => format!("{} grants, {}", figures.grants, permits_line(p)),
             None => format!(
-                "{} grants, {} overlaps, {} fencing rejections, {} accepted stale, {} order violations",
+                "{} grants, {} overlaps, {} refused by the gate, {} stale through it, {} stale without it, {} order violations",
                 figures.grants, figures.overlaps, figures.rejections, figures.accepted_stale,
-                figures.order_violations,
+                figures.unguarded_stale, figures.order_violations,
             ),
         };
         eprintln!(
@@ -114,6 +114,9 @@ fn judge(sc: &Scenario, f: &Figures) -> Result<&'static str, String> {
     }
     if f.accepted_stale > 0 {
         return Err("FAILED: stale writes accepted".into());
+    }
+    if f.resource_errors > 0 {
+        return Err("FAILED: the resource answered errors other than STALE".into());
     }
     if f.order_violations > 0 && sc.hazard {
         return Ok("pass (the hazard, shown)");
@@ -171,7 +174,7 @@ fn run(sc: &Scenario, duration: Duration, shim: Option<PathBuf>) -> Figures {
         link,
         clock_offset: (sc.fault == Fault::ClockJump).then_some(offset_file),
     });
-    let resource = Arc::new(Resource::default());
+    let resource = Arc::new(Resource::start());
     let deadline = Instant::now() + duration;
     let faults = {
         let (fixture, fault, ttl) = (fixture.clone(), sc.fault, sc.ttl);
@@ -180,8 +183,7 @@ fn run(sc: &Scenario, duration: Duration, shim: Option<PathBuf>) -> Figures {
     let manager = manager(&urls, ReplicaAck::default());
     runtime.block_on(run_workers(sc, manager, resource.clone(), deadline));
     let _ = faults.join();
-    let (sections, writes) = resource.take();
-    checker::check(&sections, &writes)
+    resource.figures()
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -233,6 +235,10 @@ struct Plan {
 
 /// Takes the lock over and over until the deadline; each section writes `writes` times.
 async fn worker(id: usize, manager: LockManager, resource: Arc<Resource>, plan: Plan) {
+    let Ok(mut conn) = resource.connect().await else {
+        eprintln!("chaos: worker {id} cannot reach the resource");
+        return;
+    };
     let mut sections = 0u32;
     while Instant::now() < plan.deadline {
         let Ok(guard) = manager
@@ -244,7 +250,8 @@ async fn worker(id: usize, manager: LockManager, resource: Arc<Resource>, plan: 
         sections += 1;
         let (token, granted_at, start) = (guard.token(), Instant::now(), resource.now());
         for write in 0..plan.writes {
-            resource.write(token); // a rejection is the fencing check doing its job
+            // A refusal is the gate doing its job.
+            resource.write(&mut conn, token).await;
             if plan.pauses && id == 0 && sections.is_multiple_of(2) && write == 0 {
                 // The GC-pause timeline: frozen past the TTL, then resumes its writes.
                 tokio::time::sleep(plan.ttl + Duration::from_millis(300)).await;
@@ -264,14 +271,15 @@ async fn worker(id: usize, manager: LockManager, resource: Arc<Resource>, plan: 
 }
 
 fn report(results: &[(Scenario, Figures, Result<&'static str, String>)]) -> std::process::ExitCode {
-    println!("| # | scenario | assumption broken | grants | overlaps | fencing rejections | accepted stale | order violations | max holders | result |");
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("| # | scenario | assumption broken | grants | overlaps | refused by the gate | stale writes through the gate | stale writes without it | order violations | max holders | result |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     let mut total = Figures::default();
     for (sc, f, verdict) in results {
         println!("{}", row(sc, f, shown(verdict)));
         total.grants += f.grants;
         total.overlaps += f.overlaps;
         total.accepted_stale += f.accepted_stale;
+        total.unguarded_stale += f.unguarded_stale;
         total.order_violations += f.order_violations;
     }
     for (sc, f, _) in results {
@@ -287,6 +295,10 @@ fn report(results: &[(Scenario, Figures, Result<&'static str, String>)]) -> std:
     println!(
         "chaos: {} scenarios, {} grants, {} overlaps, {} accepted stale writes, {} token-order violations",
         results.len(), total.grants, total.overlaps, total.accepted_stale, total.order_violations
+    );
+    println!(
+        "chaos: without the gate, the same writes would have let {} stale writes through",
+        total.unguarded_stale
     );
     let failed = results
         .iter()
@@ -311,7 +323,7 @@ fn row(sc: &Scenario, f: &Figures, verdict: &str) -> String {
         format!("{} (limit {})", p.max_holders, p.limit)
     });
     format!(
-        "| {} | {} | {} | {} | {} | {} | {} | {} | {holders} | {verdict} |",
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {holders} | {verdict} |",
         sc.number,
         sc.name,
         sc.breaks,
@@ -319,6 +331,7 @@ fn row(sc: &Scenario, f: &Figures, verdict: &str) -> String {
         lock(f.overlaps),
         lock(f.rejections),
         lock(f.accepted_stale),
+        lock(f.unguarded_stale),
         lock(f.order_violations),
     )
 }

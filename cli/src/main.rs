@@ -363,7 +363,8 @@ pub fn code_of(e: &Error) -> u8 {
     match e {
         Error::Contended { .. } => exit::CONTENDED,
         Error::NoQuorum { .. } | Error::ValidityExpired { .. } => exit::NO_QUORUM,
-        Error::LockLost { .. } => exit::LOST,
+        Error::LockLost { .. } | Error::Stale { .. } => exit::LOST,
+        Error::Guarded { .. } => exit::NO_QUORUM,
         Error::InvalidArgument(_) => exit::USAGE,
         Error::WrongKind { .. } => exit::WRONG_KIND,
     }

@@ -51,6 +51,20 @@ pub enum Error {
     /// The resource is held as another kind (a semaphore of another limit, a lock asked as a
     /// semaphore, ...): the node's `WRONGKIND` message. Never retried.
     WrongKind { resource: String, message: String },
+    /// A guarded write was refused: a newer holder already wrote through `gate` with a larger
+    /// token. Nothing changed, and the lock is marked lost.
+    Stale {
+        resource: String,
+        gate: String,
+        token: u64,
+    },
+    /// A guarded write's server answered another error (the wrapped command's own, an ACL
+    /// refusal, no module there) or could not be reached.
+    Guarded {
+        resource: String,
+        gate: String,
+        message: String,
+    },
 }
 
 /// A node's reply that the resource is held as another kind.
@@ -62,6 +76,11 @@ impl Error {
     /// True when the resource was simply busy (as opposed to nodes being unreachable).
     pub fn is_contended(&self) -> bool {
         matches!(self, Error::Contended { .. })
+    }
+
+    /// True when the lock is known lost: an extension failed, or a guarded write was STALE.
+    pub fn is_lost(&self) -> bool {
+        matches!(self, Error::LockLost { .. } | Error::Stale { .. })
     }
 }
 
@@ -98,6 +117,23 @@ impl fmt::Display for Error {
             Error::WrongKind { resource, message } => {
                 write!(f, "lock {resource:?} cannot be taken as asked: {message}")
             }
+            Error::Stale {
+                resource,
+                gate,
+                token,
+            } => write!(
+                f,
+                "lock {resource:?} was lost: gate {gate:?} has seen a newer token than {token}; \
+                 nothing was written"
+            ),
+            Error::Guarded {
+                resource,
+                gate,
+                message,
+            } => write!(
+                f,
+                "guarded write under lock {resource:?} through gate {gate:?} failed: {message}"
+            ),
         }
     }
 }

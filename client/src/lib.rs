@@ -22,6 +22,7 @@ mod commands;
 mod connect;
 mod driver;
 mod errors;
+mod guarded;
 mod kind;
 mod lock;
 mod manager;

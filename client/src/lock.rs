@@ -27,6 +27,9 @@ pub struct LockGuard {
     /// Cancelled before the release goes out: waits of the acquisition still out in the
     /// background then know any grant they get is stale (queue mode).
     on_release: Option<CancellationToken>,
+    /// Fired when the lock is known lost: a guarded write answered STALE, or the watchdog
+    /// (which shares it) failed to extend.
+    lost: CancellationToken,
 }
 
 impl LockGuard {
@@ -45,6 +48,7 @@ impl LockGuard {
             acquired_at,
             released: false,
             on_release: None,
+            lost: CancellationToken::new(),
         }
     }
 
@@ -87,10 +91,24 @@ impl LockGuard {
         self.kind().quorum(self.backend().nodes())
     }
 
-    /// Time left before the lock may be held by someone else (zero when over).
+    /// Time left before the lock may be held by someone else (zero when over, or once the lock
+    /// is known lost).
     pub fn validity(&self) -> Duration {
+        if self.is_lost() {
+            return Duration::ZERO;
+        }
         let now = self.backend().clock.now();
         self.valid_until.saturating_duration_since(now)
+    }
+
+    /// True once the lock is known lost: a guarded write found a newer holder's token at its
+    /// gate ([`LockGuard::guarded`]), or this lock's watchdog could not extend it.
+    pub fn is_lost(&self) -> bool {
+        self.lost.is_cancelled()
+    }
+
+    pub(crate) fn lost_signal(&self) -> &CancellationToken {
+        &self.lost
     }
 
     /// Resets the TTL on all nodes. Fails with [`Error::NoQuorum`] if too few nodes answered,
@@ -99,6 +117,12 @@ impl LockGuard {
     /// lasts.
     pub async fn extend(&mut self, ttl: Duration) -> Result<(), Error> {
         check_ttl(ttl)?;
+        if self.is_lost() {
+            // A newer holder wrote: extending would only keep a lease nobody may use.
+            return Err(Error::LockLost {
+                resource: self.resource().to_string(),
+            });
+        }
         match self.calls.extend(&self.owner, ttl).await {
             Ok(valid_until) => {
                 self.valid_until = valid_until;
@@ -133,7 +157,7 @@ impl LockGuard {
     pub fn watchdog(&self, ttl: Duration) -> Watchdog {
         let opts = &self.backend().opts;
         let interval = opts.extend_interval.unwrap_or(ttl / 3);
-        let lost = CancellationToken::new();
+        let lost = self.lost.clone();
         let stop = CancellationToken::new();
         let schedule = Schedule {
             ttl,
@@ -210,6 +234,7 @@ async fn keep_extended(
         let pause = next.saturating_duration_since(clock.now());
         tokio::select! {
             _ = stop.cancelled() => return,
+            _ = lost.cancelled() => return, // a guarded write found a newer holder
             _ = tokio::time::sleep(pause) => {}
         }
         let now = clock.now();

@@ -49,6 +49,21 @@ export class LockLostError extends DlockError {
   }
 }
 
+/**
+ * A guarded write (`lock.guarded`) was refused: a newer holder already wrote through `gate` with
+ * a larger token than `token`. Nothing changed, and the lock is marked lost.
+ */
+export class StaleTokenError extends LockLostError {
+  constructor(
+    resource: string,
+    readonly gate: string,
+    readonly token: bigint,
+  ) {
+    super(resource);
+    this.message = `lock ${JSON.stringify(resource)} was lost: gate ${JSON.stringify(gate)} has seen a newer token than ${token}; nothing was written`;
+  }
+}
+
 /** Granted, but the round took so long that no validity was left: released at once. */
 export class ValidityExpiredError extends DlockError {
   constructor(readonly resource: string) {

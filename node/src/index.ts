@@ -9,11 +9,13 @@ export {
   LockContendedError,
   NoQuorumError,
   LockLostError,
+  StaleTokenError,
   ValidityExpiredError,
   NodeError,
   WrongKindError,
   type NodeFailure,
 } from "./errors.js";
+export type { DataClient } from "./lock.js";
 export type { TlsOptions } from "./transport/server.js";
 export { MAX_LIMIT, quorum, type Kind } from "./kind.js";
 export { validity, type Drift } from "./timing.js";

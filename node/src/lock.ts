@@ -2,13 +2,18 @@
  * A held lock: its fencing token, owner and validity; extend(), release() and the watchdog.
  */
 import type { Granted } from "./driver.js";
-import { LockLostError, NoQuorumError } from "./errors.js";
+import { LockLostError, NoQuorumError, StaleTokenError } from "./errors.js";
 import type { Kind } from "./kind.js";
 import { checkMs } from "./options.js";
 import type { Calls } from "./calls.js";
 import { now } from "./timing.js";
 
-/** A held lock: its fencing token, owner and validity; extend() and release(). */
+/** A connection to the data's Redis (with the module): node-redis's client, or anything with its `sendCommand`. */
+export interface DataClient {
+  sendCommand(args: string[]): Promise<unknown>;
+}
+
+/** A held lock: its fencing token, owner and validity; extend(), guarded() and release(). */
 export class Lock {
   readonly token: bigint;
   readonly owner: string;
@@ -36,12 +41,13 @@ export class Lock {
     this.#stale = granted.stale;
   }
 
-  /** Milliseconds the lock is still safe to use (0 once expired). */
+  /** Milliseconds the lock is still safe to use (0 once expired, or once known lost). */
   get validity(): number {
+    if (this.#lost) return 0;
     return Math.max(0, this.#validUntil - now());
   }
 
-  /** Aborted when the lock is lost (a watchdog extension failed) or maxHold passed. */
+  /** Aborted when the lock is lost (a watchdog extension failed, a guarded write was stale) or maxHold passed. */
   get signal(): AbortSignal {
     return this.#controller.signal;
   }
@@ -50,10 +56,35 @@ export class Lock {
     return this.#lost;
   }
 
+  /**
+   * Runs `command` (e.g. `["SET", "report", body]`) on `client` only if this lock's token is
+   * still current at the key `gate`, raising the gate to it, in one step on that server
+   * (DLOCK.GUARD); resolves to the command's reply. When a newer holder has written through the
+   * gate, nothing changes, the lock is marked lost (`lost`, `signal`) and StaleTokenError (a
+   * LockLostError) is thrown; a lock already known lost throws LockLostError and sends nothing.
+   * Other errors are node-redis's.
+   */
+  async guarded(client: DataClient, gate: string, command: string[]): Promise<unknown> {
+    if (this.#lost) throw new LockLostError(this.resource);
+    try {
+      return await client.sendCommand(["DLOCK.GUARD", gate, this.token.toString(), ...command]);
+    } catch (e) {
+      if (!(e instanceof Error) || !e.message.startsWith("STALE")) throw e;
+      const stale = new StaleTokenError(this.resource, gate, this.token);
+      this.#lose(stale);
+      throw stale;
+    }
+  }
+
+  #lose(reason: Error): void {
+    this.#lost = true;
+    if (!this.#controller.signal.aborted) this.#controller.abort(reason);
+  }
+
   /** EXTEND on every node: the lock's validity starts afresh from `ttl` ms (default: the ttl it was taken with). */
   async extend(ttl: number = this.ttl): Promise<number> {
     const whole = Math.floor(checkMs(ttl, "ttl", { min: 1 })!);
-    if (this.#released) throw new LockLostError(this.resource);
+    if (this.#released || this.#lost) throw new LockLostError(this.resource);
     const needed = this.calls.backend.needed(this.kind);
     const extended = await this.calls.extend(this.owner, whole);
     if (typeof extended === "number") {
@@ -84,12 +115,11 @@ export class Lock {
     let stopped = false;
     let timer: NodeJS.Timeout | undefined;
     const lose = (reason: Error): void => {
-      this.#lost = true;
       stopped = true;
-      if (!this.#controller.signal.aborted) this.#controller.abort(reason);
+      this.#lose(reason);
     };
     const tick = async (): Promise<void> => {
-      if (stopped) return;
+      if (stopped || this.#lost) return; // a stale guarded write ends the watchdog too
       if (maxHold !== undefined && now() - started >= maxHold) {
         stopped = true;
         this.#controller.abort(new LockLostError(this.resource));

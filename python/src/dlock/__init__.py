@@ -23,6 +23,7 @@ from .errors import (
     LockTimeout,
     NodeFailure,
     NoQuorum,
+    StaleToken,
     ValidityExpired,
     WrongKindError,
 )
@@ -45,6 +46,7 @@ __all__ = [
     "NodeStatus",
     "NodeTop",
     "QueuedLock",
+    "StaleToken",
     "TopHolder",
     "ValidityExpired",
     "WaitMode",

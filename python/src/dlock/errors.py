@@ -62,6 +62,20 @@ class LockLost(DlockError):
         super().__init__(resource, f"lock {resource!r} was lost (no longer held on a majority)")
 
 
+class StaleToken(LockLost):
+    """A guarded write (`Lock.guarded`) was refused: a newer holder already wrote through `gate`
+    with a larger token than `token`. Nothing changed, and the lock is marked lost."""
+
+    def __init__(self, resource: str, gate: str, token: int) -> None:
+        DlockError.__init__(
+            self,
+            resource,
+            f"lock {resource!r} was lost: gate {gate!r} has seen a newer token than {token}; nothing was written",
+        )
+        self.gate = gate
+        self.token = token
+
+
 class KindRefused(DlockError):
     """A node refused what the acquisition asks for, which asking again cannot change: never
     retried. `node` names it, `reply` is the server's message. Besides WrongKindError: a shared

@@ -10,12 +10,16 @@ import asyncio
 import contextlib
 import time
 from types import TracebackType
+from typing import Any
+
+import redis
+from redis.asyncio import Redis
 
 from .._pure.kind import Kind
 from .._pure.options import check_ttl
 from .._pure.verdicts import Grant
 from .._transport.aio.concurrency import Worker, shielded
-from ..errors import DlockError, LockLost
+from ..errors import DlockError, LockLost, StaleToken
 from .calls import Calls
 
 
@@ -84,13 +88,40 @@ class Lock:
 
     @property
     def validity(self) -> float:
-        """Seconds left before the lock may be held by someone else (0 when over)."""
+        """Seconds left before the lock may be held by someone else (0 when over, or once the
+        lock is known lost)."""
+        if self._lost.is_set():
+            return 0.0
         return max(0.0, self._valid_until - time.monotonic())
 
     @property
     def lost(self) -> asyncio.Event:
-        """Set by the watchdog when the lock is lost or `max_hold` is reached."""
+        """Set when the lock is known lost: by the watchdog (an extension failed, validity ran
+        out, `max_hold` reached), or by a guarded write that found a newer holder's token."""
         return self._lost
+
+    async def guarded(self, client: Redis, gate: str, *command: Any) -> Any:
+        # unasync: asyncio only
+        """As dlock.Lock.guarded: `command` runs on `client` only while this lock's token is
+        current at `gate`; StaleToken (a LockLost) and `lost` set when a newer holder wrote."""
+        # unasync: sync only
+        # """Runs `command` (e.g. "SET", "report", body) on `client` (the data's Redis, with the
+        # module) only if this lock's token is still current at the key `gate`, raising the gate
+        # to it, in one step on that server (DLOCK.GUARD); returns the command's reply. When a
+        # newer holder has written through the gate, nothing changes, `lost` is set and
+        # StaleToken (a LockLost) is raised; once `lost` is set, LockLost is raised before
+        # anything is sent. Other errors are redis-py's."""
+        # unasync: end
+        if self._lost.is_set():
+            raise LockLost(self._resource)  # known lost: not even a first write may go
+        try:
+            return await client.execute_command("DLOCK.GUARD", gate, self._token, *command)  # type: ignore[no-untyped-call, unused-ignore]
+        except redis.ResponseError as error:
+            if not str(error).startswith("STALE"):
+                raise
+            self._lost.set()
+            await self.stop_watchdog()
+            raise StaleToken(self._resource, gate, self._token) from error
 
     async def extend(self, ttl: float | None = None) -> None:
         # unasync: asyncio only
@@ -101,6 +132,8 @@ class Lock:
         # `validity` still counts down from the last success."""
         # unasync: end
         ttl_ms = self._ttl_ms if ttl is None else check_ttl(ttl)
+        if self._lost.is_set():
+            raise LockLost(self._resource)  # a newer holder exists: its lease is of no use
         result = await self._calls.extend(self._resource, self._owner, ttl_ms, self._needed)
         if isinstance(result, float):
             self._valid_until = result

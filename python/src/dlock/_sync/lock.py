@@ -8,12 +8,16 @@ import contextlib
 import threading
 import time
 from types import TracebackType
+from typing import Any
+
+import redis
+from redis import Redis
 
 from .._pure.kind import Kind
 from .._pure.options import check_ttl
 from .._pure.verdicts import Grant
 from .._transport.sync.concurrency import Worker, shielded
-from ..errors import DlockError, LockLost
+from ..errors import DlockError, LockLost, StaleToken
 from .calls import Calls
 
 
@@ -72,19 +76,43 @@ class Lock:
 
     @property
     def validity(self) -> float:
-        """Seconds left before the lock may be held by someone else (0 when over)."""
+        """Seconds left before the lock may be held by someone else (0 when over, or once the
+        lock is known lost)."""
+        if self._lost.is_set():
+            return 0.0
         return max(0.0, self._valid_until - time.monotonic())
 
     @property
     def lost(self) -> threading.Event:
-        """Set by the watchdog when the lock is lost or `max_hold` is reached."""
+        """Set when the lock is known lost: by the watchdog (an extension failed, validity ran
+        out, `max_hold` reached), or by a guarded write that found a newer holder's token."""
         return self._lost
+
+    def guarded(self, client: Redis, gate: str, *command: Any) -> Any:
+        """Runs `command` (e.g. "SET", "report", body) on `client` (the data's Redis, with the
+        module) only if this lock's token is still current at the key `gate`, raising the gate
+        to it, in one step on that server (DLOCK.GUARD); returns the command's reply. When a
+        newer holder has written through the gate, nothing changes, `lost` is set and
+        StaleToken (a LockLost) is raised; once `lost` is set, LockLost is raised before
+        anything is sent. Other errors are redis-py's."""
+        if self._lost.is_set():
+            raise LockLost(self._resource)  # known lost: not even a first write may go
+        try:
+            return client.execute_command("DLOCK.GUARD", gate, self._token, *command)  # type: ignore[no-untyped-call, unused-ignore]
+        except redis.ResponseError as error:
+            if not str(error).startswith("STALE"):
+                raise
+            self._lost.set()
+            self.stop_watchdog()
+            raise StaleToken(self._resource, gate, self._token) from error
 
     def extend(self, ttl: float | None = None) -> None:
         """Resets the TTL (default: the one acquired with) on all nodes. Raises NoQuorum when too
         few nodes answered, LockLost when a quorum answered and did not extend; either way
         `validity` still counts down from the last success."""
         ttl_ms = self._ttl_ms if ttl is None else check_ttl(ttl)
+        if self._lost.is_set():
+            raise LockLost(self._resource)  # a newer holder exists: its lease is of no use
         result = self._calls.extend(self._resource, self._owner, ttl_ms, self._needed)
         if isinstance(result, float):
             self._valid_until = result

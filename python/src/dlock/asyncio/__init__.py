@@ -30,6 +30,7 @@ from ..errors import (
     LockTimeout,
     NodeFailure,
     NoQuorum,
+    StaleToken,
     ValidityExpired,
     WrongKindError,
 )
@@ -59,6 +60,7 @@ __all__ = [
     "PendingLock",
     # unasync: end
     "QueuedLock",
+    "StaleToken",
     "TopHolder",
     "ValidityExpired",
     # unasync: sync only
