@@ -191,7 +191,9 @@ impl ContentionTable {
         let ours: Vec<&ContentionRow> = self
             .rows
             .iter()
-            .filter(|r| dlock(r) && ![PYTHON_CLIENT, NODE_CLIENT, GO_CLIENT].contains(&r.name.as_str()))
+            .filter(|r| {
+                dlock(r) && ![PYTHON_CLIENT, NODE_CLIENT, GO_CLIENT].contains(&r.name.as_str())
+            })
             .collect();
         let others: Vec<&ContentionRow> = self.rows.iter().filter(|r| !dlock(r)).collect();
         let label = self.node_label();
