@@ -94,6 +94,29 @@ node/node_modules/.installed: node/package-lock.json
 node-test: build node-deps node/node_modules/.installed
 	cd node && npm run typecheck && npm run build && npm test
 
+# The Go client (go/, module dlock.dev/dlock; docs/go.md): Debian's Go toolchain and Go Redis
+# packages (golang-go 1.19, golang-github-gomodule-redigo-dev, golang-github-mna-redisc-dev) and
+# go-staticcheck, installed when missing, built offline against their sources in /usr/share/gocode
+# through target/go/go.work (scripts/go-offline.sh; go/go.mod stays an ordinary require); gofmt -l
+# empty, go vet, staticcheck, then go test against real redis-server nodes (the Rust CLI, and
+# Python's venv and Node's build when present, for interop). ~1 min.
+.PHONY: go-deps go-test
+GO_DEBS := golang-go golang-github-gomodule-redigo-dev golang-github-mna-redisc-dev go-staticcheck
+go-deps:
+	@missing=""; \
+	for p in $(GO_DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+go-test: build go-deps
+	@set -e; env=$$(bash scripts/go-offline.sh); export $$env; cd go; \
+	  unformatted=$$(gofmt -l .); [ -z "$$unformatted" ] || { echo "gofmt -l: $$unformatted" >&2; exit 1; }; \
+	  go vet ./...; go-staticcheck ./...; \
+	  go test -count=1 -timeout 600s -v ./...
+
 # Installs what the monitoring tests run for real when missing: Debian's redis_exporter (1.45) and
 # promtool (package prometheus), and tmux (the terminal tests of `dlock top` and the waiting line).
 monitoring-deps:
@@ -193,10 +216,10 @@ bench-capacity: build
 bench-handoff-limit: build
 	$(CARGO) run --release -q -p dlock-bench --bin bench-handoff-limit
 
-bench: build
+bench: build go-deps
 	bash bench/run.sh
 
-bench-quick: build
+bench-quick: build go-deps
 	bash bench/run.sh --quick
 
 # Five local masters with the module on ports 7001-7005 (foreground, Ctrl-C stops).

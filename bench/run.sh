@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make bench` / `make bench-quick`: installs the external contenders (node-redlock via npm,
 # pottery and python-redis-lock via pip, dlock's Python client from ./python, dlock's Node client
-# built in ./node) into bench/, then runs the benchmark driver. A contender whose registry is
+# built in ./node, dlock's Go client and redsync's algorithm built from bench/harness/go) into bench/, then runs the benchmark driver. A contender whose registry is
 # unreachable is skipped with a notice, never silently.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -15,6 +15,14 @@ if command -v npm >/dev/null 2>&1; then
   # dlock's Node client, built from this checkout (node/dist): the "dlock (node)" contender.
   (cd "$here/../node" && { [ -d node_modules ] || npm ci --no-audit --no-fund --silent >/dev/null 2>&1; } && npm run --silent build >/dev/null 2>&1) \
     || echo "bench: building node/ failed (npm unreachable?): dlock (node) skipped" >&2
+fi
+# dlock's Go client and redsync's algorithm (bench/harness/go), built offline against Debian's Go
+# packages (make go-deps): the "dlock (go)" and "redsync" contenders.
+if command -v go >/dev/null 2>&1 && goenv=$(bash "$here/../scripts/go-offline.sh"); then
+  (export $goenv && cd "$here/harness/go" && go build -o "$here/../target/go/bench-go" .) \
+    || echo "bench: building bench/harness/go failed: dlock (go) and redsync skipped" >&2
+else
+  echo "bench: Go not installed (make go-deps): dlock (go) and redsync skipped" >&2
 fi
 if [ ! -x "$here/.venv/bin/python" ]; then
   python3 -m venv "$here/.venv" >/dev/null 2>&1 || echo "bench: python3 -m venv failed: pottery and python-redis-lock skipped" >&2

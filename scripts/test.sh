@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make test` (what CI runs): every suite, each run to its end even when an earlier one failed, then
-# one line per suite and, last, the totals across Rust, Python, Node and the signal check as
+# one line per suite and, last, the totals across Rust, Python, Node, Go and the signal check as
 # "total: N passed, M failed", so a CI log's last line says how it went. Exits non-zero if anything
 # failed. Expects `make build` to have run.
 set -uo pipefail
@@ -66,6 +66,18 @@ node_suite() {
   return "$status"
 }
 
+# The Go client's tests (make go-test), their top-level results ("--- PASS: Test..." and "---
+# FAIL: Test..." of go test -v) said the way count() reads them. Skipped, with a notice, only
+# when Go cannot be had (make go-deps installs it from Debian).
+go_suite() {
+  local started=$SECONDS status
+  make --no-print-directory go-test 2>&1 | tee "$logs/go.out"
+  status=${PIPESTATUS[0]}
+  results() { grep -cE "^--- $1: " "$logs/go.out"; }
+  echo "go: $(results PASS) passed, $(results FAIL) failed in $((SECONDS - started)).0s"
+  return "$status"
+}
+
 suite rust counted cargo test --release --workspace --no-fail-fast
 suite python counted make --no-print-directory python-test
 make --no-print-directory node-deps >/dev/null 2>&1
@@ -74,6 +86,13 @@ if command -v node >/dev/null 2>&1; then
 else
   echo "== node: SKIPPED: Node.js is not installed and could not be (make node-deps); the Node client was not tested" >&2
   lines+=("node: SKIPPED (Node.js not installed)")
+fi
+make --no-print-directory go-deps >/dev/null 2>&1
+if command -v go >/dev/null 2>&1; then
+  suite go counted go_suite
+else
+  echo "== go: SKIPPED: Go is not installed and could not be (make go-deps); the Go client was not tested" >&2
+  lines+=("go: SKIPPED (Go not installed)")
 fi
 suite signals counted signals
 suite monitoring counted make --no-print-directory monitoring-test

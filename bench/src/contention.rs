@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use dlock_client::WaitMode;
 
 use crate::contenders::Contender;
-use crate::external::{External, NODE_CLIENT, PYTHON_CLIENT};
+use crate::external::{External, GO_CLIENT, NODE_CLIENT, PYTHON_CLIENT, REDSYNC};
 use crate::{median, percentile, Named, Plan};
 
 /// Tasks (threads, for the externals) contending for the one resource.
@@ -191,7 +191,9 @@ impl ContentionTable {
         let ours: Vec<&ContentionRow> = self
             .rows
             .iter()
-            .filter(|r| dlock(r) && r.name != PYTHON_CLIENT && r.name != NODE_CLIENT)
+            .filter(|r| {
+                dlock(r) && ![PYTHON_CLIENT, NODE_CLIENT, GO_CLIENT].contains(&r.name.as_str())
+            })
             .collect();
         let others: Vec<&ContentionRow> = self.rows.iter().filter(|r| !dlock(r)).collect();
         let label = self.node_label();
@@ -229,6 +231,15 @@ impl ContentionTable {
                 md,
                 "| {NODE_CLIENT} contention wait p99/p50 <= {max_fairness} ({label}) | {fairness:.1} | {} |",
                 verdict(fairness <= max_fairness)
+            );
+        }
+        if let (Some(go), Some(redsync)) = (named(GO_CLIENT), named(REDSYNC)) {
+            let _ = writeln!(
+                md,
+                "| {GO_CLIENT} contention wait p99/p50 <= 3 ({label}; {REDSYNC}, polling: {:.1}) | {:.1} | {} |",
+                redsync.fairness(),
+                go.fairness(),
+                verdict(go.fairness() <= 3.0)
             );
         }
         if let Some(fairest) = highest(&ours, |r| -r.fairness()) {

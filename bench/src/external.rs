@@ -1,4 +1,4 @@
-//! node-redlock, pottery, python-redis-lock and dlock's own Python (python/) and Node (node/) clients, driven
+//! node-redlock, pottery, python-redis-lock, redsync's algorithm and dlock's own Python (python/), Node (node/) and Go (go/) clients, driven
 //! through the harness scripts in bench/harness/. Each run is one process that measures itself
 //! and prints one JSON line.
 
@@ -9,6 +9,10 @@ use std::process::Command;
 pub const PYTHON_CLIENT: &str = "dlock (python)";
 /// dlock's Node client (node/, built into node/dist by bench/run.sh).
 pub const NODE_CLIENT: &str = "dlock (node)";
+/// dlock's Go client (go/), and redsync's algorithm beside it, both in the Go harness
+/// (bench/harness/go, built into target/go/bench-go by bench/run.sh).
+pub const GO_CLIENT: &str = "dlock (go)";
+pub const REDSYNC: &str = "redsync";
 
 /// An installed external contender.
 #[derive(Clone, Debug)]
@@ -48,6 +52,20 @@ pub fn available() -> Vec<External> {
         });
     } else {
         eprintln!("bench: {NODE_CLIENT} not built (npm unreachable?): skipped");
+    }
+    let go_harness = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/go/bench-go");
+    if go_harness.exists() {
+        // The harness takes the contender's name where the others take their script.
+        for (name, client) in [(GO_CLIENT, "dlock"), (REDSYNC, "redsync")] {
+            found.push(External {
+                name,
+                program: go_harness.clone(),
+                script: client.into(),
+                single_node_only: false,
+            });
+        }
+    } else {
+        eprintln!("bench: {GO_CLIENT} and {REDSYNC} not built (no Go?): skipped");
     }
     let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv");
     let python = venv.join("bin/python");

@@ -9,7 +9,7 @@ use dlock_bench::cluster;
 use dlock_bench::contenders::Contender;
 use dlock_bench::contention::{contention, ContentionTable};
 use dlock_bench::expiry::{holder_dies, ExpiryTable};
-use dlock_bench::external::{self, External, NODE_CLIENT, PYTHON_CLIENT};
+use dlock_bench::external::{self, External, GO_CLIENT, NODE_CLIENT, PYTHON_CLIENT};
 use dlock_bench::median;
 use dlock_bench::report::{latency_svg, LatencyTable, RateTable};
 use dlock_bench::{Named, Plan};
@@ -371,6 +371,13 @@ fn goals(s1: &LatencyTable, s2: &RateTable) -> String {
             "| {NODE_CLIENT} p50 <= 1.2x the Rust client's (dlock (fencing on), 5 nodes) | {:.2}x | {} |\n",
             node / on,
             verdict(node <= 1.2 * on)
+        );
+    }
+    if let Some(go) = s1.p50(GO_CLIENT) {
+        md += &format!(
+            "| {GO_CLIENT} p50 <= 1.2x the Rust client's (dlock (fencing on), 5 nodes) | {:.2}x | {} |\n",
+            go / on,
+            verdict(go <= 1.2 * on)
         );
     }
     if let (Some(python), Some(pottery)) = (s1.p50(PYTHON_CLIENT), s1.p50("pottery")) {

@@ -33,9 +33,11 @@ export class Failed extends Error {
   }
 }
 
-// Integers as strings: a JavaScript number cannot hold a token past 2^53.
+// Integers as strings: a JavaScript number cannot hold a token past 2^53. No command timeout of
+// node-redis's (6 sets 5 s by default, and arms an AbortSignal timer per command for it: a
+// third of a command's cost): every call is bounded by dlock's own timers.
 const TYPES = { [RESP_TYPES.NUMBER]: String } as const;
-const OPTIONS = { typeMapping: TYPES };
+const OPTIONS = { typeMapping: TYPES, timeout: 0 };
 const IDLE_BLOCKING = 4;
 const lastError = new WeakMap<object, string>();
 
@@ -72,6 +74,8 @@ function makeClient(url: string, connection: Connection, connectTimeout: number)
     RESP: 2,
     disableOfflineQueue: true,
     disableClientInfo: true,
+    // node-redis 6 watches every command for a server's maintenance notices, which need RESP3.
+    maintNotifications: "disabled" as const,
     ...(connection.username !== undefined && !hasLogin ? { username: connection.username } : {}),
     ...(connection.password !== undefined && !hasLogin ? { password: connection.password } : {}),
     socket: {

@@ -1,0 +1,130 @@
+package dlock
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"dlock.dev/dlock/transport"
+)
+
+// The calls to the nodes about one lock (client/src/calls.rs), the one set every path uses: an
+// attempt's asks, waits and commits (driver.go), a lock's extensions, renewal, reentry and
+// release (lock.go). Each reply is read here into what the caller decides on: an ask's token,
+// nil or failure, a commit's yes or why not, a tally.
+type calls struct {
+	b        *backend
+	resource string
+	kind     Kind
+}
+
+// tally is what a request sent to several nodes found.
+type tally struct {
+	done, refused int
+	unreachable   []NodeFailure
+}
+
+func (t tally) answered() int { return t.done + t.refused }
+
+// queued is a server-side wait: the time it may last and its ticket (0: none).
+type queued struct {
+	timeout time.Duration
+	ticket  uint64
+}
+
+// ask is DLOCK.ACQUIRE on node as owner; with wait, a server-side wait.
+func (c *calls) ask(node int, owner string, ttl time.Duration, wait *queued) reply {
+	cmd := cmdAcquire(c.resource, owner, ttl, c.kind, false)
+	var blocking time.Duration
+	if wait != nil {
+		timeout := wait.timeout.Truncate(time.Millisecond)
+		if timeout < time.Millisecond {
+			timeout = time.Millisecond
+		}
+		cmd = cmdWait(c.resource, owner, ttl, timeout, wait.ticket, c.kind)
+		// A server notices a wait's timeout only at its next tick: its nil may come that late.
+		blocking = timeout + transport.Tick
+	}
+	r, f := c.b.call(node, cmd, true, blocking)
+	if f != nil {
+		return reply{failure: f}
+	}
+	if r == nil {
+		return reply{}
+	}
+	if token, ok := tokenOf(r); ok {
+		return reply{token: token}
+	}
+	return reply{failure: &NodeFailure{Node: c.b.nodes[node].Name(), Reason: fmt.Sprintf("unexpected reply %v", r)}}
+}
+
+// fence is DLOCK.FENCE of token as owner (with PX ttl when the commit starts the lease, ttl >
+// 0): nil when committed, else why not.
+func (c *calls) fence(node int, owner string, token uint64, ttl time.Duration) *NodeFailure {
+	r, f := c.b.call(node, cmdFence(c.resource, owner, token, ttl), true, 0)
+	if f != nil {
+		return f
+	}
+	if isOne(r) {
+		return nil
+	}
+	return &NodeFailure{Node: c.b.nodes[node].Name(), Reason: "fence refused: lock no longer held"}
+}
+
+// renew is DLOCK.EXTEND on one node (the renewal of a lock held on one node).
+func (c *calls) renew(node int, owner string, ttl time.Duration) bool {
+	r, f := c.b.call(node, cmdExtend(c.resource, owner, ttl), true, 0)
+	return f == nil && isOne(r)
+}
+
+// everywhere sends cmd to nodes in parallel; read tells a reply that did what was asked.
+func (c *calls) everywhere(nodes []int, cmd []string, acked bool, read func(interface{}) bool) tally {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	var t tally
+	for _, n := range nodes {
+		n := n
+		wg.Add(1)
+		c.b.shared.workers.run(func() {
+			defer wg.Done()
+			r, f := c.b.call(n, cmd, acked, 0)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case f != nil:
+				t.unreachable = append(t.unreachable, *f)
+			case read(r):
+				t.done++
+			default:
+				t.refused++
+			}
+		})
+	}
+	wg.Wait()
+	return t
+}
+
+// extend is DLOCK.EXTEND everywhere: the new end of validity if the kind's quorum extended
+// within it, else the tally.
+func (c *calls) extend(owner string, ttl time.Duration) (time.Time, tally, bool) {
+	started := time.Now()
+	t := c.everywhere(c.b.everywhere(), cmdExtend(c.resource, owner, ttl), true, isOne)
+	left, ok := c.b.validity(ttl, started)
+	return time.Now().Add(left), t, ok && t.done >= c.b.needed(c.kind)
+}
+
+// reenter is DLOCK.ACQUIRE ... REENTRANT by the holder everywhere: one more hold, the TTL
+// reset; the new end of validity if the kind's quorum granted it within it, else the tally.
+func (c *calls) reenter(owner string, ttl time.Duration) (time.Time, tally, bool) {
+	started := time.Now()
+	granted := func(r interface{}) bool { _, ok := tokenOf(r); return ok }
+	t := c.everywhere(c.b.everywhere(), cmdAcquire(c.resource, owner, ttl, c.kind, true), true, granted)
+	left, ok := c.b.validity(ttl, started)
+	return time.Now().Add(left), t, ok && t.done >= c.b.needed(c.kind)
+}
+
+// release is DLOCK.RELEASE of owner on nodes: frees one hold of its grants, withdraws its
+// waits.
+func (c *calls) release(owner string, nodes []int) tally {
+	return c.everywhere(nodes, cmdRelease(c.resource, owner), false, isOne)
+}

@@ -1,0 +1,52 @@
+package dlock
+
+import (
+	"strconv"
+	"time"
+)
+
+// Every DLOCK.* command the client sends, built here and nowhere else (client/src/commands.rs,
+// node/src/commands.ts). Durations are whole milliseconds.
+
+func ms(d time.Duration) string {
+	return strconv.FormatInt(d.Milliseconds(), 10)
+}
+
+// cmdAcquire is `DLOCK.ACQUIRE resource owner ttl [REENTRANT] [kind]`: a token, or nil when
+// held by another owner.
+func cmdAcquire(resource, owner string, ttl time.Duration, kind Kind, reentrant bool) []string {
+	args := []string{"DLOCK.ACQUIRE", resource, owner, ms(ttl)}
+	if reentrant {
+		args = append(args, "REENTRANT")
+	}
+	return append(args, kind.args()...)
+}
+
+// cmdWait is `DLOCK.ACQUIRE resource owner ttl WAIT timeout [TICKET t] [kind]`: a token, or nil
+// when the wait ended without a grant. It blocks its connection on the node.
+func cmdWait(resource, owner string, ttl, timeout time.Duration, ticket uint64, kind Kind) []string {
+	args := []string{"DLOCK.ACQUIRE", resource, owner, ms(ttl), "WAIT", ms(timeout)}
+	if ticket != 0 {
+		args = append(args, "TICKET", strconv.FormatUint(ticket, 10))
+	}
+	return append(args, kind.args()...)
+}
+
+// cmdFence is `DLOCK.FENCE resource owner token [PX ttl]`: 1 committed, 0 not held. ttl 0: no PX.
+func cmdFence(resource, owner string, token uint64, ttl time.Duration) []string {
+	args := []string{"DLOCK.FENCE", resource, owner, strconv.FormatUint(token, 10)}
+	if ttl > 0 {
+		args = append(args, "PX", ms(ttl))
+	}
+	return args
+}
+
+// cmdExtend is `DLOCK.EXTEND resource owner ttl`: 1 extended, 0 not held.
+func cmdExtend(resource, owner string, ttl time.Duration) []string {
+	return []string{"DLOCK.EXTEND", resource, owner, ms(ttl)}
+}
+
+// cmdRelease is `DLOCK.RELEASE resource owner`: 1 released (one hold), 0 not held.
+func cmdRelease(resource, owner string) []string {
+	return []string{"DLOCK.RELEASE", resource, owner}
+}

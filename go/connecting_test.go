@@ -1,0 +1,83 @@
+package dlock_test
+
+// Production-like nodes: TLS with client certificates (a PKI made now with the openssl CLI),
+// a unix socket, an ACL password from the environment. Nothing is mocked.
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"dlock.dev/dlock"
+	"dlock.dev/dlock/internal/servers"
+)
+
+func TestTLSWithClientCertificates(t *testing.T) {
+	pki := servers.MakePKI(t)
+	nodes := servers.Start(t, 3, pki.TLSFlavour(t))
+	ctx := deadline(t, 30*time.Second)
+	m := connect(t, servers.URLs(nodes), dlock.WithTimeout(time.Second), dlock.WithTLSFiles(pki.CA, pki.ClientCert, pki.ClientKey))
+	lock, err := m.Acquire(ctx, "tls", 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lock.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// Without the CA the servers' certificates are refused; without a client certificate the
+	// servers refuse the client. Each is the nodes' failure, named.
+	for what, option := range map[string]dlock.Option{
+		"no CA":                 dlock.WithTLSFiles("", pki.ClientCert, pki.ClientKey),
+		"no client certificate": dlock.WithTLSFiles(pki.CA, "", ""),
+	} {
+		m := connect(t, servers.URLs(nodes), dlock.WithTimeout(500*time.Millisecond), option)
+		_, err := m.Acquire(ctx, "tls", 5*time.Second)
+		var e *dlock.Error
+		if !errors.As(err, &e) || !errors.Is(err, dlock.ErrNoQuorum) || len(e.Failures) != 3 {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if what == "no CA" && !strings.Contains(e.Failures[0].Reason, "certificate") {
+			t.Errorf("no CA: %s", e.Failures[0].Reason)
+		}
+		t.Logf("%s: %s", what, e.Failures[0].Reason)
+	}
+}
+
+func TestUnixSocketWithAPasswordFromTheEnvironment(t *testing.T) {
+	const password = "s3cret-pw-93f"
+	flavour := servers.Flavour{
+		Listen: func(_ int, dir string) []string {
+			return []string{"--port", "0", "--unixsocket", filepath.Join(dir, "redis.sock")}
+		},
+		URL:      func(_ int, dir string) string { return "unix://" + filepath.Join(dir, "redis.sock") },
+		Args:     []string{"--requirepass", password},
+		Password: password,
+	}
+	nodes := servers.Start(t, 1, flavour)
+	ctx := deadline(t, 30*time.Second)
+	t.Setenv("DLOCK_PASSWORD", password)
+	m := connect(t, servers.URLs(nodes), dlock.WithTimeout(time.Second), dlock.FromEnv())
+	lock, err := m.Acquire(ctx, "socket", 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = lock.Release(ctx)
+
+	t.Setenv("DLOCK_PASSWORD", "wrong-pw-1c5")
+	wrong := connect(t, servers.URLs(nodes), dlock.WithTimeout(time.Second), dlock.FromEnv())
+	_, err = wrong.Acquire(ctx, "socket", 5*time.Second)
+	if !errors.Is(err, dlock.ErrNoQuorum) {
+		t.Fatalf("a wrong password: %v", err)
+	}
+	if msg := err.Error(); strings.Contains(msg, "wrong-pw-1c5") || strings.Contains(msg, password) {
+		t.Errorf("the password shows: %s", msg)
+	}
+	t.Log(err)
+	none := connect(t, servers.URLs(nodes), dlock.WithTimeout(time.Second))
+	if _, err := none.Acquire(ctx, "socket", 5*time.Second); !errors.Is(err, dlock.ErrNoQuorum) {
+		t.Fatalf("no password: %v", err)
+	}
+}

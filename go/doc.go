@@ -1,0 +1,25 @@
+// Package dlock takes distributed locks with quorum fencing tokens on N Redis masters running
+// the dlock module: the protocol of the project's Rust, Python and Node clients (one engine,
+// one file map, the same conformance table), in Go.
+//
+// Two entry points share one engine. Connect takes node URLs and options:
+//
+//	locks, err := dlock.Connect([]string{"redis://10.0.0.1:6379", "redis://10.0.0.2:6379", "redis://10.0.0.3:6379"})
+//	lock, err := locks.Acquire(ctx, "orders:42", 10*time.Second, dlock.Wait(5*time.Second))
+//	defer lock.Release(ctx)
+//	storage.Write(lock.Token(), data) // the resource refuses lower tokens
+//
+// and New is redsync's, over one pool per node:
+//
+//	rs := dlock.New(redigo.NewPool(pool1), redigo.NewPool(pool2), redigo.NewPool(pool3))
+//	mutex := rs.NewMutex("orders:42", dlock.WithExpiry(10*time.Second))
+//	if err := mutex.Lock(); err != nil { ... }
+//	defer mutex.Unlock()
+//
+// Waiting queues on the nodes in ticket order (no polling); the largest token a quorum granted
+// is committed on it (FENCE) before the lock is held; Shared and Limit take a reader's hold or a
+// semaphore's permit with their quorums; Lock.Context is done at the lock's renew deadline, and
+// WithLock keeps the lock extended while work runs. Errors are *Error, told apart with
+// errors.Is (ErrContended, ErrNoQuorum, ErrLockLost, ...). docs/go.md in the repository has the
+// rest.
+package dlock

@@ -1,0 +1,287 @@
+package dlock
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"dlock.dev/dlock/transport"
+)
+
+// Manager is the entry point (client/src/manager.rs): the nodes and the options. Acquire runs
+// attempts through the driver (driver.go, decisions in attempt.go: docs/protocol.md §3-§5,
+// docs/shared.md), WithLock adds the watchdog, NewMutex is redsync's shape over the same.
+
+// Pool is the driver seam: one server, a connection of its own per Get (transport.Pool).
+// transport.RedigoPool wraps a redigo *redis.Pool; docs/go.md shows another driver's.
+type Pool = transport.Pool
+
+// Conn is a Pool's connection (transport.Conn).
+type Conn = transport.Conn
+
+// Manager takes locks on its nodes. It is safe for concurrent use.
+type Manager struct {
+	b   *backend
+	err error // New's refusal, returned by every call
+}
+
+// New is redsync's entry point: a manager over one pool per node (redis.Pool in redsync), with
+// the default options. A nil pool or none at all makes every call fail with
+// ErrInvalidArgument.
+func New(pools ...Pool) *Manager {
+	m, err := NewManager(pools)
+	if err != nil {
+		return &Manager{err: err}
+	}
+	return m
+}
+
+// NewManager is a manager over one pool per node, with options.
+func NewManager(pools []Pool, options ...Option) (*Manager, error) {
+	if len(pools) == 0 {
+		return nil, invalid("no pools: a lock needs at least one node")
+	}
+	nodes := make([]transport.Node, len(pools))
+	for i, p := range pools {
+		if p == nil {
+			return nil, invalid(fmt.Sprintf("pool %d is nil", i))
+		}
+		nodes[i] = transport.NewServer(fmt.Sprintf("pool %d", i), p)
+	}
+	return newManager(nodes, options)
+}
+
+// Connect is a manager over node URLs (docs/connecting.md): redis://, rediss://, unix://,
+// redis+cluster://, redis+sentinel:// (and rediss+ for both). Every URL and option is checked
+// before anything connects; nothing connects until the first lock.
+func Connect(urls []string, options ...Option) (*Manager, error) {
+	if len(urls) == 0 {
+		return nil, invalid("no node URLs: a lock needs at least one node")
+	}
+	cfg, err := resolve(defaults(), options)
+	if err != nil {
+		return nil, err
+	}
+	parsed := make([]transport.URL, len(urls))
+	seen := map[string]bool{}
+	for i, raw := range urls {
+		if parsed[i], err = transport.Parse(raw); err != nil {
+			return nil, invalid(err.Error())
+		}
+		if seen[parsed[i].Name] {
+			return nil, invalid(fmt.Sprintf("node URLs must be distinct, %s is given twice", parsed[i].Name))
+		}
+		seen[parsed[i].Name] = true
+	}
+	conf := transport.Config{Timeout: cfg.timeout, TLS: cfg.tls, Username: cfg.user, Password: cfg.password,
+		SentinelUsername: cfg.sentinelUser, SentinelPassword: cfg.sentinelPass}
+	nodes := make([]transport.Node, len(parsed))
+	for i, u := range parsed {
+		nodes[i] = transport.Open(u, conf)
+	}
+	return &Manager{b: newBackend(nodes, cfg)}, nil
+}
+
+func newManager(nodes []transport.Node, options []Option) (*Manager, error) {
+	cfg, err := resolve(defaults(), options)
+	if err != nil {
+		return nil, err
+	}
+	return &Manager{b: newBackend(nodes, cfg)}, nil
+}
+
+// Nodes are the nodes' names, as errors name them (passwords hidden).
+func (m *Manager) Nodes() []string {
+	if m.err != nil {
+		return nil
+	}
+	names := make([]string, len(m.b.nodes))
+	for i, n := range m.b.nodes {
+		names[i] = n.Name()
+	}
+	return names
+}
+
+// AcquireOption says how Acquire takes a lock: Wait, Shared, Limit.
+type AcquireOption func(*acquireConfig)
+
+type acquireConfig struct {
+	wait    time.Duration
+	waiting bool
+	kind    Kind
+	errs    []error
+}
+
+// Wait waits up to d for the lock (queued on the nodes by default) instead of one attempt.
+func Wait(d time.Duration) AcquireOption {
+	return func(a *acquireConfig) {
+		if d < 0 {
+			a.errs = append(a.errs, invalid(fmt.Sprintf("wait must be 0 or more, got %v", d)))
+		}
+		a.wait, a.waiting = d, true
+	}
+}
+
+// Shared takes a reader's hold: any number at once, none beside an exclusive holder.
+func Shared() AcquireOption {
+	return func(a *acquireConfig) { a.kind.shared = true }
+}
+
+// Limit takes one of k permits of a semaphore (k from 1 to MaxLimit).
+func Limit(k int) AcquireOption {
+	return func(a *acquireConfig) {
+		if k < 1 || k > MaxLimit {
+			a.errs = append(a.errs, invalid(fmt.Sprintf("a semaphore limit must be from 1 to %d, got %d", MaxLimit, k)))
+		}
+		a.kind.limit = k
+	}
+}
+
+func checkTTL(ttl time.Duration) error {
+	if ttl < time.Millisecond {
+		return invalid(fmt.Sprintf("ttl must be at least 1ms, got %v", ttl))
+	}
+	return nil
+}
+
+// check refuses bad input before any node is asked.
+func (m *Manager) check(resource string, ttl time.Duration, options []AcquireOption) (acquireConfig, error) {
+	var a acquireConfig
+	if m.err != nil {
+		return a, m.err
+	}
+	if resource == "" {
+		return a, invalid("the resource name is empty")
+	}
+	if err := checkTTL(ttl); err != nil {
+		return a, err
+	}
+	for _, o := range options {
+		if o == nil {
+			return a, invalid("an acquire option is nil")
+		}
+		o(&a)
+	}
+	if len(a.errs) > 0 {
+		return a, a.errs[0]
+	}
+	if a.kind.shared && a.kind.limit != 0 {
+		return a, invalid(fmt.Sprintf("Shared and Limit(%d) exclude each other: a lock's shared side or a semaphore's permit, not both", a.kind.limit))
+	}
+	if m.b.isClosed() {
+		return a, &Error{Kind: ErrClosed, Resource: resource}
+	}
+	return a, nil
+}
+
+// Acquire takes resource for ttl (whole milliseconds, at least 1): one attempt, or with Wait,
+// waiting for it. A done ctx withdraws the wait from every queue (a RELEASE of the round's
+// owner on every node) and returns ctx's error.
+func (m *Manager) Acquire(ctx context.Context, resource string, ttl time.Duration, options ...AcquireOption) (*Lock, error) {
+	a, err := m.check(resource, ttl, options)
+	if err != nil {
+		return nil, err
+	}
+	return acquireOn(ctx, m.b, resource, ttl.Truncate(time.Millisecond), a)
+}
+
+func acquireOn(ctx context.Context, b *backend, resource string, ttl time.Duration, a acquireConfig) (*Lock, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	c := &calls{b: b, resource: resource, kind: a.kind}
+	// Without a wait, one attempt that does not wait on the nodes; with one, queued (or retrying).
+	p := policy{queue: false, commit: b.cfg.fencing}
+	if a.waiting && b.queue {
+		p = queuePolicy
+	}
+	won, failure, attempts := newAcquirer(ctx, c, ttl, a.wait, p).run(!a.waiting)
+	if failure == nil {
+		return newLock(c, ttl, won), nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return nil, toError(b, resource, a.kind, failure, attempts)
+}
+
+func toError(b *backend, resource string, kind Kind, f *attemptError, attempts int) error {
+	e := &Error{Kind: f.kind, Resource: resource, op: opAcquire}
+	switch f.kind {
+	case ErrContended:
+		e.Attempts = attempts
+	case ErrNoQuorum:
+		e.Needed, e.Failures = b.needed(kind), f.failures
+	case ErrWrongKind:
+		e.Message = f.failures[0].Node + ": " + f.failures[0].Reason
+	case ErrContended, ErrValidityExpired:
+	default:
+		return f.kind // the owner generator's error
+	}
+	return e
+}
+
+// WithLock runs work while a watchdog keeps the lock extended, then releases it whatever
+// happens. work's ctx is done when the lock is lost (or max hold passes) or when ctx is done;
+// a lock lost meanwhile makes WithLock return an ErrLockLost error once work returned (work's
+// own error first).
+func (m *Manager) WithLock(ctx context.Context, resource string, ttl time.Duration, work func(ctx context.Context, lock *Lock) error, options ...AcquireOption) error {
+	if work == nil {
+		return invalid("work is nil")
+	}
+	lock, err := m.Acquire(ctx, resource, ttl, options...)
+	if err != nil {
+		return err
+	}
+	stop := lock.Watch()
+	wctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-lock.Context().Done():
+			cancel()
+		case <-wctx.Done():
+		}
+	}()
+	err = work(wctx, lock)
+	cancel()
+	lost := stop()
+	_ = lock.Release(context.Background())
+	if err == nil && lost {
+		err = &Error{Kind: ErrLockLost, Resource: resource, op: opExtend}
+	}
+	return err
+}
+
+// Close waits for the work left in the background (releases of withdrawn waits, of failed
+// rounds), within a bound, then ends the idle workers (backend.go) and closes every connection.
+func (m *Manager) Close() error {
+	if m.err != nil {
+		return nil
+	}
+	s := m.b.shared
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		s.background.Wait()
+		close(done)
+	}()
+	bound := 4 * m.b.cfg.timeout
+	if bound < 250*time.Millisecond {
+		bound = 250 * time.Millisecond
+	}
+	select {
+	case <-done:
+	case <-time.After(bound):
+	}
+	close(s.workers.stop)
+	for _, n := range m.b.nodes {
+		n.Close()
+	}
+	return nil
+}

@@ -1,0 +1,190 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+)
+
+// Server is one redis-server as a quorum node: a pool of connections, each call on one of its
+// own (a queued wait blocks its connection on the server; a write and its WAIT for replicas
+// share one). Connects lazily; a node that is down fails its calls at once, within the call's
+// time.
+type Server struct {
+	name string
+	// fresh makes a new pool (nil for an application's pool, which is never replaced).
+	fresh func() (Pool, func() error)
+
+	mu     sync.Mutex
+	pool   Pool
+	close  func() error
+	closed bool
+}
+
+// idleConns is how many idle connections a server keeps: enough for a burst of waits on one
+// node without dialling again.
+const idleConns = 64
+
+// NewServer is a node over an application's pool (New(pools...)).
+func NewServer(name string, pool Pool) *Server {
+	return &Server{name: name, pool: pool, close: func() error { return nil }}
+}
+
+// newURLServer is a node over a pool of redigo connections made from a single server's URL.
+func newURLServer(u URL, conf Config) *Server {
+	network, address := "unix", u.Socket
+	if u.Socket == "" {
+		network, address = "tcp", u.Addrs[0].String()
+	}
+	return newDialServer(u.Name, network, address, dialOptions(conf, u, loginOf(conf, u)))
+}
+
+// newDialServer is a node over a pool of redigo connections to network/address.
+func newDialServer(name, network, address string, opts []redis.DialOption) *Server {
+	s := &Server{name: name}
+	s.fresh = func() (Pool, func() error) {
+		p := &redis.Pool{
+			DialContext: func(ctx context.Context) (redis.Conn, error) {
+				return redis.DialContext(ctx, network, address, opts...)
+			},
+			MaxIdle:     idleConns,
+			IdleTimeout: time.Minute,
+		}
+		return RedigoPool{Pool: p}, p.Close
+	}
+	s.pool, s.close = s.fresh()
+	return s
+}
+
+// login is a user and password.
+type login struct{ user, password string }
+
+// loginOf is the URL's login, else the configured one.
+func loginOf(conf Config, u URL) login {
+	if u.HasLogin {
+		return login{u.Username, u.Password}
+	}
+	return login{conf.Username, conf.Password}
+}
+
+// dialOptions: every bound within conf.Timeout, the login, TLS, the URL's db and client_name.
+func dialOptions(conf Config, u URL, who login) []redis.DialOption {
+	opts := []redis.DialOption{
+		redis.DialConnectTimeout(conf.Timeout),
+		redis.DialReadTimeout(conf.Timeout),
+		redis.DialWriteTimeout(conf.Timeout),
+		redis.DialTLSHandshakeTimeout(conf.Timeout),
+		redis.DialDatabase(u.DB),
+	}
+	if who.user != "" {
+		opts = append(opts, redis.DialUsername(who.user))
+	}
+	if who.password != "" {
+		opts = append(opts, redis.DialPassword(who.password))
+	}
+	if u.ClientName != "" {
+		opts = append(opts, redis.DialClientName(u.ClientName))
+	}
+	if u.TLS {
+		opts = append(opts, redis.DialUseTLS(true))
+		if conf.TLS != nil {
+			opts = append(opts, redis.DialTLSConfig(conf.TLS))
+		}
+	}
+	return opts
+}
+
+// Name is the node's URL, password hidden.
+func (s *Server) Name() string { return s.name }
+
+// FailoverManaged is false: a plain master.
+func (s *Server) FailoverManaged() bool { return false }
+
+func (s *Server) current() (Pool, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pool, s.closed
+}
+
+// reset replaces a pool whose connections were found broken (the server restarted): the idle
+// ones are likely broken too.
+func (s *Server) reset(old Pool) {
+	if s.fresh == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pool != old || s.closed {
+		return
+	}
+	_ = s.close()
+	s.pool, s.close = s.fresh()
+}
+
+// Call sends cmds on one connection; see Node.
+func (s *Server) Call(ctx context.Context, connect, whole time.Duration, cmds [][]string) ([]interface{}, *Failure) {
+	start := time.Now()
+	for try := 0; ; try++ {
+		pool, closed := s.current()
+		if closed {
+			return nil, &Failure{Node: s.name, Reason: "the lock manager is closed"}
+		}
+		replies, err, connected := s.once(ctx, pool, start, connect, whole, cmds)
+		switch {
+		case err == nil:
+			return replies, nil
+		case !connected:
+			return nil, &Failure{Node: s.name, Reason: "cannot connect: " + describe(err, connect)}
+		case isTimeout(err):
+			return nil, &Failure{Node: s.name, Reason: "timed out after " + whole.String(), NoReply: true}
+		case try == 0 && time.Since(start) < connect:
+			// A connection found broken: the server restarted since it was last used. Every
+			// request is safe to repeat by the same owner, so ask once more on a fresh pool.
+			s.reset(pool)
+		default:
+			return nil, &Failure{Node: s.name, Reason: "connection broken: " + err.Error()}
+		}
+	}
+}
+
+// once: one try; connected tells a call that got a connection.
+func (s *Server) once(ctx context.Context, pool Pool, start time.Time, connect, whole time.Duration, cmds [][]string) ([]interface{}, error, bool) {
+	cctx, cancel := context.WithDeadline(ctx, start.Add(connect))
+	conn, err := pool.Get(cctx)
+	cancel()
+	if err != nil {
+		return nil, err, false
+	}
+	defer conn.Close()
+	dctx, cancel := context.WithDeadline(ctx, start.Add(whole))
+	defer cancel()
+	replies, err := conn.Do(dctx, cmds...)
+	return replies, err, true
+}
+
+// Close closes the pool's connections (one of an application's is left to it).
+func (s *Server) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.closed = true
+		_ = s.close()
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+}
+
+// describe says why connecting failed; a deadline as the time it allowed.
+func describe(err error, within time.Duration) string {
+	if isTimeout(err) {
+		return "timed out after " + within.String()
+	}
+	return err.Error()
+}
