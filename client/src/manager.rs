@@ -107,6 +107,15 @@ impl LockManagerBuilder {
         self
     }
 
+    /// How an authentication failure tells the user to give a user and password, in place of
+    /// the library's "user:password@ in the URL, or the builder's username and password" (the
+    /// CLI names its flags).
+    #[doc(hidden)]
+    pub fn login_hint(mut self, hint: impl Into<String>) -> Self {
+        self.connect.login_hint = Some(hint.into());
+        self
+    }
+
     /// The ACL user and password of the sentinels of `redis+sentinel://` nodes (the master's are
     /// the URL's, or [`LockManagerBuilder::username`] / [`LockManagerBuilder::password`]).
     pub fn sentinel_credentials(
@@ -131,6 +140,9 @@ impl LockManagerBuilder {
 }
 
 impl LockManager {
+    /// A builder over `nodes`, one URL per quorum node (`redis://host:port`, `rediss://`,
+    /// `unix:///path`, `redis+cluster://`, `redis+sentinel://h1,h2/name`; docs/connecting.md),
+    /// to set options before [`LockManagerBuilder::build`] checks the URLs.
     pub fn builder<I, S>(nodes: I) -> LockManagerBuilder
     where
         I: IntoIterator<Item = S>,
@@ -182,6 +194,7 @@ impl LockManager {
         finished
     }
 
+    /// The nodes' URLs, passwords hidden, in the order given: how errors and status name them.
     pub fn node_urls(&self) -> Vec<String> {
         let t = &self.backend.transport;
         (0..t.nodes()).map(|i| t.name(i).to_string()).collect()
@@ -296,7 +309,11 @@ impl LockManager {
         let resource = target.name.to_string();
         match failure {
             AttemptError::Contended => Error::Contended { resource, attempts },
-            AttemptError::WrongKind(message) => Error::WrongKind { resource, message },
+            AttemptError::WrongKind(failure) => Error::WrongKind {
+                resource,
+                node: failure.node,
+                message: failure.reason,
+            },
             AttemptError::NoQuorum(failures) => Error::NoQuorum {
                 resource,
                 needed: target.kind.quorum(self.backend.nodes()),

@@ -38,12 +38,16 @@ pub enum WaitMode {
 pub enum ReplicaAck {
     /// One replica within `timeout` on `redis+cluster://` nodes, none on single masters.
     Auto {
+        /// How long a write waits for the replica.
         timeout: Duration,
     },
+    /// No acknowledgement: a grant counts when the node replies.
     Off,
     /// `count` replicas within `timeout`, on every node.
     Replicas {
+        /// Replicas that must acknowledge.
         count: u32,
+        /// How long a write waits for them.
         timeout: Duration,
     },
 }
