@@ -12,7 +12,7 @@ import time
 from types import TracebackType
 
 from .._pure.kind import Kind
-from .._pure.options import check_ttl
+from .._pure.options import Duration, check_ttl
 from .._pure.verdicts import Grant
 from .._transport.aio.concurrency import Worker, shielded
 from ..errors import DlockError, LockLost
@@ -92,7 +92,7 @@ class Lock:
         """Set by the watchdog when the lock is lost or `max_hold` is reached."""
         return self._lost
 
-    async def extend(self, ttl: float | None = None) -> None:
+    async def extend(self, ttl: Duration | None = None) -> None:
         # unasync: asyncio only
         """As dlock.Lock.extend: NoQuorum when too few answered, LockLost when not extended."""
         # unasync: sync only

@@ -10,7 +10,7 @@ import time
 from types import TracebackType
 
 from .._pure.kind import Kind
-from .._pure.options import check_ttl
+from .._pure.options import Duration, check_ttl
 from .._pure.verdicts import Grant
 from .._transport.sync.concurrency import Worker, shielded
 from ..errors import DlockError, LockLost
@@ -80,7 +80,7 @@ class Lock:
         """Set by the watchdog when the lock is lost or `max_hold` is reached."""
         return self._lost
 
-    def extend(self, ttl: float | None = None) -> None:
+    def extend(self, ttl: Duration | None = None) -> None:
         """Resets the TTL (default: the one acquired with) on all nodes. Raises NoQuorum when too
         few nodes answered, LockLost when a quorum answered and did not extend; either way
         `validity` still counts down from the last success."""

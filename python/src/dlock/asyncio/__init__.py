@@ -30,14 +30,18 @@ from ..errors import (
     LockTimeout,
     NodeFailure,
     NoQuorum,
+    UnitWarning,
     ValidityExpired,
     WrongKindError,
 )
 
 # unasync: sync only
+# from importlib.metadata import version
+#
 # from ._pure.options import WaitMode
 #
-# __version__ = "0.1.0"
+# #: The package's version: the one version of the module and every client (Cargo.toml).
+# __version__ = version("dlock-client")
 # unasync: end
 
 __all__ = [
@@ -60,6 +64,7 @@ __all__ = [
     # unasync: end
     "QueuedLock",
     "TopHolder",
+    "UnitWarning",
     "ValidityExpired",
     # unasync: sync only
     # "WaitMode",
