@@ -4,9 +4,9 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::attempt::{AttemptError, Policy};
+use crate::attempt::Policy;
 use crate::backend::{check_ttl, Backend};
-use crate::calls::Calls;
+use crate::calls::{attempt_error, Calls};
 use crate::connect::{Connect, Tls};
 use crate::driver::Acquire;
 use crate::errors::Error;
@@ -23,7 +23,7 @@ pub struct LockManager {
     pub(crate) backend: Arc<Backend>,
 }
 
-/// Builds a [`LockManager`]; every option starts at its default (docs/client.md lists them).
+/// Builds a [`LockManager`]; every option starts at its default (docs/rust.md lists them).
 pub struct LockManagerBuilder {
     urls: Vec<String>,
     opts: Options,
@@ -107,9 +107,7 @@ impl LockManagerBuilder {
         self
     }
 
-    /// How an authentication failure tells the user to give a user and password, in place of
-    /// the library's "user:password@ in the URL, or the builder's username and password" (the
-    /// CLI names its flags).
+    /// How an authentication failure says to give a user and password (the CLI names its flags).
     #[doc(hidden)]
     pub fn login_hint(mut self, hint: impl Into<String>) -> Self {
         self.connect.login_hint = Some(hint.into());
@@ -267,7 +265,10 @@ impl LockManager {
                 let guard = LockGuard::new(self.backend.clone(), resource, &won.owner, won.granted);
                 Ok(guard.signalling(won.released))
             }
-            Err((failure, attempts)) => Err(self.to_error(resource, failure, attempts)),
+            Err((failure, attempts)) => {
+                let nodes = self.backend.nodes();
+                Err(attempt_error(resource, failure, attempts, nodes))
+            }
         }
     }
 
@@ -297,29 +298,6 @@ impl LockManager {
             })
         } else {
             Ok(output)
-        }
-    }
-
-    pub(crate) fn to_error(
-        &self,
-        target: Resource<'_>,
-        failure: AttemptError,
-        attempts: u32,
-    ) -> Error {
-        let resource = target.name.to_string();
-        match failure {
-            AttemptError::Contended => Error::Contended { resource, attempts },
-            AttemptError::WrongKind(failure) => Error::WrongKind {
-                resource,
-                node: failure.node,
-                message: failure.reason,
-            },
-            AttemptError::NoQuorum(failures) => Error::NoQuorum {
-                resource,
-                needed: target.kind.quorum(self.backend.nodes()),
-                failures,
-            },
-            AttemptError::ValidityExpired => Error::ValidityExpired { resource },
         }
     }
 }
