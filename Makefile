@@ -28,7 +28,8 @@ build: deps
 
 $(MODULE): build
 
-# A local Redis on 127.0.0.1:$(REDIS_PORT) with the module and embedded defaults (Ctrl-C stops).
+# A local Redis on 127.0.0.1:$(REDIS_PORT) with the module and embedded defaults (Ctrl-C stops);
+# 6379 taken: make run REDIS_PORT=6380.
 run: build
 	redis-server --port $(REDIS_PORT) --bind 127.0.0.1 --save "" --appendonly no \
 	  --loadmodule $(CURDIR)/$(MODULE)
@@ -190,13 +191,17 @@ bench: build
 bench-quick: build
 	bash bench/run.sh --quick
 
-# Five local masters with the module on ports 7001-7005 (foreground, Ctrl-C stops).
+# Five local masters with the module on ports 7001-7005 (foreground, Ctrl-C stops); other ports:
+# make cluster CLUSTER_PORTS="8001 8002 8003 8004 8005".
+CLUSTER_PORTS ?= 7001 7002 7003 7004 7005
 cluster: build
-	bash client/scripts/cluster.sh
+	CLUSTER_PORTS="$(CLUSTER_PORTS)" bash client/scripts/cluster.sh
 
-# A local Redis Cluster (3 masters + 3 replicas on 7101-7106) for redis+cluster:// node URLs.
+# A local Redis Cluster (3 masters + 3 replicas on 7101-7106, or REDIS_CLUSTER_PORTS) for
+# redis+cluster:// node URLs.
+REDIS_CLUSTER_PORTS ?= 7101 7102 7103 7104 7105 7106
 redis-cluster: build
-	bash client/scripts/redis-cluster.sh
+	REDIS_CLUSTER_PORTS="$(REDIS_CLUSTER_PORTS)" bash client/scripts/redis-cluster.sh
 
 fmt:
 	$(CARGO) fmt --all
