@@ -35,9 +35,10 @@ run: build
 	  --loadmodule $(CURDIR)/$(MODULE)
 
 # Unit and integration tests against real redis-server processes, the Python client's, the Node
-# client's (make node-test), the signal-sensitive tests again with SIGINT/SIGTERM ignored and no
-# terminal, the monitoring tests (real redis_exporter, promtool, tmux), the model check and the
-# quick chaos suite; the last line totals the tests ("total: N passed, M failed").
+# client's (make node-test), every example of the docs and the install from a clean clone (make
+# docs-test), the signal-sensitive tests again with SIGINT/SIGTERM ignored and no terminal, the
+# monitoring tests (real redis_exporter, promtool, tmux), the model check and the quick chaos
+# suite; the last line totals the tests ("total: N passed, M failed").
 test: build
 	bash scripts/test.sh
 
@@ -91,12 +92,14 @@ node-test: build node-deps node/node_modules/.installed
 	cd node && npm run typecheck && npm run build && npm test
 
 # Installs what the monitoring tests run for real when missing: Debian's redis_exporter (1.45) and
-# promtool (package prometheus), and tmux (the terminal tests of `dlock top` and the waiting line).
+# promtool (package prometheus), and tmux (the terminal tests of `dlock top` and the waiting line);
+# curl, which docs/monitoring.md's example scrapes the exporter with.
 monitoring-deps:
 	@missing=""; \
 	command -v prometheus-redis-exporter >/dev/null 2>&1 || missing="$$missing prometheus-redis-exporter"; \
 	command -v promtool >/dev/null 2>&1 || missing="$$missing prometheus"; \
 	command -v tmux >/dev/null 2>&1 || missing="$$missing tmux"; \
+	command -v curl >/dev/null 2>&1 || missing="$$missing curl"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
@@ -110,6 +113,18 @@ monitoring-test: build python-venv monitoring-deps
 	python/.venv/bin/ruff check --config python/pyproject.toml monitoring/tests
 	python/.venv/bin/ruff format --check --config python/pyproject.toml monitoring/tests
 	python/.venv/bin/python -m pytest -q -p timeout --timeout 120 monitoring/tests
+
+# Every code example of README.md, docs/ and the packages' READMEs run as shown (tests/docs; how
+# each is marked: tests/docs/examples.py), against servers on free ports; and the packages
+# installed from a clean clone of this repository (a git clone, plus uncommitted changes to
+# tracked files) as README.md says: the CLI by cargo install, Python by pip, Node by npm, the
+# Rust crate in a new crate. In the Python venv; needs Node 20+, PyPI and the npm registry. ~4 min.
+.PHONY: docs-test
+docs-test: build python-venv node-deps node/node_modules/.installed monitoring-deps
+	python/.venv/bin/ruff check --config python/pyproject.toml tests/docs
+	python/.venv/bin/ruff format --check --config python/pyproject.toml tests/docs
+	python/.venv/bin/mypy --strict tests/docs
+	python/.venv/bin/python -m pytest -q -p timeout --timeout 600 tests/docs
 
 # Model-checks the protocol (docs/protocol.md): bounded, about a minute on two cores.
 model: build
