@@ -169,18 +169,22 @@ bench-top: build
 # Growth curves (docs/bench.md, issue 24): acquire+release latency and bytes per lock at 10^3..10^6
 # live locks next to SET NX PX, handoff latency and memory per waiter at 1..10,000 waiters (one
 # resource, and spread over 1000), the event-loop stall while 10^5 locks expire in the same
-# millisecond next to SET PXAT keys. Standard-library Python (bench/scale*.py); up to ~11,000
+# millisecond next to SET PXAT keys; (d) server time per command on one resource of 1..10,000
+# holders and the stall while 2,000 leases end with 2,000 waiters (docs/bench.md section 6).
+# Standard-library Python (bench/scale*.py); up to ~11,000
 # connections, so the open-file limit is raised. Tables: stdout and bench/scale-results.md; charts
 # docs/bench-scale-*.png (matplotlib in bench/.venv, skipped with a notice without PyPI).
-# Not part of `make test`: about 6-7 minutes on two cores (6.3 min in the run of docs/bench.md).
+# Not part of `make test`: about 10 minutes on two cores.
 bench-scale: build
 	ulimit -n 20000 2>/dev/null || ulimit -n $$(ulimit -Hn); python3 bench/scale.py $(MODULE)
 	bash bench/scale_charts.sh
 
 # Instructions and simulated cache misses per DLOCK.ACQUIRE against SET NX PX, with and without
-# the module (callgrind --cache-sim; docs/bench.md section 1). Needs valgrind; ~40 s.
+# the module (callgrind --cache-sim; docs/bench.md section 1), then instructions per write on a
+# resource of 100 and of 10,000 holders (docs/bench.md section 6). Needs valgrind; ~3 min.
 bench-instructions: build
 	bash bench/acquire_instructions.sh $(MODULE)
+	cd bench && python3 holder_instructions.py ../$(MODULE)
 
 bench-server: build
 	$(CARGO) run --release -q -p dlock-bench --bin bench-server

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Instructions per command on one resource of N holders (callgrind, whole server: Redis's work
-for the command and the module's), at two sizes, so that "O(log n)" is a count, not a timing:
-machines vary, instruction counts do not (repeatable to about 1%).
+"""Instructions per command on one resource of N holders (callgrind: each command handler's
+inclusive count, the module's code and the Redis API work it calls), at two sizes, so that
+"O(log n)" is a count, not a timing: machines vary, instruction counts do not (repeatable to
+about 1%).
 
 For each size, a server under callgrind gets a semaphore of LIMIT 10000 filled with N holders of
 256-byte owners; callgrind's counters are zeroed after the fill, then OPS renewals (ACQUIRE by a
@@ -34,15 +35,17 @@ HANDLERS = {
 
 
 def inclusive(path):
-    """{handler: inclusive instructions} of one callgrind dump."""
+    """{handler: inclusive instructions} of one callgrind dump (the handlers it ran)."""
     text = subprocess.run(
         ["callgrind_annotate", "--auto=no", "--inclusive=yes", "--show=Ir", path],
         capture_output=True, text=True, check=True,
     ).stdout
     out = {}
     for name, symbol in HANDLERS.items():
-        line = next(line for line in text.splitlines() if f":{symbol} [" in line)
-        out[name] = int(line.split()[0].replace(",", ""))
+        for line in text.splitlines():
+            if f":{symbol} [" in line:
+                out[name] = int(line.split()[0].replace(",", ""))
+                break
     return out
 
 
@@ -105,7 +108,7 @@ def main():
     with tempfile.TemporaryDirectory() as directory:
         rows = {size: measure(module, size, directory) for size in sizes}
     commands = list(next(iter(rows.values())))
-    print(f"\nInstructions per call (whole server, inclusive; {OPS} calls each, 256-byte owners):\n")
+    print(f"\nInstructions per call (the handler, inclusive; {OPS} calls each, 256-byte owners):\n")
     print("| holders | " + " | ".join(commands) + " |")
     print("|---|" + "---|" * len(commands))
     for size, row in rows.items():

@@ -36,6 +36,7 @@ mod writes;
 mod module {
     use redis_module::{redis_module, Context, RedisString, Status};
 
+    use crate::keyspace::gate::GATE_TYPE;
     use crate::keyspace::types::{LOCK_TYPE, TABLE_TYPE};
 
     fn init(ctx: &Context, args: &[RedisString]) -> Status {
@@ -79,7 +80,7 @@ mod module {
         version: VERSION,
         // Redis's allocator: INFO memory and maxmemory see everything the module allocates.
         allocator: (redis_module::alloc::RedisAlloc, redis_module::alloc::RedisAlloc),
-        data_types: [LOCK_TYPE, TABLE_TYPE],
+        data_types: [LOCK_TYPE, TABLE_TYPE, GATE_TYPE],
         init: init,
     }
 }

@@ -204,3 +204,27 @@ fn a_release_hands_the_lock_to_the_next_waiter_on_a_stable_slot() {
     assert!(next > first);
     assert_eq!(status(&mut c, KEY).map(|s| s.0), Some("w2".to_string()));
 }
+
+#[test]
+fn a_guard_routes_by_its_gate_and_keys_and_refuses_keys_in_two_slots() {
+    let cluster = Cluster::start(3, 0);
+    let (gate, data, elsewhere) = ("{o}gate", "{o}data", "{p}data");
+    let master = cluster.master_for(gate);
+    let mut c = cluster.nodes[master].conn();
+    let guard = |c: &mut Connection, key: &str| -> String {
+        redis::cmd("DLOCK.GUARD")
+            .arg(gate)
+            .arg(5)
+            .arg("SET")
+            .arg(key)
+            .arg("v")
+            .query::<Value>(c)
+            .map_or_else(|e| e.to_string(), |v| format!("{v:?}"))
+    };
+    assert_eq!(guard(&mut c, data), "ok");
+    let cross = guard(&mut c, elsewhere);
+    assert!(cross.to_uppercase().contains("CROSSSLOT"), "{cross}");
+    let other = (0..3).find(|&i| i != master).unwrap();
+    let moved = guard(&mut cluster.nodes[other].conn(), data);
+    assert!(moved.to_uppercase().contains("MOVED"), "{moved}");
+}

@@ -191,3 +191,78 @@ fn expiry_offsets(rdb: &[u8], range: std::ops::Range<u64>) -> Vec<usize> {
         })
         .collect()
 }
+
+/// One RESP command.
+fn resp(args: &[&str]) -> String {
+    let mut out = format!("*{}\r\n", args.len());
+    for a in args {
+        out += &format!("${}\r\n{a}\r\n", a.len());
+    }
+    out
+}
+
+#[test]
+fn an_aof_of_the_first_version_loads_with_the_key_ttl_as_the_deadline() {
+    // dlock 0.1.0 rewrote a lock without a deadline of its own as `DLOCK.APPLY key owner token
+    // holds` followed by the key's `PEXPIREAT`: the key's TTL was the lock's.
+    let dir = tempfile::tempdir().unwrap();
+    let aof_dir = dir.path().join("appendonlydir");
+    std::fs::create_dir(&aof_dir).unwrap();
+    let at = (unix_ms() + 2_000).to_string();
+    let base = [
+        resp(&["SELECT", "0"]),
+        resp(&["DLOCK.APPLY", "k", "old-owner", "42", "1"]),
+        resp(&["PEXPIREAT", "k", &at]),
+    ]
+    .concat();
+    std::fs::write(aof_dir.join("appendonly.aof.1.base.aof"), base).unwrap();
+    std::fs::write(
+        aof_dir.join("appendonly.aof.manifest"),
+        "file appendonly.aof.1.base.aof seq 1 type b\n",
+    )
+    .unwrap();
+    let server = Server::builder()
+        .config("appendonly", "yes")
+        .config("appenddirname", "appendonlydir")
+        .start_in(dir);
+    let mut c = server.conn();
+    let (owner, token, ttl, _) = status(&mut c, "k").expect("held after the replay");
+    assert_eq!((owner.as_str(), token), ("old-owner", 42));
+    assert!(ttl <= 2_000, "the key's TTL is the deadline: {ttl}");
+    let _: i64 = redis::cmd("PERSIST").arg("k").query(&mut c).unwrap();
+    assert_key_expires_with_the_lock(&mut c, "k");
+    assert_gone_untouched(&mut c, 3_500);
+}
+
+#[test]
+fn a_version_one_value_restored_without_a_ttl_is_never_eternal() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let (_, parts, _) = {
+        acquire(&mut c, "seed", "o", 60_000).unwrap();
+        let payload = dump(&mut c, "seed");
+        let parts = common::dump::Parts::of(&payload);
+        (payload, parts, ())
+    };
+    let v1 = parts.payload(
+        &parts.with_encver(1),
+        &[
+            common::dump::string(b"old"),
+            common::dump::uint(42),
+            common::dump::uint(1),
+        ]
+        .concat(),
+        true,
+    );
+    restore_with_ttl(&mut c, "k", 0, &v1);
+    let _: i64 = redis::cmd("PERSIST").arg("k").query(&mut c).unwrap();
+    let (_, _, ttl, _) = status(&mut c, "k").expect("held");
+    // No deadline of its own and no key TTL: the longest lease the node grants, not forever.
+    let max = 86_400_000 + 60_000;
+    assert!((1..=max).contains(&ttl), "ttl {ttl}");
+    let pttl = pttl(&mut c, "k");
+    assert!(
+        (1..=max).contains(&pttl),
+        "the key expires too: PTTL {pttl}"
+    );
+}

@@ -7,6 +7,7 @@ pub mod contenders;
 pub mod contention;
 pub mod expiry;
 pub mod external;
+pub mod guarded;
 pub mod handoff;
 pub mod rawresp;
 pub mod report;
@@ -94,9 +95,20 @@ pub fn call_cost(
     keys: usize,
     make: &dyn Fn(usize) -> redis::Cmd,
 ) -> CallCost {
+    call_cost_piped(c, stat, (keys, 1_000), make)
+}
+
+/// As [`call_cost`], `keys.0` calls sent `keys.1` at a time (1: one call per round trip, as a
+/// client that waits for each reply).
+pub fn call_cost_piped(
+    c: &mut redis::Connection,
+    stat: &str,
+    (keys, depth): (usize, usize),
+    make: &dyn Fn(usize) -> redis::Cmd,
+) -> CallCost {
     redis::cmd("CONFIG").arg("RESETSTAT").exec(c).unwrap();
     let cpu_before = serverstats::cpu_seconds(c);
-    for chunk in (0..keys).collect::<Vec<_>>().chunks(1_000) {
+    for chunk in (0..keys).collect::<Vec<_>>().chunks(depth.max(1)) {
         let mut pipe = redis::pipe();
         for &i in chunk {
             pipe.add_command(make(i)).ignore();

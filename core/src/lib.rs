@@ -11,9 +11,11 @@
 //!   ticket wounds a tentative grant.
 //! - [`queue`]: the fair wait queue of one resource.
 //! - [`tentative`]: the grants not yet committed by FENCE.
+//! - [`gate`]: when a guarded write passes the token its data has seen.
 //! - [`node`]: per-node state — the fencing counter and the quarantine — and token issuance.
 
 pub mod clock;
+pub mod gate;
 pub mod holders;
 pub mod node;
 pub mod queue;

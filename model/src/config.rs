@@ -40,6 +40,8 @@ pub struct Budget {
     pub asks_again: u8,
     /// Expiries of a client's lock (an earlier holder's lock may always expire once).
     pub expiries: u8,
+    /// Restarts of the gate's server (runs with a gate).
+    pub gate_restarts: u8,
 }
 
 /// A rule broken on purpose, to show the properties catch it.
@@ -59,10 +61,16 @@ pub enum Mutant {
     ReaderBesideWriter,
     /// A holder whose lease ended is still shown to the rules as a holder.
     ExpiredPermitKept,
+    /// The resource takes every write, whatever its token (no gate: what fencing is for).
+    UncheckedResource,
+    /// The gate lets through a token one below its own.
+    GateOneBelow,
+    /// The gate's server keeps the data across a restart but loses the gate.
+    GateForgetsOnRestart,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 7] = [
+    pub const ALL: [Mutant; 10] = [
         Mutant::NoCommit,
         Mutant::FenceWithoutOwnerCheck,
         Mutant::RevokeCommitted,
@@ -70,6 +78,9 @@ impl Mutant {
         Mutant::SemaphoreMajority,
         Mutant::ReaderBesideWriter,
         Mutant::ExpiredPermitKept,
+        Mutant::UncheckedResource,
+        Mutant::GateOneBelow,
+        Mutant::GateForgetsOnRestart,
     ];
 
     pub fn name(self) -> &'static str {
@@ -81,6 +92,9 @@ impl Mutant {
             Mutant::SemaphoreMajority => "semaphore quorum = simple majority",
             Mutant::ReaderBesideWriter => "shared lock: a reader granted beside a writer",
             Mutant::ExpiredPermitKept => "semaphore: an expired holder keeps its permit",
+            Mutant::UncheckedResource => "a resource that does not check tokens (no gate)",
+            Mutant::GateOneBelow => "a gate that lets a lower token through",
+            Mutant::GateForgetsOnRestart => "a gate that forgets its token on restart",
         }
     }
 }
@@ -108,6 +122,8 @@ pub struct Config {
     /// before the run began; its waits on other nodes are never delivered): three holders
     /// with fewer clients moving, which keeps the runs within bounds.
     pub holding_at_start: Vec<(usize, Vec<usize>)>,
+    /// Each client writes once, while it holds, to a resource behind a gate.
+    pub gate: bool,
     /// Explore every behaviour of at most this many steps (`None`: every behaviour).
     pub max_depth: Option<usize>,
 }
@@ -131,11 +147,13 @@ impl Config {
                 crashes: 0,
                 asks_again: 0,
                 expiries: 0,
+                gate_restarts: 0,
             },
             mutant: None,
             wants: Vec::new(),
             earlier: Vec::new(),
             holding_at_start: Vec::new(),
+            gate: false,
             max_depth: None,
         }
     }

@@ -8,6 +8,7 @@
 
 mod client;
 mod config;
+mod gate;
 mod model;
 mod node;
 mod properties;

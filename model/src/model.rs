@@ -9,8 +9,8 @@
 use stateright::{Model, Property};
 
 use crate::config::{Config, Crashes, Expiry};
-use crate::system::{Action, Phase, State, To};
-use crate::{client, node};
+use crate::system::{Action, Msg, Phase, State, To};
+use crate::{client, gate, node};
 
 pub struct DlockModel {
     pub config: Config,
@@ -35,7 +35,12 @@ impl Model for DlockModel {
         for (i, c) in s.clients.iter().enumerate() {
             match c.phase {
                 Phase::Idle => actions.push(Action::Start(i)),
-                Phase::Holding => actions.push(Action::Finish(i)),
+                Phase::Holding => {
+                    actions.push(Action::Finish(i));
+                    if cfg.gate && !c.wrote {
+                        actions.push(Action::Write(i));
+                    }
+                }
                 Phase::Acquiring if s.budget.asks_again > 0 => actions.push(Action::AskAgain(i)),
                 _ => {}
             }
@@ -48,6 +53,9 @@ impl Model for DlockModel {
             if s.budget.duplicates > 0 {
                 actions.push(Action::Duplicate(node, client, chan));
             }
+        }
+        if cfg.gate && s.budget.gate_restarts > 0 {
+            actions.push(Action::GateRestart);
         }
         for (i, n) in s.nodes.iter().enumerate() {
             for (at, h) in n.holders.iter().enumerate() {
@@ -77,7 +85,9 @@ impl Model for DlockModel {
             Action::AskAgain(c) => client::ask_again(cfg, &mut s, c),
             Action::Deliver(n, c, chan) => {
                 if let Some(msg) = s.take((n, c, chan)) {
-                    if s.nodes[n].up {
+                    if let Msg::Write { client, token } = msg {
+                        gate::on_write(cfg, &mut s, client, token);
+                    } else if s.nodes[n].up {
                         node::on_message(cfg, &mut s, n, msg); // a down node loses it
                     }
                 }
@@ -99,6 +109,8 @@ impl Model for DlockModel {
             }
             Action::Restart(n) => node::restart(cfg, &mut s, n),
             Action::QuarantineEnds(n) => node::quarantine_ends(cfg, &mut s, n),
+            Action::Write(c) => gate::write(&mut s, c),
+            Action::GateRestart => gate::restart(cfg, &mut s),
         }
         client::settle(cfg, &mut s);
         for n in &mut s.nodes {

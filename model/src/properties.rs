@@ -15,6 +15,8 @@ pub const TICKET_ORDER: &str = "waiters are served smallest ticket first";
 pub const RW_EXCLUSION: &str = "no writer overlaps a reader or another writer";
 pub const SEMAPHORE_LIMIT: &str = "at most limit semaphore holders";
 pub const NO_LOST_PERMIT: &str = "no lost permit after a holder's lease ends";
+pub const NO_STALE_WRITE: &str =
+    "no write lands under a token below one already written (nor another holder's equal)";
 
 /// For two successful acquisitions held on a common node, the one granted later there has the
 /// larger token (the quorum-fencing claim; node tokens increase, so they order the grants).
@@ -32,6 +34,10 @@ fn token_order(_: &DlockModel, s: &State) -> bool {
                 })
         })
     })
+}
+
+fn no_stale_write(_: &DlockModel, s: &State) -> bool {
+    !s.resource.stale_write
 }
 
 fn never_revoked(_: &DlockModel, s: &State) -> bool {
@@ -90,6 +96,7 @@ pub fn property(name: &'static str) -> Property<DlockModel> {
         MUTUAL_EXCLUSION => Property::always(name, mutual_exclusion),
         RW_EXCLUSION => Property::always(name, rw_exclusion),
         SEMAPHORE_LIMIT => Property::always(name, semaphore_limit),
+        NO_STALE_WRITE => Property::always(name, no_stale_write),
         // Checked where earlier holders' leases end: their places must come back, so the
         // clients queued behind them are all served.
         NO_LOST_PERMIT => Property::eventually(name, all_served),

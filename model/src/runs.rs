@@ -36,6 +36,7 @@ fn faults(duplicates: u8, crashes: u8, expiries: u8) -> Budget {
         crashes,
         asks_again: 0,
         expiries,
+        gate_restarts: 0,
     }
 }
 
@@ -92,9 +93,35 @@ pub fn design(deep: bool) -> Vec<Run> {
         run(amnesia, &SAFETY, &[MUTUAL_EXCLUSION]),
         run(quarantined, &safety_and_exclusion, &[]),
     ];
+    runs.extend(gate_runs(deep));
     runs.extend(shared_runs(deep));
     runs.extend(semaphore_runs(deep));
     runs
+}
+
+/// Holders paused past their leases, each writing once through a gate whose server may restart:
+/// two clients can believe they hold at once, and the gate still takes their writes in token
+/// order.
+fn paused_writers(name: &'static str, nodes: usize) -> Config {
+    let mut config = Config::base(name, nodes, 2);
+    config.expiry = Expiry::Anytime;
+    config.budget = faults(0, 0, 1);
+    config.budget.gate_restarts = 1;
+    config.gate = true;
+    config
+}
+
+fn gate_runs(deep: bool) -> Vec<Run> {
+    let depth = |quick: usize| Some(if deep { quick + 4 } else { quick });
+    let mut one = paused_writers("gate: holders paused past the TTL write through a gate", 1);
+    one.max_depth = depth(18);
+    let mut three = paused_writers("gate: holders paused past the TTL write through a gate", 3);
+    three.max_depth = depth(16);
+    let checked = [NO_STALE_WRITE, TOKEN_ORDER];
+    vec![
+        run(one, &checked, &[MUTUAL_EXCLUSION]),
+        run(three, &checked, &[MUTUAL_EXCLUSION]),
+    ]
 }
 
 /// Read/write locks. Client 0 reads with ticket 30, client 1 writes with 20: when the writer's
@@ -224,6 +251,10 @@ pub fn mutants() -> Vec<Run> {
                     config = Config::asking(mutant.name(), 3, &[PERMIT, PERMIT]);
                     config.earlier = vec![PERMIT, PERMIT];
                     NO_LOST_PERMIT
+                }
+                Mutant::UncheckedResource | Mutant::GateOneBelow | Mutant::GateForgetsOnRestart => {
+                    config = paused_writers(mutant.name(), 1);
+                    NO_STALE_WRITE
                 }
             };
             config.mutant = Some(mutant);

@@ -9,6 +9,7 @@ use dlock_core::queue::Queue;
 use dlock_core::{Clock, Mode, Node, Settings};
 
 use crate::config::{Budget, Config};
+use crate::gate::{Resource, GATE};
 
 /// Time does not exist in the model: tokens come from counters alone (no clock floor), and
 /// expiry and quarantine are events guarded by what they assume.
@@ -38,6 +39,8 @@ pub enum Chan {
 pub enum To {
     Node(usize),
     Client(usize),
+    /// The gate's server.
+    Gate,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -62,6 +65,8 @@ pub enum Msg {
     Unavailable { node: usize, round: u32 },
     /// A FENCE answered (1, or 0 / an error).
     Fenced { node: usize, round: u32, ok: bool },
+    /// `DLOCK.GUARD gate token ...`: a holder's write, under its token.
+    Write { client: usize, token: u64 },
 }
 
 /// Tokens come from counters alone: no clock floor, no quarantine timer (the quarantine is an
@@ -146,6 +151,8 @@ pub struct ClientState {
     /// then outlasted the TTL, and the client's validity check (time since the commit round
     /// began, against the TTL the FENCE set) refuses to call it held.
     pub outlived_ttl: bool,
+    /// It sent its write (runs with a gate).
+    pub wrote: bool,
 }
 
 /// One successful acquisition, for the token-order property: its token and, per node it held,
@@ -177,6 +184,8 @@ pub struct State {
     /// Replies sent in this step, not yet read (always empty between steps).
     pub inbox: Vec<(usize, Msg)>,
     pub ghost: Ghost,
+    /// What the holders write to (runs with a gate).
+    pub resource: Resource,
     /// What is left of the run's fault budget.
     pub budget: Budget,
 }
@@ -199,6 +208,10 @@ pub enum Action {
     AskAgain(usize),
     /// The critical section ends: release everywhere.
     Finish(usize),
+    /// A holder sends its write through the gate.
+    Write(usize),
+    /// The gate's server restarts.
+    GateRestart,
 }
 
 /// The committed entries of `config.earlier` (owners `EARLIER_HOLDER:i`), granted in order.
@@ -244,6 +257,7 @@ impl State {
                 acquisition: None,
                 grants: vec![None; config.nodes],
                 outlived_ttl: false,
+                wrote: false,
             })
             .collect();
         State {
@@ -252,6 +266,7 @@ impl State {
             net: BTreeMap::new(),
             inbox: Vec::new(),
             ghost: Ghost::default(),
+            resource: Resource::default(),
             budget: config.budget.clone(),
         }
     }
@@ -274,11 +289,12 @@ impl State {
     pub fn send(&mut self, to: To, msg: Msg) {
         let (node, client, chan) = match (to, msg) {
             (To::Client(client), _) => return self.inbox.push((client, msg)),
+            (To::Gate, Msg::Write { client, .. }) => (GATE, client, Chan::Command),
             (To::Node(node), Msg::Acquire { client, .. }) => (node, client, Chan::Wait),
             (To::Node(node), Msg::Fence { client, .. } | Msg::Release { client, .. }) => {
                 (node, client, Chan::Command)
             }
-            (To::Node(_), _) => return,
+            (To::Node(_) | To::Gate, _) => return,
         };
         self.net.entry((node, client, chan)).or_default().push(msg);
     }

@@ -41,7 +41,7 @@ fn step(before: &State, action: &Action) -> String {
         Action::AskAgain(c) => format!("c{c} times out and asks again"),
         Action::Deliver(n, c, chan) => {
             let msg = before.net.get(&(*n, *c, *chan)).and_then(|q| q.first());
-            format!("node {n} receives {}", msg.map_or("?".into(), message))
+            format!("{} receives {}", place(*n), msg.map_or("?".into(), message))
         }
         Action::Drop(n, c, _) => format!("a request from c{c} to node {n} is lost"),
         Action::Duplicate(n, c, _) => format!("a request from c{c} to node {n} is sent again"),
@@ -52,6 +52,15 @@ fn step(before: &State, action: &Action) -> String {
         Action::Crash(n) => format!("node {n} crashes"),
         Action::Restart(n) => format!("node {n} restarts"),
         Action::QuarantineEnds(n) => format!("node {n}'s quarantine ends"),
+        Action::Write(c) => format!("c{c} sends its write through the gate"),
+        Action::GateRestart => "the gate's server restarts".into(),
+    }
+}
+
+fn place(n: usize) -> String {
+    match n {
+        crate::gate::GATE => "the gate".into(),
+        n => format!("node {n}"),
     }
 }
 
@@ -68,6 +77,7 @@ fn message(msg: &Msg) -> String {
             token,
         } => format!("FENCE c{client}:{round} {token}"),
         Msg::Release { client, round } => format!("RELEASE c{client}:{round}"),
+        Msg::Write { client, token } => format!("c{client}'s write under token {token}"),
         other => format!("{other:?}"),
     }
 }
@@ -136,5 +146,9 @@ fn summary(s: &State) -> String {
             ref p => format!("c{i} {p:?}"),
         })
         .collect();
-    format!("{} | {}", nodes.join("  "), clients.join(", "))
+    let gate = match s.resource.gate {
+        Some(token) => format!(" | gate t{token}"),
+        None => String::new(),
+    };
+    format!("{} | {}{gate}", nodes.join("  "), clients.join(", "))
 }

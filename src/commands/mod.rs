@@ -3,12 +3,14 @@
 //! command reference are all derived from it ([`register`], and the README test).
 
 mod acquire;
+mod guard;
 mod holders;
 mod node;
 mod register;
 mod reply;
 mod status;
 mod top;
+mod wrapped;
 
 use std::ffi::CStr;
 use std::os::raw::c_int;
@@ -30,6 +32,9 @@ pub enum KeyUse {
     Update,
     Delete,
     Overwrite,
+    /// A gate (read and updated), then a wrapped command's keys, which only the getkeys API
+    /// can name (DLOCK.GUARD).
+    Gate,
 }
 
 /// How an argument is shown by `COMMAND DOCS`.
@@ -129,6 +134,19 @@ pub static COMMANDS: &[Command] = &[
         usage: "key owner token holds [PXAT unix-ms] [EXCLUSIVE | SHARED | LIMIT k]",
         summary: "Stores a lock exactly as given; with a mode, sets one holder of a shared lock or semaphore (holds 0 removes it). The replicated effect of every lock write; not for applications.",
         args: args![c"key": Key, c"owner": Str, c"token": Integer, c"holds": Integer, c"unix-ms": Opt(c"PXAT"), c"exclusive": Flag(c"EXCLUSIVE"), c"shared": Flag(c"SHARED"), c"limit": Opt(c"LIMIT")] },
+    Command { name: "dlock.guard", handler: guard::guard, flags: "write getkeys-api", key: KeyUse::Gate, arity: -4, since: "0.3.0", audience: App,
+        complexity: "O(1), plus the wrapped command's",
+        usage: "gate token command [arg ...]",
+        summary: "Runs command (as the caller's user) only if token is at least the highest token the gate has seen, and raises the gate to it; replies the command's reply, or STALE (nothing changed) for a lower token. The gate key, then the command's keys, are the command's keys.",
+        args: args![c"gate": Key, c"token": Integer, c"command": Str, c"arg": Str] },
+    Command { name: "dlock.check", handler: guard::check, flags: "readonly fast", key: KeyUse::Read, arity: 3, since: "0.3.0", complexity: "O(1)", audience: App,
+        usage: "gate token",
+        summary: "Replies 1 if a GUARD with token would pass the gate now (no gate, or token at least its highest), else 0. Changes nothing.",
+        args: args![c"gate": Key, c"token": Integer] },
+    Command { name: "dlock.raisegate", handler: guard::raise_gate, flags: "write", key: KeyUse::Update, arity: 3, since: "0.3.0", complexity: "O(1)", audience: Effect,
+        usage: "gate token",
+        summary: "Raises the gate to at least token and the node counter with it. The replicated effect of a GUARD; not for applications.",
+        args: args![c"gate": Key, c"token": Integer] },
     Command { name: "dlock.top", handler: top::top, flags: "readonly", key: KeyUse::None, arity: -1, since: "0.3.0", audience: Operator,
         complexity: "O(W log W + COUNT log N): W keys with waiters (module memory, first step only), then one SCAN step of about COUNT buckets (1 to 10000, default 100), each key it returns looked up (N its holders)",
         usage: "[CURSOR c] [COUNT n]",

@@ -34,7 +34,7 @@ fn trusted(ctx: &Context) -> bool {
     server::flag(flags, raw::REDISMODULE_CTX_FLAGS_REPLICATED) || server::is_loading()
 }
 
-fn accept_token(ctx: &Context, bytes: &[u8]) -> Result<u64, RedisError> {
+pub(super) fn accept_token(ctx: &Context, bytes: &[u8]) -> Result<u64, RedisError> {
     let token = args::token(bytes)?;
     if trusted(ctx) {
         return Ok(token);

@@ -92,10 +92,12 @@ fn set_info(handle: *mut raw::RedisModuleCommand, command: &Command) -> Result<(
     let summary = CString::new(command.summary).map_err(|e| e.to_string())?;
     let since = CString::new(command.since).map_err(|e| e.to_string())?;
     let complexity = CString::new(command.complexity).map_err(|e| e.to_string())?;
-    let mut key_specs = vec![key_spec(command.key), zeroed_key_spec()];
-    if command.key == KeyUse::None {
-        key_specs.remove(0);
-    }
+    let mut key_specs = match command.key {
+        KeyUse::None => vec![],
+        KeyUse::Gate => vec![key_spec(KeyUse::Update), wrapped_keys_spec()],
+        key => vec![key_spec(key)],
+    };
+    key_specs.push(zeroed_key_spec());
     let mut args: Vec<raw::RedisModuleCommandArg> = command.args.iter().map(arg).collect();
     args.push(zeroed_arg());
     let info = raw::RedisModuleCommandInfo {
@@ -120,7 +122,9 @@ fn set_info(handle: *mut raw::RedisModuleCommand, command: &Command) -> Result<(
 fn key_spec(key: KeyUse) -> raw::RedisModuleCommandKeySpec {
     let flags = match key {
         KeyUse::Read => raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS,
-        KeyUse::Update => raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_UPDATE,
+        KeyUse::Update | KeyUse::Gate => {
+            raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_UPDATE
+        }
         KeyUse::Delete => raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_DELETE,
         KeyUse::Overwrite | KeyUse::None => {
             raw::REDISMODULE_CMD_KEY_OW | raw::REDISMODULE_CMD_KEY_UPDATE
@@ -136,6 +140,19 @@ fn key_spec(key: KeyUse) -> raw::RedisModuleCommandKeySpec {
         keystep: 1,
         limit: 0,
     };
+    spec
+}
+
+/// The keys of a command DLOCK.GUARD wraps: where and which, only the getkeys API can say (the
+/// spec is incomplete, so Redis asks it rather than trusting the gate's spec alone).
+fn wrapped_keys_spec() -> raw::RedisModuleCommandKeySpec {
+    let mut spec = zeroed_key_spec();
+    let flags = raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_UPDATE;
+    spec.flags = u64::from(
+        flags | raw::REDISMODULE_CMD_KEY_INCOMPLETE | raw::REDISMODULE_CMD_KEY_VARIABLE_FLAGS,
+    );
+    spec.begin_search_type = raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_UNKNOWN;
+    spec.find_keys_type = raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_UNKNOWN;
     spec
 }
 

@@ -22,6 +22,7 @@ fn reference() -> String {
             KeyUse::Update => "1: RW UPDATE",
             KeyUse::Delete => "1: RW DELETE",
             KeyUse::Overwrite => "1: OW UPDATE",
+            KeyUse::Gate => "1: RW UPDATE; then the command's keys (getkeys API)",
         };
         out += &format!(
             "| `{}` | {} | {} | {} | {} | {} | {} | {} |\n",
@@ -88,8 +89,10 @@ fn every_command_has_a_callback_a_dotted_lowercase_name_and_consistent_arity() {
         );
         assert_eq!(
             c.key != KeyUse::None,
-            c.usage.starts_with("key"),
-            "{}: key spec vs usage",
+            c.args
+                .first()
+                .is_some_and(|a| matches!(a.kind, ArgKind::Key)),
+            "{}: key spec vs its first argument",
             c.name
         );
         // `key owner ttl-ms [REENTRANT] [PXAT unix-ms]`: each argument's token, or its name.

@@ -9,6 +9,7 @@
 pub mod callbacks;
 pub mod codec;
 pub mod compact;
+pub mod gate;
 pub mod key;
 pub mod moves;
 pub mod notify;

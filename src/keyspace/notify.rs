@@ -20,6 +20,8 @@ pub const FENCE: &CStr = c"dlock.fence";
 pub const FORCE_RELEASE: &CStr = c"dlock.forcerelease";
 /// A tentative grant revoked for a smaller ticket.
 pub const REVOKE: &CStr = c"dlock.revoke";
+/// A gate raised by a guarded write.
+pub const GATE: &CStr = c"dlock.gate";
 
 pub fn changed(ctx: &Context, key: &Arg, event: &CStr) {
     if let Some(signal) = crate::api!(RedisModule_SignalModifiedKey) {

@@ -98,7 +98,7 @@ pub fn table_type() -> *mut raw::RedisModuleType {
 }
 
 /// The RDB loader as a field source (`None` on a short read or a wrong field marker).
-struct RdbIn(*mut raw::RedisModuleIO);
+pub(super) struct RdbIn(pub(super) *mut raw::RedisModuleIO);
 
 impl Source for RdbIn {
     type Bytes = redis_module::RedisBuffer;
@@ -110,7 +110,7 @@ impl Source for RdbIn {
     }
 }
 
-struct RdbOut(*mut raw::RedisModuleIO);
+pub(super) struct RdbOut(pub(super) *mut raw::RedisModuleIO);
 
 impl Sink for RdbOut {
     fn unsigned(&mut self, value: u64) {
@@ -156,7 +156,7 @@ fn accept_newest(io: *mut raw::RedisModuleIO, newest: u64) -> bool {
     true
 }
 
-fn refuse(io: *mut raw::RedisModuleIO, why: &str) -> *mut c_void {
+pub(super) fn refuse(io: *mut raw::RedisModuleIO, why: &str) -> *mut c_void {
     let (Some(log), Ok(message)) = (
         crate::api!(RedisModule_LogIOError),
         CString::new(format!("dlock: refusing {why}")),

@@ -159,6 +159,24 @@ pub fn delete(ctx: &Context, key: &Arg) {
     }
 }
 
+/// `DLOCK.RAISEGATE gate token`: a gate's rise, with the write it let through.
+pub fn raise_gate(ctx: &Context, gate: &Arg, token: u64) {
+    if let Some(replicate) = replicate(ctx, server::context_flags(ctx.ctx)) {
+        let token = c_longlong::try_from(token).unwrap_or(c_longlong::MAX);
+        let format = c"sl".as_ptr();
+        // SAFETY: a live context; `s` is the gate's key, `l` the token.
+        unsafe {
+            replicate(
+                ctx.ctx,
+                c"DLOCK.RAISEGATE".as_ptr(),
+                format,
+                gate.as_ptr(),
+                token,
+            )
+        };
+    }
+}
+
 /// `DLOCK.RAISE counter`: carries the node counter to replicas and into the AOF.
 pub fn raise(ctx: &Context, counter: u64) {
     if let Some(replicate) = replicate(ctx, server::context_flags(ctx.ctx)) {

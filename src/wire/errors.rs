@@ -213,6 +213,21 @@ pub fn deadline_too_far(deadline_ms: u64, latest_ms: u64) -> RedisError {
     ))
 }
 
+/// A guarded write with a token below its gate's: nothing changed.
+pub fn stale(token: u64, gate: u64) -> RedisError {
+    err(format!(
+        "STALE token {token} is below the gate's {gate}: a newer holder has written; nothing was changed"
+    ))
+}
+
+/// A command that may not run inside DLOCK.GUARD, and why.
+pub fn guard_refused(command: &[u8], why: &str) -> RedisError {
+    err(format!(
+        "ERR DLOCK.GUARD cannot run '{}': {why}",
+        String::from_utf8_lossy(command)
+    ))
+}
+
 pub fn apply_needs_pxat() -> RedisError {
     err("ERR DLOCK.APPLY of a shared lock's or a semaphore's holder needs PXAT".to_string())
 }

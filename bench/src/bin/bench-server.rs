@@ -42,6 +42,10 @@ struct Row {
 type Phase = (&'static str, Box<dyn Fn(usize) -> redis::Cmd>);
 
 fn main() {
+    // `DLOCK_BENCH_SECTION=guarded`: the guarded writes alone.
+    if std::env::var("DLOCK_BENCH_SECTION").as_deref() == Ok("guarded") {
+        return dlock_bench::guarded::print(&mut Server::start().conn());
+    }
     for (setup, server) in [
         ("in memory (no AOF, no replica)", Server::start()),
         (
@@ -56,6 +60,7 @@ fn main() {
         print_cpu_table(setup, &rows);
     }
     print_module_tax();
+    dlock_bench::guarded::print(&mut Server::start().conn());
     print_memory(&mut Server::start().conn());
     println!("\nReproduce: `make bench-server`");
 }

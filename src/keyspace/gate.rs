@@ -1,0 +1,223 @@
+//! A gate (the `dlockgate` data type): the highest fencing token a piece of data has been
+//! written under, kept where the data lives. `DLOCK.GUARD` lets a write through only for a token
+//! at least that high and raises the gate to it, so a holder that lost its lock (paused past its
+//! lease, partitioned) cannot write after a newer holder did.
+//!
+//! **Never backwards.** Every token a gate takes raises the node's fencing counter too, so the
+//! counter is at least every gate's token on this node. A gate that arrives from outside a
+//! command — RESTORE (and MIGRATE's target), or carried to its key by RENAME, MOVE or SWAPDB
+//! (its *place*, a fingerprint of database and key, then differs) — is floored at the counter:
+//! whatever it carried, it stands at least as high as any gate of this node ever stood. `DEL`
+//! (and FLUSHALL) is the reset; `SET` over a gate leaves a string that GUARD refuses
+//! (WRONGTYPE); COPY of a gate is refused. Loading the node's own RDB or AOF, or its master's,
+//! trusts the values (the counter comes back with them).
+//!
+//! Encoding, version 1: `token`, `place` (unsigned).
+
+use std::os::raw::{c_int, c_void};
+use std::ptr::NonNull;
+
+use dlock_core::MAX_TOKEN;
+use redis_module::{native_types::RedisType, raw, RedisError};
+
+use super::codec::{Sink, Source};
+use crate::node::node;
+use crate::server;
+use crate::wire::errors;
+
+/// The type name, in every RDB that holds a gate: it never changes.
+pub const GATE_TYPE_NAME: &str = "dlockgate";
+const ENCODING_VERSION: i32 = 1;
+
+/// One gate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gate {
+    /// The highest token written under.
+    pub token: u64,
+    /// Where it stands ([`super::place`]).
+    pub place: u64,
+}
+
+impl Gate {
+    /// The gate as it must be read under a key of `place`: a gate carried here from elsewhere
+    /// is floored at the node's counter (see the module docs).
+    pub fn at(self, place: u64) -> Gate {
+        match self.place == place {
+            true => self,
+            false => Gate {
+                token: self.token.max(node().counter()),
+                place,
+            },
+        }
+    }
+}
+
+pub fn encode(gate: &Gate, sink: &mut impl Sink) {
+    sink.unsigned(gate.token);
+    sink.unsigned(gate.place);
+}
+
+/// A gate from an RDB field stream, validated (a token in 1..=MAX_TOKEN).
+pub fn decode<S: Source>(source: &mut S, version: i32) -> Result<Gate, String> {
+    if version != ENCODING_VERSION {
+        return Err(format!("unknown encoding version {version}"));
+    }
+    let token = source
+        .unsigned()
+        .ok_or("missing or malformed field 'token'")?;
+    if !(1..=MAX_TOKEN).contains(&token) {
+        return Err(format!("token {token} (allowed 1 to {MAX_TOKEN})"));
+    }
+    let place = source
+        .unsigned()
+        .ok_or("missing or malformed field 'place'")?;
+    Ok(Gate { token, place })
+}
+
+pub static GATE_TYPE: RedisType = RedisType::new(
+    GATE_TYPE_NAME,
+    ENCODING_VERSION,
+    raw::RedisModuleTypeMethods {
+        version: 1,
+        rdb_load: Some(rdb_load),
+        rdb_save: Some(rdb_save),
+        aof_rewrite: Some(aof_rewrite),
+        mem_usage: Some(mem_usage),
+        digest: Some(digest),
+        free: Some(free),
+        aux_load: None,
+        aux_save: None,
+        aux_save_triggers: 0,
+        free_effort: None,
+        unlink: None,
+        copy: None, // COPY of a gate is refused: a copy could stand lower than its target
+        defrag: None,
+        mem_usage2: None,
+        free_effort2: None,
+        unlink2: None,
+        copy2: None,
+        aux_save2: None,
+    },
+);
+
+pub fn gate_type() -> *mut raw::RedisModuleType {
+    *GATE_TYPE.raw_type.borrow()
+}
+
+/// The gate in a callback's value.
+///
+/// # Safety
+/// `value` must be a `dlockgate` value (a boxed [`Gate`]) alive for the call.
+unsafe fn gate_of<'a>(value: *const c_void) -> Option<&'a Gate> {
+    // SAFETY: the caller's promise.
+    unsafe { value.cast::<Gate>().as_ref() }
+}
+
+/// The gate in an open key; `None` when the key is empty, WRONGTYPE for any other value.
+pub fn read(key: NonNull<raw::RedisModuleKey>) -> Result<Option<Gate>, RedisError> {
+    let (Some(key_type), Some(get_type), Some(get_value)) = (
+        crate::api!(RedisModule_KeyType),
+        crate::api!(RedisModule_ModuleTypeGetType),
+        crate::api!(RedisModule_ModuleTypeGetValue),
+    ) else {
+        return Err(errors::cannot_store());
+    };
+    // SAFETY: `key` is an open key of the running command.
+    let kind = unsafe { key_type(key.as_ptr()) };
+    if kind == raw::REDISMODULE_KEYTYPE_EMPTY as c_int {
+        return Ok(None);
+    }
+    // SAFETY: as above; GetType is asked only of a module key.
+    let ours = kind == raw::REDISMODULE_KEYTYPE_MODULE as c_int
+        && unsafe { get_type(key.as_ptr()) } == gate_type();
+    if !ours {
+        return Err(errors::wrong_type());
+    }
+    // SAFETY: as above: a gate's value is a boxed Gate.
+    Ok(unsafe { gate_of(get_value(key.as_ptr())) }.copied())
+}
+
+/// Stores `gate` in an open key (replacing what it held).
+pub fn set(key: NonNull<raw::RedisModuleKey>, gate: Gate) -> Result<(), RedisError> {
+    let set = crate::api!(RedisModule_ModuleTypeSetValue).ok_or_else(errors::cannot_store)?;
+    let value = Box::into_raw(Box::new(gate)).cast::<c_void>();
+    // SAFETY: `key` is open for writing by the running command; the value is ours to give.
+    if unsafe { set(key.as_ptr(), gate_type(), value) } == raw::REDISMODULE_OK as c_int {
+        return Ok(());
+    }
+    // SAFETY: not stored, so still ours, from Box::into_raw above.
+    drop(unsafe { Box::from_raw(value.cast::<Gate>()) });
+    Err(errors::cannot_store())
+}
+
+/// Loads a gate. A RESTORE (not the node's own data) is floored at the counter right away, and
+/// a token more than a year ahead of this node is refused, as for a lock's.
+extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
+    let mut gate = match decode(&mut super::types::RdbIn(io), encver) {
+        Ok(gate) => gate,
+        Err(why) => return super::types::refuse(io, &format!("a gate: {why}")),
+    };
+    if server::is_loading() {
+        node().raise_counter(gate.token);
+    } else if node().check_client_token(gate.token).is_err() {
+        let why = format!(
+            "a gate: token {} is more than a year ahead of this node",
+            gate.token
+        );
+        return super::types::refuse(io, &why);
+    } else {
+        gate.token = gate.token.max(node().counter());
+    }
+    Box::into_raw(Box::new(gate)).cast()
+}
+
+extern "C" fn rdb_save(io: *mut raw::RedisModuleIO, value: *mut c_void) {
+    // SAFETY: Redis passes one of our values, alive for this call.
+    if let Some(gate) = unsafe { gate_of(value) } {
+        encode(gate, &mut super::types::RdbOut(io));
+    }
+}
+
+/// `DLOCK.RAISEGATE key token`: the gate's effect form.
+extern "C" fn aof_rewrite(
+    aof: *mut raw::RedisModuleIO,
+    key: *mut raw::RedisModuleString,
+    value: *mut c_void,
+) {
+    // SAFETY: Redis passes one of our values, alive for this call.
+    let (Some(gate), Some(emit)) = (unsafe { gate_of(value) }, crate::api!(RedisModule_EmitAOF))
+    else {
+        return;
+    };
+    let token = i64::try_from(gate.token).unwrap_or(i64::MAX);
+    // SAFETY: `aof` and `key` come from Redis for this call; s = key, l = the token.
+    unsafe { emit(aof, c"DLOCK.RAISEGATE".as_ptr(), c"sl".as_ptr(), key, token) };
+}
+
+extern "C" fn mem_usage(_value: *const c_void) -> usize {
+    std::mem::size_of::<Gate>()
+}
+
+extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
+    // SAFETY: Redis passes one of our values, alive for this call.
+    let (Some(gate), Some(add), Some(end)) = (
+        unsafe { gate_of(value) },
+        crate::api!(RedisModule_DigestAddLongLong),
+        crate::api!(RedisModule_DigestEndSequence),
+    ) else {
+        return;
+    };
+    // SAFETY: a live digest context from Redis.
+    unsafe {
+        add(md, gate.token as i64);
+        add(md, gate.place as i64);
+        end(md);
+    }
+}
+
+extern "C" fn free(value: *mut c_void) {
+    if !value.is_null() {
+        // SAFETY: Redis gives back a value it got from Box::into_raw, once.
+        drop(unsafe { Box::from_raw(value.cast::<Gate>()) });
+    }
+}
