@@ -28,15 +28,17 @@ build: deps
 
 $(MODULE): build
 
-# A local Redis on 127.0.0.1:$(REDIS_PORT) with the module and embedded defaults (Ctrl-C stops).
+# A local Redis on 127.0.0.1:$(REDIS_PORT) with the module and embedded defaults (Ctrl-C stops);
+# 6379 taken: make run REDIS_PORT=6380.
 run: build
 	redis-server --port $(REDIS_PORT) --bind 127.0.0.1 --save "" --appendonly no \
 	  --loadmodule $(CURDIR)/$(MODULE)
 
 # Unit and integration tests against real redis-server processes, the Python client's, the Node
-# client's (make node-test), the signal-sensitive tests again with SIGINT/SIGTERM ignored and no
-# terminal, the monitoring tests (real redis_exporter, promtool, tmux), the model check and the
-# quick chaos suite; the last line totals the tests ("total: N passed, M failed").
+# client's (make node-test), every example of the docs and the install from a clean clone (make
+# docs-test), the signal-sensitive tests again with SIGINT/SIGTERM ignored and no terminal, the
+# monitoring tests (real redis_exporter, promtool, tmux), the model check and the quick chaos
+# suite; the last line totals the tests ("total: N passed, M failed").
 test: build
 	bash scripts/test.sh
 
@@ -118,12 +120,14 @@ go-test: build go-deps
 	  go test -count=1 -timeout 600s -v ./...
 
 # Installs what the monitoring tests run for real when missing: Debian's redis_exporter (1.45) and
-# promtool (package prometheus), and tmux (the terminal tests of `dlock top` and the waiting line).
+# promtool (package prometheus), and tmux (the terminal tests of `dlock top` and the waiting line);
+# curl, which docs/monitoring.md's example scrapes the exporter with.
 monitoring-deps:
 	@missing=""; \
 	command -v prometheus-redis-exporter >/dev/null 2>&1 || missing="$$missing prometheus-redis-exporter"; \
 	command -v promtool >/dev/null 2>&1 || missing="$$missing prometheus"; \
 	command -v tmux >/dev/null 2>&1 || missing="$$missing tmux"; \
+	command -v curl >/dev/null 2>&1 || missing="$$missing curl"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
@@ -137,6 +141,18 @@ monitoring-test: build python-venv monitoring-deps
 	python/.venv/bin/ruff check --config python/pyproject.toml monitoring/tests
 	python/.venv/bin/ruff format --check --config python/pyproject.toml monitoring/tests
 	python/.venv/bin/python -m pytest -q -p timeout --timeout 120 monitoring/tests
+
+# Every code example of README.md, docs/ and the packages' READMEs run as shown (tests/docs; how
+# each is marked: tests/docs/examples.py), against servers on free ports; and the packages
+# installed from a clean clone of this repository (a git clone, plus uncommitted changes to
+# tracked files) as README.md says: the CLI by cargo install, Python by pip, Node by npm, the
+# Rust crate in a new crate. In the Python venv; needs Node 20+, PyPI and the npm registry. ~4 min.
+.PHONY: docs-test
+docs-test: build python-venv node-deps node/node_modules/.installed monitoring-deps
+	python/.venv/bin/ruff check --config python/pyproject.toml tests/docs
+	python/.venv/bin/ruff format --check --config python/pyproject.toml tests/docs
+	python/.venv/bin/mypy --strict tests/docs
+	python/.venv/bin/python -m pytest -q -p timeout --timeout 600 tests/docs
 
 # Model-checks the protocol (docs/protocol.md): bounded, about a minute on two cores.
 model: build
@@ -222,13 +238,17 @@ bench: build go-deps
 bench-quick: build go-deps
 	bash bench/run.sh --quick
 
-# Five local masters with the module on ports 7001-7005 (foreground, Ctrl-C stops).
+# Five local masters with the module on ports 7001-7005 (foreground, Ctrl-C stops); other ports:
+# make cluster CLUSTER_PORTS="8001 8002 8003 8004 8005".
+CLUSTER_PORTS ?= 7001 7002 7003 7004 7005
 cluster: build
-	bash client/scripts/cluster.sh
+	CLUSTER_PORTS="$(CLUSTER_PORTS)" bash client/scripts/cluster.sh
 
-# A local Redis Cluster (3 masters + 3 replicas on 7101-7106) for redis+cluster:// node URLs.
+# A local Redis Cluster (3 masters + 3 replicas on 7101-7106, or REDIS_CLUSTER_PORTS) for
+# redis+cluster:// node URLs.
+REDIS_CLUSTER_PORTS ?= 7101 7102 7103 7104 7105 7106
 redis-cluster: build
-	bash client/scripts/redis-cluster.sh
+	REDIS_CLUSTER_PORTS="$(REDIS_CLUSTER_PORTS)" bash client/scripts/redis-cluster.sh
 
 fmt:
 	$(CARGO) fmt --all

@@ -94,6 +94,11 @@ else
   echo "== go: SKIPPED: Go is not installed and could not be (make go-deps); the Go client was not tested" >&2
   lines+=("go: SKIPPED (Go not installed)")
 fi
+if command -v node >/dev/null 2>&1; then
+  suite docs counted make --no-print-directory docs-test
+else
+  lines+=("docs: SKIPPED (Node.js not installed)")
+fi
 suite signals counted signals
 suite monitoring counted make --no-print-directory monitoring-test
 suite model status make --no-print-directory model

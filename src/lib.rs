@@ -59,9 +59,25 @@ mod module {
         }
     }
 
+    /// `MODULE LIST`'s version: the crate's (the workspace's one version), as Redis writes
+    /// module versions, major * 10000 + minor * 100 + patch (0.3.0 is 300).
+    const VERSION: i32 = number(env!("CARGO_PKG_VERSION_MAJOR")) * 10_000
+        + number(env!("CARGO_PKG_VERSION_MINOR")) * 100
+        + number(env!("CARGO_PKG_VERSION_PATCH"));
+
+    /// A version part's digits as a number, at compile time.
+    const fn number(digits: &str) -> i32 {
+        let (bytes, mut value, mut i) = (digits.as_bytes(), 0, 0);
+        while i < bytes.len() {
+            value = value * 10 + (bytes[i] - b'0') as i32;
+            i += 1;
+        }
+        value
+    }
+
     redis_module! {
         name: "dlock",
-        version: 200,
+        version: VERSION,
         // Redis's allocator: INFO memory and maxmemory see everything the module allocates.
         allocator: (redis_module::alloc::RedisAlloc, redis_module::alloc::RedisAlloc),
         data_types: [LOCK_TYPE, TABLE_TYPE, GATE_TYPE],

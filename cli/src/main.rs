@@ -1,6 +1,8 @@
 //! `dlock`: take a lock across N Redis masters running the dlock module, from the shell.
 
 mod connection;
+mod durations;
+pub mod exit;
 mod progress;
 mod run;
 mod screen;
@@ -14,44 +16,8 @@ use dlock_client::{
     Error, Holders, LockKind, LockManager, ReplicaAck, Resource, WaitMode, MAX_LIMIT,
 };
 
-/// Exit codes of dlock itself (`run` otherwise exits with the command's own status).
-pub mod exit {
-    /// Bad command line (clap's convention).
-    pub const USAGE: u8 = 2;
-    /// The lock is held by another owner and was not acquired within --wait.
-    pub const CONTENDED: u8 = 3;
-    /// No quorum: too few nodes reachable (the message names them and why).
-    pub const NO_QUORUM: u8 = 4;
-    /// `run`: the lock was lost (or held past --max-hold) while the command ran; the command
-    /// got SIGTERM.
-    pub const LOST: u8 = 5;
-    /// `release` / `extend`: OWNER does not hold the lock on a majority.
-    pub const NOT_HELD: u8 = 6;
-    /// The resource is held as another kind (a semaphore of another --limit, a lock asked
-    /// with --limit, a semaphore asked without it).
-    pub const WRONG_KIND: u8 = 7;
-    /// `run`: the command could not be started.
-    pub const CANNOT_RUN: u8 = 127;
-    /// `run`: interrupted (SIGINT); the command was stopped and the lock released.
-    pub const INTERRUPTED: u8 = 130;
-}
-
-const EXIT_CODES: &str = "\
-Exit codes:
-  0    success (run: the command exited 0; otherwise run exits with the command's status,
-       or 128+N if a signal N killed it)
-  2    bad command line
-  3    lock held by another owner, not acquired within --wait (the command was not run)
-  4    no quorum: too few nodes reachable, or validity ran out while acquiring
-  5    run: lock lost while the command ran, or held past --max-hold (the command got SIGTERM)
-  6    release/extend: OWNER does not hold the lock on a majority
-  7    the resource is held as another kind (--shared/--limit do not match how it is held)
-  127  run: the command could not be started
-  130  run: interrupted (Ctrl-C); command stopped (or the wait withdrawn), lock released
-  143  run: dlock got SIGTERM; command stopped, lock released";
-
 #[derive(Parser)]
-#[command(name = "dlock", version, about = "Distributed locks with fencing tokens across Redis masters running the dlock module", after_help = EXIT_CODES)]
+#[command(name = "dlock", version, about = "Distributed locks with fencing tokens across Redis masters running the dlock module", after_help = exit::AFTER_HELP)]
 struct Cli {
     /// Comma-separated node URLs: redis://host:port (rediss:// over TLS, unix:///path for a
     /// socket) for a master, redis+cluster://host:port (rediss+cluster://) for a Redis Cluster
@@ -63,8 +29,8 @@ struct Cli {
         global = true
     )]
     nodes: String,
-    /// Per-node timeout for each call.
-    #[arg(long, env = "DLOCK_TIMEOUT", default_value = "50ms", value_parser = humantime::parse_duration, global = true)]
+    /// Per-node timeout for each call (connecting included); more than 0.
+    #[arg(long, env = "DLOCK_TIMEOUT", default_value = "50ms", value_name = "DURATION", value_parser = durations::positive, global = true)]
     timeout: Duration,
     /// Disable quorum fencing (one round trip less; tokens then come from a single node).
     /// With several nodes this also means --wait-mode retry.
@@ -85,7 +51,7 @@ struct Cli {
     #[arg(long, env = "DLOCK_REPLICA_ACK", default_value = "auto", value_parser = parse_replica_ack, global = true)]
     replica_ack: AckCount,
     /// How long a write waits for its replicas before the node counts as not having granted.
-    #[arg(long, env = "DLOCK_ACK_TIMEOUT", default_value = "100ms", value_parser = humantime::parse_duration, global = true)]
+    #[arg(long, env = "DLOCK_ACK_TIMEOUT", default_value = "100ms", value_name = "DURATION", value_parser = durations::positive, global = true)]
     ack_timeout: Duration,
     #[command(flatten)]
     connection: connection::ConnectionArgs,
@@ -170,13 +136,15 @@ enum Command {
     /// CMD sees DLOCK_TOKEN, DLOCK_OWNER and DLOCK_RESOURCE in its environment.
     Run {
         resource: String,
-        #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+        /// Lease on the nodes (1ms to 24h), extended every ttl/3 while CMD runs.
+        #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = durations::ttl)]
         ttl: Duration,
-        #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+        /// Longest wait for the lock (queued on the nodes); 0s: one attempt.
+        #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = durations::any)]
         wait: Duration,
         /// Stop extending after this long: the command gets SIGTERM and dlock exits 5, so a
         /// stuck command cannot keep the lock forever. Default: no cap.
-        #[arg(long, value_parser = humantime::parse_duration)]
+        #[arg(long, value_name = "DURATION", value_parser = durations::positive)]
         max_hold: Option<Duration>,
         #[command(flatten)]
         kind: KindArgs,
@@ -189,9 +157,11 @@ enum Command {
     /// Acquire and keep RESOURCE; prints `OWNER TOKEN VALIDITY_MS`.
     Acquire {
         resource: String,
-        #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+        /// Lease on the nodes (1ms to 24h); the lock stays held after dlock exits.
+        #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = durations::ttl)]
         ttl: Duration,
-        #[arg(long, default_value = "0s", value_parser = humantime::parse_duration)]
+        /// Longest wait for the lock (queued on the nodes); 0s: one attempt.
+        #[arg(long, default_value = "0s", value_name = "DURATION", value_parser = durations::any)]
         wait: Duration,
         #[command(flatten)]
         kind: KindArgs,
@@ -206,7 +176,8 @@ enum Command {
     Extend {
         resource: String,
         owner: String,
-        #[arg(long, value_parser = humantime::parse_duration)]
+        /// The new lease (1ms to 24h), from now.
+        #[arg(long, value_name = "DURATION", value_parser = durations::ttl)]
         ttl: Duration,
         #[command(flatten)]
         kind: KindArgs,
@@ -227,6 +198,7 @@ async fn main() -> ExitCode {
         _ => None,
     };
     let builder = LockManager::builder(node_urls(&cli.nodes))
+        .login_hint("--user and DLOCK_PASSWORD, or --password-file")
         .timeout(cli.timeout)
         .fencing(!cli.no_fencing)
         .wait_mode(cli.wait_mode.into())
@@ -321,14 +293,29 @@ async fn dispatch(manager: &LockManager, command: Command) -> u8 {
     }
 }
 
+/// Each node's view; exit 4 when fewer than a majority answered (the view cannot say whether
+/// the lock is held: nor could a lock be taken now).
 async fn status(manager: &LockManager, resource: &str) -> u8 {
-    for node in manager.status(resource).await {
-        match node.state {
-            Ok(held) => print_holders(&node.node, &held),
+    let views = manager.status(resource).await;
+    let mut answered = 0;
+    for node in &views {
+        match &node.state {
+            Ok(held) => {
+                answered += 1;
+                print_holders(&node.node, held);
+            }
             Err(reason) => println!("{} unreachable: {reason}", node.node),
         }
     }
-    0
+    let needed = views.len() / 2 + 1;
+    if answered >= needed {
+        return 0;
+    }
+    eprintln!(
+        "dlock: {answered} of {} answered; a majority ({needed}) is needed to tell whether {resource:?} is held",
+        count(views.len(), "node")
+    );
+    exit::NO_QUORUM
 }
 
 /// One line per holder: `NODE owner=.. token=.. ttl=..ms holds=..` (plus `mode=..` for a shared
@@ -349,6 +336,15 @@ fn print_holders(node: &str, held: &Holders) {
             "{node} owner={} token={} ttl={}ms holds={}{mode}",
             lock.owner, lock.token, lock.ttl_ms, lock.holds
         );
+    }
+}
+
+/// `n` and its noun, singular or plural: `1 node`, `3 nodes`.
+pub fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
     }
 }
 

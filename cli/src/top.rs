@@ -16,7 +16,7 @@ use crate::{exit, screen};
 #[derive(clap::Args)]
 pub struct Options {
     /// Time between refreshes.
-    #[arg(long, default_value = "2s", value_parser = parse_interval)]
+    #[arg(long, default_value = "2s", value_parser = crate::durations::interval)]
     pub interval: Duration,
     /// Rows per table.
     #[arg(long, default_value = "20", value_parser = clap::value_parser!(u16).range(1..=1000).map(usize::from))]
@@ -29,15 +29,6 @@ pub struct Options {
     pub json: bool,
 }
 
-/// A refresh interval: at least 100 ms, so that a typo cannot hammer the nodes.
-fn parse_interval(text: &str) -> Result<Duration, String> {
-    let interval = humantime::parse_duration(text).map_err(|e| e.to_string())?;
-    if interval < Duration::from_millis(100) {
-        return Err(format!("{text}: the interval must be at least 100ms"));
-    }
-    Ok(interval)
-}
-
 pub async fn top(manager: &LockManager, opts: &Options) -> u8 {
     if opts.json {
         let views = manager.top(opts.rows).await;
@@ -46,11 +37,11 @@ pub async fn top(manager: &LockManager, opts: &Options) -> u8 {
     }
     if opts.once || !std::io::stdout().is_terminal() {
         let views = manager.top(opts.rows).await;
-        print!("{}", render(&views, opts));
+        print!("{}", render(&views, opts, false));
         return code(&views);
     }
     match screen::live(
-        || async { render(&manager.top(opts.rows).await, opts) },
+        || async { render(&manager.top(opts.rows).await, opts, true) },
         opts.interval,
     )
     .await
@@ -113,20 +104,31 @@ fn millis(d: Duration) -> u64 {
 struct Merged {
     waiters: u64,
     oldest_wait: Duration,
-    /// owner -> (nodes naming it, token, smallest lease left)
-    holders: BTreeMap<String, (usize, u64, Duration)>,
+    /// owner -> (nodes naming it, each token with the nodes naming it, smallest lease left)
+    holders: BTreeMap<String, (usize, BTreeMap<u64, usize>, Duration)>,
     nodes: usize,
 }
 
 impl Merged {
     fn add_holder(&mut self, h: &dlock_client::Holder) {
-        let entry = self.holders.entry(h.owner.clone()).or_insert((0, 0, h.ttl));
-        *entry = (entry.0 + 1, entry.1.max(h.token), entry.2.min(h.ttl));
+        let entry = self
+            .holders
+            .entry(h.owner.clone())
+            .or_insert((0, BTreeMap::new(), h.ttl));
+        entry.0 += 1;
+        *entry.1.entry(h.token).or_default() += 1;
+        entry.2 = entry.2.min(h.ttl);
     }
 
-    /// The owner most nodes name (a majority holds the lock), with its token and lease.
+    /// The owner most nodes name (a majority holds the lock), with its token and lease. The
+    /// token is the one most nodes hold: the quorum's, committed by FENCE. A node whose grant
+    /// came after the commit keeps a token of its own (larger: it was issued later) until the
+    /// release; among equally many, the smaller is the committed one for the same reason.
     fn holder(&self) -> Option<(&str, u64, Duration)> {
-        let (owner, (_, token, ttl)) = self.holders.iter().max_by_key(|(_, (n, ..))| *n)?;
+        let (owner, (_, tokens, ttl)) = self.holders.iter().max_by_key(|(_, (n, ..))| *n)?;
+        let (token, _) = tokens
+            .iter()
+            .max_by_key(|(token, nodes)| (**nodes, std::cmp::Reverse(**token)))?;
         Some((owner, *token, *ttl))
     }
 }
@@ -161,14 +163,17 @@ fn merge(views: &[NodeView<Top>]) -> (Rows<String>, Rows<(String, String, String
     (waiting, held)
 }
 
-/// The table: a header line, the resources with waiters, the held locks, unreachable nodes.
-pub fn render(views: &[NodeView<Top>], opts: &Options) -> String {
+/// The table: a header line (with the refresh interval and how to quit when `live`), the
+/// resources with waiters, the held locks, unreachable nodes.
+pub fn render(views: &[NodeView<Top>], opts: &Options, live: bool) -> String {
     let answered = views.iter().filter(|v| v.state.is_ok()).count();
-    let mut out = format!(
-        "dlock top: {answered} of {} nodes answered, every {}; q quits\n\n",
-        views.len(),
-        humantime::format_duration(opts.interval)
-    );
+    let nodes = crate::count(views.len(), "node");
+    let mut out = format!("dlock top: {answered} of {nodes} answered");
+    if live {
+        let every = humantime::format_duration(opts.interval);
+        let _ = write!(out, ", every {every}; q quits");
+    }
+    out.push_str("\n\n");
     let (waiting, held) = merge(views);
     let _ = writeln!(
         out,
@@ -234,4 +239,63 @@ pub fn cut(text: &str, width: usize) -> String {
     }
     let kept: String = text.chars().take(width.saturating_sub(1)).collect();
     format!("{kept}…")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn held(owner: &str, token: u64) -> dlock_client::HeldLock {
+        let holder = dlock_client::Holder {
+            owner: owner.into(),
+            token,
+            ttl: Duration::from_secs(10),
+        };
+        dlock_client::HeldLock {
+            resource: "job".into(),
+            holder,
+            holds: 1,
+            waiters: 0,
+            mode: "exclusive".into(),
+        }
+    }
+
+    fn node(i: usize, token: u64) -> NodeView<Top> {
+        let top = Top {
+            held: vec![held("a:0", token)],
+            held_total: 1,
+            complete: true,
+            ..Top::default()
+        };
+        NodeView {
+            node: format!("redis://127.0.0.1:700{i}"),
+            state: Ok(top),
+        }
+    }
+
+    #[test]
+    fn the_token_shown_is_the_one_most_nodes_hold_not_a_late_grants() {
+        // Three nodes committed 100; two granted late and kept their own, larger, tokens.
+        let views: Vec<_> = [100, 105, 100, 103, 100]
+            .iter()
+            .enumerate()
+            .map(|(i, token)| node(i + 1, *token))
+            .collect();
+        let (_, held) = merge(&views);
+        assert_eq!(held.len(), 1);
+        assert_eq!(held[0].1.holder().map(|(_, token, _)| token), Some(100));
+    }
+
+    #[test]
+    fn once_there_is_no_live_footer() {
+        let opts = Options {
+            interval: Duration::from_secs(2),
+            rows: 20,
+            once: true,
+            json: false,
+        };
+        let views = vec![node(1, 100)];
+        assert!(render(&views, &opts, false).starts_with("dlock top: 1 of 1 node answered\n"));
+        assert!(render(&views, &opts, true).contains("every 2s; q quits"));
+    }
 }

@@ -237,7 +237,7 @@ fn an_acl_user_with_its_password_from_the_environment_or_a_file_never_from_argv(
     let out = dlock(&nodes, &["acquire", "w", "--ttl", "5s"], &wrong);
     assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
     assert!(
-        text(&out.stderr).contains("AuthenticationFailed"),
+        text(&out.stderr).contains("authentication failed (wrong user or password)"),
         "{}",
         text(&out.stderr)
     );

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make redis-cluster`: a local Redis Cluster with the dlock module, 3 masters and 3 replicas on
-# ports 7101-7106 (made with redis-cli --cluster create), data in a temp dir. Foreground; Ctrl-C
-# stops them and removes the data.
+# ports 7101-7106 (or the six REDIS_CLUSTER_PORTS lists; made with redis-cli --cluster create), data
+# in a temp dir. Foreground; Ctrl-C stops them and removes the data.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 module="$root/target/release/libdlock.so"
@@ -14,7 +14,7 @@ cleanup() {
   rm -rf "$data"
 }
 trap cleanup EXIT INT TERM
-ports=(7101 7102 7103 7104 7105 7106)
+read -r -a ports <<<"${REDIS_CLUSTER_PORTS:-7101 7102 7103 7104 7105 7106}"
 for port in "${ports[@]}"; do
   mkdir -p "$data/$port"
   redis-server --port "$port" --bind 127.0.0.1 --dir "$data/$port" --save "" \
@@ -29,11 +29,11 @@ done
 redis-cli --cluster create $(printf '127.0.0.1:%s ' "${ports[@]}") \
   --cluster-replicas 1 --cluster-yes >"$data/create.log"
 for _ in $(seq 100); do
-  redis-cli -p 7101 cluster info | grep -q cluster_state:ok && break
+  redis-cli -p "${ports[0]}" cluster info | grep -q cluster_state:ok && break
   sleep 0.1
 done
-echo "Redis Cluster up: 3 masters + 3 replicas on 7101-7106 (data in $data). In another shell:"
-echo "  export DLOCK_NODES=redis+cluster://127.0.0.1:7101"
+echo "Redis Cluster up: 3 masters + 3 replicas on ${ports[*]} (data in $data). In another shell:"
+echo "  export DLOCK_NODES=redis+cluster://127.0.0.1:${ports[0]}"
 echo "  target/release/dlock run my-job -- sh -c 'echo token \$DLOCK_TOKEN'"
 echo "Ctrl-C stops them."
 wait

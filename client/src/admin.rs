@@ -15,6 +15,7 @@ use crate::timing::quorum as majority;
 /// One node's view of a lock.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeStatus {
+    /// The node's URL, its password hidden (`redis://app:***@host:6379`).
     pub node: String,
     /// The holders (empty: free; several: a shared lock's readers or a semaphore's permits),
     /// or why the node could not be asked.
@@ -26,16 +27,22 @@ pub struct NodeStatus {
 pub struct Holders {
     /// A semaphore's limit; `None` for a lock.
     pub limit: Option<u32>,
+    /// Every live holder (at most 100), soonest lease end first.
     pub holders: Vec<LockInfo>,
     /// Clients queued for it.
     pub waiters: u64,
 }
 
+/// One holder of a resource on one node, as `DLOCK.STATUS` lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LockInfo {
+    /// The holder's owner name (the CLI's and the clients' are 32 hex digits and `:round`).
     pub owner: String,
+    /// The holder's fencing token on this node (a late grant's may differ from the quorum's).
     pub token: u64,
+    /// Milliseconds of lease left on this node.
     pub ttl_ms: i64,
+    /// Reentrant holds of the owner (1 unless taken with `REENTRANT`).
     pub holds: u64,
     /// `exclusive`, `shared` or `permit`.
     pub mode: String,

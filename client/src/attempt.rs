@@ -65,8 +65,8 @@ pub enum AttemptError {
     Contended,
     /// Too few nodes answered for a quorum to be possible (or to commit).
     NoQuorum(Vec<NodeFailure>),
-    /// A node holds the resource as another kind (its message).
-    WrongKind(String),
+    /// A node holds the resource as another kind (the node, and its message).
+    WrongKind(NodeFailure),
     ValidityExpired,
 }
 
@@ -227,7 +227,7 @@ impl Attempt {
             return self.act(steps, true);
         }
         if let Outcome::WrongKind(failure) = &outcome {
-            let error = AttemptError::WrongKind(failure.reason.clone());
+            let error = AttemptError::WrongKind(failure.clone());
             return self.give_up(error);
         }
         let failed = matches!(outcome, Outcome::Failed(_));

@@ -70,10 +70,16 @@ impl Backend {
     }
 }
 
-/// The nodes take whole milliseconds, at least 1.
+/// The longest TTL a node takes by default (`dlock.max-ttl-ms`, 86400000): a day. Longer ones
+/// are refused before any node is asked, as every client does.
+pub const MAX_TTL: Duration = Duration::from_secs(86_400);
+
+/// The nodes take whole milliseconds, at least 1, and at most [`MAX_TTL`] by default.
 pub fn check_ttl(ttl: Duration) -> Result<(), Error> {
-    if ttl.as_millis() == 0 {
-        return Err(Error::InvalidArgument("ttl must be at least 1 ms".into()));
+    if ttl.as_millis() == 0 || ttl > MAX_TTL {
+        return Err(Error::InvalidArgument(format!(
+            "ttl must be from 1 ms to 1 day (86400000 ms, the nodes' default dlock.max-ttl-ms), got {ttl:?}"
+        )));
     }
     Ok(())
 }

@@ -10,11 +10,11 @@ use std::time::{Duration, Instant};
 use futures::future::join_all;
 use redis::Value;
 
-use crate::attempt::Reply;
+use crate::attempt::{AttemptError, Reply};
 use crate::backend::Backend;
 use crate::commands::{ms, Request};
 use crate::errors::{Error, NodeFailure};
-use crate::kind::LockKind;
+use crate::kind::{LockKind, Resource};
 use crate::timing::{validity, whole_ms};
 
 /// One lock's calls. Cheap to clone (into the futures of requests left running).
@@ -217,6 +217,31 @@ impl Tally {
         Error::LockLost {
             resource: resource.to_string(),
         }
+    }
+}
+
+/// Why an acquisition failed, as the caller's [`Error`]: a quorum short of `target`'s kind on
+/// `nodes` nodes, contention after `attempts` attempts, a kind refused by a node, no validity.
+pub(crate) fn attempt_error(
+    target: Resource<'_>,
+    failure: AttemptError,
+    attempts: u32,
+    nodes: usize,
+) -> Error {
+    let resource = target.name.to_string();
+    match failure {
+        AttemptError::Contended => Error::Contended { resource, attempts },
+        AttemptError::WrongKind(failure) => Error::WrongKind {
+            resource,
+            node: failure.node,
+            message: failure.reason,
+        },
+        AttemptError::NoQuorum(failures) => Error::NoQuorum {
+            resource,
+            needed: target.kind.quorum(nodes),
+            failures,
+        },
+        AttemptError::ValidityExpired => Error::ValidityExpired { resource },
     }
 }
 

@@ -189,7 +189,7 @@ fn another_attempt_or_not() {
             "contended" => AttemptError::Contended,
             "no_quorum" => AttemptError::NoQuorum(Vec::new()),
             "expired" => AttemptError::ValidityExpired,
-            "wrong_kind" => AttemptError::WrongKind(String::new()),
+            "wrong_kind" => AttemptError::WrongKind(NodeFailure::new("", "")),
             other => panic!("unknown error {other}"),
         };
         let out_of_time = case["out_of_time"].as_bool().unwrap();

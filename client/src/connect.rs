@@ -137,9 +137,19 @@ impl fmt::Debug for Credentials {
 pub struct Connect {
     pub(crate) tls: Tls,
     pub(crate) credentials: Credentials,
+    /// How the caller gives a user and password (named in authentication failures); `None`:
+    /// the library's own words.
+    pub(crate) login_hint: Option<String>,
 }
 
 impl Connect {
+    /// How an authentication failure tells the caller to give a user and password.
+    pub(crate) fn login_hint(&self) -> &str {
+        self.login_hint
+            .as_deref()
+            .unwrap_or(crate::transport::LOGIN_HINT)
+    }
+
     /// A client for `info` with these settings: the credentials where the URL has none, and
     /// for a TLS address the certificates (rustls; its crypto provider installed on first use).
     pub(crate) fn client(&self, mut info: ConnectionInfo) -> redis::RedisResult<Client> {

@@ -6,7 +6,10 @@ use std::time::Duration;
 /// Why one node did not count towards a quorum.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeFailure {
+    /// The node's URL, its password hidden.
     pub node: String,
+    /// What went wrong there and, when it is likely, what to do about it
+    /// (`connection refused: is the server running, and is the port right?`).
     pub reason: String,
     /// The call got no reply within its time (as opposed to a refused connection, a broken one
     /// or an error reply): for a server-side wait, that is also how the end of a wait the
@@ -32,37 +35,67 @@ impl NodeFailure {
     }
 }
 
+/// Everything a lock call can fail with. `Display` is one line in the words every dlock client
+/// uses (conformance/errors.json): which lock or node, what failed, and what to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Error {
     /// Held by another owner on a majority until the wait ran out.
-    Contended { resource: String, attempts: u32 },
-    /// Fewer than a majority answered usefully: which nodes failed and why.
-    NoQuorum {
+    Contended {
+        /// The resource's name.
         resource: String,
+        /// Attempts made (in queue mode usually 1: the wait happens on the nodes).
+        attempts: u32,
+    },
+    /// Fewer than a quorum answered usefully: which nodes failed and why.
+    NoQuorum {
+        /// The resource's name.
+        resource: String,
+        /// Nodes that had to grant (a majority, or a semaphore's larger quorum).
         needed: usize,
+        /// Each node that failed, and why.
         failures: Vec<NodeFailure>,
     },
     /// A majority granted, but the time spent left no validity (slow nodes, tiny TTL).
-    ValidityExpired { resource: String },
+    ValidityExpired {
+        /// The resource's name.
+        resource: String,
+    },
     /// The lock is no longer held on a majority (extension failed or validity ran out).
-    LockLost { resource: String },
-    /// Bad arguments: no nodes, bad URL, zero TTL, a semaphore limit out of range.
+    LockLost {
+        /// The resource's name.
+        resource: String,
+    },
+    /// Bad arguments, refused before any node is asked: no nodes, a bad URL, a TTL outside
+    /// 1 ms to a day, a semaphore limit out of range. The text says which and why.
     InvalidArgument(String),
     /// The resource is held as another kind (a semaphore of another limit, a lock asked as a
-    /// semaphore, ...): the node's `WRONGKIND` message. Never retried.
-    WrongKind { resource: String, message: String },
+    /// semaphore, ...): never retried.
+    WrongKind {
+        /// The resource's name.
+        resource: String,
+        /// The node that said so.
+        node: String,
+        /// The node's `WRONGKIND` message.
+        message: String,
+    },
     /// A guarded write was refused: a newer holder already wrote through `gate` with a larger
     /// token. Nothing changed, and the lock is marked lost.
     Stale {
+        /// The resource's name.
         resource: String,
+        /// The gate's key.
         gate: String,
+        /// This lock's token, below the gate's.
         token: u64,
     },
     /// A guarded write's server answered another error (the wrapped command's own, an ACL
     /// refusal, no module there) or could not be reached.
     Guarded {
+        /// The resource's name.
         resource: String,
+        /// The gate's key.
         gate: String,
+        /// What the server (or the connection) said.
         message: String,
     },
 }
@@ -84,38 +117,56 @@ impl Error {
     }
 }
 
+/// `n` and its noun, singular or plural: `1 attempt`, `3 attempts`.
+pub(crate) fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Contended { resource, attempts } => write!(
                 f,
-                "lock {resource:?} is held by another owner ({attempts} attempts)"
+                "lock {resource:?} is held by another owner ({})",
+                count(*attempts as usize, "attempt")
             ),
             Error::NoQuorum {
                 resource,
                 needed,
                 failures,
             } => {
-                write!(f, "no quorum for {resource:?} (needed {needed} nodes); ")?;
+                let needed = count(*needed, "node");
+                write!(f, "no quorum for {resource:?}: {needed} needed, {} failed", failures.len())?;
                 let list: Vec<String> = failures
                     .iter()
                     .map(|n| format!("{}: {}", n.node, n.reason))
                     .collect();
-                write!(f, "failed: {}", list.join(", "))
+                if !list.is_empty() {
+                    write!(f, ": {}", list.join("; "))?;
+                }
+                Ok(())
             }
             Error::ValidityExpired { resource } => write!(
                 f,
-                "lock {resource:?} was granted but its validity ran out during acquisition"
+                "lock {resource:?} was granted, but its validity ran out while acquiring: give a longer TTL"
             ),
             Error::LockLost { resource } => {
                 write!(
                     f,
-                    "lock {resource:?} was lost (no longer held on a majority)"
+                    "lock {resource:?} was lost (no longer held on a majority): stop using its token"
                 )
             }
             Error::InvalidArgument(why) => write!(f, "invalid argument: {why}"),
-            Error::WrongKind { resource, message } => {
-                write!(f, "lock {resource:?} cannot be taken as asked: {message}")
+            Error::WrongKind {
+                resource,
+                node,
+                message,
+            } => {
+                write!(f, "lock {resource:?} is held as another kind on {node}: {message}")
             }
             Error::Stale {
                 resource,

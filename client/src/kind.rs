@@ -17,7 +17,10 @@ pub enum LockKind {
     /// Any number of shared holders at once, none while someone holds it exclusively.
     Shared,
     /// At most `limit` holders at once (1 to [`MAX_LIMIT`]).
-    Semaphore { limit: u32 },
+    Semaphore {
+        /// How many holders at once.
+        limit: u32,
+    },
 }
 
 impl LockKind {
@@ -49,11 +52,14 @@ impl LockKind {
 /// with [`Resource::shared`] and [`Resource::semaphore`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Resource<'a> {
+    /// The resource's name: the key the lock lives under on every node.
     pub name: &'a str,
+    /// How to hold it.
     pub kind: LockKind,
 }
 
 impl<'a> Resource<'a> {
+    /// The exclusive lock `name` (what a plain `&str` means).
     pub fn exclusive(name: &'a str) -> Self {
         Resource {
             name,

@@ -13,6 +13,9 @@
 //! # Ok(()) }
 //! ```
 
+#![warn(missing_docs)]
+
+#[doc(hidden)]
 pub mod acquisition;
 mod admin;
 mod attempt;
@@ -29,6 +32,7 @@ mod manager;
 mod observe;
 mod options;
 mod probe;
+#[doc(hidden)]
 pub mod timing;
 mod transport;
 
@@ -38,6 +42,7 @@ mod conformance_attempt_tests;
 mod conformance_tests;
 
 pub use admin::{Holders, LockInfo, NodeStatus};
+pub use backend::MAX_TTL;
 pub use connect::{Credentials, Tls};
 pub use errors::{Error, NodeFailure};
 pub use kind::{LockKind, Resource, MAX_LIMIT};

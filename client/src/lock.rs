@@ -69,10 +69,15 @@ impl LockGuard {
         self.token
     }
 
+    /// The owner name this lock is held under on the nodes (32 hex digits and `:round`): what
+    /// `dlock release RESOURCE OWNER` or [`LockManager::release_owner`] take.
+    ///
+    /// [`LockManager::release_owner`]: crate::LockManager::release_owner
     pub fn owner(&self) -> &str {
         &self.owner
     }
 
+    /// The resource's name.
     pub fn resource(&self) -> &str {
         self.calls.resource()
     }
@@ -283,14 +288,17 @@ pub struct LockContext {
 }
 
 impl LockContext {
+    /// The lock's fencing token (see [`LockGuard::token`]).
     pub fn token(&self) -> u64 {
         self.token
     }
 
+    /// The owner name the lock is held under.
     pub fn owner(&self) -> &str {
         &self.owner
     }
 
+    /// The resource's name.
     pub fn resource(&self) -> &str {
         &self.resource
     }

@@ -4,9 +4,9 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::attempt::{AttemptError, Policy};
+use crate::attempt::Policy;
 use crate::backend::{check_ttl, Backend};
-use crate::calls::Calls;
+use crate::calls::{attempt_error, Calls};
 use crate::connect::{Connect, Tls};
 use crate::driver::Acquire;
 use crate::errors::Error;
@@ -23,7 +23,7 @@ pub struct LockManager {
     pub(crate) backend: Arc<Backend>,
 }
 
-/// Builds a [`LockManager`]; every option starts at its default (docs/client.md lists them).
+/// Builds a [`LockManager`]; every option starts at its default (docs/rust.md lists them).
 pub struct LockManagerBuilder {
     urls: Vec<String>,
     opts: Options,
@@ -107,6 +107,13 @@ impl LockManagerBuilder {
         self
     }
 
+    /// How an authentication failure says to give a user and password (the CLI names its flags).
+    #[doc(hidden)]
+    pub fn login_hint(mut self, hint: impl Into<String>) -> Self {
+        self.connect.login_hint = Some(hint.into());
+        self
+    }
+
     /// The ACL user and password of the sentinels of `redis+sentinel://` nodes (the master's are
     /// the URL's, or [`LockManagerBuilder::username`] / [`LockManagerBuilder::password`]).
     pub fn sentinel_credentials(
@@ -131,6 +138,9 @@ impl LockManagerBuilder {
 }
 
 impl LockManager {
+    /// A builder over `nodes`, one URL per quorum node (`redis://host:port`, `rediss://`,
+    /// `unix:///path`, `redis+cluster://`, `redis+sentinel://h1,h2/name`; docs/connecting.md),
+    /// to set options before [`LockManagerBuilder::build`] checks the URLs.
     pub fn builder<I, S>(nodes: I) -> LockManagerBuilder
     where
         I: IntoIterator<Item = S>,
@@ -182,6 +192,7 @@ impl LockManager {
         finished
     }
 
+    /// The nodes' URLs, passwords hidden, in the order given: how errors and status name them.
     pub fn node_urls(&self) -> Vec<String> {
         let t = &self.backend.transport;
         (0..t.nodes()).map(|i| t.name(i).to_string()).collect()
@@ -254,7 +265,10 @@ impl LockManager {
                 let guard = LockGuard::new(self.backend.clone(), resource, &won.owner, won.granted);
                 Ok(guard.signalling(won.released))
             }
-            Err((failure, attempts)) => Err(self.to_error(resource, failure, attempts)),
+            Err((failure, attempts)) => {
+                let nodes = self.backend.nodes();
+                Err(attempt_error(resource, failure, attempts, nodes))
+            }
         }
     }
 
@@ -284,25 +298,6 @@ impl LockManager {
             })
         } else {
             Ok(output)
-        }
-    }
-
-    pub(crate) fn to_error(
-        &self,
-        target: Resource<'_>,
-        failure: AttemptError,
-        attempts: u32,
-    ) -> Error {
-        let resource = target.name.to_string();
-        match failure {
-            AttemptError::Contended => Error::Contended { resource, attempts },
-            AttemptError::WrongKind(message) => Error::WrongKind { resource, message },
-            AttemptError::NoQuorum(failures) => Error::NoQuorum {
-                resource,
-                needed: target.kind.quorum(self.backend.nodes()),
-                failures,
-            },
-            AttemptError::ValidityExpired => Error::ValidityExpired { resource },
         }
     }
 }

@@ -20,6 +20,7 @@ const MAX_STEPS: usize = 1000;
 /// One node's answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeView<T> {
+    /// The node's URL, its password hidden.
     pub node: String,
     /// `Err`: unreachable or refused, with the reason.
     pub state: Result<T, String>,
@@ -28,7 +29,9 @@ pub struct NodeView<T> {
 /// A holder of a lock as a node reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Holder {
+    /// The holder's owner name.
     pub owner: String,
+    /// Its fencing token on that node.
     pub token: u64,
     /// Lease left on that node.
     pub ttl: Duration,
@@ -37,7 +40,9 @@ pub struct Holder {
 /// A lock with clients waiting for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueuedLock {
+    /// The resource's name.
     pub resource: String,
+    /// Clients waiting for it on that node.
     pub waiters: u64,
     /// How long the longest-waiting client has waited.
     pub oldest_wait: Duration,
@@ -48,9 +53,13 @@ pub struct QueuedLock {
 /// One holder of a held lock (a shared lock or a semaphore has a row per holder).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HeldLock {
+    /// The resource's name.
     pub resource: String,
+    /// Who holds it.
     pub holder: Holder,
+    /// The holder's reentrant holds.
     pub holds: u64,
+    /// Clients waiting for the resource on that node.
     pub waiters: u64,
     /// `exclusive`, `shared` or `permit`.
     pub mode: String,
@@ -74,6 +83,7 @@ pub struct Top {
 pub struct QueueState {
     /// 1 for the head of the queue; `None` when `owner` is not queued there.
     pub position: Option<usize>,
+    /// Clients queued on that node.
     pub waiters: usize,
     /// Every holder (one for an exclusive lock); empty when free.
     pub holders: Vec<Holder>,

@@ -1,5 +1,5 @@
 //! The manager's options and their defaults, stated once: the builder starts from
-//! [`Options::default`], and the table in docs/client.md is generated from the defaults by a test
+//! [`Options::default`], and the table in docs/rust.md is generated from the defaults by a test
 //! (a test keeps it in step). Plain data below the rounds and the transport: this module uses
 //! only `timing`, and the transport turns [`ReplicaAck`] into what each node asks
 //! (`transport::ack`), so the dependency points one way.
@@ -33,17 +33,21 @@ pub enum WaitMode {
 
 /// Whether a grant, extension or commit counts only once replicas have it (`WAIT`, pipelined
 /// after the write). When fewer acknowledge in time, that node counts as not having granted
-/// (docs/client.md, Replica acknowledgement).
+/// (docs/rust.md, Replica acknowledgement).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReplicaAck {
     /// One replica within `timeout` on `redis+cluster://` nodes, none on single masters.
     Auto {
+        /// How long a write waits for the replica.
         timeout: Duration,
     },
+    /// No acknowledgement: a grant counts when the node replies.
     Off,
     /// `count` replicas within `timeout`, on every node.
     Replicas {
+        /// Replicas that must acknowledge.
         count: u32,
+        /// How long a write waits for them.
         timeout: Duration,
     },
 }
@@ -186,15 +190,15 @@ mod tests {
     const END: &str = "<!-- options:end -->";
 
     #[test]
-    fn docs_client_md_options_table_matches_the_defaults() {
+    fn docs_rust_md_options_table_matches_the_defaults() {
         let mut table = String::from("| builder option | default | meaning |\n|---|---|---|\n");
         for (call, default, meaning) in documented() {
             table += &format!("| `{call}` | {default} | {meaning} |\n");
         }
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/client.md");
-        let doc = std::fs::read_to_string(path).expect("docs/client.md");
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/rust.md");
+        let doc = std::fs::read_to_string(path).expect("docs/rust.md");
         let (Some(start), Some(end)) = (doc.find(START), doc.find(END)) else {
-            panic!("docs/client.md lacks the markers {START} ... {END}");
+            panic!("docs/rust.md lacks the markers {START} ... {END}");
         };
         if doc[start + START.len()..end] != table {
             if std::env::var_os("DLOCK_BLESS").is_some() {
@@ -204,7 +208,7 @@ mod tests {
                 )
                 .unwrap();
             } else {
-                panic!("docs/client.md options table is stale; run DLOCK_BLESS=1 cargo test -p dlock-client options\n{table}");
+                panic!("docs/rust.md options table is stale; run DLOCK_BLESS=1 cargo test -p dlock-client options\n{table}");
             }
         }
     }

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 pub struct WaitProbe(Arc<Mutex<Option<String>>>);
 
 impl WaitProbe {
+    /// A probe with no owner yet: pass it to [`crate::LockManager::lock_probed`].
     pub fn new() -> WaitProbe {
         WaitProbe::default()
     }

@@ -208,7 +208,7 @@ async fn acl_users_apply_where_urls_name_none_and_a_wrong_password_is_named_not_
         .unwrap();
     for reason in refusal(wrong).await {
         assert!(
-            reason.contains("AuthenticationFailed") || reason.contains("WRONGPASS"),
+            reason.contains("authentication failed (wrong user or password)"),
             "{reason}"
         );
         assert!(

@@ -3,6 +3,7 @@
  * to a node (with its replica acknowledgement), the work left running in the background, the
  * retry pause and validity.
  */
+import { explain } from "./diagnosis.js";
 import { type NodeFailure } from "./errors.js";
 import { type Kind, quorum } from "./kind.js";
 import { type Settings, TIMEOUT_RESOLUTION } from "./options.js";
@@ -65,7 +66,7 @@ export class Backend {
       }
       return { reply };
     } catch (e) {
-      return { failure: e instanceof Failed ? e.failure : { node: n.name, reason: String(e) } };
+      return { failure: explain(e instanceof Failed ? e.failure : { node: n.name, reason: String(e) }) };
     }
   }
 

@@ -1,4 +1,13 @@
-/** Errors, as classes (the Rust client's Error variants, Python's dlock.errors). */
+/**
+ * Errors, as classes (the Rust client's Error variants, Python's dlock.errors). Their messages are
+ * the words every dlock client uses (conformance/errors.json): which lock or node, what failed,
+ * and what to do.
+ */
+
+/** `n` and its noun, singular or plural: `1 attempt`, `3 attempts`. */
+export function count(n: number, noun: string): string {
+  return n === 1 ? `1 ${noun}` : `${n} ${noun}s`;
+}
 
 /** One node's failure: which node (its URL, password hidden) and why. */
 export interface NodeFailure {
@@ -26,7 +35,7 @@ export class LockContendedError extends DlockError {
     readonly resource: string,
     readonly attempts: number,
   ) {
-    super(`lock ${JSON.stringify(resource)} is held by another owner (${attempts} attempt${attempts === 1 ? "" : "s"})`);
+    super(`lock ${JSON.stringify(resource)} is held by another owner (${count(attempts, "attempt")})`);
   }
 }
 
@@ -38,14 +47,18 @@ export class NoQuorumError extends DlockError {
     readonly failures: readonly NodeFailure[],
   ) {
     const why = failures.map((f) => `${f.node}: ${f.reason}`).join("; ");
-    super(`no quorum for ${JSON.stringify(resource)}: ${needed} nodes needed${why ? ` (${why})` : ""}`);
+    super(`no quorum for ${JSON.stringify(resource)}: ${count(needed, "node")} needed, ${failures.length} failed${why ? `: ${why}` : ""}`);
   }
 }
 
 /** The lock is no longer held on a quorum (it expired, or was taken over). */
 export class LockLostError extends DlockError {
-  constructor(readonly resource: string) {
-    super(`lock ${JSON.stringify(resource)} is no longer held`);
+  /** `hint`: what a too-short TTL adds (units.ts). */
+  constructor(
+    readonly resource: string,
+    hint = "",
+  ) {
+    super(`lock ${JSON.stringify(resource)} was lost (no longer held on a majority): stop using its token${hint}`);
   }
 }
 
@@ -66,8 +79,12 @@ export class StaleTokenError extends LockLostError {
 
 /** Granted, but the round took so long that no validity was left: released at once. */
 export class ValidityExpiredError extends DlockError {
-  constructor(readonly resource: string) {
-    super(`lock ${JSON.stringify(resource)}: validity expired before it was held`);
+  /** `hint`: what a too-short TTL adds (units.ts). */
+  constructor(
+    readonly resource: string,
+    hint = "",
+  ) {
+    super(`lock ${JSON.stringify(resource)} was granted, but its validity ran out while acquiring: give a longer TTL${hint}`);
   }
 }
 
@@ -88,7 +105,7 @@ export class WrongKindError extends DlockError {
     readonly node: string,
     readonly reason: string,
   ) {
-    super(`lock ${JSON.stringify(resource)} on ${node}: ${reason}`);
+    super(`lock ${JSON.stringify(resource)} is held as another kind on ${node}: ${reason}`);
   }
 }
 

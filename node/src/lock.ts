@@ -4,7 +4,7 @@
 import type { Granted } from "./driver.js";
 import { LockLostError, NoQuorumError, StaleTokenError } from "./errors.js";
 import type { Kind } from "./kind.js";
-import { checkMs } from "./options.js";
+import { checkTtl, unitHint } from "./units.js";
 import type { Calls } from "./calls.js";
 import { now } from "./timing.js";
 
@@ -83,7 +83,7 @@ export class Lock {
 
   /** EXTEND on every node: the lock's validity starts afresh from `ttl` ms (default: the ttl it was taken with). */
   async extend(ttl: number = this.ttl): Promise<number> {
-    const whole = Math.floor(checkMs(ttl, "ttl", { min: 1 })!);
+    const whole = checkTtl(ttl);
     if (this.#released || this.#lost) throw new LockLostError(this.resource);
     const needed = this.calls.backend.needed(this.kind);
     const extended = await this.calls.extend(this.owner, whole);
@@ -92,7 +92,7 @@ export class Lock {
       return extended;
     }
     if (extended.done + extended.refused < needed) throw new NoQuorumError(this.resource, needed, extended.unreachable);
-    throw new LockLostError(this.resource);
+    throw new LockLostError(this.resource, unitHint(whole));
   }
 
   /** RELEASE on every node (a second call does nothing). */
@@ -122,7 +122,7 @@ export class Lock {
       if (stopped || this.#lost) return; // a stale guarded write ends the watchdog too
       if (maxHold !== undefined && now() - started >= maxHold) {
         stopped = true;
-        this.#controller.abort(new LockLostError(this.resource));
+        this.#controller.abort(new LockLostError(this.resource, unitHint(this.ttl)));
         return;
       }
       try {
@@ -130,7 +130,7 @@ export class Lock {
       } catch (e) {
         if (stopped) return; // stopped meanwhile: released, or about to be
         if (e instanceof LockLostError || this.validity <= 0) {
-          lose(e instanceof Error ? e : new LockLostError(this.resource));
+          lose(e instanceof Error ? e : new LockLostError(this.resource, unitHint(this.ttl)));
           return;
         }
       }

@@ -17,17 +17,21 @@ import { Cluster } from "./transport/cluster.js";
 import { Sentinel } from "./transport/sentinel.js";
 import { Server } from "./transport/server.js";
 import { parseNode } from "./transport/urls.js";
+import { checkScheme } from "./diagnosis.js";
+import { checkTtl, unitHint, warnShortTtl } from "./units.js";
 export { Lock } from "./lock.js";
 export type { AcquireOptions, LockManagerOptions } from "./options.js";
 
 export class LockManager {
   readonly #backend: Backend;
   #closed = false;
+  /** Whether a TTL that is probably seconds was warned about (once per manager). */
+  readonly #units = { warned: false };
 
   constructor(nodes: readonly string[], options: LockManagerOptions = {}) {
     if (!Array.isArray(nodes)) throw new TypeError("nodes must be an array of URL strings");
     if (nodes.length === 0) throw new RangeError("nodes must name at least one Redis URL");
-    const parsed = nodes.map(parseNode);
+    const parsed = nodes.map((node) => parseNode(checkScheme(node)));
     const names = parsed.map((p) => p.name);
     if (new Set(names).size !== names.length) throw new RangeError(`node URLs must be distinct, got ${names.join(", ")}`);
     const opts = settings(options, nodes.length);
@@ -62,7 +66,7 @@ export class LockManager {
     const result = await acquire.run(wait === undefined);
     if (result.ok) return new Lock(new Calls(backend, resource, kind), ttl, result.granted);
     signal?.throwIfAborted();
-    throw this.#error(resource, kind, result.error, result.attempts);
+    throw this.#error(resource, kind, result.error, result.attempts, ttl);
   }
 
   /**
@@ -105,15 +109,16 @@ export class LockManager {
   #check(resource: unknown, options: AcquireOptions) {
     if (typeof resource !== "string" || resource === "") throw new TypeError("resource must be a non-empty string");
     if (typeof options !== "object" || options === null) throw new TypeError("options must be an object with a ttl");
-    const ttl = Math.floor(checkMs(options.ttl, "ttl", { min: 1 })!);
+    const ttl = checkTtl(options.ttl);
     const wait = checkMs(options.wait, "wait", { optional: true });
+    warnShortTtl(ttl, this.#units);
     const kind = checkKind(options.shared, options.limit);
     if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) throw new TypeError("signal must be an AbortSignal");
     if (this.#closed) throw new NodeError([], "the lock manager is closed");
     return { kind, ttl, wait, signal: options.signal };
   }
 
-  #error(resource: string, kind: Kind, error: AttemptError, attempts: number): Error {
+  #error(resource: string, kind: Kind, error: AttemptError, attempts: number, ttl: number): Error {
     switch (error.type) {
       case "contended":
         return new LockContendedError(resource, attempts);
@@ -122,7 +127,7 @@ export class LockManager {
       case "wrong_kind":
         return new WrongKindError(resource, error.failure.node, error.failure.reason);
       case "expired":
-        return new ValidityExpiredError(resource);
+        return new ValidityExpiredError(resource, unitHint(ttl));
     }
   }
 }

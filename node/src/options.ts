@@ -41,7 +41,10 @@ export interface LockManagerOptions {
 }
 
 export interface AcquireOptions {
-  /** Lease, ms (whole milliseconds, at least 1). */
+  /**
+   * Lease, ms (whole milliseconds, 1 to 86400000). Under 100 is probably seconds typed by habit:
+   * taken, with a process warning (DLOCK_UNITS); 10 seconds is `ttl: 10_000`.
+   */
   readonly ttl: number;
   /** Wait up to this many ms for the lock; undefined: one attempt (LockContendedError if held). */
   readonly wait?: number;

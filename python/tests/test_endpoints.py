@@ -105,8 +105,15 @@ def test_connection_failures_are_said_in_words() -> None:
     alert = ssl.SSLError(1, "[SSL: TLSV13_ALERT_CERTIFICATE_REQUIRED] tlsv13 alert certificate required")
     alert.reason = "TLSV13_ALERT_CERTIFICATE_REQUIRED"
     assert "requires a client certificate" in str(diagnose(raised(redis.ConnectionError("x"), alert)))
-    closed = raised(Explained("h:1: guessed"), ssl.SSLEOFError(8, "EOF occurred in violation of protocol"))
-    assert diagnose(closed) == "h:1: guessed"  # a bare EOF says less than the connection's guess
+    closed = raised(Explained("guessed"), ssl.SSLEOFError(8, "EOF occurred in violation of protocol"))
+    assert diagnose(closed) == "guessed"  # a bare EOF says less than the connection's guess
     wrong = redis.AuthenticationError("invalid username-password pair or user is disabled.")
-    assert diagnose(wrong) == "authentication failed: invalid username-password pair or user is disabled."
-    assert diagnose(redis.ConnectionError("Error 111 connecting to h:1. Connection refused.")) is None
+    assert diagnose(wrong) == (
+        "authentication failed (wrong user or password): give the right user and password"
+        " (username= and password=, or user:password@ in the URL)"
+    )
+    refused = raised(
+        redis.ConnectionError("Error 111 connecting to h:1. Connection refused."), ConnectionRefusedError()
+    )
+    assert diagnose(refused) == "connection refused: is the server running, and is the port right?"
+    assert diagnose(redis.ConnectionError("Error 22 connecting to h:1. Invalid argument.")) is None

@@ -200,7 +200,7 @@ def test_a_kind_refusal_is_its_own_error_never_contention() -> None:
     assert isinstance(wrong, dlock.WrongKindError) and isinstance(wrong, dlock.KindRefused)
     assert isinstance(wrong, dlock.DlockError) and not isinstance(wrong, dlock.LockContended)
     assert (wrong.resource, wrong.node, wrong.reply) == ("r", "redis://a:1", WRONGKIND)
-    assert str(wrong) == f"redis://a:1 refused 'r': {WRONGKIND}"
+    assert str(wrong) == f'lock "r" is held as another kind on redis://a:1: {WRONGKIND}'
     upgrade = AttemptFailed(REFUSED, [KindRefusal("redis://a:1", "upgrade refused")]).to_error("r", 3, 1, False)
     assert type(upgrade) is dlock.KindRefused
     assert dlock.asyncio.WrongKindError is dlock.WrongKindError

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 mod atomic;
 mod builder;
 mod cluster;
+mod error_cases;
 mod nodes;
 pub use nodes::{nodes, token_on, urls, waiters};
 mod sentinel;
@@ -18,6 +19,7 @@ mod tls;
 pub use atomic::{atomic_migration, AtomicMigration, Ended, Migration};
 pub use builder::Builder;
 pub use cluster::Cluster;
+pub use error_cases::{error_cases, ErrorCase, Setup, PASSWORD};
 pub use sentinel::{Sentinels, MASTER_NAME};
 pub use tls::{tls_supported, Certificates};
 

@@ -5,6 +5,7 @@
 
 mod ack;
 mod cluster;
+mod diagnosis;
 mod nodes;
 mod sentinel;
 mod server;
@@ -20,6 +21,7 @@ use crate::commands::Request;
 use crate::errors::NodeFailure;
 
 pub use ack::allowance as ack_allowance;
+pub use diagnosis::LOGIN_HINT;
 pub use nodes::RedisTransport;
 
 /// Sends requests to the nodes of one lock manager.

@@ -13,6 +13,7 @@ use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Client, ConnectionInfo, ErrorKind, Pipeline, Value};
 use tokio::sync::Mutex;
 
+use super::diagnosis;
 use crate::connect::Connect;
 use crate::errors::{Error, NodeFailure};
 
@@ -26,6 +27,8 @@ pub struct Server {
     idle_for_waits: std::sync::Mutex<Vec<MultiplexedConnection>>,
     /// `CLIENT SETNAME` on each new connection (a URL's `client_name`).
     client_name: Option<String>,
+    /// How the caller gives a user and password, for the failures that need one.
+    login_hint: String,
 }
 
 impl Server {
@@ -46,6 +49,7 @@ impl Server {
             connection: Mutex::new(None),
             idle_for_waits: std::sync::Mutex::new(Vec::new()),
             client_name,
+            login_hint: connect.login_hint().to_string(),
         })
     }
 
@@ -153,8 +157,13 @@ impl Server {
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(timeout))
             .set_response_timeout(None);
+        let tls = matches!(
+            self.client.get_connection_info().addr(),
+            redis::ConnectionAddr::TcpTls { .. }
+        );
         let cannot = |e: redis::RedisError| {
-            Failed::Down(self.failure(format!("cannot connect: {e}{}", self.tls_hint(&e))))
+            let why = diagnosis::cannot_connect(&e, tls, timeout, &self.login_hint);
+            Failed::Down(self.failure(why))
         };
         let mut connection = self
             .client
@@ -170,21 +179,6 @@ impl Server {
                 .map_err(cannot)?;
         }
         Ok(connection)
-    }
-
-    /// A plain connection that the server drops while it is being set up is what a TLS port
-    /// does with a client that does not speak TLS: say so.
-    fn tls_hint(&self, e: &redis::RedisError) -> &'static str {
-        let plain = !matches!(
-            self.client.get_connection_info().addr(),
-            redis::ConnectionAddr::TcpTls { .. }
-        );
-        let dropped = e.is_connection_dropped() || e.to_string().contains("reset by peer");
-        if plain && dropped {
-            " (is it a TLS port? then use rediss://)"
-        } else {
-            ""
-        }
     }
 
     fn failure(&self, reason: String) -> NodeFailure {
@@ -209,7 +203,7 @@ impl Server {
                 ask,
             };
         }
-        let failure = self.failure(reply_error(e));
+        let failure = self.failure(diagnosis::reply_error(e, &self.login_hint));
         if is_broken(e) {
             Failed::Down(failure)
         } else {
@@ -246,12 +240,4 @@ impl Failed {
 /// The connection is unusable (as opposed to a server's error reply).
 fn is_broken(e: &redis::RedisError) -> bool {
     e.is_io_error() || e.is_connection_dropped() || e.is_timeout()
-}
-
-/// A server error as Redis wrote it (`TRYAGAIN ...`), anything else as the client describes it.
-fn reply_error(e: &redis::RedisError) -> String {
-    match (e.code(), e.detail()) {
-        (Some(code), Some(detail)) => format!("{code} {detail}"),
-        _ => e.to_string(),
-    }
 }

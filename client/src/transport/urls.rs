@@ -96,11 +96,23 @@ pub fn parse(url: &str) -> Result<NodeUrl, String> {
     } else if starts(&SINGLE) {
         single(url).map_err(|why| format!("node URL {name:?}: {why}"))
     } else {
-        let schemes = [&SINGLE[..], &CLUSTER, &SENTINEL].concat().join(", ");
-        Err(format!(
-            "node URL {name:?} must start with one of {schemes}"
-        ))
+        Err(unknown_scheme(&name))
     }
+}
+
+/// The words every client uses for a URL of no known scheme (conformance/errors.json).
+fn unknown_scheme(name: &str) -> String {
+    let schemes = [&SINGLE[..], &CLUSTER, &SENTINEL].concat();
+    let (last, known) = schemes.split_last().unwrap_or((&"", &[]));
+    let what = if name.contains("://") {
+        "an unknown scheme"
+    } else {
+        "no scheme"
+    };
+    format!(
+        "node URL {name:?} has {what}: use {} or {last}",
+        known.join(", ")
+    )
 }
 
 /// `url` with its scheme in lower case (`REDIS://h` is `redis://h`).

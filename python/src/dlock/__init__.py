@@ -10,6 +10,8 @@
 The asyncio twin is `dlock.asyncio.LockManager`.
 """
 
+from importlib.metadata import version
+
 from ._pure.admin import Holder, LockInfo, NodeStatus
 from ._pure.options import WaitMode
 from ._pure.top import HeldLock, NodeTop, QueuedLock, TopHolder
@@ -24,11 +26,13 @@ from .errors import (
     NodeFailure,
     NoQuorum,
     StaleToken,
+    UnitWarning,
     ValidityExpired,
     WrongKindError,
 )
 
-__version__ = "0.1.0"
+#: The package's version: the one version of the module and every client (Cargo.toml).
+__version__ = version("dlock-client")
 
 __all__ = [
     "DlockError",
@@ -48,6 +52,7 @@ __all__ = [
     "QueuedLock",
     "StaleToken",
     "TopHolder",
+    "UnitWarning",
     "ValidityExpired",
     "WaitMode",
     "WrongKindError",

@@ -1,8 +1,21 @@
-"""What can go wrong, as exception classes a caller can act on (the Rust crate's `Error`)."""
+"""What can go wrong, as exception classes a caller can act on (the Rust crate's `Error`). The
+messages are the words every dlock client uses (conformance/errors.json): which lock or node,
+what failed, and what to do."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+
+
+def quoted(name: str) -> str:
+    """A resource's name in double quotes, as the Rust and Node clients print it."""
+    return json.dumps(name, ensure_ascii=False)
+
+
+def count(n: int, noun: str) -> str:
+    """`n` and its noun, singular or plural: `1 attempt`, `3 attempts`."""
+    return f"1 {noun}" if n == 1 else f"{n} {noun}s"
 
 
 @dataclass(frozen=True)
@@ -29,7 +42,7 @@ class LockContended(DlockError):
     `wait` (then the subclass `LockTimeout`). `attempts`: attempts made."""
 
     def __init__(self, resource: str, attempts: int = 1) -> None:
-        super().__init__(resource, f"lock {resource!r} is held by another owner ({attempts} attempts)")
+        super().__init__(resource, f"lock {quoted(resource)} is held by another owner ({count(attempts, 'attempt')})")
         self.attempts = attempts
 
 
@@ -41,8 +54,10 @@ class NoQuorum(DlockError):
     """Too few nodes answered usefully; `failures` names each node that failed and why."""
 
     def __init__(self, resource: str, needed: int, failures: list[NodeFailure]) -> None:
-        listed = ", ".join(str(f) for f in failures)
-        super().__init__(resource, f"no quorum for {resource!r} (needed {needed} nodes); failed: {listed}")
+        message = f"no quorum for {quoted(resource)}: {count(needed, 'node')} needed, {len(failures)} failed"
+        if failures:
+            message += ": " + "; ".join(str(f) for f in failures)
+        super().__init__(resource, message)
         self.needed = needed
         self.failures = failures
 
@@ -51,7 +66,10 @@ class ValidityExpired(DlockError):
     """A majority granted, but the time spent left no validity (slow nodes, tiny TTL)."""
 
     def __init__(self, resource: str) -> None:
-        super().__init__(resource, f"lock {resource!r} was granted but its validity ran out during acquisition")
+        super().__init__(
+            resource,
+            f"lock {quoted(resource)} was granted, but its validity ran out while acquiring: give a longer TTL",
+        )
 
 
 class LockLost(DlockError):
@@ -59,7 +77,9 @@ class LockLost(DlockError):
     watchdog stopped at `max_hold`)."""
 
     def __init__(self, resource: str) -> None:
-        super().__init__(resource, f"lock {resource!r} was lost (no longer held on a majority)")
+        super().__init__(
+            resource, f"lock {quoted(resource)} was lost (no longer held on a majority): stop using its token"
+        )
 
 
 class StaleToken(LockLost):
@@ -83,11 +103,25 @@ class KindRefused(DlockError):
     locks and semaphores (`unknown option 'SHARED'`)."""
 
     def __init__(self, resource: str, node: str, reply: str) -> None:
-        super().__init__(resource, f"{node} refused {resource!r}: {reply}")
+        super().__init__(resource, self.describe(resource, node, reply))
         self.node = node
         self.reply = reply
+
+    @staticmethod
+    def describe(resource: str, node: str, reply: str) -> str:
+        return f"lock {quoted(resource)} cannot be taken as asked on {node}: {reply}"
 
 
 class WrongKindError(KindRefused):
     """`WRONGKIND ...`: the resource is held as another kind (a lock asked as a semaphore, or a
     semaphore asked with another limit, or the reverse). A resource keeps its kind while held."""
+
+    @staticmethod
+    def describe(resource: str, node: str, reply: str) -> str:
+        return f"lock {quoted(resource)} is held as another kind on {node}: {reply}"
+
+
+class UnitWarning(UserWarning):
+    """A duration that is valid but probably in the wrong unit: a TTL of more than an hour given
+    in seconds (ttl=10000 is 2.8 hours; milliseconds typed by habit?). The lock is taken as
+    asked; pass a timedelta to say a long lease is meant."""

@@ -16,7 +16,7 @@ import redis
 from redis.asyncio import Redis
 
 from .._pure.kind import Kind
-from .._pure.options import check_ttl
+from .._pure.options import Duration, check_ttl
 from .._pure.verdicts import Grant
 from .._transport.aio.concurrency import Worker, shielded
 from ..errors import DlockError, LockLost, StaleToken
@@ -123,7 +123,7 @@ class Lock:
             await self.stop_watchdog()
             raise StaleToken(self._resource, gate, self._token) from error
 
-    async def extend(self, ttl: float | None = None) -> None:
+    async def extend(self, ttl: Duration | None = None) -> None:
         # unasync: asyncio only
         """As dlock.Lock.extend: NoQuorum when too few answered, LockLost when not extended."""
         # unasync: sync only

@@ -1,7 +1,8 @@
-"""Why a connection failed, in words an operator can act on: TLS (certificate not trusted, host
-name, client certificate wanted or refused, no TLS on the port) and authentication. redis-py
-wraps the ssl module's errors in its own ConnectionError; the cause is found along the
-exception chain. No message here carries a credential."""
+"""Why a connection failed, in the words every dlock client uses (conformance/errors.json): what
+failed, then what to do. Refused connections, TLS (certificate not trusted, host name, client
+certificate wanted or refused, no TLS on the port) and authentication. redis-py wraps the ssl
+module's errors in its own ConnectionError; the cause is found along the exception chain. No
+message here carries a credential."""
 
 from __future__ import annotations
 
@@ -17,10 +18,12 @@ _CLOSED = (ssl.SSLEOFError, ssl.SSLZeroReturnError)
 #: What a client reads when the other end does not speak TLS.
 _NOT_TLS = ("WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG", "HTTP_REQUEST")
 
-PLAIN_TO_TLS = (
-    "the server closed the connection before its first reply: a TLS port does that to a"
-    " connection without TLS (use rediss://)"
-)
+PLAIN_TO_TLS = "connection reset during the handshake: is it a TLS port? then use rediss://"
+PAUSED = "or the server is paused or overloaded"
+REFUSED = "connection refused: is the server running, and is the port right?"
+NO_SOCKET = "no such socket: is the server running, and is the path right?"
+#: How the Python client takes a user and password.
+LOGIN = "username= and password=, or user:password@ in the URL"
 REFUSED_AFTER_HANDSHAKE = (
     "TLS: the server closed the connection right after the handshake: it wants a client"
     " certificate (ssl_certfile, ssl_keyfile) or refused the one given"
@@ -47,7 +50,7 @@ class NamesEarlyClose:
         if reading:
             self.replied = self.replied or type(error) not in (redis.ConnectionError, redis.TimeoutError)
         if type(error) is redis.ConnectionError and not self.replied:
-            raise Explained(f"{self.host}:{self.port}: {self.closed_early}") from error
+            raise Explained(self.closed_early) from error
 
 
 def causes(error: BaseException) -> Iterator[BaseException]:
@@ -70,13 +73,27 @@ def diagnose(error: BaseException) -> str | None:
         if isinstance(cause, ssl.SSLError) and not isinstance(cause, _CLOSED):
             return tls_failed(cause)
         if isinstance(cause, TimeoutError) and "handshake" in str(cause):
-            return "TLS: the handshake timed out (a paused or overloaded server, or a port without TLS: use redis://)"
+            return f"no TLS handshake in time: a port without TLS? then use redis:// ({PAUSED})"
         if isinstance(cause, redis.AuthenticationError):
             return authentication_failed(cause)
     explained = next((str(cause) for cause in chain if isinstance(cause, Explained)), None)
+    if explained is None:
+        explained = refused(chain)
     if explained is None and any(isinstance(cause, _CLOSED) for cause in chain):
         return "TLS: the server closed the connection"
     return explained
+
+
+def refused(chain: list[BaseException]) -> str | None:
+    """A connection the other end refused or reset, or a socket that is not there."""
+    for cause in chain:
+        if isinstance(cause, ConnectionRefusedError):
+            return REFUSED
+        if isinstance(cause, FileNotFoundError):
+            return NO_SOCKET
+        if isinstance(cause, ConnectionResetError):
+            return PLAIN_TO_TLS  # a TLS connection's reset comes as an ssl error, seen first
+    return None
 
 
 def certificate_refused(error: ssl.SSLCertVerificationError) -> str:
@@ -101,5 +118,5 @@ def tls_failed(error: ssl.SSLError) -> str:
 def authentication_failed(error: redis.AuthenticationError) -> str:
     said = str(error)
     if said.lower().startswith("authentication required"):
-        return "authentication required (NOAUTH): give username= and password=, or user:password@ in the URL"
-    return f"authentication failed: {said}"
+        return f"authentication required (NOAUTH): give a user and password ({LOGIN})"
+    return f"authentication failed (wrong user or password): give the right user and password ({LOGIN})"

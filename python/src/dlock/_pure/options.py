@@ -4,20 +4,29 @@ argument checks every entry point runs before anything is sent to a node."""
 from __future__ import annotations
 
 import math
+import sys
+import warnings
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Literal
 
+from ..errors import UnitWarning
 from .ack import ReplicaAck, check_replica_ack
 
 WaitMode = Literal["queue", "retry"]
 
+#: A lock call's TTL or wait: seconds (a float, as redis-py takes timeouts), or a timedelta.
+Duration = float | timedelta
+
 #: The nodes cap a TTL at dlock.max-ttl-ms (default one day); we refuse what no node would take.
 MAX_TTL_SECONDS = 86_400.0
+#: A TTL in seconds above this is more likely milliseconds typed by habit: it is warned about.
+LIKELY_MILLISECONDS = 3_600.0
 
 
 @dataclass(frozen=True)
 class Options:
-    """Defaults as in docs/client.md; durations in seconds."""
+    """Defaults as in docs/which-call.md; durations in seconds."""
 
     timeout: float = 0.050
     retry_count: int | None = None  # None: unlimited (`wait` bounds it anyway)
@@ -79,8 +88,18 @@ def not_negative(value: object, name: str) -> float:
 
 
 def check_ttl(ttl: object) -> int:
-    """The TTL in whole milliseconds, as the nodes apply it (rounded down, at least 1)."""
-    seconds = number(ttl, "ttl")
+    """The TTL in whole milliseconds, as the nodes apply it (rounded down, at least 1). A number
+    of seconds over an hour is probably milliseconds: it is taken, with a UnitWarning (a
+    timedelta says what it means, and is not warned about)."""
+    seconds = ttl.total_seconds() if isinstance(ttl, timedelta) else number(ttl, "ttl")
+    if seconds > LIKELY_MILLISECONDS and not isinstance(ttl, timedelta) and seconds <= MAX_TTL_SECONDS:
+        warnings.warn(
+            UnitWarning(
+                f"ttl={ttl!r} is {seconds / 3600:.1f} hours: dlock takes seconds (ttl=10.0 is ten seconds);"
+                f" for a lease this long, pass a timedelta (ttl=timedelta(hours=3))"
+            ),
+            stacklevel=_caller(),
+        )
     if seconds < 0.001:
         raise ValueError(f"ttl must be at least 0.001 s (1 ms), got {ttl!r}")
     if seconds > MAX_TTL_SECONDS:
@@ -91,7 +110,17 @@ def check_ttl(ttl: object) -> int:
 
 
 def check_wait(wait: object) -> float:
+    if isinstance(wait, timedelta):
+        return not_negative(wait.total_seconds(), "wait")
     return not_negative(wait, "wait")
+
+
+def _caller() -> int:
+    """The stack level of the first frame outside this package: where a warning points."""
+    level, frame = 1, sys._getframe(1)
+    while frame.f_back is not None and frame.f_globals.get("__name__", "").startswith("dlock."):
+        level, frame = level + 1, frame.f_back
+    return level
 
 
 def check_resource(resource: object) -> str:

@@ -17,6 +17,7 @@ hidden (`redis://app:***@host:6379`)."""
 from __future__ import annotations
 
 import inspect
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -97,6 +98,13 @@ def check_nodes(nodes: object, client_type: type) -> list[Endpoint]:
     return endpoints
 
 
+def unknown_scheme(name: str) -> str:
+    """The words every client uses for a URL of no known scheme (conformance/errors.json)."""
+    *known, last = SINGLE_SCHEMES + CLUSTER_SCHEMES + SENTINEL_SCHEMES
+    what = "an unknown scheme" if "://" in name else "no scheme"
+    return f"node URL {json.dumps(name)} has {what}: use {', '.join(known)} or {last}"
+
+
 def endpoint(node: object, client_type: type) -> Endpoint:
     if isinstance(node, str):
         node = lowercase_scheme(node)
@@ -106,8 +114,7 @@ def endpoint(node: object, client_type: type) -> Endpoint:
             return sentinel_group(node)
         if node.startswith(SINGLE_SCHEMES):
             return single(node)
-        schemes = ", ".join(SINGLE_SCHEMES + CLUSTER_SCHEMES + SENTINEL_SCHEMES)
-        raise ValueError(f"node URL {redact(node)!r} must start with one of {schemes}")
+        raise ValueError(unknown_scheme(redact(node)))
     if isinstance(node, client_type):
         return ready_client(node)
     if isinstance(node, (redis.Redis, redis.asyncio.Redis)):

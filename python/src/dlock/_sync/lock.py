@@ -14,7 +14,7 @@ import redis
 from redis import Redis
 
 from .._pure.kind import Kind
-from .._pure.options import check_ttl
+from .._pure.options import Duration, check_ttl
 from .._pure.verdicts import Grant
 from .._transport.sync.concurrency import Worker, shielded
 from ..errors import DlockError, LockLost, StaleToken
@@ -106,7 +106,7 @@ class Lock:
             self.stop_watchdog()
             raise StaleToken(self._resource, gate, self._token) from error
 
-    def extend(self, ttl: float | None = None) -> None:
+    def extend(self, ttl: Duration | None = None) -> None:
         """Resets the TTL (default: the one acquired with) on all nodes. Raises NoQuorum when too
         few nodes answered, LockLost when a quorum answered and did not extend; either way
         `validity` still counts down from the last success."""

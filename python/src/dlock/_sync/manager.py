@@ -18,7 +18,7 @@ from .._pure.ack import ReplicaAck
 from .._pure.admin import NodeStatus, node_status
 from .._pure.attempt import QUEUE, Policy
 from .._pure.kind import Kind, check_kind, check_limit
-from .._pure.options import Options, WaitMode, check_owner, check_resource, check_ttl, check_wait
+from .._pure.options import Duration, Options, WaitMode, check_owner, check_resource, check_ttl, check_wait
 from .._pure.security import security
 from .._pure.top import NodeTop, Walk, check_rows
 from .._pure.urls import check_nodes
@@ -40,7 +40,13 @@ class LockManager:
     redis+sentinel://, rediss+sentinel://) or redis.Redis clients, each one quorum node. The
     ssl_* keywords (redis-py's) apply to every TLS node; username / password to every node
     whose URL has no credentials; sentinel_username / sentinel_password to the sentinels. A
-    bad file or combination is a ValueError here, before any node is asked."""
+    bad file or combination is a ValueError here, before any node is asked.
+
+    Durations are seconds, as in redis-py (a float, or a datetime.timedelta for a TTL or a
+    wait): try_lock(ttl=10.0); lock(ttl=10.0, wait=30.0); with_lock(ttl=10.0, wait=30.0); a TTL
+    from 0.001 to 86400, one over 3600 given as a number warned about (dlock.UnitWarning: it is
+    probably milliseconds); timeout=0.05 per node call, ack_timeout=0.1. The table of every
+    client's units and defaults: docs/which-call.md."""
 
     def __init__(
         self,
@@ -106,7 +112,7 @@ class LockManager:
     def try_lock(
         self,
         resource: str,
-        ttl: float = 10.0,
+        ttl: Duration = 10.0,
         *,
         watchdog: bool = False,
         shared: bool = False,
@@ -121,8 +127,8 @@ class LockManager:
     def lock(
         self,
         resource: str,
-        ttl: float = 10.0,
-        wait: float = 30.0,
+        ttl: Duration = 10.0,
+        wait: Duration = 30.0,
         *,
         watchdog: bool = False,
         shared: bool = False,
@@ -141,8 +147,8 @@ class LockManager:
         self,
         resource: str,
         work: Callable[[Lock], T],
-        ttl: float = 10.0,
-        wait: float = 30.0,
+        ttl: Duration = 10.0,
+        wait: Duration = 30.0,
         *,
         shared: bool = False,
         limit: int | None = None,
@@ -200,7 +206,7 @@ class LockManager:
             raise tally.no_quorum(resource, needed)
         return tally.done
 
-    def extend_owner(self, resource: str, owner: str, ttl: float, *, limit: int | None = None) -> float:
+    def extend_owner(self, resource: str, owner: str, ttl: Duration, *, limit: int | None = None) -> float:
         """Extends `owner`'s lock on all nodes; the new validity in seconds. NoQuorum if too few
         nodes answered, LockLost if a quorum answered and did not extend (a majority; for a
         semaphore's permit, `limit=k`, its larger quorum)."""

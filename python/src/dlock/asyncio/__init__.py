@@ -31,14 +31,18 @@ from ..errors import (
     NodeFailure,
     NoQuorum,
     StaleToken,
+    UnitWarning,
     ValidityExpired,
     WrongKindError,
 )
 
 # unasync: sync only
+# from importlib.metadata import version
+#
 # from ._pure.options import WaitMode
 #
-# __version__ = "0.1.0"
+# #: The package's version: the one version of the module and every client (Cargo.toml).
+# __version__ = version("dlock-client")
 # unasync: end
 
 __all__ = [
@@ -62,6 +66,7 @@ __all__ = [
     "QueuedLock",
     "StaleToken",
     "TopHolder",
+    "UnitWarning",
     "ValidityExpired",
     # unasync: sync only
     # "WaitMode",

@@ -1,0 +1,54 @@
+/**
+ * Why a node could not be used, in the words every dlock client uses (conformance/errors.json):
+ * what failed, then what to do. The transport reports what node-redis and the socket said; this
+ * turns the failures a user can fix (a refused connection, a login, TLS on the wrong port) into
+ * advice. No text here carries a credential.
+ */
+import type { NodeFailure } from "./errors.js";
+import { redact } from "./transport/urls.js";
+
+const LOGIN = "the username and password options, or user:password@ in the URL";
+export const REFUSED = "connection refused: is the server running, and is the port right?";
+export const PLAIN_TO_TLS = "connection reset during the handshake: is it a TLS port? then use rediss://";
+
+/** `failure` with its reason said the clients' way, when it is one of the failures they name. */
+export function explain(failure: NodeFailure): NodeFailure {
+  const reason = describe(failure.reason, /^rediss/i.test(failure.node));
+  return reason === failure.reason ? failure : { ...failure, reason };
+}
+
+function describe(reason: string, tls: boolean): string {
+  // The server's own refusal of the login (a sentinel's, inside a longer reason, is left as said).
+  const login = /^(?:not connected within \d+ ms \()?(NOAUTH|WRONGPASS)\b/.exec(reason)?.[1];
+  if (login === "NOAUTH") return `authentication required (NOAUTH): give a user and password (${LOGIN})`;
+  if (login === "WRONGPASS") {
+    return `authentication failed (wrong user or password): give the right user and password (${LOGIN})`;
+  }
+  if (!reason.startsWith("not connected within")) return reason;
+  if (/ECONNREFUSED/.test(reason)) return REFUSED;
+  if (/ENOENT/.test(reason)) return "no such socket: is the server running, and is the path right?";
+  if (!tls && /ECONNRESET|socket hang up|Socket closed unexpectedly/i.test(reason)) return PLAIN_TO_TLS;
+  const within = /^not connected within (\d+ ms)/.exec(reason)?.[1] ?? "time";
+  if (tls && /certificate|self-signed|Hostname|IP: /i.test(reason)) {
+    return `TLS: ${reason.replace(/^not connected within \d+ ms \((.*)\)$/s, "$1")}: check the CA (tls.ca) and the host name`;
+  }
+  if (tls && reason === `not connected within ${within}`) {
+    return `no TLS handshake within ${within}: a port without TLS? then use redis:// (or the server is paused or overloaded)`;
+  }
+  return reason;
+}
+
+const SCHEMES = ["redis://", "rediss://", "unix://", "redis+cluster://", "rediss+cluster://", "redis+sentinel://", "rediss+sentinel://"];
+
+/**
+ * `url` if its scheme is one dlock knows (in any case), else the TypeError every client words the
+ * same way, listing the schemes it takes. Any other check of a URL is the transport's.
+ */
+export function checkScheme(url: unknown): string {
+  if (typeof url !== "string") return url as string; // the transport names the type
+  if (SCHEMES.some((s) => url.toLowerCase().startsWith(s))) return url;
+  const name = redact(url);
+  const what = url.includes("://") ? "an unknown scheme" : "no scheme";
+  const known = SCHEMES.slice(0, -1).join(", ");
+  throw new TypeError(`node URL ${JSON.stringify(name)} has ${what}: use ${known} or ${SCHEMES.at(-1)}`);
+}

@@ -1,0 +1,111 @@
+"""conformance/errors.json against real servers, in both flavours: the class of each failure and
+the words of its message (the Rust client, the CLI and the Node client run the same table)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cluster import Server, free_port, launch
+from secure import Pki, TLSServer
+
+import dlock
+import dlock.asyncio
+
+CASES: list[dict[str, Any]] = json.loads(
+    (Path(__file__).resolve().parents[2] / "conformance" / "errors.json").read_text()
+)["cases"]
+#: The password of the `password` servers (in their config file, not in argv).
+PASSWORD = "right-password"
+CLASSES: dict[str, type[BaseException] | tuple[type[BaseException], ...]] = {
+    "no_quorum": dlock.NoQuorum,
+    "invalid_argument": ValueError,
+    "contended": dlock.LockContended,
+    "wrong_kind": dlock.WrongKindError,
+}
+
+
+@contextmanager
+def server_for(case: dict[str, Any], pki: Pki) -> Iterator[int]:
+    """The case's server, stopped afterwards; its port."""
+    kind = case["server"]
+    if kind == "none":
+        yield free_port()
+        return
+    made = TLSServer(pki) if kind == "tls" else Server()
+    launch([made])
+    if kind == "password":  # set once started: the harness checks readiness without one
+        made.client().config_set("requirepass", PASSWORD)
+    try:
+        yield made.port
+    finally:
+        made.stop()
+
+
+def kind_of(value: Any) -> dict[str, Any]:
+    return {"limit": value["limit"]} if isinstance(value, dict) else {}
+
+
+def check(case: dict[str, Any], url: str, port: int, error: BaseException) -> None:
+    assert isinstance(error, CLASSES[case["error"]]), f"{case['situation']}: {error!r}"
+    if case["error"] == "contended":
+        assert isinstance(error, dlock.LockTimeout) == (case["wait_ms"] is not None)
+    said = str(error)
+    for word in case["words"]:
+        assert word.replace("{node}", url).replace("{port}", str(port)) in said, said
+    for word in case.get("absent", []):
+        assert word.replace("{node}", url).replace("{port}", str(port)) not in said, said
+
+
+def fail_sync(case: dict[str, Any], url: str) -> BaseException:
+    password = {"password": case["password"]} if "password" in case else {}
+    try:
+        locks = dlock.LockManager([url], timeout=case["timeout_ms"] / 1000, **password)
+        held = case.get("held")
+        with dlock.LockManager([url]) as other:
+            if held is not None:
+                other.try_lock("r", ttl=30.0, **kind_of(held))
+            wait = case["wait_ms"]
+            if wait is None:
+                locks.try_lock("r", ttl=10.0, **kind_of(case.get("ask")))
+            else:
+                locks.lock("r", ttl=10.0, wait=wait / 1000, **kind_of(case.get("ask")))
+    except Exception as error:
+        return error
+    raise AssertionError(f"{case['situation']}: taken")
+
+
+async def fail_async(case: dict[str, Any], url: str) -> BaseException:
+    password = {"password": case["password"]} if "password" in case else {}
+    try:
+        locks = dlock.asyncio.LockManager([url], timeout=case["timeout_ms"] / 1000, **password)
+        async with dlock.asyncio.LockManager([url]) as other:
+            held = case.get("held")
+            if held is not None:
+                await other.try_lock("r", ttl=30.0, **kind_of(held))
+            try:
+                wait = case["wait_ms"]
+                if wait is None:
+                    await locks.try_lock("r", ttl=10.0, **kind_of(case.get("ask")))
+                else:
+                    await locks.lock("r", ttl=10.0, wait=wait / 1000, **kind_of(case.get("ask")))
+            finally:
+                await locks.close()
+    except Exception as error:
+        return error
+    raise AssertionError(f"{case['situation']}: taken")
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["situation"] for c in CASES])
+def test_every_client_says_the_same_about_each_failure(case: dict[str, Any], pki: Pki) -> None:
+    with server_for(case, pki) as port:
+        url = case["url"].replace("{port}", str(port))
+        check(case, url, port, fail_sync(case, url))
+    with server_for(case, pki) as port:
+        url = case["url"].replace("{port}", str(port))
+        check(case, url, port, asyncio.run(fail_async(case, url)))

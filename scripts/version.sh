@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Sets the one version of the module and every package: the workspace's Cargo.toml
+# ([workspace.package], which the module, the Rust client and the CLI take), and the copies package
+# formats want literally: python/pyproject.toml, node/package.json and node/package-lock.json.
+# tests/versions.rs checks they agree. Usage: scripts/version.sh 0.4.0
+set -euo pipefail
+cd "$(dirname "$0")/.."
+version=${1:-}
+if ! [[ $version =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]]; then
+  echo "usage: scripts/version.sh MAJOR.MINOR.PATCH (got '${version}')" >&2
+  exit 2
+fi
+# The line after [workspace.package], and the first version line of each other file.
+sed -i "/^\[workspace.package\]$/{n;s/^version = \".*\"$/version = \"$version\"/}" Cargo.toml
+sed -i "0,/^version = \".*\"$/s//version = \"$version\"/" python/pyproject.toml
+sed -i "0,/^  \"version\": \".*\",$/s//  \"version\": \"$version\",/" node/package.json
+# package-lock.json: the package's own two (top level, and packages[""]).
+sed -i "0,/^  \"version\": \".*\",$/s//  \"version\": \"$version\",/" node/package-lock.json
+sed -i "/^    \"\": {$/,/^    }/s/^      \"version\": \".*\",$/      \"version\": \"$version\",/" node/package-lock.json
+cargo update --workspace --offline -q 2>/dev/null || cargo update --workspace -q
+echo "version $version set; tests/versions.rs checks it"
