@@ -122,3 +122,27 @@ def test_without_the_gate_the_resumed_holders_write_lands(data: Server) -> None:
     finally:
         for server in nodes:
             server.stop()
+
+
+def docs_sql() -> list[str]:
+    """The statements of docs/fencing.md's PostgreSQL block, as written there."""
+    page = (Path(__file__).resolve().parents[2] / "docs/fencing.md").read_text()
+    block = page.split("### PostgreSQL", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    lines = [line for line in block.splitlines() if not line.startswith("--")]
+    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
+
+
+def test_the_docs_postgresql_block_runs_and_fences(postgres: Postgres) -> None:
+    with psycopg.connect(postgres.dsn, autocommit=True) as db:
+        db.execute("DROP TABLE IF EXISTS report")
+        for statement in docs_sql():
+            db.execute(statement)  # type: ignore[arg-type]  # the page's own text
+
+        def write(token: int, body: str) -> int:
+            # EXECUTE takes no server-side parameters: the values are bound client-side.
+            return psycopg.ClientCursor(db).execute("EXECUTE fenced_write(%s, %s)", (token, body)).rowcount
+
+        assert write(1795443573949545, "new") == 1
+        assert write(1795443573941002, "stale") == 0
+        assert write(1795443573949545, "new again") == 1  # the holder's own token passes
+        assert db.execute("SELECT body, fence FROM report").fetchone() == ("new again", 1795443573949545)
