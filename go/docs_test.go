@@ -20,7 +20,7 @@ func TestDocsShowTheExamplesAsTheyAre(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(string(doc), "```go\n"+string(code)+"```") {
+		if !strings.Contains(string(doc), "```go example=go/"+example+"\n"+string(code)+"```") {
 			t.Errorf("docs/go.md does not show %s as it is", example)
 		}
 	}

@@ -197,8 +197,20 @@ def region(path: Path, name: str | None) -> str:
     return textwrap.dedent(found.group(1)).rstrip("\n")
 
 
+def go_example(example: Example) -> str | None:
+    """A Go block is an example program's text (`make go-test` builds and runs go/examples/)."""
+    path = ROOT / example.options["example"]
+    if not (path.parent.parent.name == "examples" and path.suffix == ".go" and path.exists()):
+        return f"{example.where}: {example.options['example']} is not a Go example (go/examples/*/main.go)"
+    if example.text + "\n" != path.read_text():
+        return f"{example.where}: the block differs from {example.options['example']}"
+    return None
+
+
 def rust_example(example: Example) -> str | None:
     """A Rust block is a compiled example's text (cargo builds client/examples/ with the tests)."""
+    if example.lang == "go":
+        return go_example(example)
     target, _, name = example.options["example"].partition("#")
     path = ROOT / target
     if not (path.parent.name == "examples" and path.suffix == ".rs" and path.exists()):
