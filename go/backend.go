@@ -136,7 +136,7 @@ func (b *backend) call(node int, cmd []string, acked bool, blocking time.Duratio
 		return nil, f
 	}
 	if e, ok := replies[0].(transport.Error); ok {
-		return nil, &NodeFailure{Node: n.Name(), Reason: string(e)}
+		return nil, &NodeFailure{Node: n.Name(), Reason: transport.ExplainReply(e)}
 	}
 	if ack {
 		if f := b.ack.Check(n.Name(), replies); f != nil {

@@ -92,26 +92,43 @@ func (e *Error) Is(target error) bool {
 func (e *Error) Error() string {
 	switch e.Kind {
 	case ErrContended:
-		return fmt.Sprintf("dlock: lock %q is held by another owner (%d attempts)", e.Resource, e.Attempts)
+		return fmt.Sprintf("dlock: lock %q is held by another owner (%s)", e.Resource, count(e.Attempts, "attempt"))
 	case ErrNoQuorum:
-		list := make([]string, len(e.Failures))
-		for i, f := range e.Failures {
-			list[i] = f.Node + ": " + f.Reason
-		}
-		return fmt.Sprintf("dlock: no quorum for %q (needed %d nodes); failed: %s", e.Resource, e.Needed, strings.Join(list, ", "))
+		return noQuorumMessage(e)
 	case ErrValidityExpired:
-		return fmt.Sprintf("dlock: lock %q was granted but its validity ran out during acquisition", e.Resource)
+		return fmt.Sprintf("dlock: lock %q was granted, but its validity ran out while acquiring: give a longer TTL", e.Resource)
 	case ErrLockLost:
-		return fmt.Sprintf("dlock: lock %q was lost (no longer held on a quorum)", e.Resource)
+		return fmt.Sprintf("dlock: lock %q was lost (no longer held on a majority): stop using its token", e.Resource)
 	case ErrInvalidArgument:
 		return "dlock: invalid argument: " + e.Message
 	case ErrStale:
 		return staleMessage(e)
 	case ErrWrongKind:
-		return fmt.Sprintf("dlock: lock %q cannot be taken as asked: %s", e.Resource, e.Message)
+		return fmt.Sprintf("dlock: lock %q is held as another kind on %s", e.Resource, e.Message)
 	default:
 		return "dlock: " + e.Kind.Error()
 	}
+}
+
+// noQuorumMessage: the nodes needed, then each failed node and why.
+func noQuorumMessage(e *Error) string {
+	said := fmt.Sprintf("dlock: no quorum for %q: %s needed, %d failed", e.Resource, count(e.Needed, "node"), len(e.Failures))
+	list := make([]string, len(e.Failures))
+	for i, f := range e.Failures {
+		list[i] = f.Node + ": " + f.Reason
+	}
+	if len(list) > 0 {
+		said += ": " + strings.Join(list, "; ")
+	}
+	return said
+}
+
+// count is n with its noun, singular for one: "1 attempt", "3 nodes".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func invalid(why string) error {

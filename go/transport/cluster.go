@@ -153,7 +153,7 @@ func (c *Cluster) failed(at string, err error, connect, whole time.Duration) *Fa
 		return &Failure{Node: c.name, Reason: master + ": timed out after " + whole.String(), NoReply: true}
 	}
 	c.unmap()
-	return &Failure{Node: c.name, Reason: master + ": " + describe(err, connect)}
+	return &Failure{Node: c.name, Reason: master + ": " + clusterFailure(err, connect)}
 }
 
 // Close closes every master's connections.

@@ -120,7 +120,7 @@ func (s *Sentinel) resolve(ctx context.Context, within time.Duration) (*Server, 
 		}
 		s.first(i)
 		u := URL{TLS: s.tls}
-		m := newDialServer("master "+addr, "tcp", addr, dialOptions(s.conf, u, s.master))
+		m := newDialServer("master "+addr, "tcp", addr, s.tls, dialOptions(s.conf, u, s.master))
 		role, f := m.Call(ctx, within, within, [][]string{{"ROLE"}})
 		if f == nil {
 			if r, ok := role[0].([]interface{}); ok && len(r) > 0 && r[0] == "master" {
@@ -158,7 +158,7 @@ func (s *Sentinel) ask(ctx context.Context, at HostPort, within time.Duration) (
 	defer cancel()
 	c, err := redis.DialContext(dctx, "tcp", at.String(), dialOptions(conf, URL{TLS: s.tls}, login{conf.SentinelUsername, conf.SentinelPassword})...)
 	if err != nil {
-		return "", "cannot connect: " + describe(err, within)
+		return "", cannotConnect(err, s.tls, within)
 	}
 	defer c.Close()
 	replies, err := RedigoConn{C: c}.Do(dctx, []string{"SENTINEL", "MASTER", s.service})

@@ -16,6 +16,7 @@ import (
 // time.
 type Server struct {
 	name string
+	tls  bool // connects with TLS (the advice about a failure differs)
 	// fresh makes a new pool (nil for an application's pool, which is never replaced).
 	fresh func() (Pool, func() error)
 
@@ -40,12 +41,12 @@ func newURLServer(u URL, conf Config) *Server {
 	if u.Socket == "" {
 		network, address = "tcp", u.Addrs[0].String()
 	}
-	return newDialServer(u.Name, network, address, dialOptions(conf, u, loginOf(conf, u)))
+	return newDialServer(u.Name, network, address, u.TLS, dialOptions(conf, u, loginOf(conf, u)))
 }
 
 // newDialServer is a node over a pool of redigo connections to network/address.
-func newDialServer(name, network, address string, opts []redis.DialOption) *Server {
-	s := &Server{name: name}
+func newDialServer(name, network, address string, tls bool, opts []redis.DialOption) *Server {
+	s := &Server{name: name, tls: tls}
 	s.fresh = func() (Pool, func() error) {
 		p := &redis.Pool{
 			DialContext: func(ctx context.Context) (redis.Conn, error) {
@@ -138,7 +139,7 @@ func (s *Server) Call(ctx context.Context, connect, whole time.Duration, cmds []
 		case err == nil:
 			return replies, nil
 		case !connected:
-			return nil, &Failure{Node: s.name, Reason: "cannot connect: " + describe(err, connect)}
+			return nil, &Failure{Node: s.name, Reason: cannotConnect(err, s.tls, connect)}
 		case isTimeout(err):
 			return nil, &Failure{Node: s.name, Reason: "timed out after " + whole.String(), NoReply: true}
 		case try == 0 && time.Since(start) < connect:
@@ -146,7 +147,8 @@ func (s *Server) Call(ctx context.Context, connect, whole time.Duration, cmds []
 			// request is safe to repeat by the same owner, so ask once more on a fresh pool.
 			s.reset(pool)
 		default:
-			return nil, &Failure{Node: s.name, Reason: "connection broken: " + err.Error()}
+			// After a reset, the connection was dialled for this call.
+			return nil, &Failure{Node: s.name, Reason: broken(err, s.tls, try > 0)}
 		}
 	}
 }

@@ -102,7 +102,12 @@ func Parse(given string) (URL, error) {
 	case strings.HasPrefix(raw, "redis://"), strings.HasPrefix(raw, "rediss://"):
 		return parseServer(raw, name, bad)
 	}
-	return URL{}, fmt.Errorf("node URL %q must start with one of %s", name, strings.Join(schemes, ", "))
+	what := "an unknown scheme"
+	if !strings.Contains(raw, "://") {
+		what = "no scheme"
+	}
+	last := len(schemes) - 1
+	return URL{}, fmt.Errorf("node URL %q has %s: use %s or %s", name, what, strings.Join(schemes[:last], ", "), schemes[last])
 }
 
 // lowerScheme: REDIS://h is redis://h.
