@@ -208,8 +208,10 @@ fn guards_work_inside_multi_and_scripts() {
 
 #[test]
 fn the_gate_survives_reload_aof_replay_and_reaches_a_replica() {
+    // restart() is a kill -9: every write must be on disk before it returns (not within 1 s).
     let mut server = Server::builder()
         .config("appendonly", "yes")
+        .config("appendfsync", "always")
         .config("enable-debug-command", "yes")
         .start();
     let debug = Server::builder().config("enable-debug-command", "yes");

@@ -142,12 +142,13 @@ pub struct Connect {
     pub(crate) login_hint: Option<String>,
 }
 
+/// How the library's own callers give a user and password, named in authentication failures.
+pub const LOGIN_HINT: &str = "user:password@ in the URL, or the builder's username and password";
+
 impl Connect {
     /// How an authentication failure tells the caller to give a user and password.
     pub(crate) fn login_hint(&self) -> &str {
-        self.login_hint
-            .as_deref()
-            .unwrap_or(crate::transport::LOGIN_HINT)
+        self.login_hint.as_deref().unwrap_or(LOGIN_HINT)
     }
 
     /// A client for `info` with these settings: the credentials where the URL has none, and

@@ -55,6 +55,8 @@ fn class(error: &Error) -> &'static str {
         Error::WrongKind { .. } => "wrong_kind",
         Error::ValidityExpired { .. } => "validity_expired",
         Error::LockLost { .. } => "lock_lost",
+        Error::Stale { .. } => "stale",
+        Error::Guarded { .. } => "guarded",
     }
 }
 

@@ -24,6 +24,9 @@ function describe(reason: string, tls: boolean): string {
   if (login === "WRONGPASS") {
     return `authentication failed (wrong user or password): give the right user and password (${LOGIN})`;
   }
+  // node-redis 6 connects before its first command is written: a plain client at a TLS port then
+  // reads the reset on that command, not while connecting.
+  if (!tls && /^(?:read )?ECONNRESET$/.test(reason)) return PLAIN_TO_TLS;
   if (!reason.startsWith("not connected within")) return reason;
   if (/ECONNREFUSED/.test(reason)) return REFUSED;
   if (/ENOENT/.test(reason)) return "no such socket: is the server running, and is the path right?";

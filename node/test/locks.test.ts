@@ -171,7 +171,8 @@ describe("three masters", () => {
     await assert.rejects(
       locks.using("lost", { ttl: 300 }, async (lock) => {
         await everywhere("DLOCK.FORCERELEASE", "lost");
-        await new Promise((resolve) => lock.signal.addEventListener("abort", resolve, { once: true }));
+        // The watchdog may have seen the loss already (a slow machine): an abort event is sent once.
+        if (!lock.signal.aborted) await new Promise((resolve) => lock.signal.addEventListener("abort", resolve, { once: true }));
         assert.ok(lock.signal.reason instanceof LockLostError);
       }),
       LockLostError,

@@ -6,9 +6,6 @@ use std::time::Duration;
 
 use redis::{ErrorKind, RedisError};
 
-/// How a caller is told to give a user and password; the CLI names its own flags instead.
-pub const LOGIN_HINT: &str = "user:password@ in the URL, or the builder's username and password";
-
 /// A connection that could not be made (or set up: `AUTH`, `CLIENT SETNAME`).
 pub fn cannot_connect(e: &RedisError, tls: bool, timeout: Duration, login: &str) -> String {
     if let Some(auth) = authentication(e, login) {
@@ -81,6 +78,7 @@ fn tls_hint(text: &str) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::connect::LOGIN_HINT;
 
     fn io(kind: std::io::ErrorKind) -> RedisError {
         RedisError::from(std::io::Error::from(kind))

@@ -21,7 +21,6 @@ use crate::commands::Request;
 use crate::errors::NodeFailure;
 
 pub use ack::allowance as ack_allowance;
-pub use diagnosis::LOGIN_HINT;
 pub use nodes::RedisTransport;
 
 /// Sends requests to the nodes of one lock manager.
