@@ -90,12 +90,17 @@ class Fleet:
         self.pki = pki
 
     def start(self) -> Fleet:
-        for node in self.nodes:
-            node.start()
-        for node in self.nodes:
-            node.ready()
-        if self.cluster:
-            self.create_cluster()
+        """Every node started and answering (a cluster formed); on failure none left running."""
+        try:
+            for node in self.nodes:
+                node.start()
+            for node in self.nodes:
+                node.ready()
+            if self.cluster:
+                self.create_cluster()
+        except BaseException:
+            self.stop()
+            raise
         return self
 
     def create_cluster(self) -> None:
