@@ -26,17 +26,21 @@ REDIS_CLI = shutil.which("redis-cli") or "redis-cli"
 TLS_USER, TLS_PASSWORD = "locker", "locker-pa55-7c1e"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def free_port(below: int = 65536) -> int:
+    """A free port under `below` (a cluster node's bus port is its port + 10000)."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if port < below:
+            return port
 
 
 class Node:
     """One redis-server with the module."""
 
     def __init__(self, args: tuple[str, ...] = (), conf: tuple[str, ...] = (), tls: bool = False) -> None:
-        self.port = free_port()
+        self.port = free_port(55536 if "--cluster-enabled" in args else 65536)
         self.dir = Path(tempfile.mkdtemp(prefix="dlock-docs-"))
         self.args, self.conf, self.tls = args, conf, tls
         self.process: subprocess.Popen[bytes] | None = None
@@ -86,12 +90,17 @@ class Fleet:
         self.pki = pki
 
     def start(self) -> Fleet:
-        for node in self.nodes:
-            node.start()
-        for node in self.nodes:
-            node.ready()
-        if self.cluster:
-            self.create_cluster()
+        """Every node started and answering (a cluster formed); on failure none left running."""
+        try:
+            for node in self.nodes:
+                node.start()
+            for node in self.nodes:
+                node.ready()
+            if self.cluster:
+                self.create_cluster()
+        except BaseException:
+            self.stop()
+            raise
         return self
 
     def create_cluster(self) -> None:
@@ -161,10 +170,11 @@ def make_pki(into: Path) -> None:
     key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
     openssl("req", "-x509", *key, "-keyout", "ca.key", "-out", "ca.crt", "-days", "1", "-subj", "/CN=dlock docs CA")
     (into / "server.ext").write_text("subjectAltName=IP:127.0.0.1\n")
+    (into / "client.ext").write_text("extendedKeyUsage=clientAuth\n")
     for name in ("server", "client"):
         openssl("req", *key, "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", f"/CN=dlock docs {name}")
         signed = ["-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-days", "1", "-out", f"{name}.crt"]
-        extensions = ["-extfile", "server.ext"] if name == "server" else []
+        extensions = ["-extfile", f"{name}.ext"]  # v3 certificates: rustls refuses v1
         openssl("x509", "-req", "-in", f"{name}.csr", *signed, *extensions)
 
 

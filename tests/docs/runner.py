@@ -250,7 +250,7 @@ def expand(example: Example, target: str) -> str | None:
 
 def serve(example: Example, target: str) -> str | None:
     variable, count = SERVERS[target]
-    ports = [free_port() for _ in range(count)]
+    ports = [free_port(55536 if target == "redis-cluster" else 65536) for _ in range(count)]
     setting = f"{variable}={' '.join(map(str, ports))}"
     process = subprocess.Popen(
         ["make", "--no-print-directory", target, setting], cwd=ROOT, stdin=subprocess.DEVNULL,
