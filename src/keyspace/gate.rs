@@ -115,26 +115,12 @@ unsafe fn gate_of<'a>(value: *const c_void) -> Option<&'a Gate> {
 
 /// The gate in an open key; `None` when the key is empty, WRONGTYPE for any other value.
 pub fn read(key: NonNull<raw::RedisModuleKey>) -> Result<Option<Gate>, RedisError> {
-    let (Some(key_type), Some(get_type), Some(get_value)) = (
-        crate::api!(RedisModule_KeyType),
-        crate::api!(RedisModule_ModuleTypeGetType),
-        crate::api!(RedisModule_ModuleTypeGetValue),
-    ) else {
-        return Err(errors::cannot_store());
-    };
-    // SAFETY: `key` is an open key of the running command.
-    let kind = unsafe { key_type(key.as_ptr()) };
-    if kind == raw::REDISMODULE_KEYTYPE_EMPTY as c_int {
-        return Ok(None);
+    match super::values::module_value(key)? {
+        None => Ok(None),
+        // SAFETY: a value of the gate type is a boxed Gate, alive while the key is open.
+        Some((of_type, value)) if of_type == gate_type() => Ok(unsafe { gate_of(value) }.copied()),
+        Some(_) => Err(errors::wrong_type()),
     }
-    // SAFETY: as above; GetType is asked only of a module key.
-    let ours = kind == raw::REDISMODULE_KEYTYPE_MODULE as c_int
-        && unsafe { get_type(key.as_ptr()) } == gate_type();
-    if !ours {
-        return Err(errors::wrong_type());
-    }
-    // SAFETY: as above: a gate's value is a boxed Gate.
-    Ok(unsafe { gate_of(get_value(key.as_ptr())) }.copied())
 }
 
 /// Stores `gate` in an open key (replacing what it held).

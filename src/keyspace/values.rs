@@ -18,8 +18,11 @@ pub enum Value {
     Table(NonNull<c_void>),
 }
 
-/// The dlock value in an open key; `None` if the key is empty, WRONGTYPE for any other type.
-pub fn value_of(key: NonNull<raw::RedisModuleKey>) -> Result<Option<Value>, RedisError> {
+/// The module value in an open key, with its type; `None` if the key is empty, WRONGTYPE for a
+/// value that is not a module's. What every reader of the module's types (locks, gates) asks.
+pub fn module_value(
+    key: NonNull<raw::RedisModuleKey>,
+) -> Result<Option<(*mut raw::RedisModuleType, *mut c_void)>, RedisError> {
     let (Some(key_type), Some(get_type), Some(get_value)) = (
         crate::api!(RedisModule_KeyType),
         crate::api!(RedisModule_ModuleTypeGetType),
@@ -35,8 +38,17 @@ pub fn value_of(key: NonNull<raw::RedisModuleKey>) -> Result<Option<Value>, Redi
     if kind != raw::REDISMODULE_KEYTYPE_MODULE as c_int {
         return Err(errors::wrong_type());
     }
-    // SAFETY: as above; GetType is valid for module keys.
-    let module_type = unsafe { get_type(key.as_ptr()) };
+    // SAFETY: as above; GetType and GetValue are valid for module keys.
+    Ok(Some(unsafe {
+        (get_type(key.as_ptr()), get_value(key.as_ptr()))
+    }))
+}
+
+/// The dlock value in an open key; `None` if the key is empty, WRONGTYPE for any other type.
+pub fn value_of(key: NonNull<raw::RedisModuleKey>) -> Result<Option<Value>, RedisError> {
+    let Some((module_type, value)) = module_value(key)? else {
+        return Ok(None);
+    };
     let wrap = if module_type == lock_type() {
         Value::Compact
     } else if module_type == table_type() {
@@ -44,8 +56,7 @@ pub fn value_of(key: NonNull<raw::RedisModuleKey>) -> Result<Option<Value>, Redi
     } else {
         return Err(errors::wrong_type());
     };
-    // SAFETY: as above, and the key holds a value of one of our types.
-    Ok(NonNull::new(unsafe { get_value(key.as_ptr()) }).map(wrap))
+    Ok(NonNull::new(value).map(wrap))
 }
 
 /// Stores a value of `of_type` in an open key (replacing what it held); `Err` gives it back.
