@@ -5,7 +5,7 @@ CARGO        ?= cargo
 MODULE       := target/release/libdlock.so
 REDIS_PORT   ?= 6379
 
-.PHONY: all deps build run test model model-deep bench-waiters bench-handoff bench-top bench-scale compat compat-servers memcheck chaos chaos-quick bench bench-quick bench-server bench-instructions bench-shared bench-capacity bench-handoff-limit cluster redis-cluster fmt lint clean
+.PHONY: all deps build run test model model-deep bench-waiters bench-handoff bench-top bench-scale compat compat-servers memcheck chaos chaos-quick bench bench-quick bench-server bench-instructions bench-shared bench-capacity bench-handoff-limit bench-tax cluster redis-cluster fmt lint clean
 
 all: build
 
@@ -231,6 +231,12 @@ bench-capacity: build
 # BLPOP, pub/sub and polling wake-ups, on 1 and 5 nodes, next to one PING round trip (about 90 s).
 bench-handoff-limit: build
 	$(CARGO) run --release -q -p dlock-bench --bin bench-handoff-limit
+
+# What loading the module costs traffic that never touches a lock (docs/bench.md section 8): the
+# same server with the module and one lock against it without, on Redis 7.0 (the PATH's) and the
+# newest Redis and Valkey `make compat-servers` built. Needs valgrind; ~15 min per server.
+bench-tax: build
+	cd bench && python3 tax.py ../$(MODULE) $$(command -v redis-server) $$(grep -E 'redis-8|valkey-9' ../.compat/servers 2>/dev/null | sort -V | tail -n 2)
 
 bench: build go-deps
 	bash bench/run.sh

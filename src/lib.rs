@@ -43,6 +43,9 @@ mod module {
         crate::node::start(); // the restart quarantine counts from here
         crate::panic::install_hook();
         crate::keyspace::notify::set_module_options(ctx);
+        crate::server::create_detached(ctx);
+        crate::keyspace::arrivals::settle_with(crate::keyspace::ttl::settle_arrived);
+        crate::keyspace::sweep::start(ctx);
         let loaded = crate::config::register(ctx, args)
             .and_then(|()| crate::commands::register(ctx))
             .and_then(|()| crate::keyspace::moves::watch(ctx.ctx).map_err(String::from))

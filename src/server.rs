@@ -136,3 +136,85 @@ fn server_name(ctx: &Context) -> Option<String> {
         name
     }
 }
+
+/// The module's own context, not tied to any command: callbacks that Redis gives no context
+/// (a key leaving the keyspace, a value loading) start timers with it.
+static DETACHED: std::sync::atomic::AtomicPtr<raw::RedisModuleCtx> =
+    std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+
+/// Creates the detached context; called once at load.
+pub fn create_detached(ctx: &Context) {
+    if let Some(create) = crate::api!(RedisModule_GetDetachedThreadSafeContext) {
+        // SAFETY: the load context; the detached context lives as long as the module.
+        let detached = unsafe { create(ctx.ctx) };
+        DETACHED.store(detached, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// The detached context, to start a timer from a callback without one (`None` before load).
+/// Only the main thread calls it: timers are created and run there.
+pub fn detached() -> Option<Context> {
+    let ctx = DETACHED.load(std::sync::atomic::Ordering::Relaxed);
+    (!ctx.is_null()).then(|| Context::new(ctx))
+}
+
+/// The commands that can give a key a longer life than its lock by hand.
+const TTL_COMMANDS: [&std::ffi::CStr; 5] = [
+    c"cmdstat_persist",
+    c"cmdstat_expire",
+    c"cmdstat_pexpire",
+    c"cmdstat_expireat",
+    c"cmdstat_pexpireat",
+];
+
+/// How many times the server ran `PERSIST` and the `EXPIRE` family, however called (clients,
+/// MULTI, scripts, its master): a count that moved is the only reason a lock key's TTL could
+/// differ from its lock's (`keyspace::sweep`). Read from `INFO commandstats`; `u64::MAX` when
+/// the server cannot say (then the sweep runs as if it moved).
+pub fn ttl_command_calls(ctx: &Context) -> u64 {
+    let (Some(get), Some(field), Some(free)) = (
+        crate::api!(RedisModule_GetServerInfo),
+        crate::api!(RedisModule_ServerInfoGetFieldC),
+        crate::api!(RedisModule_FreeServerInfo),
+    ) else {
+        return u64::MAX;
+    };
+    // SAFETY: a live context; the info is freed below, the field names are static, and each
+    // field's text is read before the info is freed.
+    unsafe {
+        let info = get(ctx.ctx, c"commandstats".as_ptr());
+        if info.is_null() {
+            return u64::MAX;
+        }
+        let mut calls = 0u64;
+        for name in TTL_COMMANDS {
+            let text = field(info, name.as_ptr());
+            if !text.is_null() {
+                calls = calls.saturating_add(calls_of(std::ffi::CStr::from_ptr(text).to_bytes()));
+            }
+        }
+        free(ctx.ctx, info);
+        calls
+    }
+}
+
+/// `calls=N` out of a commandstats line (`calls=3,usec=10,...`); 0 if absent.
+fn calls_of(line: &[u8]) -> u64 {
+    line.split(|&b| b == b',')
+        .find_map(|part| part.strip_prefix(b"calls="))
+        .and_then(|n| std::str::from_utf8(n).ok()?.parse().ok())
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::calls_of;
+
+    #[test]
+    fn calls_are_read_from_a_commandstats_line() {
+        assert_eq!(calls_of(b"calls=42,usec=10,usec_per_call=0.24"), 42);
+        assert_eq!(calls_of(b"usec=10,calls=7"), 7);
+        assert_eq!(calls_of(b"usec=10"), 0);
+        assert_eq!(calls_of(b"calls=x"), 0);
+    }
+}

@@ -70,6 +70,7 @@ pub fn grant(
     now_us: u64,
 ) -> Result<Grant, Refusal> {
     let flags = server::context_flags(ctx.ctx);
+    floor_at_stored(key);
     let token = issue_token(ctx, flags, now_us)?;
     let now_ms = now_us / 1000;
     let lease = Lease {
@@ -92,6 +93,18 @@ pub fn grant(
     key.changed(notify::ACQUIRE);
     stats::count(&GRANTS);
     Ok(Grant { token, gone })
+}
+
+/// The node counter rises to every token stored under the key before a grant there: a value
+/// that entered the keyspace a moment ago (RESTOREd in the same transaction or script, before its
+/// arrival is settled, `keyspace::arrivals`) never sees a smaller token granted after it.
+fn floor_at_stored(key: &LockKey<'_>) {
+    let newest = match key.stored() {
+        Ok(Some(Stored::One(lock))) => lock.token(),
+        Ok(Some(Stored::Table(table))) => table.newest_token(),
+        _ => return,
+    };
+    node().raise_counter(newest);
 }
 
 /// A fresh token for a grant dated `now_us`: refused while the eviction policy could drop the

@@ -221,3 +221,36 @@ fn replicas_keep_diskless_loading() {
         );
     }
 }
+
+#[test]
+fn a_grant_in_the_transaction_of_a_restore_takes_a_larger_token_than_the_restored_one() {
+    // The counter rises to a RESTOREd token once the key is in (after the command); a grant on
+    // the same key inside the same MULTI still gets a larger token: a grant floors the counter
+    // at the tokens stored under its key.
+    let server = Server::start();
+    let mut c = server.conn();
+    let (_, parts, counter_before) = dumped(&mut c, "lock:a");
+    let restored = counter_before as u64 + 1_000_000;
+    let ended = soon_ms() - 60_000; // the restored lock's lease has ended: the key is free
+    let payload = parts.payload(
+        &parts.header,
+        &lock_fields(b"old", restored, 1, ended, 99),
+        true,
+    );
+    let (_, granted): (String, i64) = redis::pipe()
+        .atomic()
+        .cmd("RESTORE")
+        .arg("lock:b")
+        .arg(60_000)
+        .arg(&payload)
+        .cmd("DLOCK.ACQUIRE")
+        .arg("lock:b")
+        .arg("new")
+        .arg(10_000)
+        .query(&mut c)
+        .expect("MULTI RESTORE ACQUIRE EXEC");
+    assert!(
+        granted as u64 > restored,
+        "granted {granted} after restoring token {restored}"
+    );
+}

@@ -113,6 +113,8 @@ pub fn apply(ctx: &Context, argv: &[Arg]) -> RedisResult {
         if let Some(mut lock) = key.compact_mut() {
             lock.set_follows_key_ttl(true);
         }
+        let db = crate::keyspace::key::selected_db(ctx);
+        crate::keyspace::arrivals::note(db, argv[1].as_bytes().to_vec());
     }
     node().raise_counter(token);
     effects::apply(ctx, key.name(), Some(&argv[2]), &record);

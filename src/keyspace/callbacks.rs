@@ -13,7 +13,7 @@ use super::compact::{CompactRef, OwnedCompact};
 use super::owner::OwnerBuf;
 use super::table::HolderTable;
 use super::MOVED;
-use crate::{server, stats};
+use crate::stats;
 
 /// One `DLOCK.APPLY key owner token holds PXAT deadline` per plain lock; Redis appends the key's
 /// `PEXPIREAT` itself. A moved lock is dropped: it is not held anywhere.
@@ -216,23 +216,4 @@ pub extern "C" fn table_free(value: *mut c_void) {
 pub extern "C" fn table_effort(_key: *mut raw::RedisModuleString, value: *const c_void) -> usize {
     // SAFETY: Redis passes one of our values, alive for this call.
     unsafe { HolderTable::from_callback(value) }.map_or(1, HolderTable::len)
-}
-
-/// A plain lock leaves the keyspace (release, DEL, expiry, overwrite): counted as expired
-/// before release when it was past its deadline.
-pub extern "C" fn compact_unlink(_ctx: *mut raw::RedisModuleKeyOptCtx, value: *const c_void) {
-    // SAFETY: Redis passes one of our values, alive for this call.
-    if let Some(lock) = unsafe { CompactRef::from_callback(value) } {
-        if lock.deadline_ms() <= server::now_ms() {
-            stats::count(&stats::EXPIRED);
-        }
-    }
-}
-
-/// A table leaves the keyspace: the holders whose lease had ended count as expired.
-pub extern "C" fn table_unlink(_ctx: *mut raw::RedisModuleKeyOptCtx, value: *const c_void) {
-    // SAFETY: Redis passes one of our values, alive for this call.
-    if let Some(table) = unsafe { HolderTable::from_callback(value) } {
-        stats::count_n(&stats::EXPIRED, table.ended(server::now_ms()));
-    }
 }

@@ -241,7 +241,7 @@ impl<'a> LockKey<'a> {
         self.owner.take();
         if let (Some(key), Some(delete)) = (self.key, crate::api!(RedisModule_DeleteKey)) {
             // SAFETY: an open key of this command.
-            unsafe { delete(key.as_ptr()) };
+            super::unlink::own_write(|| unsafe { delete(key.as_ptr()) });
         }
     }
 

@@ -2,10 +2,14 @@
 //! compact value ([`compact`], owners packed by [`owner`]) or a table of holders ([`table`]).
 //! [`key`] is the open key that reads either as a [`view::View`] and writes them; [`codec`] their
 //! RDB encodings; [`types`] and [`callbacks`] the two data types' callbacks, plus the node
-//! counter as RDB aux data; [`values`] the value in an open key. [`moves`] notices resources
-//! carried to another key by RENAME, MOVE or SWAPDB; [`notify`] tells Redis a lock key changed
-//! (WATCH and keyspace events).
+//! counter as RDB aux data; [`values`] the value in an open key. [`unlink`] hears a value leave
+//! its key (DEL, expiry, RENAME, MOVE...) and [`moves`] SWAPDB: a moved resource is never held
+//! again; [`ttl`] is the rule that a lock key expires with its lock, applied by [`arrivals`]
+//! after a RESTORE or a load and by [`sweep`] after PERSIST or EXPIRE by hand; [`notify`] tells
+//! Redis a lock key changed (WATCH and keyspace events). None of it subscribes to keyspace
+//! events: other keys' commands pay nothing for the module.
 
+pub mod arrivals;
 pub mod callbacks;
 pub mod codec;
 pub mod compact;
@@ -14,8 +18,11 @@ pub mod key;
 pub mod moves;
 pub mod notify;
 pub mod owner;
+pub mod sweep;
 pub mod table;
+pub mod ttl;
 pub mod types;
+pub mod unlink;
 pub mod values;
 pub mod view;
 

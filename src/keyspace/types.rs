@@ -18,6 +18,7 @@ use super::codec::{self, Bounds, Sink, Source, ENCODING_VERSION, TABLE_ENCODING_
 use super::compact::{CompactRef, OwnedCompact, Record};
 use super::owner::OwnerBuf;
 use super::table::HolderTable;
+use super::unlink::{compact_unlink, table_unlink};
 use super::{place, MOVED};
 use crate::node::node;
 use crate::wire::limits::{CLOCK_SLACK_MS, LIMIT_MS};
@@ -139,21 +140,27 @@ pub fn arrival_bounds(trusted: bool) -> Bounds {
     }
 }
 
-/// The node counter rises to a loaded token while the server loads its own data (startup, full
-/// sync); a RESTORE carrying a token more than a year ahead of this node is refused, and its
-/// counter rises only once the key is in (see [`super::moves`]), so a refused RESTORE changes
-/// nothing.
-fn accept_newest(io: *mut raw::RedisModuleIO, newest: u64) -> bool {
-    if server::is_loading() {
-        node().raise_counter(newest);
+/// A RESTORE carrying a token more than a year ahead of this node is refused (the server's own
+/// data, while it loads, is trusted).
+fn acceptable(io: *mut raw::RedisModuleIO, newest: u64) -> bool {
+    if server::is_loading() || node().check_client_token(newest).is_ok() {
         return true;
     }
-    if node().check_client_token(newest).is_err() {
-        let why = format!("a lock value: token {newest} is more than a year ahead of this node");
-        refuse(io, &why);
-        return false;
+    let why = format!("a lock value: token {newest} is more than a year ahead of this node");
+    refuse(io, &why);
+    false
+}
+
+/// A value is loaded and about to enter its key: the key gets the key-TTL rule once it is in
+/// ([`super::arrivals`]). While the server loads its own data the node counter rises to the
+/// value's newest token now (before any client is served); after a RESTORE, once Redis has kept
+/// the value (it may still drop it: a refused RESTORE changes nothing).
+fn arrived(io: *mut raw::RedisModuleIO, newest: u64) {
+    if server::is_loading() {
+        node().raise_counter(newest);
     }
-    true
+    stats::lock_created();
+    super::arrivals::noted(io);
 }
 
 pub(super) fn refuse(io: *mut raw::RedisModuleIO, why: &str) -> *mut c_void {
@@ -176,7 +183,7 @@ extern "C" fn compact_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mut c
         Ok(decoded) => decoded,
         Err(why) => return refuse(io, &format!("a lock value: {why}")),
     };
-    if !accept_newest(io, decoded.token) {
+    if !acceptable(io, decoded.token) {
         return std::ptr::null_mut();
     }
     let record = Record {
@@ -190,7 +197,7 @@ extern "C" fn compact_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mut c
         return std::ptr::null_mut();
     };
     lock.set_follows_key_ttl(decoded.deadline_ms.is_none());
-    stats::lock_created();
+    arrived(io, decoded.token);
     lock.into_raw()
 }
 
@@ -201,10 +208,10 @@ extern "C" fn table_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_v
         Ok(table) => table,
         Err(why) => return refuse(io, &format!("a shared lock or semaphore value: {why}")),
     };
-    if !accept_newest(io, table.newest_token()) {
+    if !acceptable(io, table.newest_token()) {
         return std::ptr::null_mut();
     }
-    stats::lock_created();
+    arrived(io, table.newest_token());
     Box::into_raw(Box::new(table)).cast()
 }
 

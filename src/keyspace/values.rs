@@ -67,7 +67,8 @@ fn set(
 ) -> Result<(), ()> {
     let set = crate::api!(RedisModule_ModuleTypeSetValue).ok_or(())?;
     // SAFETY: `key` is open for writing by the running command; the value is ours to give.
-    if unsafe { set(key.as_ptr(), of_type, value) } == raw::REDISMODULE_OK as c_int {
+    let stored = super::unlink::own_write(|| unsafe { set(key.as_ptr(), of_type, value) });
+    if stored == raw::REDISMODULE_OK as c_int {
         stats::lock_created();
         return Ok(());
     }

@@ -1,4 +1,5 @@
-//! The fencing counter written right after every fork. An AOF rewrite in plain-AOF mode
+//! The fencing counter written right after every fork (and, through [`super::propagation`], a
+//! replica's full sync noticed). An AOF rewrite in plain-AOF mode
 //! (`aof-use-rdb-preamble no`) writes its base from the keyspace only, so a counter whose locks
 //! are all gone would be lost; Redis opened the new incremental AOF before forking, so a
 //! `DLOCK.RAISE` written any time after the fork lands after the new base.
@@ -42,8 +43,13 @@ extern "C" fn on_fork(
     subevent: u64,
     _data: *mut c_void,
 ) {
-    if subevent == raw::REDISMODULE_SUBEVENT_FORK_CHILD_BORN && !PENDING.swap(true, Relaxed) {
-        Context::new(ctx).create_timer(Duration::ZERO, write_counter, ());
+    if subevent != raw::REDISMODULE_SUBEVENT_FORK_CHILD_BORN {
+        return;
+    }
+    let ctx = Context::new(ctx);
+    super::propagation::forked(&ctx);
+    if !PENDING.swap(true, Relaxed) {
+        ctx.create_timer(Duration::ZERO, write_counter, ());
     }
 }
 

@@ -8,8 +8,10 @@
 //!   is asked whether a replication backlog exists, replicas are attached, or it is a replica:
 //!   a master restarted from an RDB restores its backlog, and a module loaded at runtime may
 //!   join a master that already has replicas;
-//! - a `SYNC`/`PSYNC` arrives (seen by a command filter *before* Redis handles it, so the
-//!   replica's snapshot and the stream after it are complete);
+//! - the server forks while a replica is attached (a full sync: Redis created the backlog and
+//!   listed the replica before forking, and the replica's stream starts at the fork, so every
+//!   write after it reaches the replica and every write before it is in the snapshot). A command
+//!   filter watching for `SYNC` would see it earlier but costs every command the server runs.
 //! - the node changes role, or a replica comes online;
 //! - an atomic slot migration starts here (Redis 8.4+, Valkey 9+): its target receives the
 //!   slot's writes after the snapshot through the same stream, so a grant made during the
@@ -77,14 +79,18 @@ pub fn switch_on() {
     POSSIBLE.store(true, Relaxed);
 }
 
+/// The server forked (`super::fork`): a replica's full sync starts if one is attached.
+pub fn forked(ctx: &Context) {
+    if !POSSIBLE.load(Relaxed) && server_replicates(ctx) {
+        POSSIBLE.store(true, Relaxed);
+    }
+}
+
 /// Installs the watchers; called once when the module loads.
 pub fn watch(ctx: &Context) {
-    let filter = crate::api!(RedisModule_RegisterCommandFilter)
-        // SAFETY: the load context and a static callback.
-        .map(|register| unsafe { register(ctx.ctx, Some(on_command), 0) });
     let role = subscribe(ctx, raw::REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED);
     let replica = subscribe(ctx, raw::REDISMODULE_EVENT_REPLICA_CHANGE);
-    if !matches!(filter, Some(f) if !f.is_null()) || !role || !replica {
+    if !role || !replica {
         POSSIBLE.store(true, Relaxed); // cannot watch: always replicate
     }
 }
@@ -92,25 +98,6 @@ pub fn watch(ctx: &Context) {
 fn subscribe(ctx: &Context, id: u64) -> bool {
     let event = raw::RedisModuleEvent { id, dataver: 1 };
     raw::subscribe_to_server_event(ctx.ctx, event, Some(on_event)) == raw::Status::Ok
-}
-
-/// Runs before every command Redis receives; must stay cheap.
-extern "C" fn on_command(filter: *mut raw::RedisModuleCommandFilterCtx) {
-    if POSSIBLE.load(Relaxed) {
-        return;
-    }
-    let Some(arg) = crate::api!(RedisModule_CommandFilterArgGet) else {
-        return;
-    };
-    // SAFETY: the filter context Redis passes for this call.
-    let name = unsafe { arg(filter, 0) };
-    if name.is_null() {
-        return;
-    }
-    let name = redis_module::RedisString::string_as_slice(name);
-    if name.eq_ignore_ascii_case(b"psync") || name.eq_ignore_ascii_case(b"sync") {
-        POSSIBLE.store(true, Relaxed);
-    }
 }
 
 extern "C" fn on_event(

@@ -1,38 +1,25 @@
 //! Server happenings that end a wait or free a lock without a dlock command: DEL / UNLINK /
-//! expiry / eviction of a key with waiters, FLUSHALL / FLUSHDB, and the node turning into a
+//! expiry / eviction / RENAME / an overwrite of a key with waiters (heard from the data types'
+//! `unlink` callback, `keyspace::unlink`, not from keyspace events: a subscription would tax
+//! every `DEL` and `SET ... PX` of the server), FLUSHALL / FLUSHDB, and the node turning into a
 //! replica (its waiters are answered `UNBLOCKED` at once, and wait on a master instead).
 
-use std::os::raw::{c_char, c_int, c_void};
+use std::os::raw::c_void;
 use std::time::Duration;
 
-use redis_module::{raw, Context, RedisString};
+use redis_module::{raw, Context};
 
 use super::parked::Outcome;
 use super::{handoff, queues};
-use crate::keyspace::key::selected_db;
-use crate::keyspace::moves;
+use crate::keyspace::unlink;
 
 /// The error a waiter gets when its node becomes a replica.
 const DEMOTED: &str =
     "UNBLOCKED the node became a replica while the lock was awaited; wait on the master";
 
-/// The classes of keyspace event that end a wait.
-const WAIT_CLASSES: c_int = (raw::REDISMODULE_NOTIFY_GENERIC
-    | raw::REDISMODULE_NOTIFY_EXPIRED
-    | raw::REDISMODULE_NOTIFY_EVICTED) as c_int;
-
-/// Subscribes to what ends waits, and to the keyspace events that move a lock; called once at
-/// load. One subscription for both: Redis builds a context and a temporary client for every
-/// subscriber of every event, so each subscription is a cost on every `DEL`, `EXPIRE` or
-/// `SET ... PX` the server runs, lock or not.
+/// Listens for what ends waits; called once at load.
 pub fn watch(ctx: &Context) -> Result<(), &'static str> {
-    let subscribe =
-        crate::api!(RedisModule_SubscribeToKeyspaceEvents).ok_or("no keyspace events API")?;
-    let classes = WAIT_CLASSES | moves::EVENT_CLASSES;
-    // SAFETY: the module's load context; the callback is a static function.
-    if unsafe { subscribe(ctx.ctx, classes, Some(on_key_event)) } != raw::REDISMODULE_OK as c_int {
-        return Err("cannot subscribe to keyspace events");
-    }
+    unlink::on_key_left(on_key_left);
     for (id, callback) in [
         (raw::REDISMODULE_EVENT_FLUSHDB, on_flush as ServerEvent),
         (raw::REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED, on_role),
@@ -47,28 +34,19 @@ pub fn watch(ctx: &Context) -> Result<(), &'static str> {
 
 type ServerEvent = extern "C" fn(*mut raw::RedisModuleCtx, raw::RedisModuleEvent, u64, *mut c_void);
 
-/// A keyspace event: a lock moved, restored, loaded or given another TTL is brought in line
-/// (see [`moves`]); a key with waiters that was deleted, expired or evicted is handed off right
-/// after this event (a notification callback must not write).
-extern "C" fn on_key_event(
-    ctx: *mut raw::RedisModuleCtx,
-    kind: c_int,
-    event: *const c_char,
-    key: *mut raw::RedisModuleString,
-) -> c_int {
-    if kind & moves::EVENT_CLASSES != 0 {
-        moves::on_keyspace_event(ctx, event, key);
+/// A lock key with waiters left the keyspace by a DEL, an expiry, an eviction, a RENAME or an
+/// overwrite: its waiters are handed the lock on a timer, right after (the unlink callback runs
+/// in the middle of the command and must not write).
+fn on_key_left(db: i32, name: &[u8]) {
+    if queues::waiters() == 0 {
+        return;
     }
-    if kind & WAIT_CLASSES == 0 || queues::waiters() == 0 || key.is_null() {
-        return raw::REDISMODULE_OK as c_int;
-    }
-    let context = Context::new(ctx);
-    let name = RedisString::string_as_slice(key).to_vec();
-    let place = (selected_db(&context), name);
+    let place = (db, name.to_vec());
     if super::count(&place) > 0 {
-        handoff::schedule(&context, &place, Duration::ZERO);
+        if let Some(ctx) = crate::server::detached() {
+            handoff::schedule(&ctx, &place, Duration::ZERO);
+        }
     }
-    raw::REDISMODULE_OK as c_int
 }
 
 extern "C" fn on_flush(

@@ -1,0 +1,121 @@
+//! A lock value leaving its key: the data types' `unlink` callback, which Redis calls on the main
+//! thread for every way a value leaves a key — DEL, UNLINK, expiry, eviction, an overwrite,
+//! RESTORE ... REPLACE, and the old name of a RENAME or MOVE (which add the value under its new
+//! name first, then unlink it from the old one). This is how the module hears of lock keys that
+//! go away or move without watching the keyspace: a `DEL` or `SET ... PX` of any other key costs
+//! it nothing.
+//!
+//! Three things happen here:
+//! - a lease that had ended counts as expired (`INFO dlock`);
+//! - the value is marked moved ([`super::MOVED`]): after RENAME or MOVE it lives on under another
+//!   key and must never be held there, nor again if moved back (see [`super::moves`]); every
+//!   other unlink frees the value right after, so the mark is harmless;
+//! - the layer above hears the key's database and name, to hand the lock to its waiters.
+//!
+//! None of it applies when a dlock command replaces or deletes a value itself ([`own_write`]):
+//! that command does its own bookkeeping.
+
+use std::cell::Cell;
+use std::os::raw::c_void;
+use std::ptr::NonNull;
+use std::sync::OnceLock;
+
+use redis_module::raw;
+
+use super::compact::{CompactMut, CompactRef};
+use super::table::HolderTable;
+use super::MOVED;
+use crate::{server, stats};
+
+/// What the layer above does when a lock key leaves other than by a dlock command.
+static ON_LEFT: OnceLock<fn(i32, &[u8])> = OnceLock::new();
+
+thread_local! {
+    /// A dlock command is storing or deleting a value itself (see [`own_write`]).
+    static OWN_WRITE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Installs the hook called with the database and name of a lock key that left; once, at load.
+pub fn on_key_left(hook: fn(i32, &[u8])) {
+    let _ = ON_LEFT.set(hook);
+}
+
+/// Runs `f`, a dlock command replacing or deleting a stored value, without the unlink news.
+pub fn own_write<R>(f: impl FnOnce() -> R) -> R {
+    let before = OWN_WRITE.replace(true);
+    let result = f();
+    OWN_WRITE.set(before);
+    result
+}
+
+/// A plain lock leaves its key.
+pub extern "C" fn compact_unlink(ctx: *mut raw::RedisModuleKeyOptCtx, value: *const c_void) {
+    // SAFETY: Redis passes one of our values, alive for this call.
+    if let Some(lock) = unsafe { CompactRef::from_callback(value) } {
+        if lock.deadline_ms() <= server::now_ms() {
+            stats::count(&stats::EXPIRED);
+        }
+    }
+    let Some(ptr) = NonNull::new(value.cast_mut()) else {
+        return;
+    };
+    if !OWN_WRITE.get() {
+        // SAFETY: our plain lock, on the main thread; nothing else reads or writes it during the
+        // call (RENAME and MOVE hold it between two dictionary operations).
+        unsafe { mark_compact_moved(ptr) };
+        left(ctx);
+    }
+}
+
+/// A table leaves its key: the holders whose lease had ended count as expired.
+pub extern "C" fn table_unlink(ctx: *mut raw::RedisModuleKeyOptCtx, value: *const c_void) {
+    // SAFETY: Redis passes one of our values, alive for this call.
+    if let Some(table) = unsafe { HolderTable::from_callback(value) } {
+        stats::count_n(&stats::EXPIRED, table.ended(server::now_ms()));
+    }
+    let Some(ptr) = NonNull::new(value.cast_mut()) else {
+        return;
+    };
+    if !OWN_WRITE.get() {
+        // SAFETY: as in `compact_unlink`, for a table.
+        unsafe { mark_table_moved(ptr) };
+        left(ctx);
+    }
+}
+
+fn left(ctx: *mut raw::RedisModuleKeyOptCtx) {
+    let (Some(hook), Some(name_of), Some(db_of)) = (
+        ON_LEFT.get(),
+        crate::api!(RedisModule_GetKeyNameFromOptCtx),
+        crate::api!(RedisModule_GetDbIdFromOptCtx),
+    ) else {
+        return;
+    };
+    // SAFETY: the callback's key context, valid for this call.
+    let (name, db) = unsafe { (name_of(ctx), db_of(ctx)) };
+    if !name.is_null() {
+        hook(
+            db,
+            redis_module::RedisString::string_as_slice(name.cast_mut()),
+        );
+    }
+}
+
+/// Marks a plain lock as granted elsewhere: never held under the key it was carried to.
+///
+/// # Safety
+/// `ptr` must be a live `dlocklock` value that nothing else reads or writes during the call.
+pub unsafe fn mark_compact_moved(ptr: NonNull<c_void>) {
+    // SAFETY: the caller's promise.
+    unsafe { CompactMut::new(ptr) }.set_place(MOVED);
+}
+
+/// Marks a table as granted elsewhere.
+///
+/// # Safety
+/// `ptr` must be a live `dlockmany` value (a boxed table) that nothing else reads or writes
+/// during the call.
+pub unsafe fn mark_table_moved(ptr: NonNull<c_void>) {
+    // SAFETY: the caller's promise.
+    unsafe { &mut *ptr.as_ptr().cast::<HolderTable>() }.place = MOVED;
+}
