@@ -5,8 +5,9 @@
 //! or not. Instead, once a second, a timer reads how many such commands the server has run
 //! (`INFO commandstats`); when that count moved and any lock exists, it walks the keyspace in
 //! small steps, as `SCAN` does, and pulls back the expiry of each lock key that outlives its
-//! lock. A server whose clients never run those commands is never walked; one that runs them
-//! all the time is walked one step a second, a pass following the next while they keep coming.
+//! lock. A server whose clients never run those commands is never walked (and looked at every 16 s
+//! once idle); one that runs them all the time is walked one step a second, a pass following
+//! the next while they keep coming.
 //!
 //! A step visits about [`STEP_KEYS`] keys (a fraction of a millisecond), one step a second: about
 //! 0.02% of a core, whatever the traffic. So a key given a longer life by hand is back at its
@@ -27,9 +28,12 @@ use super::ttl::{self, Align};
 
 /// Keys visited per step (at least: a step ends after the hash bucket that reaches it).
 const STEP_KEYS: usize = 1_000;
-/// Between two steps, within a pass and from one pass to the next (and how often a keyspace
-/// without locks is looked at).
+/// Between two steps, within a pass and from one pass to the next.
 const STEP_EVERY: Duration = Duration::from_secs(1);
+/// The longest wait between two looks at the TTL commands' count: reading it builds the whole
+/// `INFO commandstats` text, so a server where nothing moves is looked at less and less often
+/// (1, 2, 4, 8, 16 s), and again every second once something moved.
+const IDLE_AT_MOST: Duration = Duration::from_secs(16);
 
 /// Where the walk is: the database and its SCAN cursor (none between passes), whether a pass is
 /// going on and whether another is due after it, and the TTL-command count last seen.
@@ -39,12 +43,21 @@ struct Walk {
     going: bool,
     again: bool,
     seen_calls: u64,
+    /// The wait before the next look while no pass is going.
+    idle: Duration,
 }
 
 thread_local! {
     // Timers run on the main thread only.
     static WALK: RefCell<Walk> = const {
-        RefCell::new(Walk { db: 0, cursor: None, going: false, again: false, seen_calls: 0 })
+        RefCell::new(Walk {
+            db: 0,
+            cursor: None,
+            going: false,
+            again: false,
+            seen_calls: 0,
+            idle: STEP_EVERY,
+        })
     };
 }
 
@@ -63,12 +76,30 @@ pub fn start(ctx: &Context) {
 }
 
 fn tick(ctx: &Context, _: ()) {
-    if crate::stats::locks_held() == 0 {
-        end_pass();
-    } else if due(crate::server::ttl_command_calls(ctx)) {
-        step(ctx);
-    }
-    ctx.create_timer(STEP_EVERY, tick, ());
+    let next = if crate::stats::locks_held() == 0 {
+        end_pass(); // only a counter was read: look again in a second
+        STEP_EVERY
+    } else {
+        if due(crate::server::ttl_command_calls(ctx)) {
+            step(ctx);
+        }
+        next_look()
+    };
+    ctx.create_timer(next, tick, ());
+}
+
+/// The wait before the next look with locks in the keyspace: a step a second while a pass goes
+/// on, else the idle wait, doubled each time up to [`IDLE_AT_MOST`] (reset to a second by a
+/// count that moved, in [`due`]).
+fn next_look() -> Duration {
+    WALK.with_borrow_mut(|walk| {
+        if walk.going {
+            return STEP_EVERY;
+        }
+        let wait = walk.idle;
+        walk.idle = (wait * 2).min(IDLE_AT_MOST);
+        wait
+    })
 }
 
 /// Whether to take a step, now that the TTL commands have run `calls` times: a count that moved
@@ -79,6 +110,7 @@ fn due(calls: u64) -> bool {
             walk.seen_calls = calls;
             walk.again = walk.going;
             walk.going = true;
+            walk.idle = STEP_EVERY;
         }
         walk.going
     })
