@@ -81,7 +81,10 @@ pub fn guard() -> u8 {
             other => break other,
         }
     };
-    if !matches!(word, Ok(1)) {
+    // Only as the leader of its group, as `spawn_guard` starts it: a process merely named like
+    // a guard must not kill the group it happens to run in.
+    let leads = getpgrp() == nix::unistd::getpid();
+    if leads && !matches!(word, Ok(1)) {
         // Pid 0: every process of the caller's group, the guard included.
         let _ = kill(Pid::from_raw(0), Signal::SIGKILL);
     }
@@ -91,8 +94,10 @@ pub fn guard() -> u8 {
 /// Starts `command` (already given its arguments and environment) supervised: in the guard's
 /// process group, killed by the kernel if dlock dies, and holding the terminal if dlock did.
 pub fn spawn(mut command: Command) -> std::io::Result<Supervised> {
-    let guard = spawn_guard()?;
-    let group = Pid::from_raw(guard.process.id().map_or(0, |pid| pid as i32));
+    let mut guard = spawn_guard()?;
+    let Some(group) = guard.process.id().map(|pid| Pid::from_raw(pid as i32)) else {
+        return Err(std::io::Error::other("the guard exited at once"));
+    };
     let foreground = owns_terminal();
     let parent = nix::unistd::getpid();
     // SAFETY: runs in the forked child before exec; setpgid, tcsetpgrp, sigprocmask, sigaction,
@@ -108,7 +113,8 @@ pub fn spawn(mut command: Command) -> std::io::Result<Supervised> {
             foreground,
         }),
         Err(e) => {
-            let _ = kill(group, Signal::SIGKILL);
+            // Dropped, the killed guard is reaped by tokio in the background.
+            let _ = guard.process.start_kill();
             Err(e)
         }
     }

@@ -165,3 +165,38 @@ fn after_a_normal_exit_the_guard_is_gone_and_background_work_stays() {
         "background work was killed after a normal exit"
     );
 }
+
+/// The kernel's part alone: with the guard killed too (`kill -9` of both), the command itself
+/// still ends with dlock (PR_SET_PDEATHSIG). Its own children are then the guard's part only.
+#[cfg(target_os = "linux")]
+#[test]
+fn without_its_guard_a_killed_dlock_run_still_takes_its_command() {
+    let servers = nodes(1);
+    let dir = tempfile::tempdir().unwrap();
+    let child_file = dir.path().join("child");
+    let script = format!(
+        "trap '' TERM HUP; echo $$ > {}; sleep 300",
+        child_file.display()
+    );
+    let mut dlock = Command::new(env!("CARGO_BIN_EXE_dlock"))
+        .env("DLOCK_NODES", urls(&servers).join(","))
+        .env("DLOCK_TIMEOUT", PATIENT)
+        .args(["run", "job", "--ttl", "30s", "--", "sh", "-c", &script])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let child = pid_in(&child_file);
+    let guard = group_of(child);
+    assert_ne!(guard, child, "the command runs in the guard's group");
+    kill(guard, Signal::SIGKILL).unwrap();
+    let killed = kill(Pid::from_raw(dlock.id() as i32), Signal::SIGKILL);
+    let _ = dlock.wait();
+    let gone = gone_within(child, GONE_WITHIN);
+    let _ = kill(child, Signal::SIGKILL);
+    killed.unwrap();
+    assert!(
+        gone,
+        "the command still runs after dlock run and its guard were killed"
+    );
+}
