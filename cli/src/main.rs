@@ -6,6 +6,7 @@ pub mod exit;
 mod progress;
 mod run;
 mod screen;
+mod supervise;
 mod top;
 
 use std::process::ExitCode;
@@ -192,6 +193,10 @@ enum Command {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
+    // A guard of `dlock run`'s command takes no arguments and asks no node.
+    if supervise::is_guard() {
+        return ExitCode::from(supervise::guard());
+    }
     let cli = Cli::parse();
     let max_hold = match cli.command {
         Command::Run { max_hold, .. } => max_hold,

@@ -4,15 +4,12 @@ use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
 use dlock_client::{LockGuard, LockManager, Resource};
-use nix::sys::signal::{kill, SigHandler, SigSet, Signal};
-use nix::unistd::Pid;
-use tokio::process::{Child, Command};
+use nix::sys::signal::Signal;
+use tokio::process::Command;
 use tokio::signal::unix::{signal, Signal as UnixSignal, SignalKind};
 
+use crate::supervise::{self, Supervised};
 use crate::{code_of, exit};
-
-/// How long a command may take to exit after SIGTERM before it gets SIGKILL.
-const GRACE: Duration = Duration::from_secs(10);
 
 pub async fn run(
     manager: &LockManager,
@@ -41,8 +38,8 @@ pub async fn run(
         Err(e) => return code_of(&e),
     };
     let started = Instant::now();
-    let mut child = match spawn(argv, &guard) {
-        Ok(child) => child,
+    let mut command = match spawn(argv, &guard) {
+        Ok(command) => command,
         Err(e) => {
             eprintln!("dlock: cannot run {:?}: {e}", argv[0]);
             let _ = guard.release().await;
@@ -51,19 +48,28 @@ pub async fn run(
     };
     let watchdog = guard.watchdog(ttl);
     let lock = watchdog.context();
-    let code = tokio::select! {
-        status = child.wait() => status.map_or(exit::CANNOT_RUN, status_code),
+    let ended = tokio::select! {
+        status = command.wait() => Ended::Exited(status.map_or(exit::CANNOT_RUN, status_code)),
         _ = lock.lost() => {
             if max_hold.is_some_and(|cap| started.elapsed() >= cap) {
                 eprintln!("dlock: lock {resource:?} held for --max-hold; sending SIGTERM");
             } else {
                 eprintln!("dlock: lock {resource:?} lost while the command ran; sending SIGTERM");
             }
-            stop(&mut child).await;
-            exit::LOST
+            Ended::Stopped(exit::LOST)
         }
-        _ = interrupt.recv() => { stop(&mut child).await; exit::INTERRUPTED }
-        _ = terminate.recv() => { stop(&mut child).await; 128 + Signal::SIGTERM as u8 }
+        _ = interrupt.recv() => Ended::Stopped(exit::INTERRUPTED),
+        _ = terminate.recv() => Ended::Stopped(128 + Signal::SIGTERM as u8),
+    };
+    let code = match ended {
+        Ended::Exited(code) => {
+            command.finish().await;
+            code
+        }
+        Ended::Stopped(code) => {
+            command.stop().await;
+            code
+        }
     };
     watchdog.stop().await;
     if let Err(e) = guard.release().await {
@@ -120,12 +126,17 @@ fn ignored_at_start(which: Signal) -> bool {
     read == 0 && unsafe { current.assume_init() }.sa_sigaction == libc::SIG_IGN
 }
 
-/// Starts the command with the lock in its environment. SIGTERM is how dlock stops it (a lost
-/// lock, `--max-hold`, dlock's own stop signals), so the command starts with SIGTERM at its
-/// default action and unblocked, even when dlock itself started with it ignored (a supervisor's
-/// `trap '' TERM`): otherwise it would run on without the lock until the SIGKILL after the grace
-/// period. Its other dispositions are inherited as usual (an ignored SIGINT stays ignored).
-fn spawn(argv: &[String], guard: &LockGuard) -> std::io::Result<Child> {
+/// How the command's run ended: it exited by itself with this code, or dlock stopped it and
+/// exits with this one.
+enum Ended {
+    Exited(u8),
+    Stopped(u8),
+}
+
+/// Starts the command with the lock in its environment, supervised (`supervise::spawn`: it
+/// cannot outlive dlock). Its signal dispositions are inherited as usual (an ignored SIGINT stays
+/// ignored), except SIGTERM, how dlock stops it.
+fn spawn(argv: &[String], guard: &LockGuard) -> std::io::Result<Supervised> {
     let mut command = Command::new(&argv[0]);
     command
         .args(&argv[1..])
@@ -133,30 +144,8 @@ fn spawn(argv: &[String], guard: &LockGuard) -> std::io::Result<Child> {
         .env("DLOCK_OWNER", guard.owner())
         .env("DLOCK_RESOURCE", guard.resource())
         // The command needs the lock, not the nodes' password.
-        .env_remove("DLOCK_PASSWORD")
-        .kill_on_drop(true);
-    // SAFETY: runs in the forked child before exec and only calls sigaction and
-    // pthread_sigmask, which are async-signal-safe; it allocates nothing.
-    unsafe {
-        command.pre_exec(|| {
-            nix::sys::signal::signal(Signal::SIGTERM, SigHandler::SigDfl)
-                .map_err(std::io::Error::from)?;
-            let mut term = SigSet::empty();
-            term.add(Signal::SIGTERM);
-            term.thread_unblock().map_err(std::io::Error::from)
-        });
-    }
-    command.spawn()
-}
-
-/// SIGTERM, then SIGKILL if it is still running after the grace period.
-async fn stop(child: &mut Child) {
-    if let Some(pid) = child.id() {
-        let _ = kill(Pid::from_raw(pid as i32), Signal::SIGTERM);
-    }
-    if tokio::time::timeout(GRACE, child.wait()).await.is_err() {
-        let _ = child.kill().await;
-    }
+        .env_remove("DLOCK_PASSWORD");
+    supervise::spawn(command)
 }
 
 /// The command's exit code, or 128 + signal like a shell.
