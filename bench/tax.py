@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """What loading dlock costs traffic that never touches a lock (docs/bench.md section 8,
 `make bench-tax`): the same server binary with the module loaded and one lock in the keyspace,
-against it without the module, measured in one run with the order alternated.
+against it without the module and one plain key with the same TTL instead (the same keyspace
+state), measured in one run with the order alternated.
 
 - instructions and L1 instruction-cache misses per `SET NX PX` and per `DEL` (callgrind, the whole
   server, its start and shutdown subtracted): goals <= 1.01x and <= 1.10x;
@@ -49,8 +50,16 @@ class Server:
                     f"--callgrind-out-file={callgrind}"] + argv
         self.process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.wait_ready(300 if callgrind else 60)
-        if module and not rdb:
+        if not rdb:
+            self.one_lock()
+
+    def one_lock(self):
+        """The one lock (with the module); without it a plain key with the same TTL, so that both
+        keyspaces hold one key with a TTL (Redis skips TTL lookups while none has one)."""
+        if self.module:
             self.cli("DLOCK.ACQUIRE", "the-one-lock", OWNER, 86_400_000)
+        else:
+            self.cli("SET", "the-one-lock", OWNER, "PX", 86_400_000)
 
     def wait_ready(self, seconds):
         deadline = time.monotonic() + seconds
@@ -97,17 +106,19 @@ def numbers(line):
     return [int(n.replace(",", "")) for n in re.findall(r"[\d,]+", line)[:2]]
 
 
-def callgrind_totals(path):
+def callgrind_totals(path, function="call"):
     """Instructions and L1 instruction misses of a callgrind profile: inside Redis's `call()`
     (every command's execution: the command, its keyspace events, module callbacks, replication),
     and in the whole run (timers and the server's cron included, which run by the clock and so
     more often for a run that valgrind happened to make longer)."""
-    text = subprocess.run(["callgrind_annotate", "--auto=no", "--inclusive=yes", "--show=Ir,I1mr",
+    text = subprocess.run(["callgrind_annotate", "--auto=no", "--inclusive=yes", "--threshold=100", "--show=Ir,I1mr",
                            path], capture_output=True, text=True, check=True).stdout
     lines = text.splitlines()
     whole = numbers(next(l for l in lines if "PROGRAM TOTALS" in l))
-    inside = numbers(next(l for l in lines if re.search(r"[?\w]:call ", l)))
-    return (*inside, *whole)
+    found = next((l for l in lines if re.search(rf"[?\w]:{function} ", l)), None)
+    if found is None:
+        raise RuntimeError(f"{path}: no function {function} (a server without symbols?)")
+    return (*numbers(found), *whole)
 
 
 def profile(binary, module, files, tmp, name):
@@ -119,6 +130,38 @@ def profile(binary, module, files, tmp, name):
             server.pipe(path)
         server.stop()
     return callgrind_totals(out)
+
+
+def ttl_instructions(binary, module, tmp):
+    """Instructions inside call() per EXPIRE / PEXPIRE / PERSIST on CALLS plain keys, module and
+    one lock / no module (the clock-free twin of the timed EXPIRE-family measure)."""
+    fill, ttl = os.path.join(tmp, "fill.resp"), os.path.join(tmp, "ttl.resp")
+    write_commands(fill, "SET", "v")
+    with open(ttl, "wb") as out:
+        for i in range(CALLS):
+            out.write(resp("EXPIRE", f"key:{i}", 3600) + resp("PEXPIRE", f"key:{i}", 7_200_000)
+                      + resp("PERSIST", f"key:{i}"))
+    per = {}
+    for side, mod in (("module", module), ("plain", None)):
+        before = profile(binary, mod, [fill], tmp, f"{side}-fill")
+        after = profile(binary, mod, [fill, ttl], tmp, f"{side}-ttl")
+        per[side] = (after[0] - before[0]) / (3 * CALLS)
+    return per["module"], per["plain"]
+
+
+def load_instructions(binary, module, tmp):
+    """Instructions of loading an RDB of CALLS * 4 plain keys (inclusive of the server's
+    loadDataFromDisk), module and one lock / no module (the clock-free twin of the timed load)."""
+    per = {}
+    for side, with_lock in (("module", True), ("plain", False)):
+        with tempfile.TemporaryDirectory() as directory:
+            make_rdb(binary, module, directory, with_lock, keys=4 * CALLS)
+            out = os.path.join(tmp, f"{side}-load.callgrind")
+            server = Server(binary, module if with_lock else None, directory, callgrind=out,
+                            rdb="dump.rdb")
+            server.stop()
+            per[side] = callgrind_totals(out, "loadDataFromDisk")[0] / (4 * CALLS)
+    return per["module"], per["plain"]
 
 
 def instructions(binary, module, tmp):
@@ -146,8 +189,10 @@ def usec_per_call(server, stat):
 
 
 def ttl_round(server, tmp):
-    """usec per call of EXPIRE, PEXPIRE and PERSIST over TTL_KEYS plain keys."""
+    """usec per call of EXPIRE, PEXPIRE and PERSIST over TTL_KEYS plain keys (and the one lock,
+    or its plain twin)."""
     server.cli("FLUSHDB")
+    server.one_lock()
     server.cli("DEBUG", "POPULATE", TTL_KEYS, "key")
     server.cli("CONFIG", "RESETSTAT")
     path = os.path.join(tmp, f"ttl-{server.port}.resp")
@@ -156,8 +201,7 @@ def ttl_round(server, tmp):
             out.write(resp("EXPIRE", f"key:{i}", 3600) + resp("PEXPIRE", f"key:{i}", 7_200_000)
                       + resp("PERSIST", f"key:{i}"))
     server.pipe(path)
-    if server.module:
-        server.cli("DLOCK.ACQUIRE", "the-one-lock", OWNER, 86_400_000)
+    server.one_lock()
     return sum(usec_per_call(server, s) for s in ("expire", "pexpire", "persist"))
 
 
@@ -183,11 +227,10 @@ def expire_family(binary, module, tmp):
             plain.stop()
 
 
-def make_rdb(binary, module, directory, with_lock):
+def make_rdb(binary, module, directory, with_lock, keys=RDB_KEYS):
     server = Server(binary, module if with_lock else None, directory, rdb="dump.rdb")
-    server.cli("DEBUG", "POPULATE", RDB_KEYS, "key", 16)
-    if with_lock:
-        server.cli("DLOCK.ACQUIRE", "the-one-lock", OWNER, 86_400_000)
+    server.cli("DEBUG", "POPULATE", keys, "key", 16)
+    server.one_lock()
     server.cli("SAVE")
     server.stop()
 
@@ -261,10 +304,14 @@ def report(binary, module):
                 (mi, m1), (pi, p1) = m[at:at + 2], p[at:at + 2]
                 print(f"| {op} instructions per call, {where} | {mi / pi:.3f}x ({mi:.0f} / {pi:.0f}) | <= 1.01x | {verdict(mi / pi <= 1.01)} |")
                 print(f"| {op} L1i misses per call, {where} | {m1 / p1:.3f}x ({m1:.2f} / {p1:.2f}) | <= 1.10x | {verdict(m1 / p1 <= 1.10)} |")
+        m, p = ttl_instructions(binary, module, tmp)
+        print(f"| EXPIRE / PEXPIRE / PERSIST instructions per call (inside call()), {CALLS:,} plain keys | {m / p:.3f}x ({m:.0f} / {p:.0f}) | <= 1.02x | {verdict(m / p <= 1.02)} |")
         med, low, high = expire_family(binary, module, tmp)
-    print(f"| EXPIRE + PEXPIRE + PERSIST server time, {TTL_KEYS:,} plain keys | {med:.3f}x ({low:.3f}-{high:.3f}) | <= 1.02x | {verdict(med <= 1.02)} |")
+        print(f"| EXPIRE + PEXPIRE + PERSIST server time, {TTL_KEYS:,} plain keys | {med:.3f}x ({low:.3f}-{high:.3f}) | <= 1.02x | {verdict(med <= 1.02)} |")
+        m, p = load_instructions(binary, module, tmp)
+        print(f"| RDB load instructions per key, {4 * CALLS:,} plain keys | {m / p:.3f}x ({m:.0f} / {p:.0f}) | <= 1.02x | {verdict(m / p <= 1.02)} |")
     med, low, high = rdb_load(binary, module)
-    print(f"| RDB load, {RDB_KEYS:,} plain keys | {med:.3f}x ({low:.3f}-{high:.3f}) | <= 1.02x | {verdict(med <= 1.02)} |")
+    print(f"| RDB load time, {RDB_KEYS:,} plain keys | {med:.3f}x ({low:.3f}-{high:.3f}) | <= 1.02x | {verdict(med <= 1.02)} |")
     for test, (med, low, high) in throughput(binary, module).items():
         print(f"| redis-benchmark {test} -P 16, requests/s | {med:.3f}x ({low:.3f}-{high:.3f}) | >= 0.99x | {verdict(med >= 0.99)} |")
 

@@ -74,7 +74,8 @@ fn server_replicates(ctx: &Context) -> bool {
     }
 }
 
-/// Something will receive effects from now on (a slot migration started): build them.
+/// Something will receive effects from now on (a slot migration started, the node changed
+/// role): build them.
 pub fn switch_on() {
     POSSIBLE.store(true, Relaxed);
 }
@@ -86,11 +87,10 @@ pub fn forked(ctx: &Context) {
     }
 }
 
-/// Installs the watchers; called once when the module loads.
+/// Installs the watchers; called once when the module loads. A role change is heard by
+/// `waiting::events` (a module has one callback per server event), which calls [`switch_on`].
 pub fn watch(ctx: &Context) {
-    let role = subscribe(ctx, raw::REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED);
-    let replica = subscribe(ctx, raw::REDISMODULE_EVENT_REPLICA_CHANGE);
-    if !role || !replica {
+    if !subscribe(ctx, raw::REDISMODULE_EVENT_REPLICA_CHANGE) {
         POSSIBLE.store(true, Relaxed); // cannot watch: always replicate
     }
 }

@@ -70,6 +70,8 @@ extern "C" fn on_role(
     subevent: u64,
     _data: *mut c_void,
 ) {
+    // The module's one callback for this event (a second subscription would replace it).
+    crate::replication::propagation::switch_on();
     if subevent != raw::REDISMODULE_EVENT_REPLROLECHANGED_NOW_REPLICA {
         return;
     }
