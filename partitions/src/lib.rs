@@ -12,4 +12,5 @@ pub mod nodes;
 pub mod report;
 pub mod run;
 pub mod runs;
+pub mod topology;
 pub mod worker;

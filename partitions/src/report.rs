@@ -28,6 +28,20 @@ fn counts(ops: &[Op]) -> Value {
     json!(by)
 }
 
+/// Why operations failed or are unknown: each distinct message (cut at 400 characters, owners
+/// and numbers as sent) and how often.
+fn reasons(ops: &[Op]) -> Value {
+    let mut by: BTreeMap<String, usize> = BTreeMap::new();
+    for d in ops.iter().filter_map(|o| o.done.as_ref()) {
+        if let Some(e) = &d.error {
+            let key: String = e.chars().take(400).collect();
+            *by.entry(format!("{:?} {:?}: {key}", d.f, d.kind).to_lowercase())
+                .or_default() += 1;
+        }
+    }
+    json!(by)
+}
+
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
@@ -88,7 +102,7 @@ pub fn document(spec: &Spec, o: &Outcome) -> Value {
     json!({
         "run": spec.name,
         "about": spec.about,
-        "config": {"clients": spec.clients, "ttl_ms": spec.ttl_ms, "hold_ms": spec.hold_ms,
+        "config": {"topology": format!("{:?}", spec.topology), "clients": spec.clients, "ttl_ms": spec.ttl_ms, "hold_ms": spec.hold_ms,
             "gate": !spec.bypass_gate, "aof": spec.node.aof,
             "quarantine_ms": spec.node.quarantine_ms},
         "expected": if spec.expect_valid { "valid" } else { "invalid" },
@@ -96,6 +110,7 @@ pub fn document(spec: &Spec, o: &Outcome) -> Value {
         "seconds": o.elapsed.as_secs_f64(),
         "faults": faults,
         "ops": counts(&o.ops),
+        "reasons": reasons(&o.ops),
         "register": linear_json(&o.linear),
         "anomalies": anomalies,
         "expected_under_broken_assumptions": o.checked.expected,

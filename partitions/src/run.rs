@@ -14,10 +14,12 @@ use crate::history::{self, mono_ns, Event, Op};
 use crate::linear::{self, Linear};
 use crate::net::Net;
 use crate::nodes::{Node, NodeConfig};
+use crate::topology::{self, Topology};
 
 /// What a run does and what it is expected to show.
 pub struct Spec {
     pub name: &'static str,
+    pub topology: Topology,
     pub about: &'static str,
     pub clients: u32,
     pub ttl_ms: u64,
@@ -30,8 +32,6 @@ pub struct Spec {
     /// The run is meant to be reported valid (a configuration documented as safe).
     pub expect_valid: bool,
 }
-
-pub const NODES: usize = 5;
 
 pub struct Outcome {
     pub t0: u64,
@@ -58,8 +58,8 @@ impl Drop for Workers {
     }
 }
 
-fn host_names(clients: u32) -> Vec<String> {
-    let mut names: Vec<String> = (1..=NODES).map(|i| format!("n{i}")).collect();
+fn host_names(t: Topology, clients: u32) -> Vec<String> {
+    let mut names: Vec<String> = (1..=t.data_nodes()).map(|i| format!("n{i}")).collect();
     names.extend((1..=clients).map(|i| format!("c{i}")));
     names.extend(["reg".to_string(), "ctl".to_string()]);
     names
@@ -67,12 +67,10 @@ fn host_names(clients: u32) -> Vec<String> {
 
 pub fn execute(spec: &Spec) -> Result<Outcome, String> {
     let started = Instant::now();
-    let names = host_names(spec.clients);
+    let names = host_names(spec.topology, spec.clients);
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
     let net = Net::create(&refs)?;
-    let mut nodes = (1..=NODES)
-        .map(|i| Node::start(net.host(&format!("n{i}")), spec.node.clone()))
-        .collect::<Result<Vec<_>, _>>()?;
+    let mut deployment = topology::deploy(spec.topology, &net, &spec.node)?;
     let plain = NodeConfig {
         aof: false,
         quarantine_ms: 0,
@@ -80,12 +78,12 @@ pub fn execute(spec: &Spec) -> Result<Outcome, String> {
     };
     let register = Node::start(net.host("reg"), plain)?;
     let secs = schedule_secs(spec);
-    let workers = start_workers(spec, &net, &nodes, &register.url(), secs)?;
+    let workers = start_workers(spec, &net, &deployment.urls, &register.url(), secs)?;
     let t0 = mono_ns();
     std::thread::sleep(spec.quiet);
     let mut targets = Targets {
         net: &net,
-        nodes: &mut nodes,
+        nodes: &mut deployment.nodes,
         clients: workers.children.iter().map(Child::id).collect(),
     };
     let mut windows = Vec::new();
@@ -127,12 +125,11 @@ fn schedule_secs(spec: &Spec) -> u64 {
 fn start_workers(
     spec: &Spec,
     net: &Net,
-    nodes: &[Node],
+    urls: &[String],
     register: &str,
     secs: u64,
 ) -> Result<Workers, String> {
     let exe = std::env::current_exe().map_err(|e| format!("current exe: {e}"))?;
-    let urls: Vec<String> = nodes.iter().map(Node::url).collect();
     let mut workers = Workers {
         children: Vec::new(),
         events: Arc::default(),
@@ -141,7 +138,8 @@ fn start_workers(
         let mut cmd = Command::new("ip");
         cmd.args(["netns", "exec", &net.host(&format!("c{id}")).ns]);
         cmd.arg(&exe).arg("worker");
-        cmd.args(["--id", &id.to_string(), "--nodes", &urls.join(",")]);
+        cmd.args(["--id", &id.to_string(), "--nodes", &urls.join(";")]);
+        cmd.args(["--replicas", &spec.topology.replicas().to_string()]);
         cmd.args(["--register", register, "--secs", &secs.to_string()]);
         cmd.args(["--ttl-ms", &spec.ttl_ms.to_string()]);
         cmd.args(["--hold-ms", &spec.hold_ms.to_string()]);

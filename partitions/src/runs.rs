@@ -6,6 +6,7 @@ use std::time::Duration;
 use crate::faults::Fault;
 use crate::nodes::NodeConfig;
 use crate::run::Spec;
+use crate::topology::Topology;
 
 fn hosts(v: &[&str]) -> Vec<String> {
     v.iter().map(|h| h.to_string()).collect()
@@ -114,6 +115,7 @@ pub fn all(quick: bool) -> Vec<Spec> {
     let crashes = if quick { 8 } else { 25 };
     let base = |name, about, faults, node, bypass_gate, expect_valid| Spec {
         name,
+        topology: Topology::Redlock,
         about,
         clients: 3,
         ttl_ms: ttl.as_millis() as u64,
@@ -124,7 +126,7 @@ pub fn all(quick: bool) -> Vec<Spec> {
         quiet,
         expect_valid,
     };
-    vec![
+    let mut runs = vec![
         base(
             "redlock-partitions",
             "5 masters, AOF always: partitions, one-way loss, a bridge, loss, delay, SIGSTOP, kill -9; guarded register",
@@ -154,6 +156,60 @@ pub fn all(quick: bool) -> Vec<Spec> {
             "5 masters, clients SIGSTOPped past their lease, reads and writes bypassing the gate",
             pauses(ttl),
             aof(),
+            true,
+            false,
+        ),
+    ];
+    runs.extend(sentinel(quick, ttl));
+    runs
+}
+
+/// The split-brain case: the master isolated with one client (c1) on its side, long enough for
+/// the sentinels on the majority side to promote a replica; then healed (the old master
+/// rejoins as a replica).
+fn split_brain(quick: bool) -> Vec<(Fault, Duration, Option<&'static str>)> {
+    let hold = Duration::from_secs(if quick { 7 } else { 15 });
+    let isolate = Fault::Partition {
+        a: hosts(&["n1", "c1"]),
+        b: hosts(&["n2", "n3", "c2", "c3"]),
+    };
+    vec![(isolate, hold, None)]
+}
+
+fn sentinel(quick: bool, ttl: Duration) -> Vec<Spec> {
+    let quiet = Duration::from_secs(if quick { 4 } else { 6 });
+    let spec = |name, about, replicas, bypass_gate, expect_valid| Spec {
+        name,
+        topology: Topology::Sentinel { replicas },
+        about,
+        clients: 3,
+        ttl_ms: ttl.as_millis() as u64,
+        hold_ms: 200,
+        bypass_gate,
+        node: aof(),
+        faults: split_brain(quick),
+        quiet,
+        expect_valid,
+    };
+    vec![
+        spec(
+            "sentinel-ack-on",
+            "Sentinel master + 2 replicas, old master isolated with c1; each grant waits for 1 replica (WAIT)",
+            1,
+            false,
+            true,
+        ),
+        spec(
+            "sentinel-ack-off",
+            "the same isolation without replica acknowledgement: both masters grant (split brain)",
+            0,
+            false,
+            false,
+        ),
+        spec(
+            "sentinel-ack-off-broken-gate",
+            "split brain without acknowledgement, and reads/writes bypassing the gate",
+            0,
             true,
             false,
         ),

@@ -21,8 +21,8 @@ const GATE: &str = "dlp:gate";
 pub struct WorkerArgs {
     #[arg(long)]
     pub id: u32,
-    /// The lock's nodes, comma-separated URLs.
-    #[arg(long, value_delimiter = ',')]
+    /// The lock's nodes, URLs separated by `;` (a sentinel URL has commas).
+    #[arg(long, value_delimiter = ';')]
     pub nodes: Vec<String>,
     #[arg(long)]
     pub register: String,
