@@ -29,6 +29,9 @@ pub enum Fault {
     PauseNodes(Vec<usize>),
     /// SIGSTOP a client process (by worker id), SIGCONT at the heal.
     PauseClient(u32),
+    /// SIGSTOP whichever client is between its read and its write (it holds the lock), so the
+    /// pause lands inside a critical section every time; SIGCONT at the heal.
+    PauseHolder,
     /// kill -9 these nodes, restart them at the heal (AOF or not, as the run's nodes are).
     Crash(Vec<usize>),
 }
@@ -52,6 +55,10 @@ pub struct Targets<'a> {
     pub nodes: &'a mut [Node],
     /// Client processes' pids: worker id 1 is the first.
     pub clients: Vec<u32>,
+    /// Where workers mark that they are inside a critical section (`holding-<id>`).
+    pub state_dir: std::path::PathBuf,
+    /// The client a `PauseHolder` stopped.
+    pub stopped: Option<u32>,
 }
 
 pub fn name(f: &Fault) -> String {
@@ -63,6 +70,7 @@ pub fn name(f: &Fault) -> String {
         Fault::Delay { hosts, ms } => format!("delay {ms} ms at {}", join(hosts)),
         Fault::PauseNodes(n) => format!("SIGSTOP nodes {n:?}"),
         Fault::PauseClient(c) => format!("SIGSTOP client c{c}"),
+        Fault::PauseHolder => "SIGSTOP the holder".into(),
         Fault::Crash(n) => format!("kill -9 + restart nodes {n:?}"),
     }
 }
@@ -138,7 +146,33 @@ fn inject(t: &mut Targets, fault: &Fault) -> Result<(), String> {
             n.iter().for_each(|&i| t.nodes[i].crash());
             Ok(())
         }
+        Fault::PauseHolder => {
+            let id = holder(&t.state_dir).ok_or("no client entered a critical section in 3 s")?;
+            let pid = client(t, id).ok_or("no such client")?;
+            signal(pid, Signal::SIGSTOP);
+            t.stopped = Some(pid);
+            Ok(())
+        }
     }
+}
+
+/// The id of a client inside its critical section, waiting up to 3 s for one.
+fn holder(dir: &std::path::Path) -> Option<u32> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(3);
+    while std::time::Instant::now() < deadline {
+        let found = std::fs::read_dir(dir)
+            .ok()?
+            .filter_map(Result::ok)
+            .find_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                name.strip_prefix("holding-")?.parse().ok()
+            });
+        if found.is_some() {
+            return found;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    None
 }
 
 fn heal(t: &mut Targets, fault: &Fault) -> Result<(), String> {
@@ -169,5 +203,11 @@ fn heal(t: &mut Targets, fault: &Fault) -> Result<(), String> {
             Ok(())
         }
         Fault::Crash(n) => n.iter().try_for_each(|&i| t.nodes[i].restart()),
+        Fault::PauseHolder => {
+            if let Some(pid) = t.stopped.take() {
+                signal(pid, Signal::SIGCONT);
+            }
+            Ok(())
+        }
     }
 }

@@ -34,7 +34,21 @@ fn reasons(ops: &[Op]) -> Value {
     let mut by: BTreeMap<String, usize> = BTreeMap::new();
     for d in ops.iter().filter_map(|o| o.done.as_ref()) {
         if let Some(e) = &d.error {
-            let key: String = e.chars().take(400).collect();
+            // Tokens and owners differ in every message: counted as one kind.
+            let key: String = e
+                .split(' ')
+                .map(|w| {
+                    if w.chars().filter(char::is_ascii_digit).count() >= 6 {
+                        "N"
+                    } else {
+                        w
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+                .chars()
+                .take(400)
+                .collect();
             *by.entry(format!("{:?} {:?}: {key}", d.f, d.kind).to_lowercase())
                 .or_default() += 1;
         }

@@ -78,13 +78,25 @@ pub fn execute(spec: &Spec) -> Result<Outcome, String> {
     };
     let register = Node::start(net.host("reg"), plain)?;
     let secs = schedule_secs(spec);
-    let workers = start_workers(spec, &net, &deployment.urls, &register.url(), secs)?;
+    let state = tempfile::Builder::new()
+        .prefix("dlp-state-")
+        .tempdir()
+        .map_err(|e| format!("temp dir: {e}"))?;
+    let workers = start_workers(
+        spec,
+        &net,
+        &deployment,
+        (&register.url(), state.path()),
+        secs,
+    )?;
     let t0 = mono_ns();
     std::thread::sleep(spec.quiet);
     let mut targets = Targets {
         net: &net,
         nodes: &mut deployment.nodes,
         clients: workers.children.iter().map(Child::id).collect(),
+        state_dir: state.path().to_path_buf(),
+        stopped: None,
     };
     let mut windows = Vec::new();
     for (fault, hold, breaks) in &spec.faults {
@@ -125,8 +137,8 @@ fn schedule_secs(spec: &Spec) -> u64 {
 fn start_workers(
     spec: &Spec,
     net: &Net,
-    urls: &[String],
-    register: &str,
+    deployment: &topology::Deployment,
+    (register, state): (&str, &std::path::Path),
     secs: u64,
 ) -> Result<Workers, String> {
     let exe = std::env::current_exe().map_err(|e| format!("current exe: {e}"))?;
@@ -138,10 +150,16 @@ fn start_workers(
         let mut cmd = Command::new("ip");
         cmd.args(["netns", "exec", &net.host(&format!("c{id}")).ns]);
         cmd.arg(&exe).arg("worker");
-        cmd.args(["--id", &id.to_string(), "--nodes", &urls.join(";")]);
+        cmd.args([
+            "--id",
+            &id.to_string(),
+            "--nodes",
+            &deployment.urls_for(id).join(";"),
+        ]);
         cmd.args(["--replicas", &spec.topology.replicas().to_string()]);
         cmd.args(["--register", register, "--secs", &secs.to_string()]);
         cmd.args(["--ttl-ms", &spec.ttl_ms.to_string()]);
+        cmd.arg("--state-dir").arg(state);
         cmd.args(["--hold-ms", &spec.hold_ms.to_string()]);
         if spec.bypass_gate {
             cmd.arg("--bypass-gate");

@@ -68,7 +68,7 @@ fn survivable(hold: Duration, ttl: Duration) -> Vec<(Fault, Duration, Option<&'s
             None,
         ),
         // A client frozen past its lease: its late write must be refused by the gate.
-        (Fault::PauseClient(1), ttl * 3, None),
+        (Fault::PauseHolder, ttl * 3, None),
     ]
 }
 
@@ -83,9 +83,7 @@ fn amnesia(times: usize) -> Vec<(Fault, Duration, Option<&'static str>)> {
 }
 
 fn pauses(ttl: Duration) -> Vec<(Fault, Duration, Option<&'static str>)> {
-    (1..=3)
-        .map(|c| (Fault::PauseClient(c), ttl * 3, None))
-        .collect()
+    vec![(Fault::PauseHolder, ttl * 3, None); 3]
 }
 
 fn aof() -> NodeConfig {

@@ -43,6 +43,25 @@ pub struct Deployment {
     pub urls: Vec<String>,
 }
 
+impl Deployment {
+    /// The URLs client `id` is given. A sentinel URL lists the client's "own" sentinel first
+    /// (c1 the one beside n1, c2 beside n2, ...), as a deployment with a local sentinel would;
+    /// even so the majority side's clients found no master during the isolation
+    /// (docs/safety.md, "Real partitions", the availability finding).
+    pub fn urls_for(&self, id: u32) -> Vec<String> {
+        if self.sentinels.is_empty() {
+            return self.urls.clone();
+        }
+        let mut addrs: Vec<String> = self.sentinels.iter().map(|s| s.address()).collect();
+        let first = (id as usize).saturating_sub(1) % addrs.len().max(1);
+        addrs.rotate_left(first);
+        vec![format!(
+            "redis+sentinel://{}/{MASTER_NAME}",
+            addrs.join(",")
+        )]
+    }
+}
+
 pub fn deploy(t: Topology, net: &Net, config: &NodeConfig) -> Result<Deployment, String> {
     let hosts: Vec<&Host> = (1..=t.data_nodes())
         .map(|i| net.host(&format!("n{i}")))
@@ -176,7 +195,11 @@ impl Sentinel {
     }
 
     pub fn url(&self) -> String {
-        format!("redis://{}:{SENTINEL_PORT}/", self.host.addr)
+        format!("redis://{}/", self.address())
+    }
+
+    fn address(&self) -> String {
+        format!("{}:{SENTINEL_PORT}", self.host.addr)
     }
 }
 

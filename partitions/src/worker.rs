@@ -36,6 +36,9 @@ pub struct WorkerArgs {
     /// Reads and writes bypass the gate (the deliberately broken configuration).
     #[arg(long)]
     pub bypass_gate: bool,
+    /// Where to mark being inside a critical section (the nemesis's `PauseHolder` reads it).
+    #[arg(long)]
+    pub state_dir: std::path::PathBuf,
     /// Replicas each grant must reach (0: no acknowledgement).
     #[arg(long, default_value_t = 0)]
     pub replicas: u32,
@@ -156,7 +159,11 @@ async fn cas(args: &WorkerArgs, guard: &LockGuard, data: &mut MultiplexedConnect
         // Nothing was written yet: whatever the read's fate, the operation did not happen.
         Err(e) => return done(Kind::Fail, None, Some(e.to_string()), None),
     };
+    let mark = args.state_dir.join(format!("holding-{}", args.id));
+    // Best effort: a missing mark only means the nemesis picks another moment.
+    let _ = std::fs::write(&mark, b"");
     tokio::time::sleep(Duration::from_millis(args.hold_ms)).await;
+    let _ = std::fs::remove_file(&mark);
     let set = redis::cmd("SET").arg(REGISTER).arg(new).clone();
     let write_ns = Some(crate::history::mono_ns());
     match send::<()>(args, guard, data, &set).await {

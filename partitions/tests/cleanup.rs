@@ -61,6 +61,8 @@ fn an_unwinding_run_leaves_nothing() {
             net: &net,
             nodes: &mut nodes,
             clients: Vec::new(),
+            state_dir: std::env::temp_dir(),
+            stopped: None,
         };
         // Faults in force when the run dies: a partition rule and a stopped server.
         let part = Fault::Partition {
