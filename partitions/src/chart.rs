@@ -5,6 +5,7 @@
 
 use std::path::Path;
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 use crate::history::{Kind, F};
@@ -34,6 +35,8 @@ fn color(f: F, kind: Kind) -> RGBColor {
     }
 }
 
+type Chart<'a> = ChartContext<'a, BitMapBackend<'a>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
 pub fn draw(path: &Path, spec: &Spec, o: &Outcome, verdict: &str) -> Result<(), String> {
     font()?;
     let err = |e: String| format!("chart {}: {e}", path.display());
@@ -62,6 +65,14 @@ pub fn draw(path: &Path, spec: &Spec, o: &Outcome, verdict: &str) -> Result<(), 
         .x_desc("seconds")
         .draw()
         .map_err(|e| err(e.to_string()))?;
+    layers(&mut chart, spec, o, rows).map_err(err)?;
+    root.present().map_err(|e| err(e.to_string()))
+}
+
+/// Faults behind, operations over them, anomalies on top, then the labels.
+fn layers(chart: &mut Chart, spec: &Spec, o: &Outcome, rows: f64) -> Result<(), String> {
+    let secs = |ns: u64| ns.saturating_sub(o.t0) as f64 / 1e9;
+    let mut shapes: Vec<Rectangle<(f64, f64)>> = Vec::new();
     for w in &o.windows {
         let shade = if w.breaks.is_some() {
             RGBColor(255, 215, 160)
@@ -69,43 +80,34 @@ pub fn draw(path: &Path, spec: &Spec, o: &Outcome, verdict: &str) -> Result<(), 
             RGBColor(255, 225, 225)
         };
         let (a, b) = (secs(w.start_ns), secs(w.end_ns));
-        chart
-            .draw_series([Rectangle::new([(a, 0.3), (b, rows)], shade.filled())])
-            .map_err(|e| err(e.to_string()))?;
+        shapes.push(Rectangle::new([(a, 0.3), (b, rows)], shade.filled()));
     }
     for op in &o.ops {
         let Some(done) = op.done.as_ref() else {
             continue;
         };
         let y = op.invoke.process as f64 - if op.invoke.f == F::Cas { 0.0 } else { 0.3 };
-        let (a, b) = (
-            secs(op.invoke.mono_ns),
-            secs(done.mono_ns).max(secs(op.invoke.mono_ns) + 0.01),
-        );
+        let a = secs(op.invoke.mono_ns);
+        let b = secs(done.mono_ns).max(a + 0.01);
         let c = color(op.invoke.f, done.kind);
-        chart
-            .draw_series([Rectangle::new([(a, y - 0.12), (b, y + 0.12)], c.filled())])
-            .map_err(|e| err(e.to_string()))?;
+        shapes.push(Rectangle::new([(a, y - 0.12), (b, y + 0.12)], c.filled()));
     }
-    for a in o.checked.anomalies.iter().chain(&o.problems) {
-        chart
-            .draw_series([PathElement::new(
-                vec![(a.at_s, 0.3), (a.at_s, rows)],
-                BLACK.stroke_width(2),
-            )])
-            .map_err(|e| err(e.to_string()))?;
-    }
-    for c in 1..=spec.clients {
-        let label = Text::new(format!("c{c}"), (0.0, c as f64 + 0.35), ("sans-serif", 14));
-        chart.draw_series([label]).map_err(|e| err(e.to_string()))?;
-    }
-    for (i, w) in o.windows.iter().enumerate() {
-        let label = Text::new(
-            w.name.clone(),
-            (secs(w.start_ns), rows - 0.15 - 0.25 * (i % 3) as f64),
-            ("sans-serif", 12),
-        );
-        chart.draw_series([label]).map_err(|e| err(e.to_string()))?;
-    }
-    root.present().map_err(|e| err(e.to_string()))
+    let e = |e: DrawingAreaErrorKind<_>| e.to_string();
+    chart.draw_series(shapes).map_err(e)?;
+    let lines = o
+        .checked
+        .anomalies
+        .iter()
+        .chain(&o.problems)
+        .map(|a| PathElement::new(vec![(a.at_s, 0.3), (a.at_s, rows)], BLACK.stroke_width(2)));
+    chart.draw_series(lines).map_err(e)?;
+    let clients = (1..=spec.clients)
+        .map(|c| Text::new(format!("c{c}"), (0.0, c as f64 + 0.35), ("sans-serif", 14)));
+    chart.draw_series(clients).map_err(e)?;
+    let faults = o.windows.iter().enumerate().map(|(i, w)| {
+        let y = rows - 0.15 - 0.25 * (i % 3) as f64;
+        Text::new(w.name.clone(), (secs(w.start_ns), y), ("sans-serif", 12))
+    });
+    chart.draw_series(faults).map_err(e)?;
+    Ok(())
 }

@@ -90,20 +90,14 @@ pub fn execute(spec: &Spec) -> Result<Outcome, String> {
         secs,
     )?;
     let t0 = mono_ns();
-    std::thread::sleep(spec.quiet);
-    let mut targets = Targets {
+    let targets = Targets {
         net: &net,
         nodes: &mut deployment.nodes,
         clients: workers.children.iter().map(Child::id).collect(),
         state_dir: state.path().to_path_buf(),
         stopped: None,
     };
-    let mut windows = Vec::new();
-    for (fault, hold, breaks) in &spec.faults {
-        let breaks = breaks.map(str::to_string);
-        windows.push(faults::apply(&mut targets, fault, *hold, breaks));
-        std::thread::sleep(spec.quiet);
-    }
+    let windows = nemesis(spec, targets);
     let mut workers = workers;
     let problems = finish(
         &mut workers.children,
@@ -122,6 +116,18 @@ pub fn execute(spec: &Spec) -> Result<Outcome, String> {
         elapsed: started.elapsed(),
         problems,
     })
+}
+
+/// Plays the schedule: quiet, then each fault held and healed, each followed by quiet.
+fn nemesis(spec: &Spec, mut targets: Targets) -> Vec<Window> {
+    std::thread::sleep(spec.quiet);
+    let mut windows = Vec::new();
+    for (fault, hold, breaks) in &spec.faults {
+        let breaks = breaks.map(str::to_string);
+        windows.push(faults::apply(&mut targets, fault, *hold, breaks));
+        std::thread::sleep(spec.quiet);
+    }
+    windows
 }
 
 /// The workers' run time: the warm-up, every fault and the quiet after it.
