@@ -5,7 +5,7 @@ CARGO        ?= cargo
 MODULE       := target/release/libdlock.so
 REDIS_PORT   ?= 6379
 
-.PHONY: all deps build run test model model-deep bench-waiters bench-handoff bench-top bench-scale compat compat-servers memcheck chaos chaos-quick bench bench-quick bench-server bench-instructions bench-shared bench-capacity bench-handoff-limit bench-tax cluster redis-cluster fmt lint clean
+.PHONY: all deps build run test model model-deep partitions partitions-quick partitions-deps bench-waiters bench-handoff bench-top bench-scale compat compat-servers memcheck chaos chaos-quick bench bench-quick bench-server bench-instructions bench-shared bench-capacity bench-handoff-limit bench-tax cluster redis-cluster fmt lint clean
 
 all: build
 
@@ -181,6 +181,30 @@ chaos-quick: build
 
 chaos: build
 	$(CARGO) run --release -q -p dlock-chaos
+
+# Jepsen's method (docs/safety.md, "Real partitions"): nodes and clients in network namespaces
+# on a bridge, real partitions and process faults, the history checked. Root only (namespaces,
+# nftables); installs iproute2, nftables and the chart's font when missing. Not part of `make
+# test`: partitions-quick is the ~2 minute subset, partitions every run (<= 15 min). Reports and
+# charts in target/partitions/.
+partitions-deps:
+	@missing=""; \
+	command -v ip >/dev/null 2>&1 || missing="$$missing iproute2"; \
+	command -v nft >/dev/null 2>&1 || missing="$$missing nftables"; \
+	[ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || missing="$$missing fonts-dejavu-core"; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+# A run past its limit is killed; `clean` then removes what it left (namespaces, processes).
+partitions-quick: build partitions-deps
+	timeout 600 target/release/dlock-partitions --quick; rc=$$?; \
+	target/release/dlock-partitions clean; exit $$rc
+
+partitions: build partitions-deps
+	timeout 1200 target/release/dlock-partitions; rc=$$?; \
+	target/release/dlock-partitions clean; exit $$rc
 
 # Memory per waiting client against BLPOP's (docs: README, Waiting for a lock), ~1 min.
 bench-waiters: build

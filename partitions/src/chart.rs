@@ -1,0 +1,113 @@
+//! The run's timeline as a PNG, in the manner of Jepsen's: one row per client process with
+//! each operation a bar from its invocation to its completion (green: a write accepted, blue:
+//! a grant, red: failed, orange: unknown), the faults shaded behind them and named on top, and
+//! every anomaly a black line. plotters' bitmap backend only; text through a system font.
+
+use std::path::Path;
+
+use plotters::coord::types::RangedCoordf64;
+use plotters::prelude::*;
+
+use crate::history::{Kind, F};
+use crate::run::{Outcome, Spec};
+
+const FONT: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
+
+/// Registers the font once (plotters keeps a `'static` reference to its bytes).
+fn font() -> Result<(), String> {
+    static DONE: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    DONE.get_or_init(|| {
+        let bytes = std::fs::read(FONT)
+            .map_err(|e| format!("{FONT}: {e} (apt-get install fonts-dejavu-core)"))?;
+        let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+        plotters::style::register_font("sans-serif", FontStyle::Normal, bytes)
+            .map_err(|_| format!("{FONT}: not a font"))
+    })
+    .clone()
+}
+
+fn color(f: F, kind: Kind) -> RGBColor {
+    match (f, kind) {
+        (F::Cas, Kind::Ok) => RGBColor(46, 160, 67),
+        (_, Kind::Ok) => RGBColor(66, 110, 200),
+        (_, Kind::Fail) => RGBColor(210, 60, 60),
+        _ => RGBColor(240, 150, 30),
+    }
+}
+
+type Chart<'a> = ChartContext<'a, BitMapBackend<'a>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+pub fn draw(path: &Path, spec: &Spec, o: &Outcome, verdict: &str) -> Result<(), String> {
+    font()?;
+    let err = |e: String| format!("chart {}: {e}", path.display());
+    let secs = |ns: u64| ns.saturating_sub(o.t0) as f64 / 1e9;
+    let end = o
+        .ops
+        .iter()
+        .filter_map(|op| op.done.as_ref())
+        .map(|d| secs(d.mono_ns))
+        .fold(1.0, f64::max);
+    let rows = spec.clients as f64 + 1.0;
+    let root = BitMapBackend::new(path, (1400, 130 + 70 * spec.clients)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
+    let caption = format!("{}: {verdict}", spec.name);
+    let mut chart = ChartBuilder::on(&root)
+        .caption(caption, ("sans-serif", 22))
+        .margin(10)
+        .x_label_area_size(35)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0f64..end, 0f64..rows)
+        .map_err(|e| err(e.to_string()))?;
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .y_labels(0)
+        .x_desc("seconds")
+        .draw()
+        .map_err(|e| err(e.to_string()))?;
+    layers(&mut chart, spec, o, rows).map_err(err)?;
+    root.present().map_err(|e| err(e.to_string()))
+}
+
+/// Faults behind, operations over them, anomalies on top, then the labels.
+fn layers(chart: &mut Chart, spec: &Spec, o: &Outcome, rows: f64) -> Result<(), String> {
+    let secs = |ns: u64| ns.saturating_sub(o.t0) as f64 / 1e9;
+    let mut shapes: Vec<Rectangle<(f64, f64)>> = Vec::new();
+    for w in &o.windows {
+        let shade = if w.breaks.is_some() {
+            RGBColor(255, 215, 160)
+        } else {
+            RGBColor(255, 225, 225)
+        };
+        let (a, b) = (secs(w.start_ns), secs(w.end_ns));
+        shapes.push(Rectangle::new([(a, 0.3), (b, rows)], shade.filled()));
+    }
+    for op in &o.ops {
+        let Some(done) = op.done.as_ref() else {
+            continue;
+        };
+        let y = op.invoke.process as f64 - if op.invoke.f == F::Cas { 0.0 } else { 0.3 };
+        let a = secs(op.invoke.mono_ns);
+        let b = secs(done.mono_ns).max(a + 0.01);
+        let c = color(op.invoke.f, done.kind);
+        shapes.push(Rectangle::new([(a, y - 0.12), (b, y + 0.12)], c.filled()));
+    }
+    let e = |e: DrawingAreaErrorKind<_>| e.to_string();
+    chart.draw_series(shapes).map_err(e)?;
+    let lines = o
+        .checked
+        .anomalies
+        .iter()
+        .chain(&o.problems)
+        .map(|a| PathElement::new(vec![(a.at_s, 0.3), (a.at_s, rows)], BLACK.stroke_width(2)));
+    chart.draw_series(lines).map_err(e)?;
+    let clients = (1..=spec.clients)
+        .map(|c| Text::new(format!("c{c}"), (0.0, c as f64 + 0.35), ("sans-serif", 14)));
+    chart.draw_series(clients).map_err(e)?;
+    let faults = o.windows.iter().enumerate().map(|(i, w)| {
+        let y = rows - 0.15 - 0.25 * (i % 3) as f64;
+        Text::new(w.name.clone(), (secs(w.start_ns), y), ("sans-serif", 12))
+    });
+    chart.draw_series(faults).map_err(e)?;
+    Ok(())
+}

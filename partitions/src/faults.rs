@@ -1,0 +1,213 @@
+//! The nemesis: faults applied one at a time, each held for a while and then healed, and a
+//! timeline of when each was in force. Network faults are nftables rules in the hosts' own
+//! tables (net.rs), so healing is flushing two chains; process faults are signals to the
+//! servers and client processes this run started.
+
+use std::time::Duration;
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use serde::Serialize;
+
+use crate::history::{mono_ns, wall_ms};
+use crate::net::{nft, run_in, Net};
+use crate::nodes::Node;
+
+/// One fault. Host names are the short ones (`n1`, `c2`); hosts named nowhere keep their links.
+#[derive(Clone, Debug)]
+pub enum Fault {
+    /// Neither side reaches the other (a majority/minority split, a master isolated with its
+    /// client, or a bridge: a host left out of both sides sees both).
+    Partition { a: Vec<String>, b: Vec<String> },
+    /// Packets from `from` never arrive at `to`; the other way works.
+    OneWay { from: Vec<String>, to: Vec<String> },
+    /// Every packet arriving at these hosts dropped with this probability (nftables numgen).
+    Loss { hosts: Vec<String>, percent: u32 },
+    /// `tc netem` delay on these hosts' links; skipped (and said so) where the kernel has none.
+    Delay { hosts: Vec<String>, ms: u32 },
+    /// SIGSTOP these nodes (by index), SIGCONT at the heal.
+    PauseNodes(Vec<usize>),
+    /// SIGSTOP a client process (by worker id), SIGCONT at the heal.
+    PauseClient(u32),
+    /// SIGSTOP whichever client is between its read and its write (it holds the lock), so the
+    /// pause lands inside a critical section every time; SIGCONT at the heal.
+    PauseHolder,
+    /// kill -9 these nodes, restart them at the heal (AOF or not, as the run's nodes are).
+    Crash(Vec<usize>),
+}
+
+/// A fault in force between two instants.
+#[derive(Clone, Debug, Serialize)]
+pub struct Window {
+    pub name: String,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub start_wall_ms: u64,
+    /// Set when the fault breaks one of the protocol's assumptions (docs/safety.md).
+    pub breaks: Option<String>,
+    /// Why the fault could not be applied (e.g. no netem); the window then did nothing.
+    pub skipped: Option<String>,
+}
+
+/// What the nemesis acts on.
+pub struct Targets<'a> {
+    pub net: &'a Net,
+    pub nodes: &'a mut [Node],
+    /// Client processes' pids: worker id 1 is the first.
+    pub clients: Vec<u32>,
+    /// Where workers mark that they are inside a critical section (`holding-<id>`).
+    pub state_dir: std::path::PathBuf,
+    /// The client a `PauseHolder` stopped.
+    pub stopped: Option<u32>,
+}
+
+pub fn name(f: &Fault) -> String {
+    let join = |v: &[String]| v.join(",");
+    match f {
+        Fault::Partition { a, b } => format!("partition {} | {}", join(a), join(b)),
+        Fault::OneWay { from, to } => format!("one-way {} -x-> {}", join(from), join(to)),
+        Fault::Loss { hosts, percent } => format!("loss {percent}% at {}", join(hosts)),
+        Fault::Delay { hosts, ms } => format!("delay {ms} ms at {}", join(hosts)),
+        Fault::PauseNodes(n) => format!("SIGSTOP nodes {n:?}"),
+        Fault::PauseClient(c) => format!("SIGSTOP client c{c}"),
+        Fault::PauseHolder => "SIGSTOP the holder".into(),
+        Fault::Crash(n) => format!("kill -9 + restart nodes {n:?}"),
+    }
+}
+
+/// Applies `fault`, holds it `hold`, heals it; the window it was in force.
+pub fn apply(t: &mut Targets, fault: &Fault, hold: Duration, breaks: Option<String>) -> Window {
+    let (start_ns, start_wall_ms) = (mono_ns(), wall_ms());
+    let skipped = inject(t, fault).err();
+    if let Some(why) = &skipped {
+        eprintln!("partitions: {} skipped: {why}", name(fault));
+    }
+    std::thread::sleep(hold);
+    if let Err(e) = heal(t, fault) {
+        eprintln!("partitions: healing {} failed: {e}", name(fault));
+    }
+    Window {
+        name: name(fault),
+        start_ns,
+        end_ns: mono_ns(),
+        start_wall_ms,
+        breaks: breaks.filter(|_| skipped.is_none()),
+        skipped,
+    }
+}
+
+fn addrs(net: &Net, names: &[String]) -> String {
+    let v: Vec<&str> = names.iter().map(|n| net.host(n).addr.as_str()).collect();
+    format!("{{ {} }}", v.join(", "))
+}
+
+fn drop_from(net: &Net, at: &[String], from: &[String]) -> Result<(), String> {
+    let rule = format!("add rule inet dlp input ip saddr {} drop", addrs(net, from));
+    at.iter().try_for_each(|h| nft(&net.host(h).ns, &rule))
+}
+
+fn client(t: &Targets, id: u32) -> Option<u32> {
+    let index = (id as usize).checked_sub(1)?;
+    t.clients.get(index).copied()
+}
+
+fn signal(pid: u32, sig: Signal) {
+    let _ = kill(Pid::from_raw(pid as i32), sig);
+}
+
+fn inject(t: &mut Targets, fault: &Fault) -> Result<(), String> {
+    match fault {
+        Fault::Partition { a, b } => {
+            drop_from(t.net, a, b)?;
+            drop_from(t.net, b, a)
+        }
+        Fault::OneWay { from, to } => drop_from(t.net, to, from),
+        Fault::Loss { hosts, percent } => {
+            let rule = format!("add rule inet dlp input numgen random mod 100 < {percent} drop");
+            hosts.iter().try_for_each(|h| nft(&t.net.host(h).ns, &rule))
+        }
+        Fault::Delay { hosts, ms } => hosts.iter().try_for_each(|h| {
+            let delay = format!("{ms}ms");
+            let args = [
+                "qdisc", "add", "dev", "eth0", "root", "netem", "delay", &delay,
+            ];
+            run_in(&t.net.host(h).ns, "tc", &args).map(drop)
+        }),
+        Fault::PauseNodes(n) => {
+            n.iter().for_each(|&i| t.nodes[i].pause());
+            Ok(())
+        }
+        Fault::PauseClient(c) => {
+            let pid = client(t, *c).ok_or("no such client")?;
+            signal(pid, Signal::SIGSTOP);
+            Ok(())
+        }
+        Fault::Crash(n) => {
+            n.iter().for_each(|&i| t.nodes[i].crash());
+            Ok(())
+        }
+        Fault::PauseHolder => {
+            let id = holder(&t.state_dir).ok_or("no client entered a critical section in 3 s")?;
+            let pid = client(t, id).ok_or("no such client")?;
+            signal(pid, Signal::SIGSTOP);
+            t.stopped = Some(pid);
+            Ok(())
+        }
+    }
+}
+
+/// The id of a client inside its critical section, waiting up to 3 s for one.
+fn holder(dir: &std::path::Path) -> Option<u32> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(3);
+    while std::time::Instant::now() < deadline {
+        let found = std::fs::read_dir(dir)
+            .ok()?
+            .filter_map(Result::ok)
+            .find_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                name.strip_prefix("holding-")?.parse().ok()
+            });
+        if found.is_some() {
+            return found;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    None
+}
+
+fn heal(t: &mut Targets, fault: &Fault) -> Result<(), String> {
+    match fault {
+        Fault::Partition { .. } | Fault::OneWay { .. } | Fault::Loss { .. } => {
+            let flush = "flush chain inet dlp input\nflush chain inet dlp output\n";
+            t.net.hosts.iter().try_for_each(|h| nft(&h.ns, flush))
+        }
+        Fault::Delay { hosts, .. } => {
+            for h in hosts {
+                // Nothing to remove where the delay could not be added.
+                let _ = run_in(
+                    &t.net.host(h).ns,
+                    "tc",
+                    &["qdisc", "del", "dev", "eth0", "root"],
+                );
+            }
+            Ok(())
+        }
+        Fault::PauseNodes(n) => {
+            n.iter().for_each(|&i| t.nodes[i].resume());
+            Ok(())
+        }
+        Fault::PauseClient(c) => {
+            if let Some(pid) = client(t, *c) {
+                signal(pid, Signal::SIGCONT);
+            }
+            Ok(())
+        }
+        Fault::Crash(n) => n.iter().try_for_each(|&i| t.nodes[i].restart()),
+        Fault::PauseHolder => {
+            if let Some(pid) = t.stopped.take() {
+                signal(pid, Signal::SIGCONT);
+            }
+            Ok(())
+        }
+    }
+}

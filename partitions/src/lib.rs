@@ -1,0 +1,16 @@
+//! Jepsen's method for dlock (the `dlock-partitions` binary, `make partitions`): hosts and a
+//! network made of namespaces, a nemesis, client processes recording a history, and the
+//! checkers. A library so that its tests (tests/cleanup.rs) drive the same network code.
+
+pub mod chart;
+pub mod checker;
+pub mod faults;
+pub mod history;
+pub mod linear;
+pub mod net;
+pub mod nodes;
+pub mod report;
+pub mod run;
+pub mod runs;
+pub mod topology;
+pub mod worker;

@@ -1,0 +1,169 @@
+//! The report of a run as a person reads it: a JSON document (the faults' timeline, counts of
+//! operations by outcome, the register's verdict, anomalies or "valid", latency with and
+//! without a fault in force) and a line on stderr.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use crate::history::{Kind, Op, F};
+use crate::linear::Linear;
+use crate::run::{Outcome, Spec};
+
+/// The run's verdict: valid when the register is linearizable and no invariant was broken.
+pub fn valid(o: &Outcome) -> bool {
+    matches!(o.linear, Linear::Valid { .. })
+        && o.checked.anomalies.is_empty()
+        && o.problems.is_empty()
+}
+
+fn counts(ops: &[Op]) -> Value {
+    let mut by: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
+    for op in ops {
+        let f = format!("{:?}", op.invoke.f).to_lowercase();
+        let k = format!("{:?}", op.kind()).to_lowercase();
+        *by.entry(f).or_default().entry(k).or_default() += 1;
+    }
+    json!(by)
+}
+
+/// Why operations failed or are unknown: each distinct message (cut at 400 characters, owners
+/// and numbers as sent) and how often.
+fn reasons(ops: &[Op]) -> Value {
+    let mut by: BTreeMap<String, usize> = BTreeMap::new();
+    for d in ops.iter().filter_map(|o| o.done.as_ref()) {
+        if let Some(e) = &d.error {
+            // Tokens and owners differ in every message: counted as one kind.
+            let key: String = e
+                .split(' ')
+                .map(|w| {
+                    if w.chars().filter(char::is_ascii_digit).count() >= 6 {
+                        "N"
+                    } else {
+                        w
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+                .chars()
+                .take(400)
+                .collect();
+            *by.entry(format!("{:?} {:?}: {key}", d.f, d.kind).to_lowercase())
+                .or_default() += 1;
+        }
+    }
+    json!(by)
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() - 1) as f64 * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+/// Completed lock() calls' latency in ms, split by whether a fault was in force at the call.
+fn latency(o: &Outcome) -> Value {
+    let mut by: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for op in o.ops.iter().filter(|op| op.invoke.f == F::Acquire) {
+        let Some(done) = op.done.as_ref().filter(|d| d.kind != Kind::Info) else {
+            continue;
+        };
+        let at = op.invoke.mono_ns;
+        let window = o
+            .windows
+            .iter()
+            .find(|w| w.start_ns <= at && at <= w.end_ns);
+        let key = window.map_or("no fault".to_string(), |w| w.name.clone());
+        by.entry(key)
+            .or_default()
+            .push((done.mono_ns - op.invoke.mono_ns) as f64 / 1e6);
+    }
+    let rows: BTreeMap<String, Value> = by
+        .into_iter()
+        .map(|(k, mut v)| {
+            v.sort_by(f64::total_cmp);
+            let row = json!({"calls": v.len(), "p50_ms": percentile(&v, 0.5),
+                "p99_ms": percentile(&v, 0.99), "max_ms": v.last().copied().unwrap_or(0.0)});
+            (k, row)
+        })
+        .collect();
+    json!(rows)
+}
+
+fn linear_json(l: &Linear) -> Value {
+    match l {
+        Linear::Valid { ops } => json!({"verdict": "linearizable", "ops": ops}),
+        Linear::Invalid { ops } => json!({"verdict": "NOT linearizable", "segment": ops}),
+        Linear::Unknown { ops } => json!({"verdict": "unknown (search budget spent)", "ops": ops}),
+    }
+}
+
+pub fn document(spec: &Spec, o: &Outcome) -> Value {
+    let secs = |ns: u64| ns.saturating_sub(o.t0) as f64 / 1e9;
+    let faults: Vec<Value> = o
+        .windows
+        .iter()
+        .map(|w| {
+            json!({"fault": w.name, "start_s": secs(w.start_ns), "end_s": secs(w.end_ns),
+                "start_wall_ms": w.start_wall_ms, "breaks": w.breaks, "skipped": w.skipped})
+        })
+        .collect();
+    let mut anomalies = o.checked.anomalies.clone();
+    anomalies.extend(o.problems.iter().cloned());
+    json!({
+        "run": spec.name,
+        "about": spec.about,
+        "config": {"topology": format!("{:?}", spec.topology), "clients": spec.clients, "ttl_ms": spec.ttl_ms, "hold_ms": spec.hold_ms,
+            "gate": !spec.bypass_gate, "aof": spec.node.aof,
+            "quarantine_ms": spec.node.quarantine_ms},
+        "expected": if spec.expect_valid { "valid" } else { "invalid" },
+        "result": if valid(o) { "valid" } else { "invalid" },
+        "seconds": o.elapsed.as_secs_f64(),
+        "faults": faults,
+        "ops": counts(&o.ops),
+        "reasons": reasons(&o.ops),
+        "register": linear_json(&o.linear),
+        "anomalies": anomalies,
+        "expected_under_broken_assumptions": o.checked.expected,
+        "latency_acquire": latency(o),
+    })
+}
+
+/// Writes `<dir>/<run>.json`.
+pub fn write(dir: &Path, spec: &Spec, doc: &Value) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let path = dir.join(format!("{}.json", spec.name));
+    let text = serde_json::to_string_pretty(doc).map_err(|e| e.to_string())?;
+    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The lines printed for a run: its verdict, then each anomaly (at most 10 of each kind).
+pub fn summary(spec: &Spec, o: &Outcome) -> Vec<String> {
+    let verdict = if valid(o) { "valid" } else { "INVALID" };
+    let mut lines = vec![format!(
+        "{}: {} ops, register {}, {} anomalies, {} expected overlaps -> {verdict} (expected {}) in {:.0?}",
+        spec.name,
+        o.ops.len(),
+        linear_json(&o.linear)["verdict"].as_str().unwrap_or("?"),
+        o.checked.anomalies.len() + o.problems.len(),
+        o.checked.expected.len(),
+        if spec.expect_valid { "valid" } else { "invalid" },
+        o.elapsed,
+    )];
+    if let Linear::Invalid { ops } = &o.linear {
+        lines.push("  register history without a linearization:".into());
+        lines.extend(ops.iter().take(12).map(|l| format!("    {l}")));
+    }
+    let mut shown: BTreeMap<&str, usize> = BTreeMap::new();
+    for a in o.checked.anomalies.iter().chain(&o.problems) {
+        let n = shown.entry(a.kind).or_default();
+        *n += 1;
+        if *n <= 10 {
+            lines.push(format!("  {} at {:.2} s: {}", a.kind, a.at_s, a.detail));
+        }
+    }
+    lines
+}

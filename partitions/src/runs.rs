@@ -1,0 +1,215 @@
+//! The runs `make partitions` (and, shorter, `make partitions-quick`) play: each a topology,
+//! a workload, a configuration and a schedule of faults, and what the run must report.
+
+use std::time::Duration;
+
+use crate::faults::Fault;
+use crate::nodes::NodeConfig;
+use crate::run::Spec;
+use crate::topology::Topology;
+
+fn hosts(v: &[&str]) -> Vec<String> {
+    v.iter().map(|h| h.to_string()).collect()
+}
+
+const NODE_HOSTS: [&str; 5] = ["n1", "n2", "n3", "n4", "n5"];
+
+/// Network and process faults a correct configuration must survive (nothing assumed broken).
+fn survivable(hold: Duration, ttl: Duration) -> Vec<(Fault, Duration, Option<&'static str>)> {
+    let part = |a: &[&str], b: &[&str]| Fault::Partition {
+        a: hosts(a),
+        b: hosts(b),
+    };
+    vec![
+        (
+            part(&["n1", "n2", "c1"], &["n3", "n4", "n5", "c2", "c3"]),
+            hold,
+            None,
+        ),
+        (
+            part(&["n1", "c1"], &["n2", "n3", "n4", "n5", "c2", "c3"]),
+            hold,
+            None,
+        ),
+        // n3 is in neither side: it sees both, the bridge of Jepsen's partitions.
+        (
+            part(&["n1", "n2", "c1"], &["n4", "n5", "c2", "c3"]),
+            hold,
+            None,
+        ),
+        (
+            Fault::OneWay {
+                from: hosts(&["c1", "c2"]),
+                to: hosts(&["n1", "n2"]),
+            },
+            hold,
+            None,
+        ),
+        (
+            Fault::Loss {
+                hosts: hosts(&NODE_HOSTS),
+                percent: 30,
+            },
+            hold,
+            None,
+        ),
+        (
+            Fault::Delay {
+                hosts: hosts(&["n1", "n2"]),
+                ms: 200,
+            },
+            hold,
+            None,
+        ),
+        (Fault::PauseNodes(vec![0, 1]), ttl * 2, None),
+        (
+            Fault::Crash(vec![0, 1, 2]),
+            Duration::from_millis(300),
+            None,
+        ),
+        // A client frozen past its lease: its late write must be refused by the gate.
+        (Fault::PauseHolder, ttl * 3, None),
+    ]
+}
+
+/// kill -9 of a majority, restarted at once on empty data: the holder's grants are forgotten.
+fn amnesia(times: usize) -> Vec<(Fault, Duration, Option<&'static str>)> {
+    let crash = (
+        Fault::Crash(vec![0, 1, 2]),
+        Duration::from_millis(30),
+        Some("nodes keep their grants across crashes (no AOF, no quarantine)"),
+    );
+    vec![crash; times]
+}
+
+fn pauses(ttl: Duration) -> Vec<(Fault, Duration, Option<&'static str>)> {
+    vec![(Fault::PauseHolder, ttl * 3, None); 3]
+}
+
+fn aof() -> NodeConfig {
+    NodeConfig {
+        aof: true,
+        quarantine_ms: 0,
+        extra: Vec::new(),
+    }
+}
+
+fn volatile(quarantine_ms: u64) -> NodeConfig {
+    NodeConfig {
+        aof: false,
+        quarantine_ms,
+        extra: Vec::new(),
+    }
+}
+
+/// Every run; `quick` shortens the faults and the quiet between them (about 2 minutes in all).
+pub fn all(quick: bool) -> Vec<Spec> {
+    let ttl = Duration::from_millis(1_000);
+    let (hold, quiet) = if quick {
+        (Duration::from_secs(3), Duration::from_secs(1))
+    } else {
+        (Duration::from_secs(10), Duration::from_secs(4))
+    };
+    let crashes = if quick { 8 } else { 25 };
+    let base = |name, about, faults, node, bypass_gate, expect_valid| Spec {
+        name,
+        topology: Topology::Redlock,
+        about,
+        clients: 3,
+        ttl_ms: ttl.as_millis() as u64,
+        hold_ms: 200,
+        bypass_gate,
+        node,
+        faults,
+        quiet,
+        expect_valid,
+    };
+    let mut runs = vec![
+        base(
+            "redlock-partitions",
+            "5 masters, AOF always: partitions, one-way loss, a bridge, loss, delay, SIGSTOP, kill -9; guarded register",
+            survivable(hold, ttl),
+            aof(),
+            false,
+            true,
+        ),
+        base(
+            "redlock-amnesia",
+            "5 masters without AOF or quarantine, a majority killed and restarted empty; guarded register",
+            amnesia(crashes),
+            volatile(0),
+            false,
+            true,
+        ),
+        base(
+            "redlock-amnesia-quarantine",
+            "the same crashes with dlock.quarantine-ms = TTL",
+            amnesia(crashes),
+            volatile(ttl.as_millis() as u64),
+            false,
+            true,
+        ),
+        base(
+            "redlock-broken-gate",
+            "5 masters, clients SIGSTOPped past their lease, reads and writes bypassing the gate",
+            pauses(ttl),
+            aof(),
+            true,
+            false,
+        ),
+    ];
+    runs.extend(sentinel(quick, ttl));
+    runs
+}
+
+/// The split-brain case: the master isolated with one client (c1) on its side, long enough for
+/// the sentinels on the majority side to promote a replica; then healed (the old master
+/// rejoins as a replica).
+fn split_brain(quick: bool) -> Vec<(Fault, Duration, Option<&'static str>)> {
+    let hold = Duration::from_secs(if quick { 7 } else { 15 });
+    let isolate = Fault::Partition {
+        a: hosts(&["n1", "c1"]),
+        b: hosts(&["n2", "n3", "c2", "c3"]),
+    };
+    vec![(isolate, hold, None)]
+}
+
+fn sentinel(quick: bool, ttl: Duration) -> Vec<Spec> {
+    let quiet = Duration::from_secs(if quick { 4 } else { 6 });
+    let spec = |name, about, replicas, bypass_gate, expect_valid| Spec {
+        name,
+        topology: Topology::Sentinel { replicas },
+        about,
+        clients: 3,
+        ttl_ms: ttl.as_millis() as u64,
+        hold_ms: 200,
+        bypass_gate,
+        node: aof(),
+        faults: split_brain(quick),
+        quiet,
+        expect_valid,
+    };
+    vec![
+        spec(
+            "sentinel-ack-on",
+            "Sentinel master + 2 replicas, old master isolated with c1; each grant waits for 1 replica (WAIT)",
+            1,
+            false,
+            true,
+        ),
+        spec(
+            "sentinel-ack-off",
+            "the same isolation without replica acknowledgement: both masters grant (split brain)",
+            0,
+            false,
+            false,
+        ),
+        spec(
+            "sentinel-ack-off-broken-gate",
+            "split brain without acknowledgement, and reads/writes bypassing the gate",
+            0,
+            true,
+            false,
+        ),
+    ]
+}
