@@ -39,7 +39,7 @@ run: build
 # docs-test), the signal-sensitive tests again with SIGINT/SIGTERM ignored and no terminal, the
 # monitoring tests (real redis_exporter, promtool, tmux), the model check and the quick chaos
 # suite; the last line totals the tests ("total: N passed, M failed").
-test: build
+test: build partitions-deps
 	bash scripts/test.sh
 
 # The Python client (python/): the sync files generated from the asyncio ones are up to date
