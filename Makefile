@@ -24,7 +24,7 @@ deps:
 	fi
 
 build: deps
-	$(CARGO) build --release --workspace
+	$(CARGO) build --release
 
 $(MODULE): build
 
@@ -39,7 +39,7 @@ run: build
 # docs-test), the signal-sensitive tests again with SIGINT/SIGTERM ignored and no terminal, the
 # monitoring tests (real redis_exporter, promtool, tmux), the model check and the quick chaos
 # suite; the last line totals the tests ("total: N passed, M failed").
-test: build partitions-deps
+test: build
 	bash scripts/test.sh
 
 # The Python client (python/): the sync files generated from the asyncio ones are up to date
@@ -199,10 +199,14 @@ partitions-deps:
 
 # A run past its limit is killed; `clean` then removes what it left (namespaces, processes).
 partitions-quick: build partitions-deps
+	$(CARGO) build --release -p dlock-partitions
+	timeout 300 $(CARGO) test --release -p dlock-partitions
 	timeout 600 target/release/dlock-partitions --quick; rc=$$?; \
 	target/release/dlock-partitions clean; exit $$rc
 
 partitions: build partitions-deps
+	$(CARGO) build --release -p dlock-partitions
+	timeout 300 $(CARGO) test --release -p dlock-partitions
 	timeout 1200 target/release/dlock-partitions; rc=$$?; \
 	target/release/dlock-partitions clean; exit $$rc
 

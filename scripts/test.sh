@@ -78,7 +78,7 @@ go_suite() {
   return "$status"
 }
 
-suite rust counted cargo test --release --workspace --no-fail-fast
+suite rust counted cargo test --release --no-fail-fast
 suite python counted make --no-print-directory python-test
 make --no-print-directory node-deps >/dev/null 2>&1
 if command -v node >/dev/null 2>&1; then
