@@ -55,6 +55,21 @@ fn gone_within(pid: Pid, limit: Duration) -> bool {
     true
 }
 
+/// `dlock run job OPTIONS -- sh -c SCRIPT` against `servers`, patient, with no input and its
+/// own errors silenced.
+fn dlock_run(servers: &[Server], options: &[&str], script: &str) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_dlock"));
+    command
+        .env("DLOCK_NODES", urls(servers).join(","))
+        .env("DLOCK_TIMEOUT", PATIENT)
+        .args(["run", "job"])
+        .args(options)
+        .args(["--", "sh", "-c", script])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null());
+    command
+}
+
 #[test]
 fn a_killed_dlock_run_takes_its_command_and_grandchildren_with_it() {
     let servers = nodes(1);
@@ -66,12 +81,7 @@ fn a_killed_dlock_run_takes_its_command_and_grandchildren_with_it() {
         grandchild_file.display(),
         child_file.display()
     );
-    let mut dlock = Command::new(env!("CARGO_BIN_EXE_dlock"))
-        .env("DLOCK_NODES", urls(&servers).join(","))
-        .env("DLOCK_TIMEOUT", PATIENT)
-        .args(["run", "job", "--ttl", "30s", "--", "sh", "-c", &script])
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
+    let mut dlock = dlock_run(&servers, &["--ttl", "30s"], &script)
         .spawn()
         .unwrap();
     let (child, grandchild) = (pid_in(&child_file), pid_in(&grandchild_file));
@@ -108,15 +118,13 @@ fn a_stopped_run_ends_grandchildren_that_ignore_sigterm() {
         "(trap '' TERM; exec sleep 300) & echo $! > {}; wait",
         grandchild_file.display()
     );
-    let mut dlock = Command::new(env!("CARGO_BIN_EXE_dlock"))
-        .env("DLOCK_NODES", urls(&servers).join(","))
-        .env("DLOCK_TIMEOUT", PATIENT)
-        .args(["run", "job", "--ttl", "300ms", "--max-hold", "600ms", "--"])
-        .args(["sh", "-c", &script])
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut dlock = dlock_run(
+        &servers,
+        &["--ttl", "300ms", "--max-hold", "600ms"],
+        &script,
+    )
+    .spawn()
+    .unwrap();
     let grandchild = pid_in(&grandchild_file);
     let status = dlock.wait().unwrap();
     let gone = gone_within(grandchild, GONE_WITHIN);
@@ -144,13 +152,8 @@ fn after_a_normal_exit_the_guard_is_gone_and_background_work_stays() {
         grandchild_file.display(),
         child_file.display()
     );
-    let status = Command::new(env!("CARGO_BIN_EXE_dlock"))
-        .env("DLOCK_NODES", urls(&servers).join(","))
-        .env("DLOCK_TIMEOUT", PATIENT)
-        .args(["run", "job", "--", "sh", "-c", &script])
-        .stdin(Stdio::null())
+    let status = dlock_run(&servers, &[], &script)
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
         .status()
         .unwrap();
     let grandchild = pid_in(&grandchild_file);
@@ -178,12 +181,7 @@ fn without_its_guard_a_killed_dlock_run_still_takes_its_command() {
         "trap '' TERM HUP; echo $$ > {}; sleep 300",
         child_file.display()
     );
-    let mut dlock = Command::new(env!("CARGO_BIN_EXE_dlock"))
-        .env("DLOCK_NODES", urls(&servers).join(","))
-        .env("DLOCK_TIMEOUT", PATIENT)
-        .args(["run", "job", "--ttl", "30s", "--", "sh", "-c", &script])
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
+    let mut dlock = dlock_run(&servers, &["--ttl", "30s"], &script)
         .spawn()
         .unwrap();
     let child = pid_in(&child_file);
