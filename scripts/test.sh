@@ -48,7 +48,7 @@ signals() {
     trap '' INT TERM
     python3 -c 'import signal, sys; sys.exit(any(signal.getsignal(s) != signal.SIG_IGN for s in (signal.SIGINT, signal.SIGTERM)))' ||
       { echo "signals: SIGINT and SIGTERM are not ignored in the check's environment" >&2; exit 1; }
-    setsid -w cargo test --release -q -p dlock-cli --test cli_signals --test supervisor </dev/null || exit 1
+    setsid -w cargo test --release -q --test cli_signals --test supervisor </dev/null || exit 1
     cd python && setsid -w .venv/bin/python -m pytest -q -p timeout --timeout 120 \
       tests/test_faults.py -k ctrl_c </dev/null
   )

@@ -55,8 +55,9 @@ fn gone_within(pid: Pid, limit: Duration) -> bool {
     true
 }
 
-/// `dlock run job OPTIONS -- sh -c SCRIPT` against `servers`, patient, with no input and its
-/// own errors silenced.
+/// `dlock run job OPTIONS -- sh -c SCRIPT` against `servers`, patient, with no input and no
+/// output: a process a test leaves behind must not hold the test binary's stdout open (the
+/// harness's `| tee` would wait on it for as long as it lives).
 fn dlock_run(servers: &[Server], options: &[&str], script: &str) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_dlock"));
     command
@@ -66,6 +67,7 @@ fn dlock_run(servers: &[Server], options: &[&str], script: &str) -> Command {
         .args(options)
         .args(["--", "sh", "-c", script])
         .stdin(Stdio::null())
+        .stdout(Stdio::null())
         .stderr(Stdio::null());
     command
 }
@@ -152,10 +154,7 @@ fn after_a_normal_exit_the_guard_is_gone_and_background_work_stays() {
         grandchild_file.display(),
         child_file.display()
     );
-    let status = dlock_run(&servers, &[], &script)
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
+    let status = dlock_run(&servers, &[], &script).status().unwrap();
     let grandchild = pid_in(&grandchild_file);
     let guard = group_of(grandchild);
     let (guard_gone, background_runs) = (gone_within(guard, GONE_WITHIN), running(grandchild));
@@ -178,7 +177,7 @@ fn without_its_guard_a_killed_dlock_run_still_takes_its_command() {
     let dir = tempfile::tempdir().unwrap();
     let child_file = dir.path().join("child");
     let script = format!(
-        "trap '' TERM HUP; echo $$ > {}; sleep 300",
+        "trap '' TERM HUP; echo $$ > {}; exec sleep 300",
         child_file.display()
     );
     let mut dlock = dlock_run(&servers, &["--ttl", "30s"], &script)
