@@ -43,6 +43,7 @@ def fleets() -> Iterator[Fleets]:
 def built() -> None:
     """The CLI, the module, the Rust examples (the pages' Rust blocks are their text) and the
     Node package's dist/ are built (no-ops when `make test`'s earlier suites did it)."""
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "dlock-cli", "-p", "dlock"], cwd=ROOT, check=True)
-    subprocess.run(["cargo", "build", "--release", "-q", "--examples", "-p", "dlock-client"], cwd=ROOT, check=True)
+    # The whole workspace, not `-p`: one package's features alone would compile the client again.
+    subprocess.run(["cargo", "build", "--release", "-q"], cwd=ROOT, check=True)
+    subprocess.run(["cargo", "build", "--release", "-q", "--examples"], cwd=ROOT, check=True)
     subprocess.run(["npm", "run", "--silent", "build"], cwd=ROOT / "node", check=True)

@@ -117,9 +117,11 @@ class Fleet:
             time.sleep(0.1)
         # Every replica in sync, so that the first grant is acknowledged (replica_ack auto).
         while not all(
-            "master_link_status:up" in n.cli("INFO", "replication") or "role:master" in n.cli("ROLE")
-            for n in self.nodes
+            "master_link_status:up" in info or "role:master" in info
+            for info in (n.cli("INFO", "replication") for n in self.nodes)
         ):
+            if time.monotonic() > deadline:
+                raise RuntimeError("the docs' Redis Cluster's replicas did not sync")
             time.sleep(0.1)
 
     def ready_for_an_example(self) -> None:
