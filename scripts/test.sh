@@ -94,9 +94,8 @@ else
   echo "== go: SKIPPED: Go is not installed and could not be (make go-deps); the Go client was not tested" >&2
   lines+=("go: SKIPPED (Go not installed)")
 fi
-# The docs' examples (make docs-test) are not run here yet: 16 minutes on two cores would take CI
-# past its 25-minute budget, and 13 of its 59 checks fail on a clean machine (the acceptance run
-# of issue 37 is still open). Run it on its own.
+# Every example of README.md and docs/, and the packages installed from a clean clone.
+suite docs counted make --no-print-directory docs-test
 suite signals counted signals
 suite monitoring counted make --no-print-directory monitoring-test
 suite model status make --no-print-directory model
