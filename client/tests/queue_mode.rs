@@ -280,7 +280,7 @@ async fn retry_mode_polls_and_queue_mode_does_not() {
             .build()
             .unwrap();
         let waiting = tokio::spawn(async move { waiter.lock("res", TTL, LONG).await });
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        tokio::time::sleep(Duration::from_millis(1000)).await;
         held.release().await.unwrap();
         waiting
             .await
@@ -291,8 +291,9 @@ async fn retry_mode_polls_and_queue_mode_does_not() {
             .unwrap();
         acquires.push(calls(&servers[0], "dlock.acquire") - before);
     }
-    // Retry: one ACQUIRE per 25-50 ms tick over 500 ms. Queue: the holder's and one wait.
-    assert!(acquires[0] >= 8, "retry mode sent {} ACQUIREs", acquires[0]);
+    // Retry: one ACQUIRE per 25-50 ms tick over 1 s, about 25; at least 6 on a loaded machine
+    // (CI once saw 3 in 500 ms). Queue: the holder's and one wait, however long it lasts.
+    assert!(acquires[0] >= 6, "retry mode sent {} ACQUIREs", acquires[0]);
     assert_eq!(acquires[1], 2, "queue mode sent {} ACQUIREs", acquires[1]);
 }
 

@@ -19,7 +19,7 @@ export function explain(failure: NodeFailure): NodeFailure {
 
 function describe(reason: string, tls: boolean): string {
   // The server's own refusal of the login (a sentinel's, inside a longer reason, is left as said).
-  const login = /^(?:not connected within \d+ ms \()?(NOAUTH|WRONGPASS)\b/.exec(reason)?.[1];
+  const login = /^(?:not connected(?: within \d+ ms)? \()?(NOAUTH|WRONGPASS)\b/.exec(reason)?.[1];
   if (login === "NOAUTH") return `authentication required (NOAUTH): give a user and password (${LOGIN})`;
   if (login === "WRONGPASS") {
     return `authentication failed (wrong user or password): give the right user and password (${LOGIN})`;
@@ -27,13 +27,13 @@ function describe(reason: string, tls: boolean): string {
   // node-redis 6 connects before its first command is written: a plain client at a TLS port then
   // reads the reset on that command, not while connecting.
   if (!tls && /^(?:read )?ECONNRESET$/.test(reason)) return PLAIN_TO_TLS;
-  if (!reason.startsWith("not connected within")) return reason;
+  if (!reason.startsWith("not connected")) return reason;
   if (/ECONNREFUSED/.test(reason)) return REFUSED;
   if (/ENOENT/.test(reason)) return "no such socket: is the server running, and is the path right?";
   if (!tls && /ECONNRESET|socket hang up|Socket closed unexpectedly/i.test(reason)) return PLAIN_TO_TLS;
   const within = /^not connected within (\d+ ms)/.exec(reason)?.[1] ?? "time";
   if (tls && /certificate|self-signed|Hostname|IP: /i.test(reason)) {
-    return `TLS: ${reason.replace(/^not connected within \d+ ms \((.*)\)$/s, "$1")}: check the CA (tls.ca) and the host name`;
+    return `TLS: ${reason.replace(/^not connected(?: within \d+ ms)? \((.*)\)$/s, "$1")}: check the CA (tls.ca) and the host name`;
   }
   if (tls && reason === `not connected within ${within}`) {
     return `no TLS handshake within ${within}: a port without TLS? then use redis:// (or the server is paused or overloaded)`;

@@ -76,3 +76,19 @@ for (const c of CASES) {
     }
   });
 }
+
+// A refused connection is a failed node at once, not at the end of the per-node timeout: heard
+// only then, it landed after a short wait's deadline and read as contention (1 run in 5).
+test("a refused node fails at once, well before its timeout, also while waiting", async () => {
+  for (let i = 0; i < 5; i++) {
+    const locks = new LockManager([`redis://127.0.0.1:${await freePort()}`], { timeout: 2000 });
+    const started = performance.now();
+    try {
+      await assert.rejects(locks.acquire("r", { ttl: 10_000, wait: 100 }), NoQuorumError);
+      const took = performance.now() - started;
+      assert.ok(took < 1000, `a refused node took ${Math.round(took)} ms to fail`);
+    } finally {
+      await locks.close();
+    }
+  }
+});

@@ -137,6 +137,11 @@ class Fleet:
         for node in self.nodes:
             if not self.cluster or "role:master" in node.cli("INFO", "replication"):
                 node.cli("FLUSHALL")
+                if self.cluster:
+                    # The replica has acknowledged a write (the FLUSHALL): an example's first grant,
+                    # acknowledged within 100 ms, then rides on a replication stream already
+                    # flowing, not on one a loaded machine is still starting.
+                    node.cli("WAIT", "1", "10000")
 
     @property
     def actual(self) -> list[str]:

@@ -137,18 +137,30 @@ export class Server {
     }
     const t = timer(within);
     let onReady: () => void = () => {};
+    let onError: () => void = () => {};
     const ready = new Promise<"ready">((resolve) => {
       onReady = () => resolve("ready");
       client.once("ready", onReady);
     });
+    // A failed connection attempt (refused, reset, TLS, auth) answers at once, as in the other
+    // clients, rather than at the end of `within`: node-redis keeps reconnecting in the
+    // background, and a refusal heard only at the timeout could land after a short wait's
+    // deadline and read as contention instead of a failed node.
+    const failed = new Promise<"error">((resolve) => {
+      onError = () => resolve("error");
+      client.once("error", onError);
+    });
     try {
-      if ((await Promise.race([ready, t.promise])) === "timeout" && !client.isReady) {
+      const won = await Promise.race([ready, failed, t.promise]);
+      if (won !== "ready" && !client.isReady) {
         const why = lastError.get(client);
+        if (won === "error" && why !== undefined) throw this.#fail(`not connected (${why})`);
         throw this.#fail(`not connected within ${within} ms${why ? ` (${why})` : ""}`);
       }
     } finally {
       t.cancel();
       client.off("ready", onReady);
+      client.off("error", onError);
     }
   }
 
