@@ -156,7 +156,7 @@ docs-test: build python-venv node-deps node/node_modules/.installed monitoring-d
 	python/.venv/bin/mypy --strict tests/docs
 	python/.venv/bin/python -m pytest -q -p timeout --timeout 600 tests/docs
 
-# Model-checks the protocol (docs/protocol.md): bounded, about five minutes on two cores.
+# Model-checks the protocol (docs/protocol.md): bounded, about three minutes on two cores.
 # The binaries `make build` made are run as they are: `cargo run -p` would resolve one package's
 # features alone and compile the client and its dependencies a second time (minutes in CI).
 model: build

@@ -1,4 +1,4 @@
-//! The runs `make model` (bounded, about five minutes on two cores) and `make model-deep` make:
+//! The runs `make model` (bounded, about three minutes on two cores) and `make model-deep` make:
 //! the real design under each combination of faults and assumptions, and each mutant.
 
 use dlock_core::Want;
