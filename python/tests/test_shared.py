@@ -44,9 +44,10 @@ def test_many_shared_holders_at_once(masters: list[Server]) -> None:
     assert all(a < b for a, b in itertools.pairwise(tokens)), tokens  # each its own, rising
     assert all(lock.shared and lock.limit is None for lock in held)
     views = locks.status("r")
-    for view in views:
+    owners = {lock.owner for lock in held}
+    for view in views:  # a node that answered after the 0.5 s timeout may lack a holder
         assert view.info is not None and view.info.kind == "shared"
-        assert sorted(h.owner for h in view.info.holders) == sorted(lock.owner for lock in held)
+        assert {h.owner for h in view.info.holders} <= owners
         assert {h.mode for h in view.info.holders} == {"shared"}
     for lock in held:  # committed on a majority (a wait granted late elsewhere has its own token)
         seen = [(h.owner, h.token) for v in views if v.info for h in v.info.holders]
