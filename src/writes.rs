@@ -267,6 +267,21 @@ pub fn change(
     Ok(pruned)
 }
 
+/// Gives a plain lock to another owner, its lease unchanged (PROCLAIM), and replicates it.
+pub fn replace_holder(
+    ctx: &Context,
+    key: &mut LockKey<'_>,
+    owner: Owner<'_>,
+    lease: Lease,
+    event: &CStr,
+) -> Result<(), RedisError> {
+    let record = record(key, owner.bytes, lease);
+    key.put(&record)?;
+    effects::apply(ctx, key.name(), owner.arg, &record);
+    key.changed(event);
+    Ok(())
+}
+
 /// Removes the given entries (a release's last hold, a wound's victims): a plain lock goes with
 /// its key; a table keeps its other holders. Returns the ended leases a table cleared besides.
 pub fn remove(

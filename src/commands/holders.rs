@@ -1,5 +1,5 @@
 //! The commands that change an owner's holds or remove a resource: `DLOCK.RELEASE`,
-//! `DLOCK.EXTEND`, `DLOCK.FENCE` and `DLOCK.FORCERELEASE`. Each reads the owner's entries
+//! `DLOCK.EXTEND`, `DLOCK.FENCE`, `DLOCK.PROCLAIM` and `DLOCK.FORCERELEASE`. Each reads the owner's entries
 //! through the rules' questions (at most two: an exclusive one and its shared side), so its cost
 //! does not grow with the resource's other holders.
 
@@ -8,6 +8,7 @@ use dlock_core::rules::{self, Release};
 use dlock_core::{Fence, Holders, Mode};
 use redis_module::{Context, RedisResult, RedisValue};
 
+use crate::keyspace::table::Lease;
 use crate::keyspace::view::View;
 use crate::keyspace::{notify, LockKey};
 use crate::node::node;
@@ -149,4 +150,37 @@ pub fn force_release(ctx: &Context, argv: &[Arg]) -> RedisResult {
     }
     Waiters::of(ctx, &argv[1]).cleared();
     Ok(RedisValue::Integer(i64::from(was_held)))
+}
+
+/// `DLOCK.PROCLAIM key owner token new-owner` -> 1 if `owner` is the plain lock's holder with
+/// `token` (then `new-owner` holds it: same token, lease and holds), else 0. An election's
+/// value travels in its owner, so that the queue, the handoff, replication, the RDB and a slot
+/// migration carry it with the grant; proclaiming is changing the owner without losing the
+/// lock. The grant counts as committed (as after FENCE): a leader proclaims after it was
+/// elected.
+pub fn proclaim(ctx: &Context, argv: &[Arg]) -> RedisResult {
+    let owner = args::owner(argv[2].as_bytes())?;
+    let token = args::token(argv[3].as_bytes())?;
+    let new_owner = args::owner(argv[4].as_bytes())?;
+    let mut key = LockKey::open(ctx, &argv[1], true);
+    let now_ms = server::now_ms();
+    let view = key.view(now_ms)?;
+    let (holds, deadline_ms) = match view.sole_exclusive() {
+        Some(h) if h.owner == owner && h.token == token => (h.holds, h.deadline_ms),
+        _ => return Ok(RedisValue::Integer(0)),
+    };
+    if new_owner != owner {
+        let who = Owner {
+            bytes: new_owner,
+            arg: Some(&argv[4]),
+        };
+        let lease = Lease {
+            token,
+            holds,
+            deadline_ms,
+        };
+        writes::replace_holder(ctx, &mut key, who, lease, notify::PROCLAIM)?;
+        Waiters::of(ctx, &argv[1]).forget([owner]);
+    }
+    Ok(RedisValue::Integer(1))
 }

@@ -20,6 +20,8 @@ pub const FENCE: &CStr = c"dlock.fence";
 pub const FORCE_RELEASE: &CStr = c"dlock.forcerelease";
 /// A tentative grant revoked for a smaller ticket.
 pub const REVOKE: &CStr = c"dlock.revoke";
+/// A plain lock given to a new owner (an election's new value), its lease unchanged.
+pub const PROCLAIM: &CStr = c"dlock.proclaim";
 /// A gate raised by a guarded write.
 pub const GATE: &CStr = c"dlock.gate";
 
