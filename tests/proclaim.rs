@@ -98,11 +98,7 @@ fn anyone_else_gets_zero_and_changes_nothing() {
         let error = error_of(&mut c, args);
         assert!(error.starts_with("ERR"), "{args:?}: {error}");
     }
-    let string_key: () = redis::cmd("SET")
-        .arg(&["plain", "v"])
-        .query(&mut c)
-        .unwrap();
-    let _ = string_key;
+    redis::cmd("SET").arg(&["plain", "v"]).exec(&mut c).unwrap();
     let error = error_of(&mut c, &["DLOCK.PROCLAIM", "plain", "a", "1", "b"]);
     assert!(error.starts_with("WRONGTYPE"), "{error}");
     assert_eq!(status(&mut c, "k").unwrap().0, "a", "unchanged");

@@ -103,7 +103,7 @@ impl LockManager {
 }
 
 /// A RESP2 array of name/value pairs or a RESP3 map, as pairs.
-fn pairs(reply: Value) -> Result<Vec<(String, Value)>, String> {
+pub(crate) fn pairs(reply: Value) -> Result<Vec<(String, Value)>, String> {
     let pairs: Vec<(Value, Value)> = match reply {
         Value::Map(pairs) => pairs,
         Value::Array(items) => {

@@ -50,7 +50,7 @@ impl Calls {
         (0..self.backend.nodes()).collect()
     }
 
-    async fn call(&self, node: usize, request: Request<'_>) -> Result<Value, NodeFailure> {
+    pub async fn call(&self, node: usize, request: Request<'_>) -> Result<Value, NodeFailure> {
         let timeout = self.backend.opts.rounds.timeout;
         self.backend.transport.call(node, request, timeout).await
     }
@@ -166,6 +166,17 @@ impl Calls {
             Some(left) if tally.done >= needed => Ok(now + left),
             _ => Err(tally),
         }
+    }
+
+    /// `DLOCK.PROCLAIM` on every node: `owner`'s lock with `token` held as `new_owner`.
+    pub async fn proclaim(&self, owner: &str, token: u64, new_owner: &str) -> Tally {
+        let request = Request::Proclaim {
+            resource: &self.resource,
+            owner,
+            token,
+            new_owner,
+        };
+        self.tally(request, &self.everywhere()).await
     }
 
     /// `DLOCK.STATUS` on every node.

@@ -42,6 +42,21 @@ pub enum Request<'a> {
     },
     /// `DLOCK.RELEASE resource owner`: 1 released, 0 not held.
     Release { resource: &'a str, owner: &'a str },
+    /// `DLOCK.PROCLAIM resource owner token new-owner`: 1 renamed, 0 not held with that token.
+    Proclaim {
+        resource: &'a str,
+        owner: &'a str,
+        token: u64,
+        new_owner: &'a str,
+    },
+    /// `DLOCK.OBSERVE resource [AFTER token [OWNER owner]] TIMEOUT ms`: the plain lock's
+    /// holder (nil when free), at once when it differs from `after`, else when it changes or
+    /// at the timeout. Blocks on the server, so it goes over a connection of its own.
+    Observe {
+        resource: &'a str,
+        after: Option<(u64, &'a str)>,
+        timeout_ms: u64,
+    },
     /// `DLOCK.STATUS resource`.
     Status { resource: &'a str },
     /// `DLOCK.WAITERS resource`: the waiters in service order (owner, ticket, ms waited).
@@ -58,6 +73,17 @@ pub fn ms(d: Duration) -> u64 {
 }
 
 impl<'a> Request<'a> {
+    /// How long the server may hold the request before answering (a wait, an observation):
+    /// such a request goes over a connection of its own, its bound stretched by this much.
+    pub fn blocks_for(self) -> Option<Duration> {
+        match self {
+            Request::Wait { timeout_ms, .. } | Request::Observe { timeout_ms, .. } => {
+                Some(Duration::from_millis(timeout_ms))
+            }
+            _ => None,
+        }
+    }
+
     /// The lock this request is about (in a cluster, the key that picks the shard).
     pub fn resource(self) -> &'a str {
         match self {
@@ -66,6 +92,8 @@ impl<'a> Request<'a> {
             | Request::Fence { resource, .. }
             | Request::Extend { resource, .. }
             | Request::Release { resource, .. }
+            | Request::Proclaim { resource, .. }
+            | Request::Observe { resource, .. }
             | Request::Status { resource }
             | Request::Waiters { resource } => resource,
             Request::Top { .. } => "",
@@ -112,6 +140,28 @@ impl<'a> Request<'a> {
                 cmd
             }
             Request::Release { resource, owner } => command("DLOCK.RELEASE", &[resource, owner]),
+            Request::Proclaim {
+                resource,
+                owner,
+                token,
+                new_owner,
+            } => {
+                let mut cmd = command("DLOCK.PROCLAIM", &[resource, owner]);
+                cmd.arg(token).arg(new_owner);
+                cmd
+            }
+            Request::Observe {
+                resource,
+                after,
+                timeout_ms,
+            } => {
+                let mut cmd = command("DLOCK.OBSERVE", &[resource]);
+                if let Some((token, owner)) = after {
+                    cmd.arg("AFTER").arg(token).arg("OWNER").arg(owner);
+                }
+                cmd.arg("TIMEOUT").arg(timeout_ms);
+                cmd
+            }
             Request::Status { resource } => command("DLOCK.STATUS", &[resource]),
             Request::Waiters { resource } => command("DLOCK.WAITERS", &[resource]),
             Request::Top { cursor, count } => {

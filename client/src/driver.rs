@@ -9,7 +9,8 @@
 //!   across nodes and clients, oldest first. With one node no ticket is sent: FIFO is the order,
 //!   and a grant that is never committed must not be revocable.
 //! - Round `r` of an attempt asks as owner `<base>:<r>`, each attempt under a new base, so a late
-//!   RELEASE of an abandoned round cannot free a later one.
+//!   RELEASE of an abandoned round cannot free a later one. A campaign appends ` <value>` (its
+//!   label): the value then travels with every grant (docs/election.md).
 //! - A queued attempt keeps the deadline itself (a node notices a wait's timeout only at its
 //!   next tick) and gets at least one whole call, so a zero wait still asks once and hears the
 //!   answer; at its end the round is withdrawn in the background, so the caller gets its answer
@@ -57,6 +58,8 @@ pub struct Acquire {
     ticket: Option<u64>,
     /// Told the owner of each round as it starts.
     probe: Option<WaitProbe>,
+    /// Appended to every round's owner: empty, or ` <value>` for a campaign.
+    label: String,
 }
 
 /// What a request left running brings back.
@@ -80,19 +83,45 @@ type Inflight = FuturesUnordered<BoxFuture<'static, Input>>;
 impl Acquire {
     pub fn new(
         calls: Calls,
-        (ttl, deadline): (Duration, Instant),
+        times: (Duration, Instant),
         policy: Policy,
         probe: Option<WaitProbe>,
     ) -> Arc<Acquire> {
+        Arc::new(Acquire::made(calls, times, policy, probe, String::new()))
+    }
+
+    /// A campaign's call: its owners labelled ` <value>` (see the module docs).
+    pub fn labelled(
+        calls: Calls,
+        times: (Duration, Instant),
+        policy: Policy,
+        value: &str,
+    ) -> Arc<Acquire> {
+        let label = if value.is_empty() {
+            String::new()
+        } else {
+            format!(" {value}")
+        };
+        Arc::new(Acquire::made(calls, times, policy, None, label))
+    }
+
+    fn made(
+        calls: Calls,
+        (ttl, deadline): (Duration, Instant),
+        policy: Policy,
+        probe: Option<WaitProbe>,
+        label: String,
+    ) -> Acquire {
         let queued_on_several = policy == Policy::Queue && calls.backend().nodes() > 1;
-        Arc::new(Acquire {
+        Acquire {
             ticket: queued_on_several.then(draw_ticket),
             calls,
             ttl: whole_ms(ttl),
             deadline,
             policy,
             probe,
-        })
+            label,
+        }
     }
 
     /// Attempts until one holds (at most one when `once`); on failure why, and how many.
@@ -222,7 +251,7 @@ impl<'a> Running<'a> {
     }
 
     fn owner(&self, round: u32) -> String {
-        format!("{}:{round}", self.base)
+        round_owner(self.base, round, &self.acquire.label)
     }
 
     fn now(&self) -> Instant {
@@ -370,6 +399,7 @@ impl Drop for Running<'_> {
         }
         let (core, released) = (self.core.clone(), self.released.clone());
         let (calls, base) = (self.acquire.calls.clone(), self.base.to_string());
+        let label = self.acquire.label.clone();
         backend.spawn(inflight.for_each(move |input| {
             if let Input::Replied {
                 node,
@@ -379,7 +409,7 @@ impl Drop for Running<'_> {
             {
                 for action in core.on_late(node, r, reply, released.is_cancelled()) {
                     if let Action::Release { round: r, nodes } = action {
-                        let (release, owner) = (calls.clone(), format!("{base}:{r}"));
+                        let (release, owner) = (calls.clone(), round_owner(&base, r, &label));
                         calls.backend().spawn(async move {
                             release.release_on(&owner, &nodes).await;
                         });
@@ -389,6 +419,11 @@ impl Drop for Running<'_> {
             async {}
         }));
     }
+}
+
+/// Round `round`'s owner under `base`, with the campaign's label if any.
+fn round_owner(base: &str, round: u32, label: &str) -> String {
+    format!("{base}:{round}{label}")
 }
 
 #[cfg(test)]

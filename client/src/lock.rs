@@ -8,10 +8,11 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::{check_ttl, Backend};
-use crate::calls::Calls;
+use crate::calls::{Calls, Tally};
 use crate::driver::Granted;
 use crate::errors::Error;
 use crate::kind::{LockKind, Resource};
+use crate::renewal::{renew_margin, renewal, Extension, Renewal};
 use crate::timing::quorum as majority;
 
 /// A lock held on a majority. Release it with [`LockGuard::release`]; dropping it releases in
@@ -30,6 +31,9 @@ pub struct LockGuard {
     /// Fired when the lock is known lost: a guarded write answered STALE, or the watchdog
     /// (which shares it) failed to extend.
     lost: CancellationToken,
+    /// Cancelled before the release goes out: stops every watchdog of this guard, so that no
+    /// extension is sent after the release.
+    halt: CancellationToken,
 }
 
 impl LockGuard {
@@ -49,6 +53,7 @@ impl LockGuard {
             released: false,
             on_release: None,
             lost: CancellationToken::new(),
+            halt: CancellationToken::new(),
         }
     }
 
@@ -59,6 +64,7 @@ impl LockGuard {
     }
 
     fn signal_release(&self) {
+        self.halt.cancel();
         if let Some(token) = &self.on_release {
             token.cancel();
         }
@@ -116,6 +122,31 @@ impl LockGuard {
         &self.lost
     }
 
+    /// What work under this lock sees: token, owner and the loss signal.
+    pub(crate) fn context(&self) -> LockContext {
+        LockContext {
+            token: self.token,
+            owner: self.owner.clone(),
+            resource: self.resource().to_string(),
+            lost: self.lost.clone(),
+        }
+    }
+
+    /// Holds the lock under `owner` from now on (`DLOCK.PROCLAIM`, keeping token and lease):
+    /// when a quorum did not take it, the nodes that did are turned back and the error says why.
+    pub(crate) async fn rename(&mut self, owner: &str) -> Result<(), Error> {
+        if owner == self.owner {
+            return Ok(());
+        }
+        let tally = self.calls.proclaim(&self.owner, self.token, owner).await;
+        if tally.done >= self.needed() {
+            self.owner = owner.to_string();
+            return Ok(());
+        }
+        self.calls.proclaim(owner, self.token, &self.owner).await;
+        Err(tally.extend_error(self.resource(), self.needed()))
+    }
+
     /// Resets the TTL on all nodes. Fails with [`Error::NoQuorum`] if too few nodes answered,
     /// or [`Error::LockLost`] if they answered but a majority did not extend within the new
     /// validity. After a failure [`LockGuard::validity`] still tells how long the earlier grant
@@ -163,7 +194,7 @@ impl LockGuard {
         let opts = &self.backend().opts;
         let interval = opts.extend_interval.unwrap_or(ttl / 3);
         let lost = self.lost.clone();
-        let stop = CancellationToken::new();
+        let stop = self.halt.child_token();
         let schedule = Schedule {
             ttl,
             interval: interval.max(Duration::from_millis(1)),
@@ -177,12 +208,7 @@ impl LockGuard {
             (lost.clone(), stop.clone()),
         ));
         Watchdog {
-            context: LockContext {
-                token: self.token,
-                owner: self.owner.clone(),
-                resource: self.resource().to_string(),
-                lost,
-            },
+            context: self.context(),
             stop,
             task,
         }
@@ -222,38 +248,60 @@ struct Schedule {
     hold_until: Option<Instant>,
 }
 
-/// The watchdog loop: extend before validity runs out; signal `lost` on the first failure, or
-/// once the hold cap is reached (the lock itself then runs out at its TTL).
+/// The watchdog loop, by the lease-loss contract (renewal.rs): extend every interval; signal
+/// `lost` at the renew deadline unless a quorum confirmed an extension first, at once when the
+/// nodes refuse one, or once the hold cap is reached (the lock then runs out at its TTL).
 async fn keep_extended(
     calls: Calls,
     owner: String,
     mut at: Schedule,
     (lost, stop): (CancellationToken, CancellationToken),
 ) {
-    let clock = &calls.backend().clock;
+    let backend = calls.backend().clone();
+    let clock = &backend.clock;
+    let mut last = Extension::Extended;
     loop {
-        let mut next = (clock.now() + at.interval).min(at.valid_until);
-        if let Some(cap) = at.hold_until {
-            next = next.min(cap);
-        }
-        let pause = next.saturating_duration_since(clock.now());
+        let now = clock.now();
+        let left = at.valid_until.saturating_duration_since(now);
+        let Renewal::ExtendIn(pause) = renewal(at.ttl, at.interval, left, last) else {
+            return lost.cancel();
+        };
+        let capped = at.hold_until.filter(|&cap| now + pause >= cap);
+        let pause = capped.map_or(pause, |cap| cap.saturating_duration_since(now));
         tokio::select! {
             _ = stop.cancelled() => return,
             _ = lost.cancelled() => return, // a guarded write found a newer holder
             _ = tokio::time::sleep(pause) => {}
         }
-        let now = clock.now();
-        if now >= at.valid_until || at.hold_until.is_some_and(|cap| now >= cap) {
-            lost.cancel();
-            return;
+        if capped.is_some() {
+            return lost.cancel();
         }
-        match calls.extend(&owner, at.ttl).await {
-            Ok(until) => at.valid_until = until,
-            Err(_) => {
-                lost.cancel();
-                return;
-            }
+        let renew_deadline = at.valid_until - renew_margin(at.ttl).min(left);
+        let until_deadline = renew_deadline.saturating_duration_since(clock.now());
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = lost.cancelled() => return,
+            _ = tokio::time::sleep(until_deadline) => return lost.cancel(),
+            extended = calls.extend(&owner, at.ttl) => last = match extended {
+                Ok(until) => {
+                    at.valid_until = until;
+                    Extension::Extended
+                }
+                Err(tally) => outcome(&calls, &tally),
+            },
         }
+    }
+}
+
+/// An extension that was not confirmed: refused when so many nodes said "not held" that no
+/// quorum is left to extend it.
+fn outcome(calls: &Calls, tally: &Tally) -> Extension {
+    let nodes = calls.backend().nodes();
+    let needed = calls.kind().quorum(nodes);
+    if tally.refused > nodes.saturating_sub(needed) {
+        Extension::Refused
+    } else {
+        Extension::Unconfirmed
     }
 }
 

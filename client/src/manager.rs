@@ -233,14 +233,19 @@ impl LockManager {
     ) -> Result<LockGuard, Error> {
         let resource = checked(resource.into(), ttl)?;
         let deadline = self.backend.clock.now() + wait;
-        let policy = if self.backend.queues() {
-            Policy::Queue
-        } else {
-            self.no_wait()
-        };
+        let policy = self.waiting_policy();
         let probe = Some(probe.clone());
         self.take(resource, (ttl, deadline), policy, probe, false)
             .await
+    }
+
+    /// How a call that waits waits: queued on the nodes, or retrying ([`WaitMode`]).
+    pub(crate) fn waiting_policy(&self) -> Policy {
+        if self.backend.queues() {
+            Policy::Queue
+        } else {
+            self.no_wait()
+        }
     }
 
     /// Attempts without a server wait commit their grants unless fencing is off.
@@ -260,7 +265,18 @@ impl LockManager {
         once: bool,
     ) -> Result<LockGuard, Error> {
         let calls = Calls::new(self.backend.clone(), resource.name, resource.kind);
-        match Acquire::new(calls, times, policy, probe).run(once).await {
+        self.run(resource, Acquire::new(calls, times, policy, probe), once)
+            .await
+    }
+
+    /// Runs an acquisition's attempts (one when `once`) and hands out the lock, or says why not.
+    pub(crate) async fn run(
+        &self,
+        resource: Resource<'_>,
+        acquire: Arc<Acquire>,
+        once: bool,
+    ) -> Result<LockGuard, Error> {
+        match acquire.run(once).await {
             Ok(won) => {
                 let guard = LockGuard::new(self.backend.clone(), resource, &won.owner, won.granted);
                 Ok(guard.signalling(won.released))

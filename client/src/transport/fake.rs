@@ -90,6 +90,8 @@ fn describe(request: &Request<'_>) -> String {
         Request::Fence { token, .. } => format!("FENCE {token}"),
         Request::Extend { ttl_ms, .. } => format!("EXTEND {ttl_ms}"),
         Request::Release { .. } => "RELEASE".into(),
+        Request::Proclaim { token, .. } => format!("PROCLAIM {token}"),
+        Request::Observe { after, .. } => format!("OBSERVE {}", after.map_or(0, |(t, _)| t)),
         Request::Status { .. } => "STATUS".into(),
         Request::Waiters { .. } => "WAITERS".into(),
         Request::Top { cursor, .. } => format!("TOP {cursor}"),
@@ -125,10 +127,7 @@ impl Transport for FakeTransport {
         self.clock.advance(self.latency);
         let reply = (self.script)(node, &request, attempt)
             .map_err(|reason| NodeFailure::new(self.names[node].clone(), reason));
-        let bound = match request {
-            Request::Wait { timeout_ms, .. } => timeout + Duration::from_millis(timeout_ms),
-            _ => timeout,
-        };
+        let bound = timeout + request.blocks_for().unwrap_or_default();
         let name = self.names[node].clone();
         Box::pin(async move {
             match &reply {

@@ -83,16 +83,13 @@ impl Member {
         let pipe = ack::pipeline(request, self.ack);
         // A server notices a blocked client's timeout only at its next `hz` tick: a wait's nil
         // may come that much after the wait's own time.
-        let waits = match request {
-            Request::Wait { timeout_ms, .. } => {
-                Duration::from_millis(timeout_ms) + ack::TIMEOUT_RESOLUTION
-            }
-            _ => Duration::ZERO,
-        };
+        let waits = request
+            .blocks_for()
+            .map_or(Duration::ZERO, |wait| wait + ack::TIMEOUT_RESOLUTION);
         let bounds = Bounds {
             connect: timeout,
             whole: timeout + waits + ack::extra_time(request, self.ack),
-            blocking: matches!(request, Request::Wait { .. }),
+            blocking: request.blocks_for().is_some(),
         };
         let replies = self.send(request.resource(), &pipe, bounds).await?;
         ack::reply(request, replies, self.ack)
