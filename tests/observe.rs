@@ -419,3 +419,33 @@ fn the_reply_is_a_map_in_resp3() {
         .collect();
     assert_eq!(names, ["owner", "token", "ttl"]);
 }
+
+#[test]
+fn an_observer_whose_slot_moves_away_is_redirected() {
+    let cluster = dlock_testkit::Cluster::start(3, 1);
+    let key = "orders:42";
+    let from = cluster.master_for(key);
+    let to = (0..3).find(|&i| i != from).unwrap();
+    let token = acquire(&mut cluster.nodes[from].conn(), key, "w1", 60_000).unwrap();
+    let rx = observer(&cluster.nodes[from], &[key, "AFTER", &token.to_string()]);
+    cluster.migrate_slot(key, from, to, || thread::sleep(Duration::from_millis(300)));
+    let (reply, _) = rx.recv_timeout(Duration::from_secs(10)).expect("an answer");
+    let error = reply.expect_err("a redirect, not the lock's absence");
+    let redirect = format!(
+        "{} {}",
+        error.code().unwrap_or_default(),
+        error.detail().unwrap_or_default()
+    );
+    let slot = cluster.slot(key);
+    let target = format!("{slot} 127.0.0.1:{}", cluster.nodes[to].port());
+    assert!(
+        redirect == format!("ASK {target}") || redirect == format!("MOVED {target}"),
+        "{redirect}"
+    );
+    let mut c = cluster.nodes[to].conn();
+    assert_eq!(
+        observe(&mut c, &[key]).map(|h| h.1),
+        Some(token),
+        "held on the new node"
+    );
+}

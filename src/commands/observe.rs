@@ -21,9 +21,9 @@ use redis_module::{raw, Context, RedisError, RedisResult, RedisValue};
 use super::reply::{self, Reply};
 use super::status::integer;
 use crate::keyspace::{observers, LockKey};
-use crate::server;
 use crate::wire::args::{self, OptionSpec};
 use crate::wire::{errors, Arg};
+use crate::{server, waiting};
 
 const OPTIONS: [OptionSpec; 2] = [
     OptionSpec {
@@ -52,13 +52,13 @@ pub fn observe(ctx: &Context, argv: &[Arg]) -> RedisResult {
     let name = &argv[1];
     // Inside MULTI or a script a client cannot block: it gets the state at once, as BLPOP does.
     let after = call.after.filter(|_| may_block(ctx));
-    let Seen::Unchanged { lease_end_ms } = look(ctx, name, after) else {
+    let Seen::Unchanged { lease_end_ms } = look(ctx, name, after, false) else {
         return Ok(RedisValue::NoReply);
     };
     let timeout_ms = block_timeout(call.timeout_ms, lease_end_ms, server::now_ms());
     if !block(ctx, name, timeout_ms) {
         // This server cannot block on keys: the state, at once.
-        look(ctx, name, None);
+        look(ctx, name, None, false);
     }
     Ok(RedisValue::NoReply)
 }
@@ -97,8 +97,9 @@ enum Seen {
 }
 
 /// Reads the key and replies its state, unless it is the one seen (`after`: that token, 0 for no
-/// holder).
-fn look(ctx: &Context, name: &Arg, after: Option<u64>) -> Seen {
+/// holder). A blocked client (`woken`) that finds no holder on a cluster node whose slot is
+/// moving or gone is redirected instead: the lock may live on, on the slot's new node.
+fn look(ctx: &Context, name: &Arg, after: Option<u64>, woken: bool) -> Seen {
     let now_ms = server::now_ms();
     let key = LockKey::open(ctx, name, false);
     let view = match key.view(now_ms) {
@@ -113,6 +114,11 @@ fn look(ctx: &Context, name: &Arg, after: Option<u64>) -> Seen {
     if after.is_some_and(|seen| seen == holder.map_or(0, |h| h.token)) {
         let lease_end_ms = holder.map(|h| h.deadline_ms);
         return Seen::Unchanged { lease_end_ms };
+    }
+    if holder.is_none() && woken {
+        if let Some(redirect) = waiting::redirect(ctx, name.as_bytes()) {
+            return replied(ctx, RedisError::String(redirect));
+        }
     }
     reply::send(ctx, &state_reply(holder.as_ref(), now_ms));
     Seen::Replied
@@ -253,7 +259,7 @@ extern "C" fn on_ready(
         ctx.reply(Err(errors::cannot_store()));
         return raw::REDISMODULE_OK as c_int;
     };
-    match look(&ctx, name, call.after) {
+    match look(&ctx, name, call.after, true) {
         Seen::Replied => {
             observers::done(&ctx);
             raw::REDISMODULE_OK as c_int
@@ -275,7 +281,7 @@ extern "C" fn on_timeout(
     let argv = unsafe { arguments(argv, argc) };
     match argv.get(1) {
         Some(name) => {
-            look(&ctx, name, None);
+            look(&ctx, name, None, true);
         }
         None => {
             ctx.reply(Err(errors::cannot_store()));
