@@ -449,3 +449,19 @@ fn an_observer_whose_slot_moves_away_is_redirected() {
         "held on the new node"
     );
 }
+
+#[test]
+fn an_observer_on_a_replica_hears_the_masters_changes() {
+    let master = Server::start();
+    let replica = replica_of(&master);
+    let mut m = master.conn();
+    let token = acquire(&mut m, "res", "alice", 60_000).unwrap();
+    sync(&mut m);
+    let rx = observer(&replica, &["res", "AFTER", &token.to_string()]);
+    release(&mut m, "res", "alice");
+    assert_eq!(answer(&rx).0, None, "the release, replicated");
+    let rx = observer(&replica, &["res", "AFTER", "0"]);
+    let next = acquire(&mut m, "res", "bob", 60_000).unwrap();
+    let (state, _) = answer(&rx);
+    assert_eq!(state.map(|h| (h.0, h.1)), Some(("bob".to_string(), next)));
+}
