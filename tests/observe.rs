@@ -465,3 +465,25 @@ fn an_observer_on_a_replica_hears_the_masters_changes() {
     let (state, _) = answer(&rx);
     assert_eq!(state.map(|h| (h.0, h.1)), Some(("bob".to_string(), next)));
 }
+
+#[test]
+fn a_handoff_to_a_waiter_wakes_the_observer_with_the_waiter() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let token = acquire(&mut c, "res", "alice", 60_000).unwrap();
+    let mut w = server.conn();
+    let waiter = thread::spawn(move || -> redis::RedisResult<Option<i64>> {
+        redis::cmd("DLOCK.ACQUIRE")
+            .arg(&["res", "bob", "60000", "WAIT", "10000"])
+            .query(&mut w)
+    });
+    eventually("bob queued", 5_000, || blocked_clients(&mut c) == 1);
+    let rx = observer(&server, &["res", "AFTER", &token.to_string()]);
+    release(&mut c, "res", "alice");
+    let (state, _) = answer(&rx);
+    let granted = waiter.join().unwrap().unwrap().expect("bob granted");
+    assert_eq!(
+        state.map(|h| (h.0, h.1)),
+        Some(("bob".to_string(), granted))
+    );
+}
