@@ -5,7 +5,7 @@ CARGO        ?= cargo
 MODULE       := target/release/libdlock.so
 REDIS_PORT   ?= 6379
 
-.PHONY: all deps build run test model model-deep partitions partitions-quick partitions-deps bench-waiters bench-handoff bench-top bench-scale compat compat-servers memcheck chaos chaos-quick bench bench-quick bench-server bench-instructions bench-shared bench-capacity bench-handoff-limit bench-tax cluster redis-cluster fmt lint clean
+.PHONY: all deps build run test model model-deep partitions partitions-quick partitions-deps bench-waiters bench-handoff bench-top bench-scale compat compat-servers memcheck chaos chaos-quick bench bench-quick bench-server bench-instructions bench-shared bench-capacity bench-handoff-limit bench-tax bench-elect cluster redis-cluster fmt lint clean
 
 all: build
 
@@ -269,6 +269,16 @@ bench-handoff-limit: build
 # newest Redis and Valkey `make compat-servers` built. Needs valgrind; ~15 min per server.
 bench-tax: build
 	cd bench && python3 tax.py ../$(MODULE) $$(command -v redis-server) $$(grep -E 'redis-8|valkey-9' ../.compat/servers 2>/dev/null | sort -V | tail -n 2)
+
+# Leader election, dlock (1 and 5 masters) against etcd's election (Debian's etcd-server, installed
+# when missing): failover after a SIGKILLed leader, observers' delay, a paused leader's writes
+# through the gate vs after a check (docs/election.md; ~5 min).
+bench-elect: build
+	@command -v etcd >/dev/null 2>&1 || { \
+	  echo "installing: etcd-server etcd-client"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq etcd-server etcd-client >/dev/null; }
+	cd bench && python3 elect.py ../$(MODULE) ../target/release/dlock 30
 
 bench: build go-deps
 	bash bench/run.sh

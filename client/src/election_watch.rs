@@ -138,7 +138,9 @@ async fn gather(
         }
         let previous = shown.clone().flatten().flatten();
         let view = leader_view(&seen, needed, previous.as_ref());
-        let undecided = view.is_none() && heard.iter().filter(|h| **h).count() < nodes;
+        // Until every node answered once, only a leader is news: three of five nodes may not
+        // show the leader yet (a grant not committed everywhere), and a fourth would.
+        let undecided = !matches!(view, Some(Some(_))) && heard.iter().any(|h| !h);
         if undecided || shown.as_ref() == Some(&view) {
             continue;
         }
