@@ -36,9 +36,7 @@ def renewal(ttl_ms: int, interval_ms: int, left_ms: int, last: Extension) -> int
     return max(min(pause, (left_ms - margin) // 2), 1)
 
 
-def outcome(nodes: int, needed: int, done: int, refused: int) -> Extension:
-    """What an extension that `done` nodes confirmed and `refused` said "not held" comes to:
-    refused once no quorum is left to extend it."""
-    if done >= needed:
-        return "extended"
+def outcome(nodes: int, needed: int, refused: int) -> Extension:
+    """What an extension a quorum did not confirm comes to: refused when so many of the `nodes`
+    said "not held" that no quorum is left to extend it, else unconfirmed (tried again)."""
     return "refused" if refused > nodes - needed else "unconfirmed"

@@ -37,6 +37,15 @@ async def shielded(work: Coroutine[Any, Any, T]) -> T:
         raise
 
 
+async def within(work: Coroutine[Any, Any, T], seconds: float) -> T | None:
+    """`work`'s result, or None (and `work` cancelled) if it takes more than `seconds`: an
+    extension raced against the renew deadline."""
+    try:
+        return await asyncio.wait_for(work, max(0.0, seconds))
+    except asyncio.TimeoutError:
+        return None
+
+
 class Worker:
     """`work(worker)` in a task of its own (the lock's watchdog); awaiting the worker waits for
     the work to end."""
@@ -59,6 +68,10 @@ class Worker:
 
     def cancel(self) -> None:
         """Cancels the work without waiting (for callers that cannot await)."""
+        self.task.cancel()
+
+    def abandon(self) -> None:
+        """As cancel(): the work ends at its next await."""
         self.task.cancel()
 
     def __await__(self) -> Generator[Any, None, None]:

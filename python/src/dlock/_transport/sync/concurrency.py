@@ -20,6 +20,13 @@ def shielded(result: T) -> T:
     return result
 
 
+def within(result: T, seconds: float) -> T | None:
+    """Where the asyncio flavour races work against a deadline (an extension against the renew
+    deadline), the sync call has already run to its end, bounded by the per-node timeout: the
+    caller tells a late result by the clock."""
+    return result
+
+
 class Worker:
     """`work(worker)` in a daemon thread of its own (the lock's watchdog)."""
 
@@ -41,3 +48,8 @@ class Worker:
     def cancel(self) -> None:
         """As stop(): a thread cannot be cut short, and here the caller can wait."""
         self.stop()
+
+    def abandon(self) -> None:
+        """Asks the work to end without waiting for it (a thread blocked in a call on a node
+        ends once the call does: an observer closed by its reader)."""
+        self.stopping.set()
