@@ -122,6 +122,19 @@ class Lock:
             return
         raise result.extend_error(self._resource, self._needed)
 
+    def _rename(self, owner: str) -> None:
+        """Holds the lock under `owner` from now on (DLOCK.PROCLAIM, keeping token and lease): when
+        a quorum did not take it, the nodes that did are turned back, and NoQuorum or LockLost
+        says why. For a Leadership's proclaim, with the watchdog stopped."""
+        if owner == self._owner:
+            return
+        tally = self._calls.proclaim(self._resource, self._owner, self._token, owner)
+        if tally.done >= self._needed:
+            self._owner = owner
+            return
+        self._calls.proclaim(self._resource, owner, self._token, self._owner)
+        raise tally.extend_error(self._resource, self._needed)
+
     def release(self) -> None:
         """Releases on all nodes (a second call does nothing). Raises NoQuorum naming the nodes
         if fewer than a quorum answered: the lock then lingers there until its TTL."""
@@ -194,8 +207,11 @@ class Lock:
     def _extend_by(self, renew_deadline: float) -> Extension | None:
         """One extension, raced against the renew deadline: how it went, or None when it was not
         confirmed by then (still out, or confirmed too late)."""
-        extend = self._calls.extend(self._resource, self._owner, self._ttl_ms, self._needed)
-        result = within(extend, renew_deadline - time.monotonic())
+        until = renew_deadline - time.monotonic()
+        # Each node's call is bounded by the deadline too: a sync extension cannot be raced.
+        bound = max(0.001, min(self._calls.opts.timeout, until))
+        extend = self._calls.extend(self._resource, self._owner, self._ttl_ms, self._needed, bound)
+        result = within(extend, until)
         if result is None or time.monotonic() >= renew_deadline:
             return None
         if isinstance(result, float):

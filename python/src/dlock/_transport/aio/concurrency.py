@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine, Generator
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -76,3 +76,16 @@ class Worker:
 
     def __await__(self) -> Generator[Any, None, None]:
         return self.task.__await__()
+
+
+class Inbox(Generic[T]):
+    """Items put by workers, read in order by one reader (an observer's node reports)."""
+
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[T] = asyncio.Queue()
+
+    def put(self, item: T) -> None:
+        self.queue.put_nowait(item)
+
+    async def get(self) -> T:
+        return await self.queue.get()

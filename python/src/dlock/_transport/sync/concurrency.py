@@ -4,10 +4,11 @@ running things: the names of dlock/_transport/aio/concurrency.py, for threads.""
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -53,3 +54,16 @@ class Worker:
         """Asks the work to end without waiting for it (a thread blocked in a call on a node
         ends once the call does: an observer closed by its reader)."""
         self.stopping.set()
+
+
+class Inbox(Generic[T]):
+    """Items put by worker threads, read in order by one reader (an observer's node reports)."""
+
+    def __init__(self) -> None:
+        self.queue: queue.Queue[T] = queue.Queue()
+
+    def put(self, item: T) -> None:
+        self.queue.put(item)
+
+    def get(self) -> T:
+        return self.queue.get()
