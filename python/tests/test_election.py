@@ -7,23 +7,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
-from cluster import Server, start
+from cluster import Server
 from conftest import urls
 
 import dlock
 
 LEASE = 1.5  # seconds, as the Rust tests
-
-
-@pytest.fixture(params=[1, 5], ids=["one master", "five masters"])
-def masters(request: pytest.FixtureRequest) -> Iterator[list[Server]]:
-    servers = start(request.param)
-    yield servers
-    for server in servers:
-        server.stop()
 
 
 def manager(servers: list[Server], **options: object) -> dlock.LockManager:
