@@ -85,7 +85,10 @@ class Observer(AsyncIterator[Change]):
             self._seen[node], self._failures[node] = report, None
         shown = self._shown[0] if self._shown else None
         view = leader_view(self._seen, self._needed, shown if isinstance(shown, Leader) else None)
-        undecided = isinstance(view, str) and not all(self._heard)
+        # Until every node has answered once, only a leader is sure: a node not heard yet may
+        # hold the grant that makes a majority (on several masters a committed leader's other
+        # nodes may hold it under their own, uncommitted, tokens).
+        undecided = not all(self._heard) and not isinstance(view, Leader)
         if undecided or (self._shown and self._shown[0] == view):
             return None
         self._shown = [view]
@@ -97,9 +100,11 @@ class Observer(AsyncIterator[Change]):
         """Asks `node` again and again, each time after the holder it last reported."""
         last: Seen | str = UNKNOWN  # nothing heard yet: asked without AFTER, answered at once
         nodes, name = self._calls.nodes, self._name
-        allowed = OBSERVE_FOR_MS / 1000 + TIMEOUT_RESOLUTION + self._calls.opts.timeout
+        blocking = OBSERVE_FOR_MS / 1000 + TIMEOUT_RESOLUTION + self._calls.opts.timeout
         while not await worker.pause(0):
             after = None if isinstance(last, str) else (0, "") if last is None else (last[1], last[0])
+            # Without AFTER the node answers at once: a frozen one costs the per-node timeout.
+            allowed = self._calls.opts.timeout if after is None else blocking
             reply = await nodes.call_blocking(node, cmd.observe(name, after, OBSERVE_FOR_MS), allowed)
             try:
                 report = seen_holder(name, nodes.names[node], reply)
