@@ -44,6 +44,15 @@ def three() -> Iterator[list[Server]]:
         server.stop()
 
 
+@pytest.fixture(params=[1, 5], ids=["one master", "five masters"])
+def masters(request: pytest.FixtureRequest) -> Iterator[list[Server]]:
+    """One fresh master, then five (a test taking it runs on each)."""
+    servers = start(request.param)
+    yield servers
+    for server in servers:
+        server.stop()
+
+
 @pytest.fixture
 def one() -> Iterator[Server]:
     servers = start(1)

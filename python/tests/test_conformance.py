@@ -13,8 +13,10 @@ import redis
 from dlock._pure import acquisition as acq
 from dlock._pure import attempt as att
 from dlock._pure.cluster import Seed, slot_of
+from dlock._pure.election import UNKNOWN, Leader, Seen, leader_view, split_owner
 from dlock._pure.kind import Kind
 from dlock._pure.options import Options
+from dlock._pure.renewal import renew_margin, renewal
 from dlock._pure.replies import NodeTimeout
 from dlock._pure.timing import validity
 from dlock._pure.urls import SentinelGroup, Single, endpoint
@@ -31,7 +33,7 @@ def cases(name: str) -> list[dict[str, Any]]:
 
 
 def label(case: dict[str, Any]) -> str:
-    return str(case.get("name") or case.get("url") or json.dumps(case))
+    return str(case.get("name") or case.get("url") or case.get("why") or json.dumps(case))
 
 
 def table(name: str) -> Any:
@@ -231,3 +233,38 @@ def test_node_urls(case: dict[str, Any]) -> None:
         assert ports(made) == case["ports"]
     if "name" in case:
         assert made.name == case["name"]
+
+
+@table("renewals.json")
+def test_renewals_by_the_lease_loss_contract(case: dict[str, Any]) -> None:
+    got = renewal(case["ttl_ms"], case["interval_ms"], case["left_ms"], case["last"])
+    expected = None if case["next"] == "lost" else case["next"]["extend_in_ms"]
+    assert got == expected
+    assert renew_margin(case["ttl_ms"]) == max(case["ttl_ms"] // 10, 1)
+
+
+def as_leader(pinned: Any) -> Leader | str | None:
+    if pinned is None:
+        return UNKNOWN
+    if pinned == "none":
+        return None
+    return Leader(pinned["id"], pinned["value"], int(pinned["epoch"]))
+
+
+def as_seen(node: Any) -> Seen | str:
+    if node is None:
+        return UNKNOWN
+    return None if node == "free" else (node["owner"], int(node["token"]))
+
+
+@table("leaders.json")
+def test_leaders_by_the_leader_rule(case: dict[str, Any]) -> None:
+    previous = case.get("previous")
+    assumed = None if previous is None else as_leader(previous)
+    assert not isinstance(assumed, str)
+    got = leader_view([as_seen(n) for n in case["nodes"]], case["needed"], assumed)
+    assert got == as_leader(case["leader"])
+    for node in case["nodes"]:
+        if isinstance(node, dict):
+            id_, value = split_owner(node["owner"])
+            assert (f"{id_} {value}" if value else id_) == node["owner"]

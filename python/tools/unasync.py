@@ -40,6 +40,8 @@ FILES = {
     "_async/lock.py": "_sync/lock.py",
     "_async/calls.py": "_sync/calls.py",
     "_async/driver.py": "_sync/driver.py",
+    "_async/election.py": "_sync/election.py",
+    "_async/election_watch.py": "_sync/election_watch.py",
 }
 
 #: (pattern, replacement), applied in this order to every line outside a "sync only" block.
@@ -50,6 +52,11 @@ RULES: list[tuple[str, str]] = [
     (r"\bawait ", ""),
     (r"\b__aenter__\b", "__enter__"),
     (r"\b__aexit__\b", "__exit__"),
+    (r"\b__aiter__\b", "__iter__"),  # an observer: an async iterator, an iterator in the twin
+    (r"\b__anext__\b", "__next__"),
+    (r"\bStopAsyncIteration\b", "StopIteration"),
+    (r"\bAsyncIterator\b", "Iterator"),
+    (r"\baclose\b", "close"),
     (r"\bAwaitable\[(\w+)\]", r"\1"),
     (r"^import asyncio$", "import threading"),
     (r"\basyncio\.Event\b", "threading.Event"),

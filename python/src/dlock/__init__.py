@@ -13,8 +13,11 @@ The asyncio twin is `dlock.asyncio.LockManager`.
 from importlib.metadata import version
 
 from ._pure.admin import Holder, LockInfo, NodeStatus
+from ._pure.election import Leader
 from ._pure.options import WaitMode
 from ._pure.top import HeldLock, NodeTop, QueuedLock, TopHolder
+from ._sync.election import Leadership
+from ._sync.election_watch import Observer
 from ._sync.lock import Lock
 from ._sync.manager import LockManager
 from .errors import (
@@ -39,6 +42,8 @@ __all__ = [
     "HeldLock",
     "Holder",
     "KindRefused",
+    "Leader",
+    "Leadership",
     "Lock",
     "LockContended",
     "LockInfo",
@@ -49,6 +54,7 @@ __all__ = [
     "NodeFailure",
     "NodeStatus",
     "NodeTop",
+    "Observer",
     "QueuedLock",
     "StaleToken",
     "TopHolder",

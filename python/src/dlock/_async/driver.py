@@ -11,7 +11,8 @@ time.
   flavour, a task per wait in asyncio's); the plain asks of an attempt without a server wait go
   out together.
 - Round r of an attempt asks as owner `<base>:<r>`, each attempt under a new base, so a late
-  RELEASE of an abandoned round cannot free a later one.
+  RELEASE of an abandoned round cannot free a later one. A campaign appends ` <value>` (its
+  label): the value then travels with every grant (docs/election.md).
 - A queued attempt keeps the deadline itself (a node notices a wait's timeout only at its next
   tick) and gets at least one whole call, so a zero wait still asks once and hears the answer.
 - When the attempt ends without the lock, at the deadline or when the caller is interrupted
@@ -63,7 +64,9 @@ class Won:
 class Acquire:
     """One lock() or try_lock() call."""
 
-    def __init__(self, calls: Calls, resource: str, ttl_ms: int, deadline: float, kind: Kind, policy: Policy) -> None:
+    def __init__(
+        self, calls: Calls, resource: str, ttl_ms: int, deadline: float, kind: Kind, policy: Policy, label: str = ""
+    ) -> None:
         self.calls = calls
         self.resource = resource
         self.ttl_ms = ttl_ms
@@ -71,6 +74,7 @@ class Acquire:
         self.kind = kind
         self.policy = policy
         self.ticket: int | None = draw_ticket() if policy.queue and calls.size() > 1 else None
+        self.label = label  # appended to every round's owner: empty, or a campaign's ` <value>`
 
     async def run(self, once: bool) -> tuple[Won | AttemptFailed, int]:
         """Attempts until one holds (at most one when `once`): what it came to, and how many."""
@@ -133,6 +137,10 @@ class Running:
         self.settled = False  # held, or its round withdrawn already
         self.lease_from = time.monotonic()
 
+    def owner(self, round_: int) -> str:
+        """Round `round_`'s owner, with the campaign's label if any."""
+        return round_owner(self.base, round_) + self.acquire.label
+
     async def run(self) -> Won:
         calls, queue = self.acquire.calls, self.acquire.policy.queue
         end = max(self.acquire.deadline, time.monotonic() + calls.nodes.call_bound)  # a zero wait still asks once
@@ -141,7 +149,7 @@ class Running:
             while True:
                 held = await self.perform(actions)
                 if held is not None:
-                    owner = round_owner(self.base, held.round)
+                    owner = self.owner(held.round)
                     return await self.acquire.held(owner, held.token, self.lease_from, self.released)
                 actions = await self.next_actions(end if queue else None)
         finally:
@@ -163,7 +171,7 @@ class Running:
             elif isinstance(action, Fence):
                 await self.fence(action)
             elif isinstance(action, Release):
-                await a.calls.release_on(a.resource, round_owner(self.base, action.round), action.nodes)
+                await a.calls.release_on(a.resource, self.owner(action.round), action.nodes)
             elif isinstance(action, Held):
                 self.settled = True
                 return action
@@ -181,7 +189,7 @@ class Running:
             self.asks.append((node, round_))
             return
         left = max(0.0, a.deadline - time.monotonic())
-        owner = round_owner(self.base, round_)
+        owner = self.owner(round_)
         request = cmd.wait(a.resource, owner, a.ttl_ms, ms(left), a.ticket, a.kind.option())
         # A server notices a wait's timeout only at its next tick: its nil may come that late.
         allowed = left + TIMEOUT_RESOLUTION + a.calls.opts.timeout
@@ -196,7 +204,7 @@ class Running:
         ttl_ms = a.ttl_ms if a.policy.queue else None
         if a.policy.queue:
             self.lease_from = time.monotonic()
-        owner = round_owner(self.base, action.round)
+        owner = self.owner(action.round)
         why_not = await a.calls.fence(a.resource, owner, action.token, ttl_ms, action.nodes)
         self.ready.extend(("fenced", node, action.round, why) for node, why in zip(action.nodes, why_not, strict=True))
 
@@ -227,7 +235,7 @@ class Running:
         self.asks = []
         for round_ in sorted({r for _, r in asks}):
             nodes = [n for n, r in asks if r == round_]
-            owner = round_owner(self.base, round_)
+            owner = self.owner(round_)
             replies = await a.calls.ask(a.resource, owner, a.ttl_ms, a.kind, nodes)
             self.ready.extend(("reply", node, round_, reply) for node, reply in zip(nodes, replies, strict=True))
 
@@ -253,7 +261,7 @@ class Running:
         a = self.acquire
         for action in self.core.on_late(node, round_, reply, self.released.is_set()):
             if isinstance(action, Release):
-                await a.calls.release_on(a.resource, round_owner(self.base, action.round), action.nodes)
+                await a.calls.release_on(a.resource, self.owner(action.round), action.nodes)
 
     async def finish(self) -> None:
         """Ends the attempt. Without a hold its round is withdrawn everywhere (its waits answer
@@ -261,7 +269,7 @@ class Running:
         queued stay, so the other nodes too grant the lock to its holder. Either way they are
         followed to their end and any grant they bring back stale is released."""
         if not self.settled:
-            await self.acquire.withdraw(round_owner(self.base, self.core.round))
+            await self.acquire.withdraw(self.owner(self.core.round))
         for what, node, round_, value in self.ready:
             if what == "reply":
                 await self.late(node, round_, value)

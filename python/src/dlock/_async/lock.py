@@ -17,8 +17,9 @@ from redis.asyncio import Redis
 
 from .._pure.kind import Kind
 from .._pure.options import Duration, check_ttl
+from .._pure.renewal import Extension, outcome, renew_margin, renewal
 from .._pure.verdicts import Grant
-from .._transport.aio.concurrency import Worker, shielded
+from .._transport.aio.concurrency import Worker, shielded, within
 from ..errors import DlockError, LockLost, StaleToken
 from .calls import Calls
 
@@ -96,8 +97,10 @@ class Lock:
 
     @property
     def lost(self) -> asyncio.Event:
-        """Set when the lock is known lost: by the watchdog (an extension failed, validity ran
-        out, `max_hold` reached), or by a guarded write that found a newer holder's token."""
+        """Set (once) when the lock is known lost: by the watchdog (no extension confirmed by the
+        renew deadline, a tenth of the TTL before validity ends; the nodes refused one; `max_hold`
+        reached: docs/election.md, the lease-loss contract), or by a guarded write that found a
+        newer holder's token."""
         return self._lost
 
     async def guarded(self, client: Redis, gate: str, *command: Any) -> Any:
@@ -140,6 +143,19 @@ class Lock:
             return
         raise result.extend_error(self._resource, self._needed)
 
+    async def _rename(self, owner: str) -> None:
+        """Holds the lock under `owner` from now on (DLOCK.PROCLAIM, keeping token and lease): when
+        a quorum did not take it, the nodes that did are turned back, and NoQuorum or LockLost
+        says why. For a Leadership's proclaim, with the watchdog stopped."""
+        if owner == self._owner:
+            return
+        tally = await self._calls.proclaim(self._resource, self._owner, self._token, owner)
+        if tally.done >= self._needed:
+            self._owner = owner
+            return
+        await self._calls.proclaim(self._resource, owner, self._token, self._owner)
+        raise tally.extend_error(self._resource, self._needed)
+
     async def release(self) -> None:
         # unasync: asyncio only
         """Releases on all nodes; a cancellation meanwhile does not stop the RELEASE going out.
@@ -174,12 +190,16 @@ class Lock:
 
     def start_watchdog(self) -> None:
         # unasync: asyncio only
-        """Extends every `extend_interval` (default ttl/3) in a task; on the first failed
-        extension, validity running out, or `max_hold`, it stops and sets `lost`."""
+        """Extends every `extend_interval` (default ttl/3) in a task; at the renew deadline
+        without a confirmed extension, when the nodes refuse one, or at `max_hold`, it stops and
+        sets `lost`. An unconfirmed extension is tried again sooner."""
         # unasync: sync only
-        # """Extends every `extend_interval` (default ttl/3) until released; on the first failed
-        # extension, validity running out, or `max_hold` after acquisition, it stops and sets
-        # `lost`."""
+        # """Extends every `extend_interval` (default ttl/3) until released. It stops and sets
+        # `lost` at the renew deadline (a tenth of the TTL before validity ends) unless a quorum
+        # confirmed an extension first, at once when the nodes refuse one ("not held" on so many
+        # that no quorum is left), or at `max_hold` after acquisition; an extension that was not
+        # confirmed (nodes down or slow) is tried again at half the interval. The lease-loss
+        # contract: docs/election.md."""
         # unasync: end
         if self._watchdog is None and not self._released:
             self._watchdog = Worker(self._keep_extended, f"dlock-watchdog-{self._resource}")
@@ -192,25 +212,48 @@ class Lock:
         return self._lost.is_set()
 
     async def _keep_extended(self, worker: Worker) -> None:
-        """The watchdog: extends until stopped; sets `lost` and ends at the first failed
-        extension, when validity runs out, or at `max_hold`."""
+        """The watchdog, by the lease-loss contract (_pure/renewal.py): extends every interval;
+        sets `lost` and ends at the renew deadline unless a quorum confirmed an extension first,
+        at once when the nodes refuse one, or at `max_hold`."""
         opts = self._calls.opts
-        interval = max(opts.extend_interval or self._ttl_ms / 3000, 0.001)
+        interval_ms = max(self._ttl_ms // 3 if opts.extend_interval is None else round(opts.extend_interval * 1000), 1)
         hold_until = None if opts.max_hold is None else self._acquired_at + opts.max_hold
+        last: Extension = "extended"
         while True:
-            next_at = min(time.monotonic() + interval, self._valid_until)
-            if hold_until is not None:
-                next_at = min(next_at, hold_until)
-            if await worker.pause(max(0.0, next_at - time.monotonic())):
-                return  # stopped
             now = time.monotonic()
-            if now >= self._valid_until or (hold_until is not None and now >= hold_until):
+            left_ms = max(0, int((self._valid_until - now) * 1000))
+            pause_ms = renewal(self._ttl_ms, interval_ms, left_ms, last)
+            if pause_ms is None:
                 break
-            result = await self._calls.extend(self._resource, self._owner, self._ttl_ms, self._needed)
-            if not isinstance(result, float):
+            pause = pause_ms / 1000
+            capped = hold_until is not None and now + pause >= hold_until
+            if hold_until is not None and capped:
+                pause = max(0.0, hold_until - now)
+            if await worker.pause(pause):
+                return  # stopped (released)
+            if capped:
                 break
-            self._valid_until = result
+            renew_deadline = self._valid_until - min(renew_margin(self._ttl_ms), left_ms) / 1000
+            extended = await self._extend_by(renew_deadline)
+            if extended is None:
+                break
+            last = extended
         self._lost.set()
+
+    async def _extend_by(self, renew_deadline: float) -> Extension | None:
+        """One extension, raced against the renew deadline: how it went, or None when it was not
+        confirmed by then (still out, or confirmed too late)."""
+        until = renew_deadline - time.monotonic()
+        # Each node's call is bounded by the deadline too: a sync extension cannot be raced.
+        bound = max(0.001, min(self._calls.opts.timeout, until))
+        extend = self._calls.extend(self._resource, self._owner, self._ttl_ms, self._needed, bound)
+        result = await within(extend, until)
+        if result is None or time.monotonic() >= renew_deadline:
+            return None
+        if isinstance(result, float):
+            self._valid_until = result
+            return "extended"
+        return outcome(self._calls.size(), self._needed, result.refused)
 
     async def __aenter__(self) -> Lock:
         return self

@@ -19,6 +19,7 @@ from .._pure import commands as cmd
 from .._pure.ack import ReplicaAck
 from .._pure.admin import NodeStatus, node_status
 from .._pure.attempt import QUEUE, Policy
+from .._pure.election import Leader, check_election
 from .._pure.kind import Kind, check_kind, check_limit
 from .._pure.options import Duration, Options, WaitMode, check_owner, check_resource, check_ttl, check_wait
 from .._pure.security import security
@@ -32,6 +33,8 @@ from .._pure.verdicts import AttemptFailed
 from .._transport.aio.nodes import Nodes
 from .calls import Calls
 from .driver import Acquire
+from .election import Leadership, campaign, leader
+from .election_watch import Observer
 from .lock import Lock
 
 T = TypeVar("T")
@@ -225,6 +228,37 @@ class LockManager:
             raise won.to_error(acquire.resource, needed, attempts, waited=not once) from None
         lock = Lock(self._calls, acquire.resource, won.owner, acquire.ttl_ms, won.grant, acquire.kind, won.released)
         return self._held(lock, watchdog)
+
+    async def campaign(self, name: str, value: str = "", ttl: Duration = 10.0) -> Leadership:
+        # unasync: asyncio only
+        """As dlock.LockManager.campaign: the Leadership once elected."""
+        # unasync: sync only
+        # """Queues (fairly, on the nodes) to lead the election `name` with `value` (an address,
+        # an id: at most 200 bytes) and returns the Leadership once elected, kept by a watchdog
+        # extending every ttl/3. Waits as long as others lead; raises on anything but contention
+        # (NoQuorum, WrongKindError). docs/election.md."""
+        # unasync: end
+        name, value = check_election(name, value)
+        ttl_ms = check_ttl(ttl)
+        return await campaign(self._calls, name, value, ttl_ms, QUEUE if self._queues() else self._no_wait())
+
+    async def leader(self, name: str) -> Leader | None:
+        """Who leads the election `name` now (None: nobody), read from every node. NoQuorum
+        when too few answered to tell; WrongKindError when `name` is a shared lock or a
+        semaphore."""
+        name, _ = check_election(name)
+        return await leader(self._calls, name)
+
+    def observe(self, name: str) -> Observer:
+        # unasync: asyncio only
+        """As dlock.LockManager.observe: an async iterator of the changes (`async for`)."""
+        # unasync: sync only
+        # """Follows who leads the election `name`, without polling: an iterator of each change
+        # in order (a Leader, None when nobody leads, NoQuorum as an item when too few nodes
+        # answer). Each node is asked with a blocking DLOCK.OBSERVE on a connection of its own."""
+        # unasync: end
+        name, _ = check_election(name)
+        return Observer(self._calls, name)
 
     async def status(self, resource: str) -> list[NodeStatus]:
         """DLOCK.STATUS on every node: each node's view (held, free, or why unreachable)."""

@@ -38,3 +38,16 @@ def status(resource: str) -> Args:
 def top(cursor: int, count: int) -> Args:
     """One step of a node's hot locks (names no key: masters only, never a cluster)."""
     return ("DLOCK.TOP", "CURSOR", cursor, "COUNT", count)
+
+
+def proclaim(resource: str, owner: str, token: int, new_owner: str) -> Args:
+    """The plain lock's holder `owner` (with `token`) takes `new_owner`, keeping token and lease."""
+    return ("DLOCK.PROCLAIM", resource, owner, token, new_owner)
+
+
+def observe(resource: str, after: tuple[int, str] | None, timeout_ms: int) -> Args:
+    """The plain lock's holder: at once without `after`; with (token, owner) (`(0, "")`: seen
+    free), once the node's holder differs from it, or its lease ends, or after `timeout_ms`
+    (blocks: a connection of its own)."""
+    since: Args = () if after is None else ("AFTER", after[0], "OWNER", after[1])
+    return ("DLOCK.OBSERVE", resource, *since, "TIMEOUT", timeout_ms)

@@ -67,10 +67,17 @@ class Calls:
         release = cmd.release(resource, owner)
         self.nodes.fan_out([(n, release) for n in nodes])
 
-    def extend(self, resource: str, owner: str, ttl_ms: int, needed: int) -> float | Tally:
-        """The new deadline if `needed` nodes extended within the new validity, else the tally."""
+    def proclaim(self, resource: str, owner: str, token: int, new_owner: str) -> Tally:
+        """DLOCK.PROCLAIM on every node: `owner`'s lock (with `token`) held as `new_owner` from now."""
+        return Tally.of(self.nodes.everywhere(cmd.proclaim(resource, owner, token, new_owner)))
+
+    def extend(
+        self, resource: str, owner: str, ttl_ms: int, needed: int, timeout: float | None = None
+    ) -> float | Tally:
+        """The new deadline if `needed` nodes extended within the new validity, else the tally.
+        `timeout` bounds each node's call (default: the per-node timeout)."""
         started = time.monotonic()
-        tally = Tally.of(self.nodes.everywhere(cmd.extend(resource, owner, ttl_ms)))
+        tally = Tally.of(self.nodes.everywhere(cmd.extend(resource, owner, ttl_ms), timeout))
         now = time.monotonic()
         left = validity(ttl_ms, started, now, self.opts)
         if left is not None and tally.done >= needed:

@@ -18,9 +18,12 @@ async with locks.lock("orders:42", ttl=10.0, wait=5.0) as lock:
 # """
 # unasync: end
 
+from .._async.election import Leadership
+from .._async.election_watch import Observer
 from .._async.lock import Lock
 from .._async.manager import LockManager, PendingLock
 from .._pure.admin import Holder, LockInfo, NodeStatus
+from .._pure.election import Leader
 from .._pure.top import HeldLock, NodeTop, QueuedLock, TopHolder
 from ..errors import (
     DlockError,
@@ -50,6 +53,8 @@ __all__ = [
     "HeldLock",
     "Holder",
     "KindRefused",
+    "Leader",
+    "Leadership",
     "Lock",
     "LockContended",
     "LockInfo",
@@ -60,6 +65,7 @@ __all__ = [
     "NodeFailure",
     "NodeStatus",
     "NodeTop",
+    "Observer",
     # unasync: asyncio only
     "PendingLock",
     # unasync: end

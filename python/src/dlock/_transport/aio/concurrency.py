@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine, Generator
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -37,6 +37,15 @@ async def shielded(work: Coroutine[Any, Any, T]) -> T:
         raise
 
 
+async def within(work: Coroutine[Any, Any, T], seconds: float) -> T | None:
+    """`work`'s result, or None (and `work` cancelled) if it takes more than `seconds`: an
+    extension raced against the renew deadline."""
+    try:
+        return await asyncio.wait_for(work, max(0.0, seconds))
+    except asyncio.TimeoutError:
+        return None
+
+
 class Worker:
     """`work(worker)` in a task of its own (the lock's watchdog); awaiting the worker waits for
     the work to end."""
@@ -61,5 +70,22 @@ class Worker:
         """Cancels the work without waiting (for callers that cannot await)."""
         self.task.cancel()
 
+    def abandon(self) -> None:
+        """As cancel(): the work ends at its next await."""
+        self.task.cancel()
+
     def __await__(self) -> Generator[Any, None, None]:
         return self.task.__await__()
+
+
+class Inbox(Generic[T]):
+    """Items put by workers, read in order by one reader (an observer's node reports)."""
+
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[T] = asyncio.Queue()
+
+    def put(self, item: T) -> None:
+        self.queue.put_nowait(item)
+
+    async def get(self) -> T:
+        return await self.queue.get()

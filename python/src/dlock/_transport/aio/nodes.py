@@ -98,12 +98,14 @@ class Nodes(QuorumNodes[Member]):
         NodeFailure naming the node and why."""
         return await self.members[node].call(args, blocking, self.allowed(node, args, timeout))
 
-    async def fan_out(self, calls: Sequence[tuple[int, Args]]) -> list[object]:
-        """Sends each (node, command) in parallel; replies in order, failures as NodeFailure."""
-        return list(await asyncio.gather(*(self.call(node, args, self.timeout) for node, args in calls)))
+    async def fan_out(self, calls: Sequence[tuple[int, Args]], timeout: float | None = None) -> list[object]:
+        """Sends each (node, command) in parallel, each within `timeout` (default: the per-node
+        timeout); replies in order, failures as NodeFailure."""
+        bound = self.timeout if timeout is None else timeout
+        return list(await asyncio.gather(*(self.call(node, args, bound) for node, args in calls)))
 
-    async def everywhere(self, args: Args) -> list[object]:
-        return await self.fan_out([(n, args) for n in range(len(self.members))])
+    async def everywhere(self, args: Args, timeout: float | None = None) -> list[object]:
+        return await self.fan_out([(n, args) for n in range(len(self.members))], timeout)
 
     async def call_blocking(self, node: int, args: Args, timeout: float) -> object:
         return await self.call(node, args, timeout, blocking=True)

@@ -4,10 +4,11 @@ running things: the names of dlock/_transport/aio/concurrency.py, for threads.""
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -17,6 +18,13 @@ sleep = time.sleep
 def shielded(result: T) -> T:
     """Where the asyncio flavour awaits work that a cancellation must not cut short (a RELEASE
     that must go out), the sync call has already run to its end: `result` is its result."""
+    return result
+
+
+def within(result: T, seconds: float) -> T | None:
+    """Where the asyncio flavour races work against a deadline (an extension against the renew
+    deadline), the sync call has already run to its end, bounded by the per-node timeout: the
+    caller tells a late result by the clock."""
     return result
 
 
@@ -41,3 +49,21 @@ class Worker:
     def cancel(self) -> None:
         """As stop(): a thread cannot be cut short, and here the caller can wait."""
         self.stop()
+
+    def abandon(self) -> None:
+        """Asks the work to end without waiting for it (a thread blocked in a call on a node
+        ends once the call does: an observer closed by its reader)."""
+        self.stopping.set()
+
+
+class Inbox(Generic[T]):
+    """Items put by worker threads, read in order by one reader (an observer's node reports)."""
+
+    def __init__(self) -> None:
+        self.queue: queue.Queue[T] = queue.Queue()
+
+    def put(self, item: T) -> None:
+        self.queue.put(item)
+
+    def get(self) -> T:
+        return self.queue.get()

@@ -114,16 +114,18 @@ class Nodes(QuorumNodes[Member]):
     def __init__(self, endpoints: Sequence[Endpoint], opts: Options, security: Security) -> None:
         super().__init__(endpoints, opts, security, (Master, Cluster))
 
-    def fan_out(self, calls: Sequence[tuple[int, Args]]) -> list[object]:
+    def fan_out(self, calls: Sequence[tuple[int, Args]], timeout: float | None = None) -> list[object]:
         """Sends each (node, command) and returns the replies in order; a failure is a
-        NodeFailure. All within one per-node timeout from now (plus acknowledgements).
+        NodeFailure. All within one per-node timeout (or `timeout`) from now (plus
+        acknowledgements).
 
         Requests go first where a connection is at hand, so their replies come while the other
         nodes are connected to; those connect at once, each in a thread of its own when there
         are several: a node that accepts TCP but never finishes a TLS handshake or AUTH (paused,
         overloaded) then costs the others nothing. Connecting is rare (connections are kept)."""
         started = time.monotonic()
-        allowed = [self.allowed(node, args, self.timeout) for node, args in calls]
+        bound = self.timeout if timeout is None else timeout
+        allowed = [self.allowed(node, args, bound) for node, args in calls]
         packed: Packed = {}
         sent: list[object] = [None] * len(calls)
 
@@ -146,8 +148,8 @@ class Nodes(QuorumNodes[Member]):
             sent = self.members[node].step(request, sent, deadline, allowed)
         return sent
 
-    def everywhere(self, args: Args) -> list[object]:
-        return self.fan_out([(n, args) for n in range(len(self.members))])
+    def everywhere(self, args: Args, timeout: float | None = None) -> list[object]:
+        return self.fan_out([(n, args) for n in range(len(self.members))], timeout)
 
     def call_blocking(self, node: int, args: Args, timeout: float) -> object:
         """A blocking request on a connection of its own, bounded by `timeout` as a whole (plus

@@ -1,0 +1,138 @@
+# Generated from src/dlock/_async/election.py by python/tools/unasync.py: do not edit. Edit that file,
+# then run `python tools/unasync.py` in python/ (`make python-test` checks it is up to date).
+"""Leader election (docs/election.md; the Rust client's election.rs), sync flavour: a campaign
+is a queued exclusive lock on the election's name whose owner carries the candidate's value
+(`<id> <value>`), so the fair queue, the handoff, replication and persistence carry the value
+with the grant; the leader's epoch is its fencing token. Leadership is kept by the lock's
+watchdog under the lease-loss contract (_pure/renewal.py)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from types import TracebackType
+from typing import Any
+
+from redis import Redis
+
+from .._pure import commands as cmd
+from .._pure.attempt import Policy
+from .._pure.election import UNKNOWN, Leader, Seen, check_election, labelled, leader_view, seen_holder, split_owner
+from .._pure.kind import Kind
+from .._pure.verdicts import CONTENDED, AttemptFailed
+from ..errors import NodeFailure, NoQuorum
+from .calls import Calls
+from .driver import Acquire
+from .lock import Lock
+
+#: How long (seconds) one queued round of a campaign waits before it queues again (it waits on
+#: the nodes, so this only bounds how stale a forgotten campaign's place can get).
+CAMPAIGN_ROUND = 60.0
+
+
+def campaign(calls: Calls, name: str, value: str, ttl_ms: int, policy: Policy) -> Leadership:
+    """Queues for `name` with owners labelled ` <value>` until elected; contention only makes it
+    queue again, anything else is raised."""
+    label = f" {value}" if value else ""
+    while True:
+        acquire = Acquire(calls, name, ttl_ms, time.monotonic() + CAMPAIGN_ROUND, Kind(), policy, label)
+        won, attempts = acquire.run(False)
+        if isinstance(won, AttemptFailed):
+            if won.kind == CONTENDED:
+                continue
+            raise won.to_error(name, calls.needed(Kind()), attempts, waited=True) from None
+        lock = Lock(calls, name, won.owner, ttl_ms, won.grant, Kind(), won.released)
+        lock.start_watchdog()
+        return Leadership(lock, value)
+
+
+def leader(calls: Calls, name: str) -> Leader | None:
+    """Who leads `name` by DLOCK.STATUS on every node; NoQuorum when too few answered to tell,
+    WrongKindError when it is held as a shared lock or a semaphore."""
+    replies = calls.nodes.everywhere(cmd.status(name))
+    seen: list[Seen | str] = []
+    failures: list[NodeFailure] = []
+    for node, reply in zip(calls.nodes.names, replies, strict=True):
+        holder = seen_holder(name, node, reply)
+        if isinstance(holder, NodeFailure):
+            failures.append(holder)
+            seen.append(UNKNOWN)
+        else:
+            seen.append(holder)
+    needed = calls.needed(Kind())
+    view = leader_view(seen, needed)
+    if isinstance(view, str):
+        raise NoQuorum(name, needed, failures)
+    return view
+
+
+class Leadership:
+    """Leadership won by `campaign`: its `epoch` (the fencing token, larger than every earlier
+    leader's), `value`, candidate `id`, and `lost`, set once when leadership is lost (the
+    lease-loss contract). Use it as a context manager (resigns on exit), or call `resign()`."""
+
+    def __init__(self, lock: Lock, value: str) -> None:
+        self._lock = lock
+        self._value = value
+
+    @property
+    def name(self) -> str:
+        return self._lock.resource
+
+    @property
+    def epoch(self) -> int:
+        """The fencing token of this leadership: pass it to guarded writes, so that a deposed
+        leader's are refused."""
+        return self._lock.token
+
+    @property
+    def value(self) -> str:
+        """The value observers read."""
+        return self._value
+
+    @property
+    def id(self) -> str:
+        """The candidate id observers see with the value."""
+        return split_owner(self._lock.owner)[0]
+
+    @property
+    def lost(self) -> threading.Event:
+        """Set once when leadership is lost: at its renew deadline without an extension confirmed
+        by a quorum, or at once when the nodes refused one (docs/election.md)."""
+        return self._lock.lost
+
+    def guarded(self, client: Redis, gate: str, *command: Any) -> Any:
+        """As Lock.guarded, with the epoch as the token: `command` runs only while no newer
+        leader wrote through `gate`."""
+        return self._lock.guarded(client, gate, *command)
+
+    def proclaim(self, value: str) -> None:
+        """Changes the value observers read, keeping leadership and epoch (the watchdog paused
+        meanwhile). NoQuorum or LockLost when a quorum did not take it: observers then read the
+        old value (or none)."""
+        _, value = check_election(self.name, value)
+        self._lock.stop_watchdog()
+        try:
+            self._lock._rename(labelled(self.id, value))
+            self._value = value
+        finally:
+            if not self._lock.lost.is_set():
+                self._lock.start_watchdog()
+
+    def resign(self) -> None:
+        """Gives leadership up: the watchdog stops before the release is sent (no extension
+        after it), and the next candidate queued is granted at once. NoQuorum if too few nodes
+        answered (leadership then ends at its TTL)."""
+        self._lock.release()
+
+    def __enter__(self) -> Leadership:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        """Resigns; raises LockLost if leadership was lost meanwhile (unless the block raised)."""
+        self._lock.__exit__(kind, error, trace)
+
+    def __repr__(self) -> str:
+        return f"Leadership(name={self.name!r}, epoch={self.epoch}, value={self._value!r})"
