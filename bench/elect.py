@@ -152,7 +152,8 @@ def paused(dlock, port, mode, trials, directory):
         for process in (a, b):
             process.send_signal(signal.SIGTERM)
             process.wait()
-        b_first = min(int(line.split()[0]) for line in open(logs[1]) if line.endswith("ok\n"))
+        # B's first write was made by the time it was answered; A's writes sent after that.
+        b_first = min(int(line.split()[1]) for line in open(logs[1]) if line.endswith("ok\n"))
         accepted += sum(1 for line in open(logs[0]) if line.endswith("ok\n") and int(line.split()[0]) > b_first)
     return accepted
 
