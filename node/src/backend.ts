@@ -13,6 +13,25 @@ import { Sentinel } from "./transport/sentinel.js";
 import { Failed, Server, type Reply } from "./transport/server.js";
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+/**
+ * Sleeps `ms`, cut short when one of `signals` aborts: true when the time ran out, false when cut
+ * short. Its timer and listeners go with it either way (a watchdog's pause must not keep a
+ * released lock's process alive).
+ */
+export function sleepUnless(ms: number, signals: readonly AbortSignal[]): Promise<boolean> {
+  if (signals.some((s) => s.aborted)) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const done = (slept: boolean): void => {
+      clearTimeout(timer);
+      for (const s of signals) s.removeEventListener("abort", cut);
+      resolve(slept);
+    };
+    const cut = (): void => done(false);
+    const timer = setTimeout(() => done(true), Math.max(0, ms));
+    for (const s of signals) s.addEventListener("abort", cut, { once: true });
+  });
+}
+
 export const isOne = (reply: Reply | undefined): boolean => reply === "1";
 
 export function tokenOf(reply: Reply): bigint | undefined {

@@ -4,6 +4,7 @@
  * clients; durations in milliseconds, tokens as bigint.
  */
 export { LockManager, Lock, type LockManagerOptions, type AcquireOptions } from "./manager.js";
+export { renewMargin, renewal, type Extension, type Renewal } from "./renewal.js";
 export {
   DlockError,
   LockContendedError,

@@ -11,6 +11,7 @@ import { Acquisition, type Event, type Step } from "../src/acquisition.js";
 import { type Action, Attempt, type AttemptError, type Policy, QUEUE, type Reply, anotherAttempt, classify, lease } from "../src/attempt.js";
 import type { NodeFailure } from "../src/errors.js";
 import { quorum, type Kind } from "../src/kind.js";
+import { type Extension, renewal } from "../src/renewal.js";
 import { validity } from "../src/timing.js";
 import { keySlot } from "../src/transport/cluster.js";
 import { parseNode } from "../src/transport/urls.js";
@@ -194,5 +195,14 @@ test("node URLs", () => {
       assert.deepEqual(ports, c["ports"], c["url"]);
     }
     if ("name" in c) assert.equal(parsed.name, c["name"], c["url"]);
+  }
+});
+
+test("the lease-loss contract", () => {
+  for (const c of table("renewals.json")) {
+    assert.ok(["extended", "refused", "unconfirmed"].includes(c["last"]), `unknown last: ${JSON.stringify(c)}`);
+    const next = renewal(c["ttl_ms"], c["interval_ms"], c["left_ms"], c["last"] as Extension);
+    const expected = c["next"] === "lost" ? "lost" : { extendIn: c["next"]["extend_in_ms"] };
+    assert.deepEqual(next, expected, `${c["why"]}: ${JSON.stringify(c)}`);
   }
 });
