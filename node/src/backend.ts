@@ -51,6 +51,8 @@ export interface Outcome {
 export class Backend {
   readonly needed: (kind: Kind) => number;
   readonly background = new Set<Promise<unknown>>();
+  /** Aborted when the manager closes: what runs until stopped (an observer) stops then. */
+  readonly closing = new AbortController();
 
   constructor(
     readonly nodes: ReadonlyArray<Server | Sentinel | Cluster>,
@@ -66,8 +68,8 @@ export class Backend {
     void p.finally(() => this.background.delete(p));
   }
 
-  /** One command on one node, with its replica acknowledgement when it writes. */
-  async call(node: number, args: string[], { acked = false, blocking = 0 } = {}): Promise<Outcome> {
+  /** One command on one node, with its replica acknowledgement when it writes; a blocking one ends early when `signal` aborts. */
+  async call(node: number, args: string[], { acked = false, blocking = 0, signal }: { acked?: boolean; blocking?: number; signal?: AbortSignal } = {}): Promise<Outcome> {
     const n = this.nodes[node]!;
     const ack = acked && (this.opts.ack?.everywhere || !(n instanceof Server)) ? this.opts.ack : undefined;
     const extra = ack ? ack.timeout + TIMEOUT_RESOLUTION : 0;
@@ -75,7 +77,7 @@ export class Backend {
       const whole = this.opts.timeout + blocking + extra;
       const replies = ack
         ? await n.pipeline([args, ["WAIT", String(ack.replicas), String(ack.timeout)]], this.opts.timeout, whole, blocking > 0)
-        : [await (blocking > 0 ? n.callBlocking(args, this.opts.timeout, whole) : n.call(args, this.opts.timeout))];
+        : [await (blocking > 0 ? n.callBlocking(args, this.opts.timeout, whole, signal) : n.call(args, this.opts.timeout))];
       const reply = replies[0]!;
       if (ack && (tokenOf(reply) !== undefined || isOne(reply))) {
         const acked = Number(replies[1] ?? 0);

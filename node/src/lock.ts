@@ -111,6 +111,24 @@ export class Lock {
     return new LockLostError(this.resource, unitHint(ttl));
   }
 
+  /**
+   * @internal Holds the lock under `owner` from now on (DLOCK.PROCLAIM, keeping token and lease).
+   * When a quorum did not take it, the nodes that did are turned back and the error says why.
+   * Stop the watchdog first: its extensions name one owner.
+   */
+  async rename(owner: string): Promise<void> {
+    if (owner === this.#owner) return;
+    if (this.#released || this.#lost) throw new LockLostError(this.resource);
+    const needed = this.calls.backend.needed(this.kind);
+    const t = await this.calls.proclaim(this.#owner, this.token, owner);
+    if (t.done >= needed) {
+      this.#owner = owner;
+      return;
+    }
+    await this.calls.proclaim(owner, this.token, this.#owner);
+    throw this.#failure(t, needed);
+  }
+
   /** RELEASE on every node (a second call does nothing). */
   async release(): Promise<void> {
     if (this.#released) return;
