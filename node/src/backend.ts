@@ -13,6 +13,25 @@ import { Sentinel } from "./transport/sentinel.js";
 import { Failed, Server, type Reply } from "./transport/server.js";
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+/**
+ * Sleeps `ms`, cut short when one of `signals` aborts: true when the time ran out, false when cut
+ * short. Its timer and listeners go with it either way (a watchdog's pause must not keep a
+ * released lock's process alive).
+ */
+export function sleepUnless(ms: number, signals: readonly AbortSignal[]): Promise<boolean> {
+  if (signals.some((s) => s.aborted)) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const done = (slept: boolean): void => {
+      clearTimeout(timer);
+      for (const s of signals) s.removeEventListener("abort", cut);
+      resolve(slept);
+    };
+    const cut = (): void => done(false);
+    const timer = setTimeout(() => done(true), Math.max(0, ms));
+    for (const s of signals) s.addEventListener("abort", cut, { once: true });
+  });
+}
+
 export const isOne = (reply: Reply | undefined): boolean => reply === "1";
 
 export function tokenOf(reply: Reply): bigint | undefined {
@@ -32,6 +51,8 @@ export interface Outcome {
 export class Backend {
   readonly needed: (kind: Kind) => number;
   readonly background = new Set<Promise<unknown>>();
+  /** Aborted when the manager closes: what runs until stopped (an observer) stops then. */
+  readonly closing = new AbortController();
 
   constructor(
     readonly nodes: ReadonlyArray<Server | Sentinel | Cluster>,
@@ -47,8 +68,8 @@ export class Backend {
     void p.finally(() => this.background.delete(p));
   }
 
-  /** One command on one node, with its replica acknowledgement when it writes. */
-  async call(node: number, args: string[], { acked = false, blocking = 0 } = {}): Promise<Outcome> {
+  /** One command on one node, with its replica acknowledgement when it writes; a blocking one ends early when `signal` aborts. */
+  async call(node: number, args: string[], { acked = false, blocking = 0, signal }: { acked?: boolean; blocking?: number; signal?: AbortSignal } = {}): Promise<Outcome> {
     const n = this.nodes[node]!;
     const ack = acked && (this.opts.ack?.everywhere || !(n instanceof Server)) ? this.opts.ack : undefined;
     const extra = ack ? ack.timeout + TIMEOUT_RESOLUTION : 0;
@@ -56,7 +77,7 @@ export class Backend {
       const whole = this.opts.timeout + blocking + extra;
       const replies = ack
         ? await n.pipeline([args, ["WAIT", String(ack.replicas), String(ack.timeout)]], this.opts.timeout, whole, blocking > 0)
-        : [await (blocking > 0 ? n.callBlocking(args, this.opts.timeout, whole) : n.call(args, this.opts.timeout))];
+        : [await (blocking > 0 ? n.callBlocking(args, this.opts.timeout, whole, signal) : n.call(args, this.opts.timeout))];
       const reply = replies[0]!;
       if (ack && (tokenOf(reply) !== undefined || isOne(reply))) {
         const acked = Number(replies[1] ?? 0);

@@ -68,6 +68,27 @@ export class Calls {
     return left !== undefined && t.done >= this.backend.needed(this.kind) ? left : t;
   }
 
+  /** DLOCK.PROCLAIM everywhere: `owner`'s lock with `token` held as `newOwner`. */
+  async proclaim(owner: string, token: bigint, newOwner: string): Promise<Tally> {
+    const args = cmd.proclaim(this.resource, owner, token, newOwner);
+    return tally(await Promise.all(this.backend.everywhere().map((n) => this.backend.call(n, args, { acked: true }))));
+  }
+
+  /** DLOCK.STATUS on every node: each node's reply, or why it gave none. */
+  async status(): Promise<Outcome[]> {
+    const args = cmd.status(this.resource);
+    return Promise.all(this.backend.everywhere().map((n) => this.backend.call(n, args)));
+  }
+
+  /**
+   * DLOCK.OBSERVE on `node`, after the holder last seen there (see commands.ts): blocks on the
+   * node for up to `timeout` ms, on a connection of its own, cut short when `signal` aborts.
+   */
+  async observe(node: number, after: readonly [bigint, string] | undefined, timeout: number, signal: AbortSignal): Promise<Outcome> {
+    // A server notices a blocked client's timeout only at its next tick: its reply may come that late.
+    return this.backend.call(node, cmd.observe(this.resource, after, timeout), { blocking: timeout + TIMEOUT_RESOLUTION, signal });
+  }
+
   /** DLOCK.RELEASE of `owner` on `nodes` (every node by default): frees its grants, withdraws its waits. */
   async release(owner: string, nodes = this.backend.everywhere()): Promise<Tally> {
     const args = cmd.release(this.resource, owner);

@@ -33,6 +33,26 @@ export function release(resource: string, owner: string): string[] {
   return ["DLOCK.RELEASE", resource, owner];
 }
 
+/** `DLOCK.PROCLAIM resource owner token new-owner`: 1 when `owner` held it with `token` (now `newOwner` does), 0 not. */
+export function proclaim(resource: string, owner: string, token: bigint, newOwner: string): string[] {
+  return ["DLOCK.PROCLAIM", resource, owner, token.toString(), newOwner];
+}
+
+/** `DLOCK.STATUS resource`: nil when free, else its fields as name/value pairs. */
+export function status(resource: string): string[] {
+  return ["DLOCK.STATUS", resource];
+}
+
+/**
+ * `DLOCK.OBSERVE resource [AFTER token OWNER owner] TIMEOUT ms`: the plain lock's holder (nil when
+ * free), at once when it differs from `after` ([0n, ""]: seen free), else when it changes, its
+ * lease ends, or at the timeout. Blocks on the node: a connection of its own.
+ */
+export function observe(resource: string, after: readonly [bigint, string] | undefined, timeout: number): string[] {
+  const seen = after === undefined ? [] : ["AFTER", after[0].toString(), "OWNER", after[1]];
+  return ["DLOCK.OBSERVE", resource, ...seen, "TIMEOUT", String(timeout)];
+}
+
 /** The ACQUIRE option naming the kind, last on every ACQUIRE of an acquisition. */
 function kindArgs(kind: Kind): string[] {
   if (kind.type === "shared") return ["SHARED"];

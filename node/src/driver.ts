@@ -9,7 +9,8 @@
  * - Queue mode draws one ticket per acquire (wall-clock us); with one node no ticket (plain
  *   FIFO, and a grant that is never committed must not be revocable).
  * - Round r of an attempt asks as owner `<base>:<r>`, each attempt under a new base, so a late
- *   RELEASE of an abandoned round cannot free a later one.
+ *   RELEASE of an abandoned round cannot free a later one. A campaign appends ` <value>` (its
+ *   label): the value then travels with every grant (docs/election.md).
  * - A queued attempt keeps the deadline itself (a node notices a wait's timeout only at its next
  *   tick) and gets at least one whole call, so a zero wait still asks once and hears the answer.
  * - An attempt that ends without the lock (or aborted by the signal) withdraws its round before
@@ -42,8 +43,15 @@ export class Acquire {
     readonly deadline: number,
     readonly policy: Policy,
     readonly signal: AbortSignal | undefined,
+    /** Appended to every round's owner: empty, or ` <value>` for a campaign (see `labelled`). */
+    readonly label = "",
   ) {
     this.#ticket = policy.queue && calls.backend.nodes.length > 1 ? drawTicket() : undefined;
+  }
+
+  /** A campaign's label: ` <value>`, or nothing for an empty value. */
+  static labelled(value: string): string {
+    return value === "" ? "" : ` ${value}`;
   }
 
   get ticket(): bigint | undefined {
@@ -124,7 +132,7 @@ class Running {
   }
 
   #owner(round: number): string {
-    return roundOwner(this.base, round);
+    return roundOwner(this.base, round, this.acquire.label);
   }
 
   /** Does what `actions` ask; the attempt's end, if one of them is it. */

@@ -1,12 +1,15 @@
 /**
- * A held lock: its fencing token, owner and validity; extend(), release() and the watchdog.
+ * A held lock: its fencing token, owner and validity; extend(), release() and the watchdog, which
+ * keeps the lease-loss contract (renewal.ts, docs/election.md).
  */
 import type { Granted } from "./driver.js";
-import { LockLostError, NoQuorumError, StaleTokenError } from "./errors.js";
+import { sleepUnless } from "./backend.js";
+import type { Calls, Tally } from "./calls.js";
+import { type DlockError, LockLostError, NoQuorumError, StaleTokenError } from "./errors.js";
 import type { Kind } from "./kind.js";
-import { checkTtl, unitHint } from "./units.js";
-import type { Calls } from "./calls.js";
+import { type Extension, renewMargin, renewal } from "./renewal.js";
 import { now } from "./timing.js";
+import { checkTtl, unitHint } from "./units.js";
 
 /** A connection to the data's Redis (with the module): node-redis's client, or anything with its `sendCommand`. */
 export interface DataClient {
@@ -16,13 +19,16 @@ export interface DataClient {
 /** A held lock: its fencing token, owner and validity; extend(), guarded() and release(). */
 export class Lock {
   readonly token: bigint;
-  readonly owner: string;
+  #owner: string;
   #validUntil: number;
+  readonly #acquiredAt = now();
   #released = false;
   #lost = false;
   readonly #controller = new AbortController();
   /** Aborted on release: requests of the acquisition still out then know a grant they bring is stale. */
   readonly #stale: AbortController;
+  /** Aborted before the release goes out: stops every watchdog of this lock, so no extension is sent after it. */
+  readonly #halt = new AbortController();
 
   readonly resource: string;
   readonly kind: Kind;
@@ -36,9 +42,14 @@ export class Lock {
     this.resource = calls.resource;
     this.kind = calls.kind;
     this.token = granted.token;
-    this.owner = granted.owner;
+    this.#owner = granted.owner;
     this.#validUntil = now() + granted.validity;
     this.#stale = granted.stale;
+  }
+
+  /** The owner name the lock is held under on the nodes (32 hex digits and `:round`; a campaign's adds its value). */
+  get owner(): string {
+    return this.#owner;
   }
 
   /** Milliseconds the lock is still safe to use (0 once expired, or once known lost). */
@@ -86,22 +97,46 @@ export class Lock {
     const whole = checkTtl(ttl);
     if (this.#released || this.#lost) throw new LockLostError(this.resource);
     const needed = this.calls.backend.needed(this.kind);
-    const extended = await this.calls.extend(this.owner, whole);
+    const extended = await this.calls.extend(this.#owner, whole);
     if (typeof extended === "number") {
       this.#validUntil = now() + extended;
       return extended;
     }
-    if (extended.done + extended.refused < needed) throw new NoQuorumError(this.resource, needed, extended.unreachable);
-    throw new LockLostError(this.resource, unitHint(whole));
+    throw this.#failure(extended, needed, whole);
+  }
+
+  /** Why a quorum did not do it: too few answered, or enough said it is not held. */
+  #failure(t: Tally, needed: number, ttl = this.ttl): DlockError {
+    if (t.done + t.refused < needed) return new NoQuorumError(this.resource, needed, t.unreachable);
+    return new LockLostError(this.resource, unitHint(ttl));
+  }
+
+  /**
+   * @internal Holds the lock under `owner` from now on (DLOCK.PROCLAIM, keeping token and lease).
+   * When a quorum did not take it, the nodes that did are turned back and the error says why.
+   * Stop the watchdog first: its extensions name one owner.
+   */
+  async rename(owner: string): Promise<void> {
+    if (owner === this.#owner) return;
+    if (this.#released || this.#lost) throw new LockLostError(this.resource);
+    const needed = this.calls.backend.needed(this.kind);
+    const t = await this.calls.proclaim(this.#owner, this.token, owner);
+    if (t.done >= needed) {
+      this.#owner = owner;
+      return;
+    }
+    await this.calls.proclaim(owner, this.token, this.#owner);
+    throw this.#failure(t, needed);
   }
 
   /** RELEASE on every node (a second call does nothing). */
   async release(): Promise<void> {
     if (this.#released) return;
     this.#released = true;
+    this.#halt.abort(); // before the RELEASE: no extension follows it
     this.#stale.abort();
     const needed = this.calls.backend.needed(this.kind);
-    const t = await this.calls.release(this.owner);
+    const t = await this.calls.release(this.#owner);
     if (t.done + t.refused < needed) throw new NoQuorumError(this.resource, needed, t.unreachable);
   }
 
@@ -109,41 +144,61 @@ export class Lock {
     await this.release();
   }
 
-  /** @internal The watchdog of `using`: extends every `interval` ms; the stop function. */
+  /**
+   * @internal The watchdog (of `using`, of a leadership): extends every `interval` ms by the
+   * lease-loss contract (renewal.ts), until stopped (the function it returns), released, lost, or
+   * `maxHold` ms after the lock was taken (then `signal` aborts).
+   */
   watch(interval: number, maxHold: number | undefined): () => void {
-    const started = now();
-    let stopped = false;
-    let timer: NodeJS.Timeout | undefined;
-    const lose = (reason: Error): void => {
-      stopped = true;
-      this.#lose(reason);
-    };
-    const tick = async (): Promise<void> => {
-      if (stopped || this.#lost) return; // a stale guarded write ends the watchdog too
-      if (maxHold !== undefined && now() - started >= maxHold) {
-        stopped = true;
-        this.#controller.abort(new LockLostError(this.resource, unitHint(this.ttl)));
+    const stop = new AbortController();
+    const cap = maxHold === undefined ? undefined : this.#acquiredAt + maxHold;
+    // Not among the manager's background work: close() need not wait for a lock still held.
+    void this.#keepExtended(Math.max(1, interval), cap, stop.signal).catch(() => undefined);
+    return () => stop.abort();
+  }
+
+  /**
+   * The watchdog's loop (client/src/lock.rs keep_extended): extend after the pause `renewal`
+   * decides; lost at the renew deadline unless a quorum confirmed an extension first, at once when
+   * the nodes refuse one. Ends quietly when stopped, released, or lost otherwise (a stale guarded
+   * write).
+   */
+  async #keepExtended(interval: number, cap: number | undefined, stop: AbortSignal): Promise<void> {
+    const signals = [stop, this.#halt.signal, this.#controller.signal];
+    let last: Extension = "extended";
+    const lost = (): void => this.#lose(new LockLostError(this.resource, unitHint(this.ttl)));
+    for (;;) {
+      const left = Math.max(0, this.#validUntil - now());
+      const next = renewal(this.ttl, interval, left, last);
+      if (next === "lost") return lost();
+      const capped = cap !== undefined && now() + next.extendIn >= cap;
+      if (!(await sleepUnless(capped ? cap - now() : next.extendIn, signals))) return;
+      if (capped) {
+        this.#controller.abort(new LockLostError(this.resource, unitHint(this.ttl))); // held long enough: it runs out at its TTL
         return;
       }
-      try {
-        await this.extend();
-      } catch (e) {
-        if (stopped) return; // stopped meanwhile: released, or about to be
-        if (e instanceof LockLostError || this.validity <= 0) {
-          lose(e instanceof Error ? e : new LockLostError(this.resource, unitHint(this.ttl)));
-          return;
-        }
-      }
-      if (!stopped) timer = setTimeout(() => void tick(), interval);
-    };
-    timer = setTimeout(() => void tick(), interval);
-    let capTimer: NodeJS.Timeout | undefined;
-    if (maxHold !== undefined) capTimer = setTimeout(() => void tick(), maxHold);
-    return () => {
-      stopped = true;
-      clearTimeout(timer);
-      clearTimeout(capTimer);
-    };
+      const deadline = this.#validUntil - Math.min(renewMargin(this.ttl), left);
+      const extended = await this.#extendBefore(deadline, signals);
+      if (extended === undefined) return; // stopped meanwhile: released, or about to be
+      if (extended === "lost") return lost();
+      last = extended;
+    }
+  }
+
+  /** One extension, raced against the renew deadline: how it went, lost when the deadline came first, undefined when stopped. */
+  async #extendBefore(deadline: number, signals: readonly AbortSignal[]): Promise<Extension | "lost" | undefined> {
+    const settled = new AbortController(); // ends the deadline's timer once the extension is back
+    const extension = this.calls.extend(this.#owner, this.ttl);
+    const timeUp = sleepUnless(deadline - now(), [...signals, settled.signal]).then(() => "time" as const);
+    const won = await Promise.race([extension, timeUp]);
+    settled.abort();
+    if (signals.some((s) => s.aborted)) return undefined;
+    if (won === "time") return "lost"; // even if the extension is still on its way
+    if (typeof won === "number") {
+      this.#validUntil = now() + won;
+      return "extended";
+    }
+    const nodes = this.calls.backend.nodes.length;
+    return won.refused > nodes - this.calls.backend.needed(this.kind) ? "refused" : "unconfirmed";
   }
 }
-

@@ -8,9 +8,11 @@ import { type AttemptError, type Policy, QUEUE } from "./attempt.js";
 import { Backend } from "./backend.js";
 import { Acquire } from "./driver.js";
 import { LockContendedError, LockLostError, NoQuorumError, NodeError, ValidityExpiredError, WrongKindError } from "./errors.js";
-import { type Kind } from "./kind.js";
+import { type Leader, Leadership, check, leaderOf } from "./election.js";
+import { Observer } from "./electionWatch.js";
+import { EXCLUSIVE, type Kind } from "./kind.js";
 import { Lock } from "./lock.js";
-import { type AcquireOptions, type LockManagerOptions, checkKind, checkMs, settings } from "./options.js";
+import { type AcquireOptions, type CampaignOptions, type LockManagerOptions, checkKind, checkMs, settings } from "./options.js";
 import { Calls } from "./calls.js";
 import { now } from "./timing.js";
 import { Cluster } from "./transport/cluster.js";
@@ -20,7 +22,10 @@ import { parseNode } from "./transport/urls.js";
 import { checkScheme } from "./diagnosis.js";
 import { checkTtl, unitHint, warnShortTtl } from "./units.js";
 export { Lock } from "./lock.js";
-export type { AcquireOptions, LockManagerOptions } from "./options.js";
+export type { AcquireOptions, CampaignOptions, LockManagerOptions } from "./options.js";
+
+/** How long one queued round of a campaign waits before it queues again (ms). */
+const CAMPAIGN_ROUND = 60_000;
 
 export class LockManager {
   readonly #backend: Backend;
@@ -89,12 +94,58 @@ export class LockManager {
   }
 
   /**
+   * Queues (fairly, on the nodes) to lead `name` with `value` (an address, an id; at most 200
+   * bytes) and resolves once elected, its leadership kept by a watchdog extending every ttl / 3
+   * (docs/election.md). Waits as long as others lead; an aborted `signal` withdraws the campaign
+   * and rejects with its reason. Rejects on anything but contention (NoQuorumError, WrongKindError...).
+   */
+  async campaign(name: string, value: string, options: CampaignOptions): Promise<Leadership> {
+    check(name, value);
+    const { ttl, signal } = this.#check(name, options);
+    signal?.throwIfAborted();
+    const backend = this.#backend;
+    const policy: Policy = backend.opts.queue ? QUEUE : { queue: false, commit: backend.opts.fencing };
+    for (;;) {
+      // One round waits on the nodes; it is renewed only to bound how stale a forgotten campaign's place gets.
+      const calls = new Calls(backend, name, EXCLUSIVE);
+      const result = await new Acquire(calls, ttl, now() + CAMPAIGN_ROUND, policy, signal, Acquire.labelled(value)).run(false);
+      if (result.ok) {
+        const lock = new Lock(calls, ttl, result.granted);
+        return new Leadership(lock, value, () => lock.watch(backend.opts.extendInterval ?? ttl / 3, backend.opts.maxHold));
+      }
+      signal?.throwIfAborted();
+      if (result.error.type !== "contended") throw this.#error(name, EXCLUSIVE, result.error, result.attempts, ttl);
+    }
+  }
+
+  /** Who leads `name` now (DLOCK.STATUS on every node): null when nobody; NoQuorumError when too few nodes answered to tell. */
+  async leader(name: string): Promise<Leader | null> {
+    check(name);
+    this.#checkOpen();
+    return leaderOf(this.#backend, name);
+  }
+
+  /**
+   * Follows who leads `name` without polling (a blocking DLOCK.OBSERVE per node): an async
+   * iterator of changes, the leader first (see Observer). Ends on `break`, when `signal` aborts or
+   * when the manager closes.
+   */
+  observe(name: string, options: { readonly signal?: AbortSignal } = {}): Observer {
+    check(name);
+    if (typeof options !== "object" || options === null) throw new TypeError("options must be an object");
+    if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) throw new TypeError("signal must be an AbortSignal");
+    this.#checkOpen();
+    return new Observer(new Calls(this.#backend, name, EXCLUSIVE), [options.signal, this.#backend.closing.signal]);
+  }
+
+  /**
    * Closes every connection, after the background releases finish (each within the call
    * timeout); waits still queued for a lock that was never released are cut short.
    */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    this.#backend.closing.abort(); // observers stop
     const bound = Math.max(4 * this.#backend.opts.timeout, 250);
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([Promise.all(this.#backend.background), new Promise((resolve) => (timer = setTimeout(resolve, bound)))]);
@@ -114,8 +165,12 @@ export class LockManager {
     warnShortTtl(ttl, this.#units);
     const kind = checkKind(options.shared, options.limit);
     if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) throw new TypeError("signal must be an AbortSignal");
-    if (this.#closed) throw new NodeError([], "the lock manager is closed");
+    this.#checkOpen();
     return { kind, ttl, wait, signal: options.signal };
+  }
+
+  #checkOpen(): void {
+    if (this.#closed) throw new NodeError([], "the lock manager is closed");
   }
 
   #error(resource: string, kind: Kind, error: AttemptError, attempts: number, ttl: number): Error {

@@ -56,6 +56,13 @@ export interface AcquireOptions {
   readonly signal?: AbortSignal;
 }
 
+export interface CampaignOptions {
+  /** The leadership's lease, ms (as `AcquireOptions.ttl`): lost at most this long after its holder stops extending. */
+  readonly ttl: number;
+  /** Withdraws the campaign from the queues; `campaign` then rejects with its reason. */
+  readonly signal?: AbortSignal;
+}
+
 export interface Settings {
   readonly timeout: number;
   readonly fencing: boolean;

@@ -41,9 +41,12 @@ export function newOwner(): string {
   return randomBytes(16).toString("hex");
 }
 
-/** Each round of an attempt asks under its own owner, so a late RELEASE of an old round cannot free the next. */
-export function roundOwner(base: string, round: number): string {
-  return `${base}:${round}`;
+/**
+ * Each round of an attempt asks under its own owner, so a late RELEASE of an old round cannot free
+ * the next; a campaign's owners end with its label (` <value>`: docs/election.md).
+ */
+export function roundOwner(base: string, round: number, label = ""): string {
+  return `${base}:${round}${label}`;
 }
 
 let lastTicket = 0n;

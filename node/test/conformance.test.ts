@@ -10,7 +10,9 @@ import { test } from "node:test";
 import { Acquisition, type Event, type Step } from "../src/acquisition.js";
 import { type Action, Attempt, type AttemptError, type Policy, QUEUE, type Reply, anotherAttempt, classify, lease } from "../src/attempt.js";
 import type { NodeFailure } from "../src/errors.js";
+import { type Leader, type Seen, leaderView } from "../src/election.js";
 import { quorum, type Kind } from "../src/kind.js";
+import { type Extension, renewal } from "../src/renewal.js";
 import { validity } from "../src/timing.js";
 import { keySlot } from "../src/transport/cluster.js";
 import { parseNode } from "../src/transport/urls.js";
@@ -194,5 +196,31 @@ test("node URLs", () => {
       assert.deepEqual(ports, c["ports"], c["url"]);
     }
     if ("name" in c) assert.equal(parsed.name, c["name"], c["url"]);
+  }
+});
+
+test("the lease-loss contract", () => {
+  for (const c of table("renewals.json")) {
+    assert.ok(["extended", "refused", "unconfirmed"].includes(c["last"]), `unknown last: ${JSON.stringify(c)}`);
+    const next = renewal(c["ttl_ms"], c["interval_ms"], c["left_ms"], c["last"] as Extension);
+    const expected = c["next"] === "lost" ? "lost" : { extendIn: c["next"]["extend_in_ms"] };
+    assert.deepEqual(next, expected, `${c["why"]}: ${JSON.stringify(c)}`);
+  }
+});
+
+/** A leader as leaders.json writes it (epochs as decimal strings). */
+const leader = (l: Case): Leader => ({ id: l["id"], value: l["value"], epoch: BigInt(l["epoch"]) });
+
+test("who leads an election", () => {
+  for (const c of table("leaders.json")) {
+    const nodes = (c["nodes"] as unknown[]).map((n): Seen | undefined => {
+      if (n === null) return undefined; // did not answer
+      if (n === "free") return null;
+      const held = n as Case;
+      return { owner: held["owner"], token: BigInt(held["token"]) };
+    });
+    const previous = c["previous"] ? leader(c["previous"]) : undefined;
+    const expected = c["leader"] === null ? undefined : c["leader"] === "none" ? null : leader(c["leader"]);
+    assert.deepEqual(leaderView(nodes, c["needed"], previous), expected, label(c));
   }
 });

@@ -151,9 +151,9 @@ export class Cluster {
     return reply!;
   }
 
-  async callBlocking(args: string[], connect: number, whole: number): Promise<Reply> {
+  async callBlocking(args: string[], connect: number, whole: number, signal?: AbortSignal): Promise<Reply> {
     const [reply] = await this.#route([args], connect, async (node, cmds) =>
-      cmds.length === 1 ? [await node.callBlocking(cmds[0]!, connect, whole)] : node.pipeline(cmds, connect, whole, true),
+      cmds.length === 1 ? [await node.callBlocking(cmds[0]!, connect, whole, signal)] : node.pipeline(cmds, connect, whole, true),
     );
     return reply!;
   }

@@ -137,9 +137,9 @@ export class Sentinel {
     return node.call(args, timeout).catch((e: unknown) => this.#failed(node, e));
   }
 
-  async callBlocking(args: string[], connect: number, whole: number): Promise<Reply> {
+  async callBlocking(args: string[], connect: number, whole: number, signal?: AbortSignal): Promise<Reply> {
     const node = await this.#masterNode(connect);
-    return node.callBlocking(args, connect, whole).catch((e: unknown) => this.#failed(node, e));
+    return node.callBlocking(args, connect, whole, signal).catch((e: unknown) => this.#failed(node, e));
   }
 
   async pipeline(commands: string[][], connect: number, whole: number, blocking: boolean): Promise<Reply[]> {

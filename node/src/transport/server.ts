@@ -192,18 +192,26 @@ export class Server {
   /**
    * A blocking command on a connection of its own: `connect` ms to be connected, `whole` ms for
    * the reply. A connection whose reply never came is closed (a late reply would be read by the
-   * next command); one that answered is kept for the next wait.
+   * next command); one that answered is kept for the next wait. When `signal` aborts, the
+   * connection is closed at once and the call fails with "stopped" (no words that read as the
+   * node being down: a sentinel or cluster node keeps its master).
    */
-  async callBlocking(args: string[], connect: number, whole: number): Promise<Reply> {
+  async callBlocking(args: string[], connect: number, whole: number, signal?: AbortSignal): Promise<Reply> {
     const client = this.#idle.pop() ?? listen(this.#client.duplicate());
     this.#busy.add(client);
     let reusable = false;
+    const cut = (): void => void (client.isOpen && client.destroy());
+    signal?.addEventListener("abort", cut, { once: true });
     try {
+      if (signal?.aborted) throw this.#fail("stopped");
       await this.#ready(client, connect);
       const reply = await this.#send(client, args, whole);
-      reusable = true;
+      reusable = !signal?.aborted;
       return reply;
+    } catch (e) {
+      throw signal?.aborted ? this.#fail("stopped") : e;
     } finally {
+      signal?.removeEventListener("abort", cut);
       this.#busy.delete(client);
       if (reusable && !this.#closed && this.#idle.length < IDLE_BLOCKING) this.#idle.push(client);
       else if (client.isOpen) client.destroy();
