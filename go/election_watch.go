@@ -1,0 +1,180 @@
+package dlock
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Following an election (docs/election.md, client/src/election_watch.rs): each node is asked
+// DLOCK.OBSERVE name AFTER token OWNER owner, which it answers when its holder differs from the
+// one named (or the holder's lease ends), so nobody polls; the answers go to one goroutine that
+// keeps what each node holds and sends the leader (by leaderView) each time it changes, in
+// order.
+
+// observeFor is how long one DLOCK.OBSERVE may block on a node before it is asked again. It
+// also bounds how long a node's goroutine outlives its observer: a blocked call cannot be
+// interrupted through the Pool seam (Conn.Do honours deadlines only), so it ends when the node
+// answers.
+const observeFor = 10 * time.Second
+
+// Change is one change of who leads: Leader (nil: nobody leads), or Err (an ErrNoQuorum error:
+// too few nodes answered to tell; the leader follows once they do).
+type Change struct {
+	Leader *Leader
+	Err    error
+}
+
+// report is what one node said it holds, or why it could not say.
+type report struct {
+	node int
+	held *seen
+	err  error
+}
+
+// Observe follows who leads name: the returned channel gets the leader first, then each change
+// in order (nobody leads after a resignation or an expiry nobody took over; on several nodes a
+// handoff passes through nobody while the new grant is committed), and is closed once ctx is
+// done. A channel, as etcd's Election.Observe: it fits a select beside the caller's other
+// events, and ctx ends it as it ends everything else. Bad input is refused before any node is
+// asked.
+func (m *Manager) Observe(ctx context.Context, name string) (<-chan Change, error) {
+	if err := m.checkElection(name, ""); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	c := &calls{b: m.b, resource: name, kind: Exclusive}
+	reports := make(chan report, len(m.b.nodes))
+	for node := range m.b.nodes {
+		go c.watchNode(ctx, node, reports)
+	}
+	changes := make(chan Change)
+	go c.gather(ctx, reports, changes)
+	return changes, nil
+}
+
+// watchNode asks one node again and again, each time after the holder it last reported (after
+// a failure, at once again after the retry pause).
+func (c *calls) watchNode(ctx context.Context, node int, out chan<- report) {
+	var last **seen // nil: nothing known, ask for the holder at once
+	for ctx.Err() == nil {
+		var after *seen
+		if last != nil {
+			after = &seen{} // "I saw it free": AFTER 0 OWNER ""
+			if *last != nil {
+				after = *last
+			}
+		}
+		h, err := c.heard(node, c.observe(node, after, observeFor))
+		last = nil
+		if err == nil {
+			last = &h
+		}
+		select {
+		case out <- report{node: node, held: h, err: err}:
+		case <-ctx.Done():
+			return
+		}
+		if err != nil {
+			select {
+			case <-time.After(c.b.retryPause()):
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+// gather keeps each node's holder and sends the leader each time it changes; it closes out when
+// ctx is done.
+func (c *calls) gather(ctx context.Context, reports <-chan report, out chan<- Change) {
+	defer close(out)
+	nodes := len(c.b.nodes)
+	needed := majority(nodes)
+	views := make([]**seen, nodes)
+	failures := make([]*NodeFailure, nodes)
+	heard := make([]bool, nodes)
+	var shown *Change // nil until the first change is sent
+	for {
+		var r report
+		select {
+		case r = <-reports:
+		case <-ctx.Done():
+			return
+		}
+		heard[r.node] = true
+		views[r.node], failures[r.node] = nil, nil
+		if r.err == nil {
+			h := r.held
+			views[r.node] = &h
+		} else {
+			failures[r.node] = asFailure(r.err, c.b.nodes[r.node].Name())
+		}
+		change, decided := c.view(views, failures, needed, shown, countTrue(heard) == nodes)
+		if !decided || (shown != nil && sameChange(*shown, change)) {
+			continue
+		}
+		shown = &change
+		select {
+		case out <- change:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// view is the change the nodes' views make (after previous); not decided while it is unknown
+// and some node has not answered yet (the first answers are not a failure to tell).
+func (c *calls) view(views []**seen, failures []*NodeFailure, needed int, previous *Change, allHeard bool) (Change, bool) {
+	var before *Leader
+	if previous != nil {
+		before = previous.Leader
+	}
+	leader, known := leaderView(views, needed, before)
+	if known {
+		return Change{Leader: leader}, true
+	}
+	if !allHeard {
+		return Change{}, false
+	}
+	var listed []NodeFailure
+	for _, f := range failures {
+		if f != nil {
+			listed = append(listed, *f)
+		}
+	}
+	return Change{Err: &Error{Kind: ErrNoQuorum, Resource: c.resource, Needed: needed, Failures: listed}}, true
+}
+
+// asFailure is why a node could not say (a wrong kind is that node's failure here: the
+// observer keeps watching the others).
+func asFailure(err error, node string) *NodeFailure {
+	var f *NodeFailure
+	if errors.As(err, &f) {
+		return f
+	}
+	return &NodeFailure{Node: node, Reason: err.Error()}
+}
+
+// sameChange: the same leader (id, value, epoch), or both nobody, or both unknown.
+func sameChange(a, b Change) bool {
+	switch {
+	case a.Err != nil || b.Err != nil:
+		return a.Err != nil && b.Err != nil
+	case a.Leader == nil || b.Leader == nil:
+		return a.Leader == nil && b.Leader == nil
+	}
+	return *a.Leader == *b.Leader
+}
+
+func countTrue(flags []bool) int {
+	n := 0
+	for _, f := range flags {
+		if f {
+			n++
+		}
+	}
+	return n
+}
