@@ -162,6 +162,7 @@ fn the_dlock_acl_category_on_servers_that_have_module_categories() {
             "dlock.counter",
             "dlock.extend",
             "dlock.fence",
+            "dlock.observe",
             "dlock.release",
             "dlock.status",
             "dlock.waiters",

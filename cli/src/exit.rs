@@ -8,10 +8,10 @@ pub const CONTENDED: u8 = 3;
 /// No quorum: too few nodes reachable (the message names them and why); `status`: fewer than
 /// a majority of the nodes answered.
 pub const NO_QUORUM: u8 = 4;
-/// `run`: the lock was lost (or held past --max-hold) while the command ran; the command
-/// got SIGTERM.
+/// `run`: the lock was lost (or held past --max-hold) while the command ran; `elect --once`:
+/// leadership was lost; the command got SIGTERM.
 pub const LOST: u8 = 5;
-/// `release` / `extend`: OWNER does not hold the lock on a majority.
+/// `release` / `extend`: OWNER does not hold the lock on a majority; `leader`: nobody leads.
 pub const NOT_HELD: u8 = 6;
 /// The resource is held as another kind (a semaphore of another --limit, a lock asked
 /// with --limit, a semaphore asked without it).
@@ -36,9 +36,10 @@ Exit codes:
   3    lock held by another owner, not acquired within --wait (the command was not run)
   4    no quorum: too few nodes reachable, or validity ran out while acquiring;
        status: fewer than a majority of the nodes answered
-  5    run: lock lost while the command ran, or held past --max-hold (the command got SIGTERM)
-  6    release/extend: OWNER does not hold the lock on a majority
+  5    run: lock lost while the command ran, or held past --max-hold; elect --once:
+       leadership lost (the command got SIGTERM)
+  6    release/extend: OWNER does not hold the lock on a majority; leader: nobody leads
   7    the resource is held as another kind (--shared/--limit do not match how it is held)
   127  run: the command could not be started
-  130  run: interrupted (Ctrl-C); command stopped (or the wait withdrawn), lock released
-  143  run: dlock got SIGTERM; command stopped, lock released";
+  130  run, elect: interrupted (Ctrl-C); command stopped (or the wait withdrawn), lock released
+  143  run, elect: dlock got SIGTERM; command stopped, lock released";

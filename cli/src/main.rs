@@ -2,10 +2,12 @@
 
 mod connection;
 mod durations;
+mod elect;
 pub mod exit;
 mod progress;
 mod run;
 mod screen;
+mod status;
 mod supervise;
 mod top;
 
@@ -13,9 +15,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use dlock_client::{
-    Error, Holders, LockKind, LockManager, ReplicaAck, Resource, WaitMode, MAX_LIMIT,
-};
+use dlock_client::{Error, LockKind, LockManager, ReplicaAck, Resource, WaitMode, MAX_LIMIT};
 
 #[derive(Parser)]
 #[command(name = "dlock", version, about = "Distributed locks with fencing tokens across Redis masters running the dlock module", after_help = exit::AFTER_HELP)]
@@ -189,6 +189,37 @@ enum Command {
     /// locks with holder, token and lease left. Live on a terminal (q or Ctrl-C quits).
     /// Needs DLOCK.TOP (ACL @dangerous); redis+cluster:// nodes: list each master instead.
     Top(top::Options),
+    /// Run CMD only while this process leads NAME (docs/election.md): campaign (queued on the
+    /// nodes), run CMD with DLOCK_EPOCH, DLOCK_VALUE and DLOCK_ELECTION in its environment,
+    /// stop it when leadership is lost and campaign again (unless --once); resign when it exits.
+    Elect {
+        name: String,
+        /// What observers read as the leader's value (an address, an id; at most 200 bytes).
+        #[arg(long, default_value = "")]
+        value: String,
+        /// Leadership's lease on the nodes (1ms to 24h), extended every ttl/3.
+        #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = durations::ttl)]
+        ttl: Duration,
+        /// Exit 5 when leadership is lost instead of campaigning again.
+        #[arg(long)]
+        once: bool,
+        #[arg(last = true, required = true)]
+        cmd: Vec<String>,
+    },
+    /// Print who leads NAME: `EPOCH ID VALUE`; exit 6 when nobody does.
+    Leader { name: String },
+    /// Print each change of NAME's leader as it happens (`EPOCH ID VALUE`, or `none`), until
+    /// Ctrl-C or --count changes.
+    Observe {
+        name: String,
+        /// One JSON object per line: {"leader":{"epoch":"..","id":"..","value":".."}} or
+        /// {"leader":null}.
+        #[arg(long)]
+        json: bool,
+        /// Exit after this many lines (the first is who leads now).
+        #[arg(long, value_name = "N")]
+        count: Option<u64>,
+    },
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -293,54 +324,17 @@ async fn dispatch(manager: &LockManager, command: Command) -> u8 {
             Err(Error::LockLost { .. }) => not_held(&resource, &owner),
             Err(e) => code_of(&e),
         },
-        Command::Status { resource } => status(manager, &resource).await,
+        Command::Status { resource } => status::status(manager, &resource).await,
         Command::Top(opts) => top::top(manager, &opts).await,
-    }
-}
-
-/// Each node's view; exit 4 when fewer than a majority answered (the view cannot say whether
-/// the lock is held: nor could a lock be taken now).
-async fn status(manager: &LockManager, resource: &str) -> u8 {
-    let views = manager.status(resource).await;
-    let mut answered = 0;
-    for node in &views {
-        match &node.state {
-            Ok(held) => {
-                answered += 1;
-                print_holders(&node.node, held);
-            }
-            Err(reason) => println!("{} unreachable: {reason}", node.node),
-        }
-    }
-    let needed = views.len() / 2 + 1;
-    if answered >= needed {
-        return 0;
-    }
-    eprintln!(
-        "dlock: {answered} of {} answered; a majority ({needed}) is needed to tell whether {resource:?} is held",
-        count(views.len(), "node")
-    );
-    exit::NO_QUORUM
-}
-
-/// One line per holder: `NODE owner=.. token=.. ttl=..ms holds=..` (plus `mode=..` for a shared
-/// lock's or semaphore's holders), or `NODE free`.
-fn print_holders(node: &str, held: &Holders) {
-    if held.holders.is_empty() {
-        println!("{node} free");
-    }
-    let plain =
-        held.limit.is_none() && held.holders.len() == 1 && held.holders[0].mode == "exclusive";
-    for lock in &held.holders {
-        let mode = match (plain, held.limit) {
-            (true, _) => String::new(),
-            (false, Some(limit)) => format!(" mode=permit limit={limit}"),
-            (false, None) => format!(" mode={}", lock.mode),
-        };
-        println!(
-            "{node} owner={} token={} ttl={}ms holds={}{mode}",
-            lock.owner, lock.token, lock.ttl_ms, lock.holds
-        );
+        Command::Elect {
+            name,
+            value,
+            ttl,
+            once,
+            cmd,
+        } => elect::elect(manager, &name, &value, elect::Terms { ttl, once }, &cmd).await,
+        Command::Leader { name } => elect::leader(manager, &name).await,
+        Command::Observe { name, json, count } => elect::observe(manager, &name, json, count).await,
     }
 }
 

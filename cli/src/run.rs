@@ -79,7 +79,7 @@ pub async fn run(
 }
 
 /// SIGINT and SIGTERM, caught so that dlock can stop the command and release first.
-fn stop_signals() -> std::io::Result<(StopSignal, StopSignal)> {
+pub fn stop_signals() -> std::io::Result<(StopSignal, StopSignal)> {
     Ok((
         StopSignal::listen(Signal::SIGINT, SignalKind::interrupt())?,
         StopSignal::listen(Signal::SIGTERM, SignalKind::terminate())?,
@@ -90,7 +90,7 @@ fn stop_signals() -> std::io::Result<(StopSignal, StopSignal)> {
 /// background jobs with SIGINT ignored (so that Ctrl-C stops only the foreground job), and the
 /// convention, kept by shells and Python alike, is that such a signal stays ignored, for dlock and
 /// for the command it runs (which inherits the disposition).
-enum StopSignal {
+pub enum StopSignal {
     Listening(UnixSignal),
     Ignored,
 }
@@ -104,7 +104,7 @@ impl StopSignal {
     }
 
     /// Completes when the signal arrives; never, if it is ignored.
-    async fn recv(&mut self) {
+    pub async fn recv(&mut self) {
         match self {
             StopSignal::Listening(signal) => {
                 signal.recv().await;
@@ -149,7 +149,7 @@ fn spawn(argv: &[String], guard: &LockGuard) -> std::io::Result<Supervised> {
 }
 
 /// The command's exit code, or 128 + signal like a shell.
-fn status_code(status: ExitStatus) -> u8 {
+pub fn status_code(status: ExitStatus) -> u8 {
     use std::os::unix::process::ExitStatusExt;
     match (status.code(), status.signal()) {
         (Some(code), _) => code as u8,

@@ -6,6 +6,7 @@ mod acquire;
 mod guard;
 mod holders;
 mod node;
+mod observe;
 mod register;
 mod reply;
 mod status;
@@ -118,6 +119,10 @@ pub static COMMANDS: &[Command] = &[
         usage: "key [COUNT n]",
         summary: "Replies nil when free; a plain lock (one exclusive holder): owner, token, ttl (ms left), holds and waiters; otherwise kind (shared or semaphore), limit (a semaphore's), count (live holders), holders (at most COUNT, default 100, soonest lease end first: owner, token, ttl, holds and mode each) and waiters.",
         args: args![c"key": Key, c"count": Opt(c"COUNT")] },
+    Command { name: "dlock.observe", handler: observe::observe, flags: "readonly blocking", key: KeyUse::Read, arity: -2, since: "0.4.0", complexity: "O(1)", audience: App,
+        usage: "key [AFTER token] [TIMEOUT timeout-ms]",
+        summary: "Replies nil when nobody holds the lock, else owner, token and ttl (ms left). With AFTER (the token seen, 0 for no holder), replies at once if the holder differs, else blocks until it does: a release, a takeover or the lease's end (not an EXTEND); at TIMEOUT (ms, at most a day; 0 = none) it replies the state as it is, possibly the same holder. Never blocks inside MULTI or a script. WRONGKIND for a shared lock or a semaphore.",
+        args: args![c"key": Key, c"token": Opt(c"AFTER"), c"timeout-ms": Opt(c"TIMEOUT")] },
     Command { name: "dlock.waiters", handler: status::waiters, flags: "readonly fast", key: KeyUse::Read, arity: 2, since: "0.2.0", complexity: "O(N): N clients waiting on the key", audience: App,
         usage: "key",
         summary: "Lists the clients waiting for the lock in service order: owner, ticket (or nil), ms waited and what it waits for (exclusive, shared or permit) each.",

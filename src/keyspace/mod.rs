@@ -6,7 +6,8 @@
 //! its key (DEL, expiry, RENAME, MOVE...) and [`moves`] SWAPDB: a moved resource is never held
 //! again; [`ttl`] is the rule that a lock key expires with its lock, applied by [`arrivals`]
 //! after a RESTORE or a load and by [`sweep`] after PERSIST or EXPIRE by hand; [`notify`] tells
-//! Redis a lock key changed (WATCH and keyspace events). None of it subscribes to keyspace
+//! Redis a lock key changed (WATCH, keyspace events, `DLOCK.OBSERVE`'s blocked clients, with
+//! [`observers`] where a deleted key wakes no one). None of it subscribes to keyspace
 //! events: other keys' commands pay nothing for the module.
 
 pub mod arrivals;
@@ -17,6 +18,7 @@ pub mod gate;
 pub mod key;
 pub mod moves;
 pub mod notify;
+pub mod observers;
 pub mod owner;
 pub mod sweep;
 pub mod table;

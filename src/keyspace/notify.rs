@@ -1,5 +1,6 @@
-//! Telling Redis a lock key changed: `WATCH` is invalidated, and a keyspace event of the module
-//! class (`notify-keyspace-events` with `d`) named after the operation is sent.
+//! Telling Redis a lock key changed: `WATCH` is invalidated, a keyspace event of the module
+//! class (`notify-keyspace-events` with `d`) named after the operation is sent, and the clients
+//! blocked on the key (`DLOCK.OBSERVE`) look at it again.
 //!
 //! The module opts out of Redis's implicit signal on closing a key opened for writing
 //! (`REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED`), so that an ACQUIRE that found the lock
@@ -41,6 +42,12 @@ pub fn changed(ctx: &Context, key: &Arg, event: &CStr) {
             )
         };
     }
+    if let Some(ready) = crate::api!(RedisModule_SignalKeyAsReady) {
+        // SAFETY: as above. Redis only queues the key, and only if a client is blocked on it,
+        // so a change nobody observes costs one lookup.
+        unsafe { ready(ctx.ctx, key.as_ptr()) };
+    }
+    super::observers::changed(ctx, key);
 }
 
 /// Valkey 9's `VALKEYMODULE_OPTIONS_HANDLE_ATOMIC_SLOT_MIGRATION` (the bit means nothing on Redis,

@@ -94,10 +94,9 @@ fn left(ctx: *mut raw::RedisModuleKeyOptCtx) {
     // SAFETY: the callback's key context, valid for this call.
     let (name, db) = unsafe { (name_of(ctx), db_of(ctx)) };
     if !name.is_null() {
-        hook(
-            db,
-            redis_module::RedisString::string_as_slice(name.cast_mut()),
-        );
+        let name = redis_module::RedisString::string_as_slice(name.cast_mut());
+        hook(db, name);
+        super::observers::left(db, name);
     }
 }
 

@@ -31,6 +31,21 @@ pub fn may_grant_here(ctx: &Context, place: &QueueKey, key: &[u8]) -> Result<(),
     route(&nodes, slot).ok_or_else(unknown)?
 }
 
+/// The redirect for `key` (`ASK` while its slot migrates away, `MOVED` once it left) when this
+/// is a cluster node that does not stably serve the key's slot; `None` otherwise, and outside a
+/// cluster (where nothing is asked).
+pub fn redirect(ctx: &Context, key: &[u8]) -> Option<String> {
+    let flags = server::context_flags(ctx.ctx);
+    if !server::flag(flags, raw::REDISMODULE_CTX_FLAGS_CLUSTER) {
+        return None;
+    }
+    let slot = match ctx.call("CLUSTER", &[b"KEYSLOT".as_slice(), key]) {
+        Ok(RedisValue::Integer(slot)) => slot,
+        _ => return None,
+    };
+    route(&nodes(ctx)?, slot)?.err()
+}
+
 /// `CLUSTER NODES`, as text.
 pub fn nodes(ctx: &Context) -> Option<String> {
     match ctx.call("CLUSTER", &["NODES"]) {

@@ -21,6 +21,7 @@ use dlock_core::tentative::Tentatives;
 use dlock_core::{Mode, Want};
 use redis_module::{raw, Context, RedisError, RedisValue};
 
+pub use cluster::redirect;
 pub use events::watch;
 pub use queues::{waiters, QueueKey, Wait};
 

@@ -7,7 +7,7 @@ use dlock_core::MAX_TOKEN;
 use redis_module::RedisError;
 
 use super::errors;
-use super::limits::LIMIT_MS;
+use super::limits::{LIMIT_MS, OBSERVE_TIMEOUT_MS};
 
 /// A strict Redis integer, as `INCRBY` or `string2ll` accept it: an optional `-`, then digits
 /// with no leading zero (`0` itself excepted), within `i64`. No `+`, spaces, decimals, or `-0`.
@@ -82,6 +82,16 @@ pub fn unix_ms(bytes: &[u8]) -> Result<u64, RedisError> {
 /// ceiling.
 pub fn wait_timeout_ms(bytes: &[u8]) -> Result<u64, RedisError> {
     in_range(bytes, 0, LIMIT_MS).ok_or_else(|| errors::wait_timeout(bytes))
+}
+
+/// `DLOCK.OBSERVE ... AFTER token`: the token last seen, 0 for "no holder".
+pub fn observe_after(bytes: &[u8]) -> Result<u64, RedisError> {
+    in_range(bytes, 0, MAX_TOKEN as i64).ok_or_else(|| errors::observe_after(bytes))
+}
+
+/// `DLOCK.OBSERVE ... TIMEOUT ms`: 0 (no limit) to one day.
+pub fn observe_timeout_ms(bytes: &[u8]) -> Result<u64, RedisError> {
+    in_range(bytes, 0, OBSERVE_TIMEOUT_MS).ok_or_else(|| errors::observe_timeout(bytes))
 }
 
 /// `TICKET n`: a positive integer.

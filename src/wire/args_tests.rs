@@ -3,6 +3,20 @@ use proptest::prelude::*;
 use super::*;
 
 #[test]
+fn observe_takes_a_token_from_zero_and_a_timeout_up_to_a_day() {
+    assert_eq!(observe_after(b"0").ok(), Some(0), "no holder seen");
+    assert_eq!(observe_after(b"9223372036854775807").ok(), Some(MAX_TOKEN));
+    for bad in ["", "-1", "abc", "01", "1.5", "9223372036854775808"] {
+        assert!(observe_after(bad.as_bytes()).is_err(), "{bad:?}");
+    }
+    assert_eq!(observe_timeout_ms(b"0").ok(), Some(0), "no limit");
+    assert_eq!(observe_timeout_ms(b"86400000").ok(), Some(86_400_000));
+    for bad in ["-5", "86400001", "99999999999", "1.5", "x"] {
+        assert!(observe_timeout_ms(bad.as_bytes()).is_err(), "{bad:?}");
+    }
+}
+
+#[test]
 fn top_takes_scan_cursors_and_a_bounded_count() {
     assert_eq!(cursor(b"0").ok(), Some(0));
     assert_eq!(cursor(b"18446744073709551615").ok(), Some(u64::MAX));

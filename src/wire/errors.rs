@@ -6,7 +6,7 @@ use dlock_core::MAX_TOKEN;
 use dlock_core::{Kind, Want};
 use redis_module::RedisError;
 
-use super::limits::LIMIT_MS;
+use super::limits::{LIMIT_MS, OBSERVE_TIMEOUT_MS};
 
 fn err(message: String) -> RedisError {
     RedisError::String(message)
@@ -102,6 +102,20 @@ pub fn wait_timeout(got: &[u8]) -> RedisError {
     ))
 }
 
+pub fn observe_after(got: &[u8]) -> RedisError {
+    err(format!(
+        "ERR AFTER must be a token from 0 (no holder) to {MAX_TOKEN}, got '{}'",
+        shown(got)
+    ))
+}
+
+pub fn observe_timeout(got: &[u8]) -> RedisError {
+    err(format!(
+        "ERR TIMEOUT must be a timeout in ms from 0 (no limit) to {OBSERVE_TIMEOUT_MS} (one day), got '{}'",
+        shown(got)
+    ))
+}
+
 pub fn ticket(got: &[u8]) -> RedisError {
     err(format!(
         "ERR TICKET must be an integer from 1 to {}, got '{}'",
@@ -180,6 +194,18 @@ pub fn wrong_kind(is: Kind, asked: Want) -> RedisError {
         "WRONGKIND the resource is {}, asked as {}: a resource keeps its kind while held",
         kind_words(is),
         kind_words(asked.kind())
+    ))
+}
+
+/// DLOCK.OBSERVE follows one exclusive holder; a resource held shared or as a semaphore has
+/// several (the same code as a kind mismatch of ACQUIRE).
+pub fn observe_kind(is: Kind) -> RedisError {
+    let held = match is {
+        Kind::Lock => "a lock held shared".to_string(),
+        Kind::Semaphore { .. } => kind_words(is),
+    };
+    err(format!(
+        "WRONGKIND the resource is {held}: DLOCK.OBSERVE follows a plain lock's one exclusive holder"
     ))
 }
 

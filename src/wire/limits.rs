@@ -8,3 +8,6 @@ pub const LIMIT_MS: i64 = 10 * 365 * 24 * 60 * 60 * 1000;
 /// (RESTORE, MIGRATE, a replica's stream), in ms: a restored lease may end this much later than
 /// the receiving node could grant.
 pub const CLOCK_SLACK_MS: u64 = 60_000;
+
+/// The longest `DLOCK.OBSERVE ... TIMEOUT`: one day (an observer asks again after it).
+pub const OBSERVE_TIMEOUT_MS: i64 = 24 * 60 * 60 * 1000;
