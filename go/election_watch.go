@@ -125,9 +125,13 @@ func (c *calls) gather(ctx context.Context, reports <-chan report, out chan<- Ch
 	}
 }
 
-// view is the change the nodes' views make (after previous); not decided while it is unknown
-// and some node has not answered yet (the first answers are not a failure to tell).
+// view is the change the nodes' views make (after previous); not decided until every node has
+// answered once (or failed): the first nodes to answer may hold a grant whose commit is still
+// on its way to the others, and the first change is to be the leader.
 func (c *calls) view(views []**seen, failures []*NodeFailure, needed int, previous *Change, allHeard bool) (Change, bool) {
+	if !allHeard {
+		return Change{}, false
+	}
 	var before *Leader
 	if previous != nil {
 		before = previous.Leader
@@ -135,9 +139,6 @@ func (c *calls) view(views []**seen, failures []*NodeFailure, needed int, previo
 	leader, known := leaderView(views, needed, before)
 	if known {
 		return Change{Leader: leader}, true
-	}
-	if !allHeard {
-		return Change{}, false
 	}
 	var listed []NodeFailure
 	for _, f := range failures {

@@ -1,0 +1,140 @@
+package dlock_test
+
+// Observe against real redis-server processes: the leader first, then every change exactly
+// once and in order (resign, a takeover, a proclamation, a lease that ran out), and an error
+// change when too few nodes answer. Skipped while the module lacks DLOCK.OBSERVE.
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"dlock.dev/dlock"
+	"dlock.dev/dlock/internal/servers"
+)
+
+// needObserve skips a test whose module has no DLOCK.OBSERVE yet.
+func needObserve(t *testing.T, s *servers.Server) {
+	t.Helper()
+	info, err := s.Do("COMMAND", "INFO", "dlock.observe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if list, ok := info.([]interface{}); !ok || len(list) == 0 || list[0] == nil {
+		t.Skip("the module has no DLOCK.OBSERVE yet")
+	}
+}
+
+// nextChange is the observer's next change, within d.
+func nextChange(t *testing.T, changes <-chan dlock.Change, d time.Duration) dlock.Change {
+	t.Helper()
+	select {
+	case c, ok := <-changes:
+		if !ok {
+			t.Fatal("the observer closed its channel")
+		}
+		return c
+	case <-time.After(d):
+		t.Fatal("no change in time")
+	}
+	return dlock.Change{}
+}
+
+// expectLeader: change c is l (nil: nobody leads).
+func expectLeader(t *testing.T, what string, c dlock.Change, l *dlock.Leader) {
+	t.Helper()
+	switch {
+	case c.Err != nil:
+		t.Fatalf("%s: %v", what, c.Err)
+	case l == nil && c.Leader != nil, l != nil && (c.Leader == nil || *c.Leader != *l):
+		t.Fatalf("%s: %+v, want %+v", what, c.Leader, l)
+	}
+}
+
+func TestObserveFollowsEveryChangeInOrder(t *testing.T) {
+	masters(t, func(t *testing.T, nodes []*servers.Server) {
+		needObserve(t, nodes[0])
+		ctx := deadline(t, 30*time.Second)
+		a := connect(t, servers.URLs(nodes))
+		// b's leader stops extending after max hold, as a frozen process would: its lease ends.
+		b := connect(t, servers.URLs(nodes), dlock.WithMaxHold(2*time.Second))
+		watching, stop := context.WithCancel(ctx)
+		defer stop()
+		first, err := a.Campaign(ctx, "obs", "a", lease)
+		if err != nil {
+			t.Fatal(err)
+		}
+		changes, err := a.Observe(watching, "obs")
+		if err != nil {
+			t.Fatal(err)
+		}
+		expectLeader(t, "first", nextChange(t, changes, 5*time.Second), &dlock.Leader{ID: first.ID(), Value: "a", Epoch: first.Epoch()})
+		next := make(chan *dlock.Leadership, 1)
+		go func() {
+			second, err := b.Campaign(ctx, "obs", "b", lease)
+			if err != nil {
+				t.Error(err)
+			}
+			next <- second
+		}()
+		time.Sleep(300 * time.Millisecond)
+		if err := first.Resign(ctx); err != nil {
+			t.Fatal(err)
+		}
+		second := <-next
+		if second == nil {
+			t.FailNow()
+		}
+		want := &dlock.Leader{ID: second.ID(), Value: "b", Epoch: second.Epoch()}
+		// A handoff may pass through nobody (on several masters, while the grant is committed).
+		c := nextChange(t, changes, 5*time.Second)
+		if c.Err == nil && c.Leader == nil {
+			c = nextChange(t, changes, 5*time.Second)
+		}
+		expectLeader(t, "after resign", c, want)
+		if err := second.Proclaim(ctx, "b2"); err != nil {
+			t.Fatal(err)
+		}
+		want = &dlock.Leader{ID: second.ID(), Value: "b2", Epoch: second.Epoch()}
+		expectLeader(t, "after proclaim", nextChange(t, changes, 5*time.Second), want)
+		expectLeader(t, "after the lease ran out", nextChange(t, changes, 6*time.Second), nil)
+		select {
+		case c := <-changes:
+			t.Fatalf("a change nothing made: %+v %v", c.Leader, c.Err)
+		case <-time.After(500 * time.Millisecond):
+		}
+		stop()
+		select {
+		case _, open := <-changes:
+			if open {
+				t.Fatal("a change after the observer's context ended")
+			}
+		case <-time.After(time.Second):
+			t.Fatal("the channel stayed open after the context ended")
+		}
+	})
+}
+
+func TestObserveSaysWhenTooFewNodesAnswer(t *testing.T) {
+	nodes := servers.Start(t, 3, servers.Flavour{})
+	needObserve(t, nodes[0])
+	ctx := deadline(t, 20*time.Second)
+	m := connect(t, servers.URLs(nodes), dlock.WithTimeout(200*time.Millisecond))
+	changes, err := m.Observe(ctx, "gone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectLeader(t, "first", nextChange(t, changes, 5*time.Second), nil)
+	nodes[1].Kill()
+	nodes[2].Kill()
+	c := nextChange(t, changes, 5*time.Second)
+	if !errors.Is(c.Err, dlock.ErrNoQuorum) {
+		t.Fatalf("with 1 of 3 nodes up: %+v %v, want ErrNoQuorum", c.Leader, c.Err)
+	}
+	nodes[1].Spawn()
+	if !nodes[1].Ready(10 * time.Second) {
+		t.Fatal("the node did not come back")
+	}
+	expectLeader(t, "a quorum back", nextChange(t, changes, 5*time.Second), nil)
+}
