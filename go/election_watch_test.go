@@ -7,6 +7,10 @@ package dlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
 	"testing"
 	"time"
 
@@ -137,4 +141,18 @@ func TestObserveSaysWhenTooFewNodesAnswer(t *testing.T) {
 		t.Fatal("the node did not come back")
 	}
 	expectLeader(t, "a quorum back", nextChange(t, changes, 5*time.Second), nil)
+}
+
+func TestTheElectionExampleRunsAndExits(t *testing.T) {
+	program := buildExample(t, "election")
+	nodes := servers.Start(t, 1, servers.Flavour{})
+	needObserve(t, nodes[0])
+	ctx := deadline(t, 30*time.Second)
+	cmd := exec.CommandContext(ctx, program)
+	cmd.Env = append(os.Environ(), fmt.Sprintf("DLOCK_NODES=%s", nodes[0].URL()))
+	out, err := cmd.CombinedOutput()
+	want := regexp.MustCompile(`^leading with epoch [1-9][0-9]*\nleader: 10.0.0.1:8080\nleader: 10.0.0.2:8080\nnobody leads\n$`)
+	if err != nil || !want.Match(out) {
+		t.Fatalf("%v: %s", err, out)
+	}
 }
