@@ -242,3 +242,58 @@ fn bad_input_exits_2_before_any_node_is_asked() {
         );
     }
 }
+
+#[test]
+fn observe_prints_each_change_then_exits_after_count() {
+    let servers = nodes(1);
+    let observe = |json: bool| {
+        let mut args = vec!["observe", "seen", "--count", "3"];
+        if json {
+            args.push("--json");
+        }
+        Command::new(env!("CARGO_BIN_EXE_dlock"))
+            .env("DLOCK_NODES", urls(&servers).join(","))
+            .env("DLOCK_TIMEOUT", PATIENT)
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let (plain, json) = (observe(false), observe(true));
+    std::thread::sleep(Duration::from_millis(500));
+    let out = dlock(
+        &servers,
+        &[
+            "elect",
+            "seen",
+            "--value",
+            "v 1",
+            "--",
+            "sh",
+            "-c",
+            "echo $DLOCK_EPOCH; sleep 0.3",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let epoch = text(&out.stdout);
+    let plain = plain.wait_with_output().unwrap();
+    let lines: Vec<String> = text(&plain.stdout).lines().map(String::from).collect();
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert_eq!(lines[0], "none");
+    assert!(
+        lines[1].starts_with(&format!("{epoch} ")) && lines[1].ends_with(" v 1"),
+        "{lines:?}"
+    );
+    assert_eq!(lines[2], "none");
+    let json = json.wait_with_output().unwrap();
+    let lines: Vec<serde_json::Value> = text(&json.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0], serde_json::json!({"leader": null}));
+    assert_eq!(lines[1]["leader"]["epoch"], serde_json::json!(epoch));
+    assert_eq!(lines[1]["leader"]["value"], serde_json::json!("v 1"));
+    assert_eq!(lines[2], serde_json::json!({"leader": null}));
+}

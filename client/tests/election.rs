@@ -191,3 +191,86 @@ async fn bad_input_is_refused_before_any_node_is_asked() {
         );
     }
 }
+
+/// The next change an observer reports, within 10 s.
+async fn change(observer: &mut dlock_client::Observer) -> Option<dlock_client::Leader> {
+    bounded(observer.next())
+        .await
+        .expect("a change within 20 s")
+        .expect("the observer runs")
+        .expect("a quorum answered")
+}
+
+async fn observe_every_change(n: usize) {
+    let servers = nodes(n);
+    let (a, b) = (manager(&servers), manager(&servers));
+    let mut observer = a.observe("watched").unwrap();
+    assert_eq!(change(&mut observer).await, None, "first: nobody leads");
+    let mut first = a.campaign("watched", "one", LEASE).await.unwrap();
+    let seen = change(&mut observer).await.expect("the first leader");
+    assert_eq!((seen.value.as_str(), seen.epoch), ("one", first.epoch()));
+    first.proclaim("uno").await.unwrap();
+    let seen = change(&mut observer).await.expect("still the first leader");
+    assert_eq!(
+        (seen.value.as_str(), seen.epoch),
+        ("uno", first.epoch()),
+        "same epoch"
+    );
+    let next = tokio::spawn(async move { b.campaign("watched", "two", LEASE).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let first_epoch = first.epoch();
+    first.resign().await.unwrap();
+    let mut seen = change(&mut observer).await;
+    if seen.is_none() {
+        assert!(n > 1, "one node hands over in one step");
+        seen = change(&mut observer).await; // several: none while the grant is committed
+    }
+    let second = bounded(next).await.unwrap().unwrap().unwrap();
+    let seen = seen.expect("the second leader");
+    assert_eq!((seen.value.as_str(), seen.epoch), ("two", second.epoch()));
+    assert!(seen.epoch > first_epoch);
+    second.resign().await.unwrap();
+    assert_eq!(
+        change(&mut observer).await,
+        None,
+        "resigned with nobody queued"
+    );
+    let quiet = tokio::time::timeout(Duration::from_millis(500), observer.next()).await;
+    assert!(quiet.is_err(), "no change, no event: {quiet:?}");
+}
+
+#[tokio::test]
+async fn one_master_observe_every_change() {
+    bounded(observe_every_change(1)).await.unwrap();
+}
+
+#[tokio::test]
+async fn five_masters_observe_every_change() {
+    bounded(observe_every_change(5)).await.unwrap();
+}
+
+/// A leader that stops extending (here a raw grant nobody extends) is seen gone at its lease's
+/// end, with no command sent to the node.
+#[tokio::test]
+async fn an_expired_leader_is_seen_gone() {
+    let servers = nodes(1);
+    let locks = manager(&servers);
+    let mut c = servers[0].conn();
+    let token: i64 = redis::cmd("DLOCK.ACQUIRE")
+        .arg(&["exp", "c0ffee:0 host-a", "400"])
+        .query(&mut c)
+        .unwrap();
+    let mut observer = locks.observe("exp").unwrap();
+    let seen = change(&mut observer).await.expect("the raw leader");
+    assert_eq!(
+        (seen.id.as_str(), seen.value.as_str(), seen.epoch),
+        ("c0ffee:0", "host-a", token as u64)
+    );
+    let started = Instant::now();
+    assert_eq!(change(&mut observer).await, None);
+    assert!(
+        started.elapsed() < Duration::from_millis(400 + 300),
+        "{:?}",
+        started.elapsed()
+    );
+}

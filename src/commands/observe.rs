@@ -1,6 +1,8 @@
-//! `DLOCK.OBSERVE key [AFTER token] [TIMEOUT ms]`: the server side of leader election's observe.
-//! A client learns of every change of a plain lock's holder without polling: it names the token
-//! it saw (`AFTER`, 0 for "no holder") and is answered once the holder differs.
+//! `DLOCK.OBSERVE key [AFTER token [OWNER owner]] [TIMEOUT ms]`: the server side of leader
+//! election's observe. A client learns of every change of a plain lock's holder without polling:
+//! it names the token it saw (`AFTER`, 0 for "no holder"), and the owner with it (`OWNER`: a
+//! leader proclaiming a new value keeps its token and changes its owner, docs/election.md), and
+//! is answered once the holder differs.
 //!
 //! The client blocks on the key itself (`RedisModule_BlockClientOnKeys`): every lock write
 //! signals its key (`keyspace::notify::changed`), and the reply callback reads the key again and
@@ -25,9 +27,13 @@ use crate::wire::args::{self, OptionSpec};
 use crate::wire::{errors, Arg};
 use crate::{server, waiting};
 
-const OPTIONS: [OptionSpec; 2] = [
+const OPTIONS: [OptionSpec; 3] = [
     OptionSpec {
         name: "AFTER",
+        takes_value: true,
+    },
+    OptionSpec {
+        name: "OWNER",
         takes_value: true,
     },
     OptionSpec {
@@ -36,10 +42,27 @@ const OPTIONS: [OptionSpec; 2] = [
     },
 ];
 
+/// What the client saw: the holder's token (0: no holder) and, if it says, its owner.
+#[derive(Clone, Copy)]
+struct Saw<'a> {
+    token: u64,
+    owner: Option<&'a [u8]>,
+}
+
+impl Saw<'_> {
+    /// Whether `holder` is what the client saw.
+    fn is(&self, holder: Option<&Holder<'_>>) -> bool {
+        match holder {
+            None => self.token == 0,
+            Some(h) => h.token == self.token && self.owner.is_none_or(|o| o == h.owner),
+        }
+    }
+}
+
 /// One OBSERVE, parsed.
-struct Call {
-    /// The token the client saw (0: no holder); `None` asks for the state at once.
-    after: Option<u64>,
+struct Call<'a> {
+    /// What the client saw; `None` asks for the state at once.
+    after: Option<Saw<'a>>,
     /// The client's own limit on the wait (0: none).
     timeout_ms: u64,
 }
@@ -64,10 +87,16 @@ pub fn observe(ctx: &Context, argv: &[Arg]) -> RedisResult {
 }
 
 /// Every argument checked before the key is read: bad input blocks nothing.
-fn parse(argv: &[Arg]) -> Result<Call, RedisError> {
+fn parse(argv: &[Arg]) -> Result<Call<'_>, RedisError> {
     let options = argv.get(2..).unwrap_or_default().iter().map(Arg::as_bytes);
-    let [after, timeout] = args::options(options, &OPTIONS)?;
-    let after = after.flatten().map(args::observe_after).transpose()?;
+    let [after, owner, timeout] = args::options(options, &OPTIONS)?;
+    let token = after.flatten().map(args::observe_after).transpose()?;
+    let owner = owner.flatten().map(args::owner_or_none).transpose()?;
+    let after = match (token, owner) {
+        (Some(token), owner) => Some(Saw { token, owner }),
+        (None, None) => None,
+        (None, Some(_)) => return Err(errors::owner_needs_after()),
+    };
     let timeout_ms = timeout
         .flatten()
         .map(args::observe_timeout_ms)
@@ -96,10 +125,9 @@ enum Seen {
     Unchanged { lease_end_ms: Option<u64> },
 }
 
-/// Reads the key and replies its state, unless it is the one seen (`after`: that token, 0 for no
-/// holder). A blocked client (`woken`) that finds no holder on a cluster node whose slot is
+/// Reads the key and replies its state, unless it is the one seen (`after`). A blocked client (`woken`) that finds no holder on a cluster node whose slot is
 /// moving or gone is redirected instead: the lock may live on, on the slot's new node.
-fn look(ctx: &Context, name: &Arg, after: Option<u64>, woken: bool) -> Seen {
+fn look(ctx: &Context, name: &Arg, after: Option<Saw<'_>>, woken: bool) -> Seen {
     let now_ms = server::now_ms();
     let key = LockKey::open(ctx, name, false);
     let view = match key.view(now_ms) {
@@ -111,7 +139,7 @@ fn look(ctx: &Context, name: &Arg, after: Option<u64>, woken: bool) -> Seen {
         (Some(_), Some(holder)) => Some(holder),
         (Some(kind), None) => return replied(ctx, errors::observe_kind(kind)),
     };
-    if after.is_some_and(|seen| seen == holder.map_or(0, |h| h.token)) {
+    if after.is_some_and(|saw| saw.is(holder.as_ref())) {
         let lease_end_ms = holder.map(|h| h.deadline_ms);
         return Seen::Unchanged { lease_end_ms };
     }

@@ -89,6 +89,15 @@ pub fn observe_after(bytes: &[u8]) -> Result<u64, RedisError> {
     in_range(bytes, 0, MAX_TOKEN as i64).ok_or_else(|| errors::observe_after(bytes))
 }
 
+/// `DLOCK.OBSERVE ... OWNER owner`: the owner last seen, empty with `AFTER 0` (no holder).
+pub fn owner_or_none(bytes: &[u8]) -> Result<&[u8], RedisError> {
+    if bytes.len() <= MAX_OWNER_LEN {
+        Ok(bytes)
+    } else {
+        Err(errors::owner(bytes.len()))
+    }
+}
+
 /// `DLOCK.OBSERVE ... TIMEOUT ms`: 0 (no limit) to one day.
 pub fn observe_timeout_ms(bytes: &[u8]) -> Result<u64, RedisError> {
     in_range(bytes, 0, OBSERVE_TIMEOUT_MS).ok_or_else(|| errors::observe_timeout(bytes))

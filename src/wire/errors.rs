@@ -109,6 +109,10 @@ pub fn observe_after(got: &[u8]) -> RedisError {
     ))
 }
 
+pub fn owner_needs_after() -> RedisError {
+    RedisError::Str("ERR OWNER names the owner seen with the token of AFTER: give AFTER too")
+}
+
 pub fn observe_timeout(got: &[u8]) -> RedisError {
     err(format!(
         "ERR TIMEOUT must be a timeout in ms from 0 (no limit) to {OBSERVE_TIMEOUT_MS} (one day), got '{}'",

@@ -3,6 +3,7 @@
 
 pub mod dump;
 pub mod group;
+pub mod observing;
 
 pub use dlock_testkit::Server;
 pub use redis::{Connection, Value};
