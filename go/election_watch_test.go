@@ -16,6 +16,7 @@ import (
 
 	"dlock.dev/dlock"
 	"dlock.dev/dlock/internal/servers"
+	"github.com/gomodule/redigo/redis"
 )
 
 // needObserve skips a test whose module has no DLOCK.OBSERVE yet.
@@ -118,6 +119,28 @@ func TestObserveFollowsEveryChangeInOrder(t *testing.T) {
 			t.Fatal("the channel stayed open after the context ended")
 		}
 	})
+}
+
+// A leader that stops extending (here a raw grant nobody extends) is seen gone at its lease's
+// end: the node answers the blocked OBSERVE then, nobody polls.
+func TestAnExpiredLeaderIsSeenGone(t *testing.T) {
+	nodes := servers.Start(t, 1, servers.Flavour{})
+	needObserve(t, nodes[0])
+	m := connect(t, servers.URLs(nodes))
+	epoch, err := redis.Uint64(nodes[0].Do("DLOCK.ACQUIRE", "exp", "c0ffee:0 host-a", 400))
+	if err != nil {
+		t.Fatal(err)
+	}
+	changes, err := m.Observe(deadline(t, 10*time.Second), "exp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectLeader(t, "first", nextChange(t, changes, 5*time.Second), &dlock.Leader{ID: "c0ffee:0", Value: "host-a", Epoch: epoch})
+	started := time.Now()
+	expectLeader(t, "at the lease's end", nextChange(t, changes, 5*time.Second), nil)
+	if took := time.Since(started); took > 700*time.Millisecond {
+		t.Errorf("seen gone after %v, want at the lease's end (400 ms)", took)
+	}
 }
 
 func TestObserveSaysWhenTooFewNodesAnswer(t *testing.T) {
