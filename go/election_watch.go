@@ -3,6 +3,7 @@ package dlock
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 )
 
@@ -35,7 +36,7 @@ type report struct {
 // Observe follows who leads name: the returned channel gets the leader first, then each change
 // in order (nobody leads after a resignation or an expiry nobody took over; on several nodes a
 // handoff passes through nobody while the new grant is committed), and is closed once ctx is
-// done. A channel, as etcd's Election.Observe: it fits a select beside the caller's other
+// done or the manager is closed. A channel, as etcd's Election.Observe: it fits a select beside the caller's other
 // events, and ctx ends it as it ends everything else. Bad input is refused before any node is
 // asked.
 func (m *Manager) Observe(ctx context.Context, name string) (<-chan Change, error) {
@@ -47,19 +48,30 @@ func (m *Manager) Observe(ctx context.Context, name string) (<-chan Change, erro
 	}
 	c := &calls{b: m.b, resource: name, kind: Exclusive}
 	reports := make(chan report, len(m.b.nodes))
+	var watchers sync.WaitGroup
 	for node := range m.b.nodes {
-		go c.watchNode(ctx, node, reports)
+		node := node
+		watchers.Add(1)
+		go func() {
+			defer watchers.Done()
+			c.watchNode(ctx, node, reports)
+		}()
 	}
+	ended := make(chan struct{}) // every node's watcher ended: the manager was closed
+	go func() {
+		watchers.Wait()
+		close(ended)
+	}()
 	changes := make(chan Change)
-	go c.gather(ctx, reports, changes)
+	go c.gather(ctx, reports, ended, changes)
 	return changes, nil
 }
 
 // watchNode asks one node again and again, each time after the holder it last reported (after
-// a failure, at once again after the retry pause).
+// a failure, at once again after the retry pause), until ctx is done or the manager closed.
 func (c *calls) watchNode(ctx context.Context, node int, out chan<- report) {
 	var last **seen // nil: nothing known, ask for the holder at once
-	for ctx.Err() == nil {
+	for ctx.Err() == nil && !c.b.isClosed() {
 		var after *seen
 		if last != nil {
 			after = &seen{} // "I saw it free": AFTER 0 OWNER ""
@@ -88,8 +100,8 @@ func (c *calls) watchNode(ctx context.Context, node int, out chan<- report) {
 }
 
 // gather keeps each node's holder and sends the leader each time it changes; it closes out when
-// ctx is done.
-func (c *calls) gather(ctx context.Context, reports <-chan report, out chan<- Change) {
+// ctx is done or the watchers ended.
+func (c *calls) gather(ctx context.Context, reports <-chan report, ended <-chan struct{}, out chan<- Change) {
 	defer close(out)
 	nodes := len(c.b.nodes)
 	needed := majority(nodes)
@@ -101,6 +113,8 @@ func (c *calls) gather(ctx context.Context, reports <-chan report, out chan<- Ch
 		var r report
 		select {
 		case r = <-reports:
+		case <-ended:
+			return
 		case <-ctx.Done():
 			return
 		}

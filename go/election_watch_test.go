@@ -164,6 +164,22 @@ func TestObserveSaysWhenTooFewNodesAnswer(t *testing.T) {
 		t.Fatal("the node did not come back")
 	}
 	expectLeader(t, "a quorum back", nextChange(t, changes, 5*time.Second), nil)
+	// Closing the manager ends the observer: each node's watcher as its pending OBSERVE is
+	// answered (here by a grant), the down node's at once.
+	_ = m.Close()
+	for _, s := range nodes[:2] {
+		if _, err := s.Do("DLOCK.ACQUIRE", "gone", "c0ffee:0", 10000); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case c, open := <-changes:
+		if open {
+			t.Fatalf("a change after Close: %+v %v", c.Leader, c.Err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("the channel stayed open after Close")
+	}
 }
 
 func TestTheElectionExampleRunsAndExits(t *testing.T) {
