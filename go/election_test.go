@@ -41,6 +41,19 @@ func leaderNow(t *testing.T, ctx context.Context, m *dlock.Manager, name string)
 	return leader
 }
 
+// campaigning campaigns in the background: the leadership once elected (nil on an error).
+func campaigning(t *testing.T, ctx context.Context, m *dlock.Manager, name, value string) <-chan *dlock.Leadership {
+	next := make(chan *dlock.Leadership, 1)
+	go func() {
+		won, err := m.Campaign(ctx, name, value, lease)
+		if err != nil {
+			t.Error(err)
+		}
+		next <- won
+	}()
+	return next
+}
+
 func TestCampaignResignHandoff(t *testing.T) {
 	masters(t, func(t *testing.T, nodes []*servers.Server) {
 		ctx := deadline(t, 20*time.Second)
@@ -56,14 +69,7 @@ func TestCampaignResignHandoff(t *testing.T) {
 		if l := leaderNow(t, ctx, b, "jobs"); l == nil || *l != want {
 			t.Fatalf("leader %+v, want %+v", l, want)
 		}
-		next := make(chan *dlock.Leadership, 1)
-		go func() {
-			second, err := b.Campaign(ctx, "jobs", "10.0.0.2:80", lease)
-			if err != nil {
-				t.Error(err)
-			}
-			next <- second
-		}()
+		next := campaigning(t, ctx, b, "jobs", "10.0.0.2:80")
 		select {
 		case <-next:
 			t.Fatal("the second candidate was elected while the first leads")

@@ -75,14 +75,7 @@ func TestObserveFollowsEveryChangeInOrder(t *testing.T) {
 			t.Fatal(err)
 		}
 		expectLeader(t, "first", nextChange(t, changes, 5*time.Second), &dlock.Leader{ID: first.ID(), Value: "a", Epoch: first.Epoch()})
-		next := make(chan *dlock.Leadership, 1)
-		go func() {
-			second, err := b.Campaign(ctx, "obs", "b", lease)
-			if err != nil {
-				t.Error(err)
-			}
-			next <- second
-		}()
+		next := campaigning(t, ctx, b, "obs", "b")
 		time.Sleep(300 * time.Millisecond)
 		if err := first.Resign(ctx); err != nil {
 			t.Fatal(err)
@@ -104,21 +97,28 @@ func TestObserveFollowsEveryChangeInOrder(t *testing.T) {
 		want = &dlock.Leader{ID: second.ID(), Value: "b2", Epoch: second.Epoch()}
 		expectLeader(t, "after proclaim", nextChange(t, changes, 5*time.Second), want)
 		expectLeader(t, "after the lease ran out", nextChange(t, changes, 6*time.Second), nil)
-		select {
-		case c := <-changes:
-			t.Fatalf("a change nothing made: %+v %v", c.Leader, c.Err)
-		case <-time.After(500 * time.Millisecond):
-		}
-		stop()
-		select {
-		case _, open := <-changes:
-			if open {
-				t.Fatal("a change after the observer's context ended")
-			}
-		case <-time.After(time.Second):
-			t.Fatal("the channel stayed open after the context ended")
-		}
+		quietThenClosed(t, changes, stop)
 	})
+}
+
+// quietThenClosed: no change comes while nothing changes, and the channel is closed once the
+// observer's context ends (stop).
+func quietThenClosed(t *testing.T, changes <-chan dlock.Change, stop func()) {
+	t.Helper()
+	select {
+	case c := <-changes:
+		t.Fatalf("a change nothing made: %+v %v", c.Leader, c.Err)
+	case <-time.After(500 * time.Millisecond):
+	}
+	stop()
+	select {
+	case _, open := <-changes:
+		if open {
+			t.Fatal("a change after the observer's context ended")
+		}
+	case <-time.After(time.Second):
+		t.Fatal("the channel stayed open after the context ended")
+	}
 }
 
 // A leader that stops extending (here a raw grant nobody extends) is seen gone at its lease's
