@@ -20,7 +20,8 @@ import (
 const observeFor = 10 * time.Second
 
 // Change is one change of who leads: Leader (nil: nobody leads), or Err (an ErrNoQuorum error:
-// too few nodes answered to tell; the leader follows once they do).
+// too few nodes answered to tell, the leader follows once they do; ErrWrongKind: the name is a
+// shared lock or a semaphore).
 type Change struct {
 	Leader *Leader
 	Err    error
@@ -69,6 +70,7 @@ func (m *Manager) Observe(ctx context.Context, name string) (<-chan Change, erro
 
 // watchNode asks one node again and again, each time after the holder it last reported (after
 // a failure, at once again after the retry pause), until ctx is done or the manager closed.
+// Each answer is reported, even the same holder after a TIMEOUT: gather drops what is no change.
 func (c *calls) watchNode(ctx context.Context, node int, out chan<- report) {
 	var last **seen // nil: nothing known, ask for the holder at once
 	for ctx.Err() == nil && !c.b.isClosed() {
@@ -90,8 +92,12 @@ func (c *calls) watchNode(ctx context.Context, node int, out chan<- report) {
 			return
 		}
 		if err != nil {
+			pause := c.b.retryPause()
+			if errors.Is(err, ErrWrongKind) {
+				pause = observeFor // a shared lock or semaphore stays one for long: no busy asking
+			}
 			select {
-			case <-time.After(c.b.retryPause()):
+			case <-time.After(pause):
 			case <-ctx.Done():
 				return
 			}
@@ -106,7 +112,7 @@ func (c *calls) gather(ctx context.Context, reports <-chan report, ended <-chan 
 	nodes := len(c.b.nodes)
 	needed := majority(nodes)
 	views := make([]**seen, nodes)
-	failures := make([]*NodeFailure, nodes)
+	failures := make([]error, nodes) // why each node could not say (nil: it did)
 	heard := make([]bool, nodes)
 	var shown *Change // nil until the first change is sent
 	for {
@@ -124,7 +130,7 @@ func (c *calls) gather(ctx context.Context, reports <-chan report, ended <-chan 
 			h := r.held
 			views[r.node] = &h
 		} else {
-			failures[r.node] = asFailure(r.err, c.b.nodes[r.node].Name())
+			failures[r.node] = r.err
 		}
 		change, decided := c.view(views, failures, needed, shown, countTrue(heard) == nodes)
 		if !decided || (shown != nil && sameChange(*shown, change)) {
@@ -142,7 +148,7 @@ func (c *calls) gather(ctx context.Context, reports <-chan report, ended <-chan 
 // view is the change the nodes' views make (after previous); not decided until every node has
 // answered once (or failed): the first nodes to answer may hold a grant whose commit is still
 // on its way to the others, and the first change is to be the leader.
-func (c *calls) view(views []**seen, failures []*NodeFailure, needed int, previous *Change, allHeard bool) (Change, bool) {
+func (c *calls) view(views []**seen, failures []error, needed int, previous *Change, allHeard bool) (Change, bool) {
 	if !allHeard {
 		return Change{}, false
 	}
@@ -155,16 +161,18 @@ func (c *calls) view(views []**seen, failures []*NodeFailure, needed int, previo
 		return Change{Leader: leader}, true
 	}
 	var listed []NodeFailure
-	for _, f := range failures {
-		if f != nil {
-			listed = append(listed, *f)
+	for node, err := range failures {
+		if errors.Is(err, ErrWrongKind) {
+			return Change{Err: err}, true // the name is a shared lock or a semaphore: say so
+		}
+		if err != nil {
+			listed = append(listed, *asFailure(err, c.b.nodes[node].Name()))
 		}
 	}
 	return Change{Err: &Error{Kind: ErrNoQuorum, Resource: c.resource, Needed: needed, Failures: listed}}, true
 }
 
-// asFailure is why a node could not say (a wrong kind is that node's failure here: the
-// observer keeps watching the others).
+// asFailure is why a node could not say, as a NodeFailure naming it.
 func asFailure(err error, node string) *NodeFailure {
 	var f *NodeFailure
 	if errors.As(err, &f) {

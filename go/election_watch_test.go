@@ -143,6 +143,23 @@ func TestAnExpiredLeaderIsSeenGone(t *testing.T) {
 	}
 }
 
+func TestObservingASharedLockIsAWrongKind(t *testing.T) {
+	nodes := servers.Start(t, 3, servers.Flavour{})
+	needObserve(t, nodes[0])
+	ctx := deadline(t, 10*time.Second)
+	m := connect(t, servers.URLs(nodes))
+	if _, err := m.Acquire(ctx, "readers", 10*time.Second, dlock.Shared()); err != nil {
+		t.Fatal(err)
+	}
+	changes, err := m.Observe(ctx, "readers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := nextChange(t, changes, 5*time.Second); !errors.Is(c.Err, dlock.ErrWrongKind) {
+		t.Fatalf("observing a shared lock: %+v %v, want ErrWrongKind", c.Leader, c.Err)
+	}
+}
+
 func TestObserveSaysWhenTooFewNodesAnswer(t *testing.T) {
 	nodes := servers.Start(t, 3, servers.Flavour{})
 	needObserve(t, nodes[0])
