@@ -128,3 +128,39 @@ func (c *calls) reenter(owner string, ttl time.Duration) (time.Time, tally, bool
 func (c *calls) release(owner string, nodes []int) tally {
 	return c.everywhere(nodes, cmdRelease(c.resource, owner), false, isOne)
 }
+
+// proclaim is DLOCK.PROCLAIM everywhere: owner's lock with token held as newOwner from now on.
+func (c *calls) proclaim(owner string, token uint64, newOwner string) tally {
+	return c.everywhere(c.b.everywhere(), cmdProclaim(c.resource, owner, token, newOwner), true, isOne)
+}
+
+// nodeAnswer is one node's reply, or why none.
+type nodeAnswer struct {
+	reply   interface{}
+	failure *NodeFailure
+}
+
+// status is DLOCK.STATUS on every node, in parallel: each node's answer, in node order.
+func (c *calls) status() []nodeAnswer {
+	out := make([]nodeAnswer, len(c.b.nodes))
+	var wg sync.WaitGroup
+	for _, n := range c.b.everywhere() {
+		n := n
+		wg.Add(1)
+		c.b.shared.workers.run(func() {
+			defer wg.Done()
+			r, f := c.b.call(n, cmdStatus(c.resource), false, 0)
+			out[n] = nodeAnswer{reply: r, failure: f}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// observe is DLOCK.OBSERVE on node after the holder it last reported (nil: at once), blocking
+// on the node up to wait.
+func (c *calls) observe(node int, after *seen, wait time.Duration) nodeAnswer {
+	// A server notices a blocked call's timeout only at its next tick: its reply may come that late.
+	r, f := c.b.call(node, cmdObserve(c.resource, after, wait), false, wait+transport.Tick)
+	return nodeAnswer{reply: r, failure: f}
+}

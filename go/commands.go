@@ -50,3 +50,25 @@ func cmdExtend(resource, owner string, ttl time.Duration) []string {
 func cmdRelease(resource, owner string) []string {
 	return []string{"DLOCK.RELEASE", resource, owner}
 }
+
+// cmdProclaim is `DLOCK.PROCLAIM resource owner token new-owner`: 1 when owner held the plain
+// lock with token (new-owner holds it now, same token and lease), 0 when not.
+func cmdProclaim(resource, owner string, token uint64, newOwner string) []string {
+	return []string{"DLOCK.PROCLAIM", resource, owner, strconv.FormatUint(token, 10), newOwner}
+}
+
+// cmdStatus is `DLOCK.STATUS resource`: nil when free, else the holder's fields in pairs.
+func cmdStatus(resource string) []string {
+	return []string{"DLOCK.STATUS", resource}
+}
+
+// cmdObserve is `DLOCK.OBSERVE resource [AFTER token OWNER owner] TIMEOUT ms`: the plain lock's
+// holder (nil when free), at once when it differs from after (nil: at once), else when it
+// changes, its lease ends, or at the timeout. It blocks its connection on the node.
+func cmdObserve(resource string, after *seen, timeout time.Duration) []string {
+	args := []string{"DLOCK.OBSERVE", resource}
+	if after != nil {
+		args = append(args, "AFTER", strconv.FormatUint(after.token, 10), "OWNER", after.owner)
+	}
+	return append(args, "TIMEOUT", ms(timeout))
+}

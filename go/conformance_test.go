@@ -347,3 +347,50 @@ func TestConformanceURLs(t *testing.T) {
 		}
 	}
 }
+
+func TestConformanceRenewals(t *testing.T) {
+	lasts := map[string]extension{"extended": extended, "refused": refused, "unconfirmed": unconfirmed}
+	msOf := func(v interface{}) time.Duration { return time.Duration(num(v)) * time.Millisecond }
+	for _, c := range table(t, "renewals.json") {
+		pause, lost := renewal(msOf(c["ttl_ms"]), msOf(c["interval_ms"]), msOf(c["left_ms"]), lasts[c["last"].(string)])
+		var got interface{} = "lost"
+		if !lost {
+			got = map[string]interface{}{"extend_in_ms": float64(pause.Milliseconds())}
+		}
+		same(t, label(c), got, c["next"])
+	}
+}
+
+// leaderOf is a leaders.json leader ({id, value, epoch}) as the client's.
+func leaderOf(v interface{}) *Leader {
+	l := v.(map[string]interface{})
+	return &Leader{ID: l["id"].(string), Value: l["value"].(string), Epoch: token(l["epoch"])}
+}
+
+func TestConformanceLeaders(t *testing.T) {
+	for _, c := range table(t, "leaders.json") {
+		var views []**seen
+		for _, n := range c["nodes"].([]interface{}) {
+			var h *seen
+			switch n := n.(type) {
+			case nil:
+				views = append(views, nil)
+				continue
+			case map[string]interface{}:
+				h = &seen{owner: n["owner"].(string), token: token(n["token"])}
+			}
+			views = append(views, &h)
+		}
+		var previous *Leader
+		if p, ok := c["previous"]; ok {
+			previous = leaderOf(p)
+		}
+		got, known := leaderView(views, num(c["needed"]), previous)
+		switch want := c["leader"]; {
+		case want == nil && known, want == "none" && (!known || got != nil):
+			t.Errorf("%s: %v %v", label(c), got, known)
+		case want != nil && want != "none" && (!known || got == nil || *got != *leaderOf(want)):
+			t.Errorf("%s: %+v %v", label(c), got, known)
+		}
+	}
+}

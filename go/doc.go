@@ -19,7 +19,8 @@
 // Waiting queues on the nodes in ticket order (no polling); the largest token a quorum granted
 // is committed on it (FENCE) before the lock is held; Shared and Limit take a reader's hold or a
 // semaphore's permit with their quorums; Lock.Context is done at the lock's renew deadline, and
-// WithLock keeps the lock extended while work runs. Errors are *Error, told apart with
+// WithLock keeps the lock extended while work runs. Campaign, Leader and Observe elect and
+// follow a leader on the same locks (docs/election.md). Errors are *Error, told apart with
 // errors.Is (ErrContended, ErrNoQuorum, ErrLockLost, ...). docs/go.md in the repository has the
 // rest.
 package dlock

@@ -16,7 +16,8 @@ import (
 //   - Queue mode draws one ticket per acquisition (wall-clock µs); with one node no ticket
 //     (plain FIFO, and a grant that is never committed must not be revocable).
 //   - Round r of an attempt asks as owner <base>:<r>, each attempt under a new base, so a late
-//     RELEASE of an abandoned round cannot free a later one.
+//     RELEASE of an abandoned round cannot free a later one. A campaign appends " <value>" (its
+//     label): the value then travels with every grant (docs/election.md).
 //   - A queued attempt keeps the deadline itself (a node notices a wait's timeout only at its
 //     next tick) and gets at least one whole call, so a zero wait still asks once and hears the
 //     answer.
@@ -59,12 +60,24 @@ type acquirer struct {
 	ctx      context.Context
 	ticket   uint64
 	owners   func() (string, error)
+	label    string // appended to every round's owner: empty, or " <value>" for a campaign
 }
 
 func newAcquirer(ctx context.Context, c *calls, ttl, wait time.Duration, p policy) *acquirer {
 	a := &acquirer{calls: c, ttl: ttl, deadline: time.Now().Add(wait), policy: p, ctx: ctx, owners: c.b.cfg.mutex.owner}
 	if p.queue && len(c.b.nodes) > 1 {
 		a.ticket = drawTicket()
+	}
+	return a
+}
+
+// labelled makes a the call of a campaign for value: owners "<base>:<round> <value>", the base
+// always the client's own random one (a base of WithGenValueFunc could hold a space, which
+// would split the candidate id).
+func (a *acquirer) labelled(value string) *acquirer {
+	a.owners = func() (string, error) { return newOwner(), nil }
+	if value != "" {
+		a.label = " " + value
 	}
 	return a
 }
@@ -176,7 +189,7 @@ func (r *running) end() {
 	r.mu.Unlock()
 }
 
-func (r *running) owner(round int) string { return roundOwner(r.base, round) }
+func (r *running) owner(round int) string { return roundOwner(r.base, round) + r.a.label }
 
 // perform does what actions ask; the attempt's end, if one of them is it.
 func (r *running) perform(actions []action) (*granted, *attemptError, bool) {

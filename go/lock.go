@@ -7,8 +7,9 @@ import (
 )
 
 // A held lock (client/src/lock.rs): its token, owner and validity; Extend, Reenter, Release;
-// the lease-loss contract (Context: cancelled when validity runs out unless an extension came
-// first, at once when the watchdog fails to extend, and on release) and the watchdog (Watch).
+// the lease-loss contract (renewal.go; Context: cancelled at the renew deadline unless an
+// extension came first, at once when the nodes refuse one, and on release) and the watchdog
+// (Watch).
 type Lock struct {
 	calls      *calls
 	ttl        time.Duration
@@ -24,14 +25,17 @@ type Lock struct {
 	lost       error
 	ctx        context.Context
 	cancel     context.CancelFunc
-	renewBy    *time.Timer // the renew deadline: validity's end
+	renewBy    *time.Timer // the renew deadline: renewMargin before validity's end
+	// sending is held while the watchdog's extension is out: a release takes it before its
+	// RELEASE goes out, so that no extension follows a release.
+	sending sync.Mutex
 }
 
 func newLock(c *calls, ttl time.Duration, won *granted) *Lock {
 	l := &Lock{calls: c, ttl: ttl, owner: won.owner, token: won.token, acquiredAt: time.Now(),
 		stale: won.stale, validUntil: won.validUntil, holds: 1}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
-	l.renewBy = time.AfterFunc(time.Until(won.validUntil), func() { l.lose(l.calls.lockLost()) })
+	l.renewBy = time.AfterFunc(renewIn(won.validUntil, ttl), func() { l.lose(l.calls.lockLost()) })
 	return l
 }
 
@@ -39,7 +43,11 @@ func newLock(c *calls, ttl time.Duration, won *granted) *Lock {
 func (l *Lock) Token() uint64 { return l.token }
 
 // Owner is the owner name the nodes hold it under.
-func (l *Lock) Owner() string { return l.owner }
+func (l *Lock) Owner() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.owner
+}
 
 // Resource is the lock's name.
 func (l *Lock) Resource() string { return l.calls.resource }
@@ -47,7 +55,7 @@ func (l *Lock) Resource() string { return l.calls.resource }
 // Kind is how it is held: exclusively, shared, or as a semaphore's permit.
 func (l *Lock) Kind() Kind { return l.calls.kind }
 
-// Until is when the validity ends (the renew deadline).
+// Until is when the validity ends; the renew deadline is a tenth of the TTL before it.
 func (l *Lock) Until() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -69,9 +77,10 @@ func (l *Lock) Holds() int {
 	return l.holds
 }
 
-// Context is done once the lock may no longer be relied on: at its renew deadline (the end of
-// validity, moved by each extension), when the watchdog fails to extend it or passes max hold,
-// and when it is released. Hand it to the work the lock protects.
+// Context is done once the lock may no longer be relied on: at its renew deadline (a tenth of
+// the TTL before validity ends, moved by each confirmed extension: docs/election.md, the
+// lease-loss contract), at once when the nodes refuse an extension or the watchdog passes max
+// hold, and when it is released. Hand it to the work the lock protects.
 func (l *Lock) Context() context.Context { return l.ctx }
 
 // Err is why Context is done: an ErrLockLost error, or nil (held, or released).
@@ -95,13 +104,18 @@ func (c *calls) lockLost() error {
 	return &Error{Kind: ErrLockLost, Resource: c.resource, op: opExtend}
 }
 
-// renewed moves the renew deadline to until.
-func (l *Lock) renewed(until time.Time) {
+// renewIn is the time to the renew deadline of a hold of ttl valid until until.
+func renewIn(until time.Time, ttl time.Duration) time.Duration {
+	return time.Until(until) - renewMargin(ttl)
+}
+
+// renewed moves the validity's end to until (a hold of ttl), and the renew deadline with it.
+func (l *Lock) renewed(until time.Time, ttl time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.lost == nil && !l.released {
 		l.validUntil = until
-		l.renewBy.Reset(time.Until(until))
+		l.renewBy.Reset(renewIn(until, ttl))
 	}
 }
 
@@ -121,11 +135,11 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if l.Err() != nil || l.isReleased() {
 		return l.failed(opExtend, ErrLockLost, tally{})
 	}
-	until, t, ok := l.calls.extend(l.owner, ttl)
+	until, t, ok := l.calls.extend(l.Owner(), ttl)
 	if !ok {
 		return l.failed(opExtend, ErrLockLost, t)
 	}
-	l.renewed(until)
+	l.renewed(until, ttl)
 	return nil
 }
 
@@ -138,16 +152,16 @@ func (l *Lock) Reenter(ctx context.Context) error {
 	if l.Err() != nil || l.isReleased() {
 		return l.failed(opAcquire, ErrLockLost, tally{})
 	}
-	until, t, ok := l.calls.reenter(l.owner, l.ttl)
+	until, t, ok := l.calls.reenter(l.Owner(), l.ttl)
 	if !ok {
 		// Nodes that took the hold give it back: a hold short of a quorum is no hold.
-		l.calls.release(l.owner, l.calls.b.everywhere())
+		l.calls.release(l.Owner(), l.calls.b.everywhere())
 		return l.failed(opAcquire, ErrLockLost, t)
 	}
 	l.mu.Lock()
 	l.holds++
 	l.mu.Unlock()
-	l.renewed(until)
+	l.renewed(until, l.ttl)
 	return nil
 }
 
@@ -190,8 +204,15 @@ func (l *Lock) release() (*tally, error) {
 		l.renewBy.Stop()
 		l.stale.raise()
 	}
+	owner := l.owner
 	l.mu.Unlock()
-	t := l.calls.release(l.owner, l.calls.b.everywhere())
+	if last {
+		// No extension follows the RELEASE: one still out ends first, and the watchdog's next
+		// finds the lock released (it checks under sending, held through the RELEASE).
+		l.sending.Lock()
+		defer l.sending.Unlock()
+	}
+	t := l.calls.release(owner, l.calls.b.everywhere())
 	if last {
 		l.cancel()
 	}
@@ -202,9 +223,10 @@ func (l *Lock) release() (*tally, error) {
 }
 
 // Watch starts extending the lock every extend interval (default ttl / 3) until stop is
-// called, or until max hold after it was acquired; a failed extension, validity running out
-// or max hold ends its Context at once. stop ends the extending and tells whether the lock
-// was lost.
+// called, or until max hold after it was acquired, by the lease-loss contract (renewal.go): an
+// extension not confirmed is tried again at shorter pauses until the renew deadline (where
+// Context ends), one the nodes refuse ends Context at once, and so does max hold. stop ends the
+// extending and tells whether the lock was lost; Release stops it too, before its RELEASE.
 func (l *Lock) Watch() (stop func() (lost bool)) {
 	cfg := l.calls.b.cfg
 	interval := cfg.extendInterval
@@ -232,31 +254,89 @@ func (l *Lock) Watch() (stop func() (lost bool)) {
 	}
 }
 
-// keepExtended extends before validity runs out; the first failure, or the hold cap, loses it.
+// keepExtended is the watchdog loop: the next step by renewal, the pause cut at the hold cap.
 func (l *Lock) keepExtended(interval time.Duration, holdUntil time.Time, done chan struct{}) {
+	last := extended
 	for {
-		next := time.Now().Add(interval)
-		if until := l.Until(); until.Before(next) {
-			next = until
+		now := time.Now()
+		pause, lost := renewal(l.ttl, interval, l.Until().Sub(now), last)
+		if lost {
+			l.lose(l.calls.lockLost())
+			return
 		}
-		if !holdUntil.IsZero() && holdUntil.Before(next) {
-			next = holdUntil
+		capped := !holdUntil.IsZero() && !now.Add(pause).Before(holdUntil)
+		if capped {
+			pause = holdUntil.Sub(now)
 		}
+		timer := time.NewTimer(pause)
 		select {
 		case <-done:
+			timer.Stop()
 			return
-		case <-l.ctx.Done():
+		case <-l.ctx.Done(): // lost (a refusal, the renew deadline, a stale write) or released
+			timer.Stop()
 			return
-		case <-time.After(time.Until(next)):
+		case <-timer.C:
 		}
-		now := time.Now()
-		if !now.Before(l.Until()) || (!holdUntil.IsZero() && !now.Before(holdUntil)) {
+		if capped {
 			l.lose(l.calls.lockLost())
 			return
 		}
-		if err := l.Extend(context.Background(), l.ttl); err != nil {
-			l.lose(l.calls.lockLost())
+		var goOn bool
+		if last, goOn = l.extendOnce(done); !goOn {
 			return
 		}
 	}
+}
+
+// extendOnce sends one extension and waits for it, raced against the renew deadline (whose
+// timer then ends Context) and stop: how it went, or false when the watchdog is to end. A
+// refusal loses the lock here, at once.
+func (l *Lock) extendOnce(done chan struct{}) (extension, bool) {
+	result := make(chan extension, 1)
+	go func() {
+		l.sending.Lock()
+		defer l.sending.Unlock()
+		if l.isReleased() || l.Err() != nil {
+			result <- unconfirmed
+			return
+		}
+		until, t, ok := l.calls.extend(l.Owner(), l.ttl)
+		if ok {
+			l.renewed(until, l.ttl)
+			result <- extended
+			return
+		}
+		result <- l.calls.outcome(t)
+	}()
+	select {
+	case <-done:
+		return 0, false
+	case <-l.ctx.Done():
+		return 0, false
+	case e := <-result:
+		if e == refused {
+			l.lose(l.calls.lockLost())
+			return e, false
+		}
+		return e, true
+	}
+}
+
+// rename holds the lock under owner from now on (DLOCK.PROCLAIM, keeping token and lease): when
+// a quorum did not take it, the nodes that did are turned back and the error says why.
+func (l *Lock) rename(owner string) error {
+	old := l.Owner()
+	if owner == old {
+		return nil
+	}
+	t := l.calls.proclaim(old, l.token, owner)
+	if t.done >= l.calls.b.needed(l.calls.kind) {
+		l.mu.Lock()
+		l.owner = owner
+		l.mu.Unlock()
+		return nil
+	}
+	l.calls.proclaim(owner, l.token, old)
+	return l.failed(opExtend, ErrLockLost, t)
 }

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -169,6 +170,13 @@ func (s *Server) Pipeline(cmds [][]interface{}) ([]interface{}, error) {
 	}
 	return out, nil
 }
+
+// Pause freezes the process (SIGSTOP): it keeps its connections open and answers nothing until
+// Resume (SIGCONT).
+func (s *Server) Pause() { _ = s.cmd.Process.Signal(syscall.SIGSTOP) }
+
+// Resume thaws a paused process.
+func (s *Server) Resume() { _ = s.cmd.Process.Signal(syscall.SIGCONT) }
 
 // Kill stops the process at once (SIGKILL); Spawn starts it again on the same port and dir.
 func (s *Server) Kill() {

@@ -1,0 +1,203 @@
+package dlock
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// Following an election (docs/election.md, client/src/election_watch.rs): each node is asked
+// DLOCK.OBSERVE name AFTER token OWNER owner, which it answers when its holder differs from the
+// one named (or the holder's lease ends), so nobody polls; the answers go to one goroutine that
+// keeps what each node holds and sends the leader (by leaderView) each time it changes, in
+// order.
+
+// observeFor is how long one DLOCK.OBSERVE may block on a node before it is asked again. It
+// also bounds how long a node's goroutine outlives its observer: a blocked call cannot be
+// interrupted through the Pool seam (Conn.Do honours deadlines only), so it ends when the node
+// answers.
+const observeFor = 10 * time.Second
+
+// Change is one change of who leads: Leader (nil: nobody leads), or Err (an ErrNoQuorum error:
+// too few nodes answered to tell, the leader follows once they do; ErrWrongKind: the name is a
+// shared lock or a semaphore).
+type Change struct {
+	Leader *Leader
+	Err    error
+}
+
+// report is what one node said it holds, or why it could not say.
+type report struct {
+	node int
+	held *seen
+	err  error
+}
+
+// Observe follows who leads name: the returned channel gets the leader first, then each change
+// in order (nobody leads after a resignation or an expiry nobody took over; on several nodes a
+// handoff passes through nobody while the new grant is committed), and is closed once ctx is
+// done or the manager is closed. A channel, as etcd's Election.Observe: it fits a select beside the caller's other
+// events, and ctx ends it as it ends everything else. Bad input is refused before any node is
+// asked.
+func (m *Manager) Observe(ctx context.Context, name string) (<-chan Change, error) {
+	if err := m.checkElection(name, ""); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	c := &calls{b: m.b, resource: name, kind: Exclusive}
+	reports := make(chan report, len(m.b.nodes))
+	var watchers sync.WaitGroup
+	for node := range m.b.nodes {
+		node := node
+		watchers.Add(1)
+		go func() {
+			defer watchers.Done()
+			c.watchNode(ctx, node, reports)
+		}()
+	}
+	ended := make(chan struct{}) // every node's watcher ended: the manager was closed
+	go func() {
+		watchers.Wait()
+		close(ended)
+	}()
+	changes := make(chan Change)
+	go c.gather(ctx, reports, ended, changes)
+	return changes, nil
+}
+
+// watchNode asks one node again and again, each time after the holder it last reported (after
+// a failure, at once again after the retry pause), until ctx is done or the manager closed.
+// Each answer is reported, even the same holder after a TIMEOUT: gather drops what is no change.
+func (c *calls) watchNode(ctx context.Context, node int, out chan<- report) {
+	var last **seen // nil: nothing known, ask for the holder at once
+	for ctx.Err() == nil && !c.b.isClosed() {
+		var after *seen
+		if last != nil {
+			after = &seen{} // "I saw it free": AFTER 0 OWNER ""
+			if *last != nil {
+				after = *last
+			}
+		}
+		h, err := c.heard(node, c.observe(node, after, observeFor))
+		last = nil
+		if err == nil {
+			last = &h
+		}
+		select {
+		case out <- report{node: node, held: h, err: err}:
+		case <-ctx.Done():
+			return
+		}
+		if err != nil {
+			pause := c.b.retryPause()
+			if errors.Is(err, ErrWrongKind) {
+				pause = observeFor // a shared lock or semaphore stays one for long: no busy asking
+			}
+			select {
+			case <-time.After(pause):
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+// gather keeps each node's holder and sends the leader each time it changes; it closes out when
+// ctx is done or the watchers ended.
+func (c *calls) gather(ctx context.Context, reports <-chan report, ended <-chan struct{}, out chan<- Change) {
+	defer close(out)
+	nodes := len(c.b.nodes)
+	needed := majority(nodes)
+	views := make([]**seen, nodes)
+	failures := make([]error, nodes) // why each node could not say (nil: it did)
+	heard := make([]bool, nodes)
+	var shown *Change // nil until the first change is sent
+	for {
+		var r report
+		select {
+		case r = <-reports:
+		case <-ended:
+			return
+		case <-ctx.Done():
+			return
+		}
+		heard[r.node] = true
+		views[r.node], failures[r.node] = nil, nil
+		if r.err == nil {
+			h := r.held
+			views[r.node] = &h
+		} else {
+			failures[r.node] = r.err
+		}
+		change, decided := c.view(views, failures, needed, shown, countTrue(heard) == nodes)
+		if !decided || (shown != nil && sameChange(*shown, change)) {
+			continue
+		}
+		shown = &change
+		select {
+		case out <- change:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// view is the change the nodes' views make (after previous); not decided until every node has
+// answered once (or failed): the first nodes to answer may hold a grant whose commit is still
+// on its way to the others, and the first change is to be the leader.
+func (c *calls) view(views []**seen, failures []error, needed int, previous *Change, allHeard bool) (Change, bool) {
+	if !allHeard {
+		return Change{}, false
+	}
+	var before *Leader
+	if previous != nil {
+		before = previous.Leader
+	}
+	leader, known := leaderView(views, needed, before)
+	if known {
+		return Change{Leader: leader}, true
+	}
+	var listed []NodeFailure
+	for node, err := range failures {
+		if errors.Is(err, ErrWrongKind) {
+			return Change{Err: err}, true // the name is a shared lock or a semaphore: say so
+		}
+		if err != nil {
+			listed = append(listed, *asFailure(err, c.b.nodes[node].Name()))
+		}
+	}
+	return Change{Err: &Error{Kind: ErrNoQuorum, Resource: c.resource, Needed: needed, Failures: listed}}, true
+}
+
+// asFailure is why a node could not say, as a NodeFailure naming it.
+func asFailure(err error, node string) *NodeFailure {
+	var f *NodeFailure
+	if errors.As(err, &f) {
+		return f
+	}
+	return &NodeFailure{Node: node, Reason: err.Error()}
+}
+
+// sameChange: the same leader (id, value, epoch), or both nobody, or both unknown.
+func sameChange(a, b Change) bool {
+	switch {
+	case a.Err != nil || b.Err != nil:
+		return a.Err != nil && b.Err != nil
+	case a.Leader == nil || b.Leader == nil:
+		return a.Leader == nil && b.Leader == nil
+	}
+	return *a.Leader == *b.Leader
+}
+
+func countTrue(flags []bool) int {
+	n := 0
+	for _, f := range flags {
+		if f {
+			n++
+		}
+	}
+	return n
+}
