@@ -159,10 +159,13 @@ fn the_dlock_acl_category_on_servers_that_have_module_categories() {
     for name in module_commands(&mut c) {
         let app = [
             "dlock.acquire",
+            "dlock.check",
             "dlock.counter",
             "dlock.extend",
             "dlock.fence",
+            "dlock.guard",
             "dlock.observe",
+            "dlock.proclaim",
             "dlock.release",
             "dlock.status",
             "dlock.waiters",
