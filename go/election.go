@@ -67,9 +67,8 @@ type seen struct {
 }
 
 // leaderView is who leads, from what each node holds (nodes[i] nil: node i did not answer; its
-// *seen nil: free): the one candidate holding with one token on needed nodes (its value the one
-// a quorum holds, else the previous leader's while a proclamation spreads, else the first such
-// node's); nil when nobody does; known false when fewer than needed answered.
+// *seen nil: free): the candidate holding on needed nodes, whatever its tokens (see pick); nil
+// when nobody does; known false when fewer than needed answered.
 func leaderView(nodes []**seen, needed int, previous *Leader) (leader *Leader, known bool) {
 	var holders []Leader
 	answered := 0
@@ -96,23 +95,40 @@ func leaderView(nodes []**seen, needed int, previous *Leader) (leader *Leader, k
 		return k
 	}
 	for _, h := range holders {
-		same := func(o Leader) bool { return o.ID == h.ID && o.Epoch == h.Epoch }
-		if count(same) < needed {
-			continue
+		if count(func(o Leader) bool { return o.ID == h.ID }) >= needed {
+			return pick(holders, h, needed, previous, count), true
 		}
-		lead := h // the first such node's value, unless agreed or spreading
-		if previous != nil && previous.ID == h.ID && previous.Epoch == h.Epoch {
-			lead.Value = previous.Value
-		}
-		for _, o := range holders {
-			if same(o) && count(func(p Leader) bool { return p == o }) >= needed {
-				lead.Value = o.Value
-				break
-			}
-		}
-		return &lead, true
 	}
 	return nil, true
+}
+
+// pick is the leader first.ID: its epoch the token it holds on needed nodes (the committed
+// one), else its smallest (a node granted late keeps its own larger token, so with committed
+// nodes down the epoch is on fewer); its value the one it holds on needed nodes, else the
+// previous leader's while a proclamation spreads, else the first node's.
+func pick(holders []Leader, first Leader, needed int, previous *Leader, count func(func(Leader) bool) int) *Leader {
+	lead, committed := first, false
+	for _, o := range holders {
+		if o.ID == first.ID && count(func(p Leader) bool { return p.ID == first.ID && p.Epoch == o.Epoch }) >= needed {
+			lead.Epoch, committed = o.Epoch, true
+			break
+		}
+	}
+	for _, o := range holders {
+		if !committed && o.ID == first.ID && o.Epoch < lead.Epoch {
+			lead.Epoch = o.Epoch
+		}
+	}
+	if previous != nil && previous.ID == first.ID && previous.Epoch == lead.Epoch {
+		lead.Value = previous.Value
+	}
+	for _, o := range holders {
+		if o.ID == first.ID && count(func(p Leader) bool { return p.ID == first.ID && p.Value == o.Value }) >= needed {
+			lead.Value = o.Value
+			break
+		}
+	}
+	return &lead
 }
 
 // holderOf reads a node's DLOCK.STATUS or DLOCK.OBSERVE reply: nil when free, else the fields

@@ -50,7 +50,17 @@ fn the_holder_renames_itself_keeping_token_and_lease() {
         1,
         "same name"
     );
-    assert_eq!(release(&mut c, "leader", "a1 10.0.0.2:80"), 1);
+    assert_eq!(
+        proclaim(&mut c, "leader", "a1 10.0.0.2:80", token - 1, "a1 v3"),
+        1,
+        "a late grant's node holds a token larger than the epoch named"
+    );
+    assert_eq!(
+        status(&mut c, "leader").unwrap().1,
+        token,
+        "its own token kept"
+    );
+    assert_eq!(release(&mut c, "leader", "a1 v3"), 1);
     assert_eq!(counter(&mut c), token, "no token issued");
 }
 

@@ -297,3 +297,34 @@ fn observe_prints_each_change_then_exits_after_count() {
     assert_eq!(lines[1]["leader"]["value"], serde_json::json!("v 1"));
     assert_eq!(lines[2], serde_json::json!({"leader": null}));
 }
+
+/// A leader frozen past its lease (its dlock and its command) while another is elected: at
+/// SIGCONT, dlock finds leadership lost, stops its command and exits 5 (--once).
+#[test]
+fn a_paused_leader_stops_its_command_when_it_resumes() {
+    let servers = nodes(1);
+    let dir = tempfile::tempdir().unwrap();
+    let (a_file, b_file) = (dir.path().join("a"), dir.path().join("b"));
+    let script = |f: &Path| format!("echo $$ > {}; exec sleep 30", f.display());
+    let mut a = elect(
+        &servers,
+        "frozen",
+        &["--ttl", "600ms", "--once"],
+        &script(&a_file),
+    );
+    let command = Pid::from_raw(lines_in(&a_file, 1)[0].parse().unwrap());
+    let dlock_a = Pid::from_raw(a.id() as i32);
+    kill(dlock_a, Signal::SIGSTOP).unwrap();
+    kill(command, Signal::SIGSTOP).unwrap();
+    let mut b = elect(&servers, "frozen", &["--ttl", "10s"], &script(&b_file));
+    lines_in(&b_file, 1); // elected once a's lease ended
+    kill(command, Signal::SIGCONT).unwrap();
+    kill(dlock_a, Signal::SIGCONT).unwrap();
+    let code = wait_exit(&mut a, Duration::from_secs(5));
+    let _ = kill(Pid::from_raw(b.id() as i32), Signal::SIGTERM);
+    let _ = wait_exit(&mut b, Duration::from_secs(15));
+    let still = running(command);
+    let _ = kill(command, Signal::SIGKILL);
+    assert_eq!(code, Some(5), "leadership lost while paused");
+    assert!(!still, "the paused leader's command was stopped");
+}

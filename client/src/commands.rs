@@ -49,7 +49,7 @@ pub enum Request<'a> {
         token: u64,
         new_owner: &'a str,
     },
-    /// `DLOCK.OBSERVE resource [AFTER token [OWNER owner]] TIMEOUT ms`: the plain lock's
+    /// `DLOCK.OBSERVE resource [AFTER token OWNER owner] TIMEOUT ms`: the plain lock's
     /// holder (nil when free), at once when it differs from `after`, else when it changes or
     /// at the timeout. Blocks on the server, so it goes over a connection of its own.
     Observe {

@@ -7,6 +7,8 @@
 
 use std::time::Duration;
 
+use redis::Value;
+
 use crate::backend::check_ttl;
 use crate::calls::Calls;
 use crate::driver::Acquire;
@@ -57,10 +59,13 @@ pub(crate) fn check(name: &str, value: &str) -> Result<(), Error> {
 /// One node's holder of the election's lock: `Some((owner, token))`, or `None` when free.
 pub type Seen = Option<(String, u64)>;
 
-/// Who leads, from what each node holds (`None`: the node did not answer): the one candidate
-/// holding with one token on `needed` nodes (its value the one a quorum holds, else the
-/// `previous` leader's while a proclamation spreads), `Some(None)` when nobody does, `None`
-/// when fewer than `needed` nodes answered (unknown).
+/// Who leads, from what each node holds (`None`: the node did not answer): the candidate id
+/// holding on `needed` nodes, `Some(None)` when none does, `None` when fewer than `needed`
+/// answered (unknown). Its epoch is the token it holds on `needed` nodes (the committed one),
+/// else its smallest: a node granted late keeps its own larger token (FENCE never lowers one),
+/// so with a committed node down the epoch is on fewer than `needed` of those that answer. Its
+/// value is the one it holds on `needed` nodes, else the `previous` leader's while a
+/// proclamation spreads, else the first node's.
 pub fn leader_view(
     nodes: &[Option<Seen>],
     needed: usize,
@@ -79,17 +84,20 @@ pub fn leader_view(
         })
         .collect();
     let count = |f: &dyn Fn(&(&str, &str, u64)) -> bool| holders.iter().filter(|h| f(h)).count();
-    let Some(&(id, first_value, epoch)) = holders
-        .iter()
-        .find(|&&(id, _, token)| count(&|h| h.0 == id && h.2 == token) >= needed)
+    let Some(&(id, first_value, _)) = holders.iter().find(|h| count(&|o| o.0 == h.0) >= needed)
     else {
         return Some(None);
     };
-    let agreed = holders.iter().find(|&&(i, value, token)| {
-        i == id && token == epoch && count(&|h| h.0 == id && h.2 == epoch && h.1 == value) >= needed
-    });
+    let mine: Vec<&(&str, &str, u64)> = holders.iter().filter(|h| h.0 == id).collect();
+    let committed = mine
+        .iter()
+        .find(|h| count(&|o| o.0 == id && o.2 == h.2) >= needed);
+    let epoch = committed.map_or_else(|| mine.iter().map(|h| h.2).min().unwrap_or(0), |h| h.2);
+    let agreed = mine
+        .iter()
+        .find(|h| count(&|o| o.0 == id && o.1 == h.1) >= needed);
     let value = match (agreed, previous) {
-        (Some(&(_, value, _)), _) => value.to_string(),
+        (Some(h), _) => h.1.to_string(),
         (None, Some(p)) if p.id == id && p.epoch == epoch => p.value.clone(),
         (None, _) => first_value.to_string(),
     };
@@ -98,6 +106,35 @@ pub fn leader_view(
         value,
         epoch,
     }))
+}
+
+/// A node's holder from a `DLOCK.STATUS` or `DLOCK.OBSERVE` reply: nil when free, else the
+/// fields `owner` and `token` (a RESP2 array of pairs or a RESP3 map); a shared lock or a
+/// semaphore (a `kind` field) is not an election.
+pub(crate) fn holder(name: &str, node: &str, reply: Value) -> Result<Seen, Error> {
+    if reply == Value::Nil {
+        return Ok(None);
+    }
+    let malformed = |why: String| Error::InvalidArgument(format!("{name} on {node}: {why}"));
+    let (mut owner, mut token) = (None, None);
+    for (field, value) in crate::admin::pairs(reply).map_err(malformed)? {
+        match field.as_str() {
+            "owner" => owner = redis::from_redis_value::<String>(value).ok(),
+            "token" => token = redis::from_redis_value::<u64>(value).ok(),
+            "kind" => {
+                return Err(Error::WrongKind {
+                    resource: name.to_string(),
+                    node: node.to_string(),
+                    message: "held as a shared lock or semaphore, not an election".into(),
+                })
+            }
+            _ => {}
+        }
+    }
+    match (owner, token) {
+        (Some(owner), Some(token)) => Ok(Some((owner, token))),
+        _ => Err(malformed("a reply without owner and token".into())),
+    }
 }
 
 impl LockManager {
@@ -137,7 +174,7 @@ impl LockManager {
         let mut seen = Vec::new();
         for (node, reply) in replies.into_iter().enumerate() {
             let node = self.backend.transport.name(node);
-            match reply.map(|value| crate::election_watch::holder(name, node, value)) {
+            match reply.map(|value| holder(name, node, value)) {
                 Ok(Ok(holder)) => seen.push(Some(holder)),
                 Ok(Err(error)) => return Err(error),
                 Err(failure) => {

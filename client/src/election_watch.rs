@@ -5,13 +5,12 @@
 
 use std::time::Duration;
 
-use redis::Value;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use crate::calls::Calls;
 use crate::commands::Request;
-use crate::election::{check, leader_view, Leader, Seen};
+use crate::election::{check, holder, leader_view, Leader, Seen};
 use crate::errors::{Error, NodeFailure};
 use crate::kind::LockKind;
 use crate::manager::LockManager;
@@ -19,35 +18,6 @@ use crate::timing::quorum;
 
 /// How long one `DLOCK.OBSERVE` may block on a node before it is asked again.
 const OBSERVE_FOR: Duration = Duration::from_secs(30);
-
-/// A node's holder from a `DLOCK.STATUS` or `DLOCK.OBSERVE` reply: nil when free, else the
-/// fields `owner` and `token` (a RESP2 array of pairs or a RESP3 map); a shared lock or a
-/// semaphore (a `kind` field) is not an election.
-pub(crate) fn holder(name: &str, node: &str, reply: Value) -> Result<Seen, Error> {
-    if reply == Value::Nil {
-        return Ok(None);
-    }
-    let malformed = |why: String| Error::InvalidArgument(format!("{name} on {node}: {why}"));
-    let (mut owner, mut token) = (None, None);
-    for (field, value) in crate::admin::pairs(reply).map_err(malformed)? {
-        match field.as_str() {
-            "owner" => owner = redis::from_redis_value::<String>(value).ok(),
-            "token" => token = redis::from_redis_value::<u64>(value).ok(),
-            "kind" => {
-                return Err(Error::WrongKind {
-                    resource: name.to_string(),
-                    node: node.to_string(),
-                    message: "held as a shared lock or semaphore, not an election".into(),
-                })
-            }
-            _ => {}
-        }
-    }
-    match (owner, token) {
-        (Some(owner), Some(token)) => Ok(Some((owner, token))),
-        _ => Err(malformed("a reply without owner and token".into())),
-    }
-}
 
 /// Leader changes of one election, in order: the leader first, then each change (`None`:
 /// nobody leads; an `Err` when too few nodes answer to tell, then the leader once they do).
@@ -118,40 +88,126 @@ async fn watch_node(calls: Calls, node: usize, out: mpsc::Sender<Report>) {
     }
 }
 
-/// Keeps each node's holder and sends the leader each time it changes.
+/// How long a new leader whose epoch no majority shows yet is held back: a grant being committed
+/// shows each node's own token for the moment its FENCE takes (a round trip), then the epoch on
+/// a majority; with committed nodes down it stays so, and is shown after this.
+const COMMIT_GRACE: Duration = Duration::from_millis(250);
+
+/// What each node holds, and what was shown.
+struct Gathered {
+    name: String,
+    needed: usize,
+    seen: Vec<Option<Seen>>,
+    failures: Vec<Option<NodeFailure>>,
+    heard: Vec<bool>,
+    shown: Option<Option<Option<Leader>>>,
+}
+
+impl Gathered {
+    /// A node's report; the view if it is news (`None`: nothing to show).
+    fn heard(&mut self, node: usize, report: Result<Seen, NodeFailure>) -> Option<View> {
+        self.heard[node] = true;
+        match report {
+            Ok(holder) => (self.seen[node], self.failures[node]) = (Some(holder), None),
+            Err(failure) => (self.seen[node], self.failures[node]) = (None, Some(failure)),
+        }
+        let previous = self.shown.clone().flatten().flatten();
+        let view = leader_view(&self.seen, self.needed, previous.as_ref());
+        // Until every node answered once, only a leader is news: three of five nodes may not
+        // show the leader yet (a grant not committed everywhere), and a fourth would.
+        let undecided = !matches!(view, Some(Some(_))) && self.heard.iter().any(|h| !h);
+        (!undecided && self.shown.as_ref() != Some(&view)).then_some(view)
+    }
+
+    /// A leader not shown before whose epoch is on fewer than a majority: its grant may still
+    /// be being committed.
+    fn uncommitted(&self, view: &View) -> bool {
+        let Some(Some(leader)) = view else {
+            return false;
+        };
+        let shown_id = self.shown.clone().flatten().flatten().map(|l| l.id);
+        let on = |s: &&Option<Seen>| match s {
+            Some(Some((owner, token))) => {
+                *token == leader.epoch && crate::election::split_owner(owner).0 == leader.id
+            }
+            _ => false,
+        };
+        shown_id.as_deref() != Some(leader.id.as_str())
+            && self.seen.iter().filter(on).count() < self.needed
+    }
+
+    /// Sends `view`; false once nobody listens.
+    async fn show(
+        &mut self,
+        view: View,
+        out: &mpsc::Sender<Result<Option<Leader>, Error>>,
+    ) -> bool {
+        let change = view.clone().ok_or_else(|| Error::NoQuorum {
+            resource: self.name.clone(),
+            needed: self.needed,
+            failures: self.failures.iter().flatten().cloned().collect(),
+        });
+        self.shown = Some(view);
+        out.send(change).await.is_ok()
+    }
+}
+
+/// Who leads: a leader, nobody, or unknown (`None`).
+type View = Option<Option<Leader>>;
+
+/// Keeps each node's holder and sends the leader each time it changes (a new leader whose epoch
+/// no majority shows yet after [`COMMIT_GRACE`]).
 async fn gather(
     name: String,
     nodes: usize,
     mut reports: mpsc::Receiver<Report>,
     out: mpsc::Sender<Result<Option<Leader>, Error>>,
 ) {
-    let needed = quorum(nodes);
-    let mut seen: Vec<Option<Seen>> = vec![None; nodes];
-    let mut failures: Vec<Option<NodeFailure>> = vec![None; nodes];
-    let mut heard = vec![false; nodes];
-    let mut shown: Option<Option<Option<Leader>>> = None;
-    while let Some((node, report)) = reports.recv().await {
-        heard[node] = true;
-        match report {
-            Ok(holder) => (seen[node], failures[node]) = (Some(holder), None),
-            Err(failure) => (seen[node], failures[node]) = (None, Some(failure)),
-        }
-        let previous = shown.clone().flatten().flatten();
-        let view = leader_view(&seen, needed, previous.as_ref());
-        // Until every node answered once, only a leader is news: three of five nodes may not
-        // show the leader yet (a grant not committed everywhere), and a fourth would.
-        let undecided = !matches!(view, Some(Some(_))) && heard.iter().any(|h| !h);
-        if undecided || shown.as_ref() == Some(&view) {
+    let mut state = Gathered {
+        name,
+        needed: quorum(nodes),
+        seen: vec![None; nodes],
+        failures: vec![None; nodes],
+        heard: vec![false; nodes],
+        shown: None,
+    };
+    let mut pending: Option<(View, tokio::time::Instant)> = None;
+    loop {
+        let due = pending.as_ref().map(|(_, at)| *at);
+        let report = tokio::select! {
+            report = reports.recv() => report,
+            _ = sleep_until_some(due) => {
+                if let Some((view, _)) = pending.take() {
+                    if !state.show(view, &out).await {
+                        return;
+                    }
+                }
+                continue;
+            }
+        };
+        let Some((node, report)) = report else {
+            return;
+        };
+        let Some(view) = state.heard(node, report) else {
+            pending = None; // back to what is shown
+            continue;
+        };
+        if state.uncommitted(&view) {
+            let at = due.unwrap_or_else(|| tokio::time::Instant::now() + COMMIT_GRACE);
+            pending = Some((view, at));
             continue;
         }
-        let change = view.clone().ok_or_else(|| Error::NoQuorum {
-            resource: name.clone(),
-            needed,
-            failures: failures.iter().flatten().cloned().collect(),
-        });
-        shown = Some(view);
-        if out.send(change).await.is_err() {
+        pending = None;
+        if !state.show(view, &out).await {
             return;
         }
+    }
+}
+
+/// Sleeps until `at`, or forever.
+async fn sleep_until_some(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }

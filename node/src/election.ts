@@ -51,10 +51,11 @@ export function check(name: unknown, value: unknown = ""): void {
 type Holder = { readonly id: string; readonly value: string; readonly token: bigint };
 
 /**
- * Who leads, from what each node holds (undefined: the node did not answer): the one candidate
- * holding with one token on `needed` nodes (its value the one a quorum holds, else the `previous`
- * leader's while a proclamation spreads, else the first such node's); null when nobody does;
- * undefined when fewer than `needed` nodes answered (unknown).
+ * Who leads, from what each node holds (undefined: the node did not answer): the candidate
+ * holding on `needed` nodes, whatever its tokens (its epoch the token it holds on `needed` nodes,
+ * else its smallest; its value the one it holds on `needed` nodes, else the `previous` leader's
+ * while a proclamation spreads, else the first such node's); null when nobody does; undefined
+ * when fewer than `needed` nodes answered (unknown).
  */
 export function leaderView(nodes: ReadonlyArray<Seen | undefined>, needed: number, previous?: Leader | null): Leader | null | undefined {
   const answered = nodes.filter((n) => n !== undefined);
@@ -65,11 +66,15 @@ export function leaderView(nodes: ReadonlyArray<Seen | undefined>, needed: numbe
     return [{ id, value, token: seen.token }];
   });
   const count = (f: (h: Holder) => boolean): number => holders.filter(f).length;
-  const first = holders.find((h) => count((o) => o.id === h.id && o.token === h.token) >= needed);
+  const first = holders.find((h) => count((o) => o.id === h.id) >= needed);
   if (first === undefined) return null;
-  const { id, token: epoch } = first;
-  const same = (h: Holder): boolean => h.id === id && h.token === epoch;
-  const agreed = holders.find((h) => same(h) && count((o) => same(o) && o.value === h.value) >= needed);
+  const { id } = first;
+  // The token held on `needed` nodes (the committed one), else the smallest: a node granted
+  // late keeps its own larger token, so with committed nodes down the epoch is on fewer.
+  const mine = holders.filter((h) => h.id === id);
+  const committed = mine.find((h) => count((o) => o.id === id && o.token === h.token) >= needed);
+  const epoch = committed ? committed.token : mine.reduce((low, h) => (h.token < low ? h.token : low), first.token);
+  const agreed = mine.find((h) => count((o) => o.id === id && o.value === h.value) >= needed);
   let value = first.value;
   if (agreed) value = agreed.value;
   else if (previous && previous.id === id && previous.epoch === epoch) value = previous.value;

@@ -153,7 +153,7 @@ pub fn force_release(ctx: &Context, argv: &[Arg]) -> RedisResult {
 }
 
 /// `DLOCK.PROCLAIM key owner token new-owner` -> 1 if `owner` is the plain lock's holder with
-/// `token` (then `new-owner` holds it: same token, lease and holds), else 0. An election's
+/// `token` or a larger one (then `new-owner` holds it: same token, lease and holds), else 0. An election's
 /// value travels in its owner, so that the queue, the handoff, replication, the RDB and a slot
 /// migration carry it with the grant; proclaiming is changing the owner without losing the
 /// lock. The grant counts as committed (as after FENCE): a leader proclaims after it was
@@ -165,8 +165,10 @@ pub fn proclaim(ctx: &Context, argv: &[Arg]) -> RedisResult {
     let mut key = LockKey::open(ctx, &argv[1], true);
     let now_ms = server::now_ms();
     let view = key.view(now_ms)?;
-    let (holds, deadline_ms) = match view.sole_exclusive() {
-        Some(h) if h.owner == owner && h.token == token => (h.holds, h.deadline_ms),
+    let (held_token, holds, deadline_ms) = match view.sole_exclusive() {
+        // At least the epoch: a node whose grant came late keeps its own larger token (FENCE
+        // never lowers one), and must follow the leader's new name too.
+        Some(h) if h.owner == owner && h.token >= token => (h.token, h.holds, h.deadline_ms),
         _ => return Ok(RedisValue::Integer(0)),
     };
     if new_owner != owner {
@@ -175,7 +177,7 @@ pub fn proclaim(ctx: &Context, argv: &[Arg]) -> RedisResult {
             arg: Some(&argv[4]),
         };
         let lease = Lease {
-            token,
+            token: held_token,
             holds,
             deadline_ms,
         };

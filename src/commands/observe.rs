@@ -1,4 +1,4 @@
-//! `DLOCK.OBSERVE key [AFTER token [OWNER owner]] [TIMEOUT ms]`: the server side of leader
+//! `DLOCK.OBSERVE key [AFTER token] [OWNER owner] [TIMEOUT ms]`: the server side of leader
 //! election's observe. A client learns of every change of a plain lock's holder without polling:
 //! it names the token it saw (`AFTER`, 0 for "no holder"), and the owner with it (`OWNER`: a
 //! leader proclaiming a new value keeps its token and changes its owner, docs/election.md), and
@@ -67,7 +67,7 @@ struct Call<'a> {
     timeout_ms: u64,
 }
 
-/// `DLOCK.OBSERVE key [AFTER token] [TIMEOUT ms]` -> nil when nobody holds the lock, else
+/// `DLOCK.OBSERVE key [AFTER token] [OWNER owner] [TIMEOUT ms]` -> nil when nobody holds it, else
 /// `owner token ttl` (a map under RESP3, pairs under RESP2); with AFTER, once that differs from
 /// what the client saw, or at the TIMEOUT (then possibly the same holder: ask again).
 pub fn observe(ctx: &Context, argv: &[Arg]) -> RedisResult {

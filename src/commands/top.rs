@@ -15,7 +15,7 @@
 //!   state changes during the walk may be listed twice or not at all).
 
 use dlock_core::Holders;
-use redis_module::{Context, RedisError, RedisResult, RedisValue};
+use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
 use super::reply::{self, Reply};
 use super::status::integer;
@@ -119,7 +119,8 @@ fn bytes(value: RedisValue) -> Option<Vec<u8>> {
 /// whose lease ends first, and how many hold it (none for other types, free resources, and
 /// values moved here from another key).
 fn held_row(ctx: &Context, key: &[u8], now_ms: u64) -> Option<RedisValue> {
-    let name = ctx.create_string(key);
+    // Binary-safe: a key name may hold any byte, NUL included (create_string panics on NUL).
+    let name = RedisString::create_from_slice(ctx.ctx, key);
     let arg = Arg::new(name.inner);
     let lock = LockKey::open(ctx, &arg, false);
     let view = lock.view(now_ms).ok()?; // another type: no row
@@ -145,7 +146,7 @@ fn waiting_rows(ctx: &Context, count: u64, now_ms: u64) -> Vec<RedisValue> {
     waiting::busiest(selected_db(ctx), limit)
         .into_iter()
         .map(|queued| {
-            let name = ctx.create_string(queued.key.as_slice());
+            let name = RedisString::create_from_slice(ctx.ctx, queued.key.as_slice());
             let arg = Arg::new(name.inner);
             let lock = LockKey::open(ctx, &arg, false);
             let view = lock.view(now_ms);

@@ -14,7 +14,7 @@
 use std::os::raw::c_int;
 use std::ptr::NonNull;
 
-use redis_module::{raw, Context};
+use redis_module::{raw, Context, RedisString};
 
 use super::compact::{CompactMut, CompactRef};
 use super::table::HolderTable;
@@ -51,7 +51,8 @@ pub fn with_key(ctx: &Context, db: i32, name: &[u8], f: impl FnOnce(NonNull<raw:
         | raw::REDISMODULE_OPEN_KEY_NONOTIFY
         | raw::REDISMODULE_OPEN_KEY_NOSTATS
         | raw::REDISMODULE_OPEN_KEY_NOEXPIRE;
-    let key_name = ctx.create_string(name);
+    // Binary-safe: a key name may hold any byte, NUL included (create_string panics on NUL).
+    let key_name = RedisString::create_from_slice(ctx.ctx, name);
     // SAFETY: the context and a key name that outlives the open key.
     let Some(handle) = NonNull::new(unsafe { open(ctx.ctx, key_name.inner, mode as c_int) }) else {
         return;

@@ -59,20 +59,25 @@ def labelled(id_: str, value: str) -> str:
 
 
 def leader_view(nodes: Sequence[Seen | str], needed: int, previous: Leader | None = None) -> Leader | str | None:
-    """Who leads, from what each node holds (UNKNOWN: it did not answer): the one candidate
-    holding with one token on `needed` nodes (its value the one a quorum holds, else the
-    `previous` leader's while a proclamation spreads, else the first node's), None when nobody
-    does, UNKNOWN when fewer than `needed` answered."""
+    """Who leads, from what each node holds (UNKNOWN: it did not answer): the candidate id
+    holding on `needed` nodes, None when none does, UNKNOWN when fewer than `needed` answered.
+    Its epoch is the token it holds on `needed` nodes (the committed one), else its smallest (a
+    node granted late keeps its own larger token); its value the one it holds on `needed` nodes,
+    else the `previous` leader's while a proclamation spreads, else the first node's."""
     answered = [seen for seen in nodes if seen != UNKNOWN]
     if len(answered) < needed:
         return UNKNOWN
     holders = [(*split_owner(seen[0]), seen[1]) for seen in answered if isinstance(seen, tuple)]
-    ids = [(id_, token) for id_, _, token in holders]
-    chosen = next((h for h in holders if ids.count((h[0], h[2])) >= needed), None)
+    ids = [id_ for id_, _, _ in holders]
+    chosen = next((h for h in holders if ids.count(h[0]) >= needed), None)
     if chosen is None:
         return None
-    id_, first_value, epoch = chosen
-    agreed = next((v for i, v, t in holders if (i, t) == (id_, epoch) and holders.count((i, v, t)) >= needed), None)
+    id_, first_value = chosen[0], chosen[1]
+    mine = [h for h in holders if h[0] == id_]
+    tokens = [t for _, _, t in mine]
+    epoch = next((t for t in tokens if tokens.count(t) >= needed), min(tokens))
+    values = [v for _, v, _ in mine]
+    agreed = next((v for v in values if values.count(v) >= needed), None)
     if agreed is not None:
         return Leader(id_, agreed, epoch)
     if previous is not None and (previous.id, previous.epoch) == (id_, epoch):
