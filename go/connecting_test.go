@@ -36,7 +36,9 @@ func TestTLSWithClientCertificates(t *testing.T) {
 		m := connect(t, servers.URLs(nodes), dlock.WithTimeout(500*time.Millisecond), option)
 		_, err := m.Acquire(ctx, "tls", 5*time.Second)
 		var e *dlock.Error
-		if !errors.As(err, &e) || !errors.Is(err, dlock.ErrNoQuorum) || len(e.Failures) != 3 {
+		// At least two of three failed: the attempt ends once a quorum is out of reach, and
+		// the third node's failure may come after that.
+		if !errors.As(err, &e) || !errors.Is(err, dlock.ErrNoQuorum) || len(e.Failures) < 2 {
 			t.Fatalf("%s: %v", what, err)
 		}
 		if what == "no CA" && !strings.Contains(e.Failures[0].Reason, "certificate") {
