@@ -62,8 +62,9 @@ pub type Seen = Option<(String, u64)>;
 /// Who leads, from what each node holds (`None`: the node did not answer): the candidate id
 /// holding on `needed` nodes, `Some(None)` when none does, `None` when fewer than `needed`
 /// answered (unknown). Its epoch is the token it holds on `needed` nodes (the committed one),
-/// else its smallest: a node granted late keeps its own larger token (FENCE never lowers one),
-/// so with a committed node down the epoch is on fewer than `needed` of those that answer. Its
+/// else the `previous` leader's if it is the same candidate still holding it somewhere, else its
+/// smallest: a node granted late keeps its own token (FENCE never lowers one), so with committed
+/// nodes down or released the epoch is on fewer than `needed` of those that answer. Its
 /// value is the one it holds on `needed` nodes, else the `previous` leader's while a
 /// proclamation spreads, else the first node's.
 pub fn leader_view(
@@ -92,7 +93,12 @@ pub fn leader_view(
     let committed = mine
         .iter()
         .find(|h| count(&|o| o.0 == id && o.2 == h.2) >= needed);
-    let epoch = committed.map_or_else(|| mine.iter().map(|h| h.2).min().unwrap_or(0), |h| h.2);
+    let kept = previous.filter(|p| p.id == id && mine.iter().any(|h| h.2 == p.epoch));
+    let epoch = match (committed, kept) {
+        (Some(h), _) => h.2,
+        (None, Some(p)) => p.epoch, // a leadership's epoch never changes while it lasts
+        (None, None) => mine.iter().map(|h| h.2).min().unwrap_or(0),
+    };
     let agreed = mine
         .iter()
         .find(|h| count(&|o| o.0 == id && o.1 == h.1) >= needed);
