@@ -6,12 +6,23 @@
  */
 import { sleepUnless } from "./backend.js";
 import type { Calls } from "./calls.js";
-import { type Leader, type Seen, holder, isFailure, leaderView, sameView } from "./election.js";
+import { type Leader, type Seen, holder, isFailure, leaderView, sameView, splitOwner } from "./election.js";
 import { type NodeFailure, NoQuorumError } from "./errors.js";
 import { EXCLUSIVE } from "./kind.js";
 
 /** How long one DLOCK.OBSERVE may block on a node before it is asked again (ms). */
 const OBSERVE_FOR = 30_000;
+
+/**
+ * How long a new leader whose epoch no majority shows yet is held back (ms): a grant being
+ * committed shows each node's own token for the moment its FENCE takes (a round trip), then the
+ * epoch on a majority, so shown at once it would be two events (a smaller epoch, then the right
+ * one) for one takeover; with committed nodes down it stays so, and is shown after this.
+ */
+const COMMIT_GRACE = 250;
+
+/** Who leads: a leader, nobody (null), or unknown (undefined). */
+type View = Leader | null | undefined;
 
 /** One change: the leader, null when nobody leads, or a NoQuorumError when too few nodes answer to tell. */
 export type Observed = Leader | null | NoQuorumError;
@@ -31,7 +42,9 @@ export class Observer implements AsyncIterableIterator<Observed> {
   readonly #failures: Array<NodeFailure | undefined>;
   readonly #heard: boolean[];
   /** The last view queued (undefined: unknown), or nothing yet. */
-  #shown: { readonly view: Leader | null | undefined } | undefined;
+  #shown: { readonly view: View } | undefined;
+  /** A new leader held back (COMMIT_GRACE), and the timer that shows it at its deadline. */
+  #pending: { view: View; readonly timer: NodeJS.Timeout } | undefined;
 
   /** @internal */
   constructor(
@@ -47,7 +60,7 @@ export class Observer implements AsyncIterableIterator<Observed> {
       if (signal?.aborted) stop();
       signal?.addEventListener("abort", stop, { once: true });
     }
-    this.#stop.signal.addEventListener("abort", () => this.#wake(), { once: true });
+    this.#stop.signal.addEventListener("abort", () => (this.#clearPending(), this.#wake()), { once: true });
     for (let node = 0; node < nodes; node++) void this.#watchNode(node).catch(() => undefined);
   }
 
@@ -95,22 +108,66 @@ export class Observer implements AsyncIterableIterator<Observed> {
     }
   }
 
-  /** Keeps what `node` holds and queues the leader when it changed. */
+  /**
+   * Keeps what `node` holds and queues the leader when it changed; a new leader whose epoch no
+   * majority shows yet waits up to COMMIT_GRACE from when it first waited (its grant may still be
+   * being committed), replaced by any newer view, dropped by a report with no news (as the Rust
+   * observer, client/src/election_watch.rs `gather`).
+   */
   #report(node: number, got: Seen | NodeFailure): void {
+    const view = this.#news(node, got);
+    if (view === "none") return this.#clearPending(); // back to what is shown
+    if (this.#uncommitted(view)) {
+      if (this.#pending) this.#pending.view = view; // the deadline stays
+      else this.#pending = { view, timer: setTimeout(() => this.#showPending(), COMMIT_GRACE) };
+      return;
+    }
+    this.#clearPending();
+    this.#show(view);
+  }
+
+  /** Records a node's report; the view if it is news, "none" if not. */
+  #news(node: number, got: Seen | NodeFailure): View | "none" {
     this.#heard[node] = true;
     this.#seen[node] = isFailure(got) ? undefined : got;
     this.#failures[node] = isFailure(got) ? got : undefined;
-    const needed = this.calls.backend.needed(EXCLUSIVE);
-    const previous = this.#shown?.view;
-    const view = leaderView(this.#seen, needed, previous);
+    const view = leaderView(this.#seen, this.#needed(), this.#shown?.view);
     // Until every node has said something, only a leader is news: a quorum of holders stands
     // whatever the others say, but "nobody" or "unknown" may just be the first answers (a node
     // holding a late grant under its own token, a node slower to answer).
     const undecided = !view && this.#heard.some((heard) => !heard);
-    if (undecided || (this.#shown !== undefined && sameView(this.#shown.view, view))) return;
+    if (undecided || (this.#shown !== undefined && sameView(this.#shown.view, view))) return "none";
+    return view;
+  }
+
+  /** A leader not shown before whose epoch (same id, same token) is on fewer nodes than a majority. */
+  #uncommitted(view: View): boolean {
+    if (!view || this.#shown?.view?.id === view.id) return false;
+    const on = this.#seen.filter((s) => s && s.token === view.epoch && splitOwner(s.owner)[0] === view.id);
+    return on.length < this.#needed();
+  }
+
+  #needed(): number {
+    return this.calls.backend.needed(EXCLUSIVE);
+  }
+
+  #clearPending(): void {
+    if (this.#pending) clearTimeout(this.#pending.timer);
+    this.#pending = undefined;
+  }
+
+  /** At the grace's deadline: the view still held back is shown. */
+  #showPending(): void {
+    const pending = this.#pending;
+    this.#pending = undefined;
+    if (pending && !this.#stop.signal.aborted) this.#show(pending.view);
+  }
+
+  /** Queues `view` for the reader. */
+  #show(view: View): void {
     this.#shown = { view };
     const failures = this.#failures.filter((f) => f !== undefined);
-    this.#changes.push(view === undefined ? new NoQuorumError(this.calls.resource, needed, failures) : view);
+    this.#changes.push(view === undefined ? new NoQuorumError(this.calls.resource, this.#needed(), failures) : view);
     this.#wake();
   }
 }

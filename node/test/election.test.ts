@@ -150,6 +150,32 @@ for (const n of [1, 5]) {
       assert.equal(await reader.next(1000), "done", "ended by return()");
     });
 
+    test("observe: a takeover is one leader event, with the committed epoch (5 times)", BOUND, async (t) => {
+      if (!(await observes(servers[0]!))) return t.skip("the module has no DLOCK.OBSERVE yet");
+      const reader = new Reader(other.observe("takeover"));
+      assert.equal(await reader.leader(), null, "nobody leads yet");
+      let leading = await locks.campaign("takeover", "v0", { ttl: LEASE });
+      assert.deepEqual(await reader.leader(), { id: leading.id, value: "v0", epoch: leading.epoch });
+      for (let round = 1; round <= 5; round++) {
+        const queued = other.campaign("takeover", `v${round}`, { ttl: LEASE });
+        await sleep(200);
+        await leading.resign();
+        const next = await queued;
+        // Several nodes: nobody while the grant is committed, or the old leader with a smaller
+        // epoch while its committed nodes are released first (the leader rule), before the new one.
+        let seen = await reader.leader();
+        while (seen === null || seen.id === leading.id) seen = await reader.leader();
+        assert.deepEqual(seen, { id: next.id, value: `v${round}`, epoch: next.epoch }, `round ${round}: the committed epoch`);
+        assert.equal(await reader.next(500), "nothing", `round ${round}: one event for one takeover`);
+        leading = next;
+      }
+      await leading.resign();
+      let last = await reader.leader();
+      while (last !== null && last.id === leading.id) last = await reader.leader(); // its epoch as above
+      assert.equal(last, null, "nobody after the last resignation");
+      await reader.observer.return();
+    });
+
     test("observe: a killed leader's lease runs out, and observers see nobody lead", BOUND, async (t) => {
       if (!(await observes(servers[0]!))) return t.skip("the module has no DLOCK.OBSERVE yet");
       const stop = new AbortController();
