@@ -53,7 +53,8 @@ type Holder = { readonly id: string; readonly value: string; readonly token: big
 /**
  * Who leads, from what each node holds (undefined: the node did not answer): the candidate
  * holding on `needed` nodes, whatever its tokens (its epoch the token it holds on `needed` nodes,
- * else its smallest; its value the one it holds on `needed` nodes, else the `previous` leader's
+ * else the `previous` leader's while the same candidate still holds it somewhere, else its
+ * smallest; its value the one it holds on `needed` nodes, else the `previous` leader's
  * while a proclamation spreads, else the first such node's); null when nobody does; undefined
  * when fewer than `needed` nodes answered (unknown).
  */
@@ -73,7 +74,11 @@ export function leaderView(nodes: ReadonlyArray<Seen | undefined>, needed: numbe
   // late keeps its own larger token, so with committed nodes down the epoch is on fewer.
   const mine = holders.filter((h) => h.id === id);
   const committed = mine.find((h) => count((o) => o.id === id && o.token === h.token) >= needed);
-  const epoch = committed ? committed.token : mine.reduce((low, h) => (h.token < low ? h.token : low), first.token);
+  // A leadership's epoch never changes while it lasts: the one already seen is kept while a node
+  // holds it (a resignation may release the epoch's nodes first).
+  const kept = previous && previous.id === id && mine.some((h) => h.token === previous.epoch) ? previous.epoch : undefined;
+  const smallest = mine.reduce((low, h) => (h.token < low ? h.token : low), first.token);
+  const epoch = committed ? committed.token : (kept ?? smallest);
   const agreed = mine.find((h) => count((o) => o.id === id && o.value === h.value) >= needed);
   let value = first.value;
   if (agreed) value = agreed.value;
