@@ -6,6 +6,7 @@ running out (none); too few nodes: a NoQuorum item. Skipped on a module without 
 from __future__ import annotations
 
 import asyncio
+import functools
 import queue
 import threading
 import time
@@ -14,7 +15,7 @@ import pytest
 import redis
 from cluster import Server
 from conftest import urls
-from test_election import LEASE, manager
+from test_election import LEASE, in_thread, manager
 
 import dlock
 import dlock.asyncio as adlock
@@ -93,6 +94,38 @@ def test_observe_hands_a_no_quorum_item_when_too_few_answer(five: list[Server]) 
         item = changes.next()
         assert isinstance(item, dlock.NoQuorum), item
         assert item.needed == 3
+    finally:
+        changes.observer.close()
+
+
+def test_observe_shows_a_takeover_once_with_its_committed_epoch(five: list[Server]) -> None:
+    """A handoff on five masters grants the next candidate on each node under the node's own
+    token until FENCE raises them to the epoch: the observer holds such a leader back (its
+    commit grace) rather than show it first with a smaller epoch, then the committed one."""
+    skip_without_observe(five)
+    a, b = manager(five), manager(five)
+    changes = Changes(a.observe("watched"))
+    try:
+        assert changes.next() is None, "nobody leads"
+        leader = a.campaign("watched", "0", LEASE)
+        assert changes.next() == dlock.Leader(leader.id, "0", leader.epoch)
+        for round_ in range(1, 6):
+            waiting, elected = in_thread(functools.partial(b.campaign, "watched", str(round_), LEASE))
+            time.sleep(0.2)  # queued behind the leader
+            leader.resign()
+            waiting.join(WAIT)
+            leader = elected[0]
+            assert isinstance(leader, dlock.Leadership), leader
+            expected = dlock.Leader(leader.id, str(round_), leader.epoch)
+            shown = changes.next()
+            # Before the handoff: the resignation (None), or the old leader while its release
+            # spreads (its epoch read from the nodes it is still on).
+            while shown is None or (isinstance(shown, dlock.Leader) and shown.id != expected.id):
+                shown = changes.next()
+            assert shown == expected, f"round {round_}: one change, with the committed epoch"
+            changes.quiet(0.5)
+            a, b = b, a
+        leader.resign()
     finally:
         changes.observer.close()
 

@@ -87,5 +87,9 @@ class Inbox(Generic[T]):
     def put(self, item: T) -> None:
         self.queue.put_nowait(item)
 
-    async def get(self) -> T:
-        return await self.queue.get()
+    async def get(self, within: float | None = None) -> T | None:
+        """The next item; None if none comes within `within` seconds (None: wait for one)."""
+        try:
+            return await asyncio.wait_for(self.queue.get(), within)
+        except asyncio.TimeoutError:
+            return None

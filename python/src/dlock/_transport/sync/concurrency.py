@@ -65,5 +65,9 @@ class Inbox(Generic[T]):
     def put(self, item: T) -> None:
         self.queue.put(item)
 
-    def get(self) -> T:
-        return self.queue.get()
+    def get(self, within: float | None = None) -> T | None:
+        """The next item; None if none comes within `within` seconds (None: wait for one)."""
+        try:
+            return self.queue.get(timeout=within)
+        except queue.Empty:
+            return None
