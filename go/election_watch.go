@@ -105,43 +105,134 @@ func (c *calls) watchNode(ctx context.Context, node int, out chan<- report) {
 	}
 }
 
-// gather keeps each node's holder and sends the leader each time it changes; it closes out when
-// ctx is done or the watchers ended.
+// commitGrace is how long a new leader whose epoch no majority shows yet is held back: a grant
+// being committed shows each node's own token for the moment its FENCE takes (a round trip),
+// then the epoch on a majority, so sending it at once would send the leader twice for one
+// takeover (a smaller epoch, then the committed one). With committed nodes down it stays so,
+// and is sent after this. As client/src/election_watch.rs's COMMIT_GRACE.
+const commitGrace = 250 * time.Millisecond
+
+// gathered is what each node holds, what was sent, and a new leader held back.
+type gathered struct {
+	c        *calls
+	needed   int
+	views    []**seen
+	failures []error // why each node could not say (nil: it did)
+	heard    []bool
+	shown    *Change     // nil until the first change is sent
+	pending  *Change     // a new leader held back (nil: none)
+	timer    *time.Timer // ends pending's grace (nil while none)
+}
+
+// gather keeps each node's holder and sends the leader each time it changes (a new leader whose
+// epoch no majority shows yet once a newer report shows it committed, or after commitGrace);
+// it closes out when ctx is done or the watchers ended.
 func (c *calls) gather(ctx context.Context, reports <-chan report, ended <-chan struct{}, out chan<- Change) {
 	defer close(out)
 	nodes := len(c.b.nodes)
-	needed := majority(nodes)
-	views := make([]**seen, nodes)
-	failures := make([]error, nodes) // why each node could not say (nil: it did)
-	heard := make([]bool, nodes)
-	var shown *Change // nil until the first change is sent
+	g := &gathered{c: c, needed: majority(nodes), views: make([]**seen, nodes),
+		failures: make([]error, nodes), heard: make([]bool, nodes)}
+	defer g.release()
 	for {
 		var r report
 		select {
 		case r = <-reports:
+		case <-g.grace():
+			change := *g.pending
+			g.release()
+			if !g.send(ctx, out, change) {
+				return
+			}
+			continue
 		case <-ended:
 			return
 		case <-ctx.Done():
 			return
 		}
-		heard[r.node] = true
-		views[r.node], failures[r.node] = nil, nil
-		if r.err == nil {
-			h := r.held
-			views[r.node] = &h
-		} else {
-			failures[r.node] = r.err
+		change, news := g.heardFrom(r)
+		switch {
+		case !news:
+			g.release() // back to what was sent, as the Rust observer
+		case g.uncommitted(change):
+			g.hold(change)
+		default:
+			g.release()
+			if !g.send(ctx, out, change) {
+				return
+			}
 		}
-		change, decided := c.view(views, failures, needed, shown, countTrue(heard) == nodes)
-		if !decided || (shown != nil && sameChange(*shown, change)) {
-			continue
+	}
+}
+
+// heardFrom records a node's report; the change it makes, if it is news.
+func (g *gathered) heardFrom(r report) (Change, bool) {
+	g.heard[r.node] = true
+	g.views[r.node], g.failures[r.node] = nil, nil
+	if r.err == nil {
+		h := r.held
+		g.views[r.node] = &h
+	} else {
+		g.failures[r.node] = r.err
+	}
+	change, decided := g.c.view(g.views, g.failures, g.needed, g.shown, countTrue(g.heard) == len(g.heard))
+	return change, decided && (g.shown == nil || !sameChange(*g.shown, change))
+}
+
+// uncommitted: change is a leader other than the one sent whose epoch (the same id and token)
+// is on fewer than needed nodes: its grant may still be being committed.
+func (g *gathered) uncommitted(change Change) bool {
+	if change.Err != nil || change.Leader == nil {
+		return false
+	}
+	l := change.Leader
+	if g.shown != nil && g.shown.Err == nil && g.shown.Leader != nil && g.shown.Leader.ID == l.ID {
+		return false
+	}
+	on := 0
+	for _, v := range g.views {
+		if v != nil && *v != nil && (*v).token == l.Epoch {
+			if id, _ := SplitOwner((*v).owner); id == l.ID {
+				on++
+			}
 		}
-		shown = &change
-		select {
-		case out <- change:
-		case <-ctx.Done():
-			return
-		}
+	}
+	return on < g.needed
+}
+
+// hold keeps change back, replacing any held one; the grace runs from the first (a newer view
+// does not push it back).
+func (g *gathered) hold(change Change) {
+	g.pending = &change
+	if g.timer == nil {
+		g.timer = time.NewTimer(commitGrace)
+	}
+}
+
+// release drops the held change, if any.
+func (g *gathered) release() {
+	g.pending = nil
+	if g.timer != nil {
+		g.timer.Stop()
+		g.timer = nil
+	}
+}
+
+// grace fires when the held change's grace ends (nil, never, while none is held).
+func (g *gathered) grace() <-chan time.Time {
+	if g.timer == nil {
+		return nil
+	}
+	return g.timer.C
+}
+
+// send sends change as the one shown; false once ctx is done.
+func (g *gathered) send(ctx context.Context, out chan<- Change, change Change) bool {
+	g.shown = &change
+	select {
+	case out <- change:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 
