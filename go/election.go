@@ -103,7 +103,7 @@ func leaderView(nodes []**seen, needed int, previous *Leader) (leader *Leader, k
 }
 
 // pick is the leader first.ID: its epoch the token it holds on needed nodes (the committed
-// one), else its smallest (a node granted late keeps its own larger token, so with committed
+// one), else the previous leader's while the same candidate still holds it, else its smallest (a node granted late keeps its own larger token, so with committed
 // nodes down the epoch is on fewer); its value the one it holds on needed nodes, else the
 // previous leader's while a proclamation spreads, else the first node's.
 func pick(holders []Leader, first Leader, needed int, previous *Leader, count func(func(Leader) bool) int) *Leader {
@@ -114,8 +114,16 @@ func pick(holders []Leader, first Leader, needed int, previous *Leader, count fu
 			break
 		}
 	}
+	// A leadership's epoch never changes while it lasts: the one already seen is kept while a
+	// node holds it (a resignation may release the epoch's nodes first).
+	kept := false
 	for _, o := range holders {
-		if !committed && o.ID == first.ID && o.Epoch < lead.Epoch {
+		if !committed && previous != nil && previous.ID == first.ID && o.ID == first.ID && o.Epoch == previous.Epoch {
+			lead.Epoch, kept = previous.Epoch, true
+		}
+	}
+	for _, o := range holders {
+		if !committed && !kept && o.ID == first.ID && o.Epoch < lead.Epoch {
 			lead.Epoch = o.Epoch
 		}
 	}

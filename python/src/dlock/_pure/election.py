@@ -61,8 +61,9 @@ def labelled(id_: str, value: str) -> str:
 def leader_view(nodes: Sequence[Seen | str], needed: int, previous: Leader | None = None) -> Leader | str | None:
     """Who leads, from what each node holds (UNKNOWN: it did not answer): the candidate id
     holding on `needed` nodes, None when none does, UNKNOWN when fewer than `needed` answered.
-    Its epoch is the token it holds on `needed` nodes (the committed one), else its smallest (a
-    node granted late keeps its own larger token); its value the one it holds on `needed` nodes,
+    Its epoch is the token it holds on `needed` nodes (the committed one), else the `previous`
+    leader's while the same candidate still holds it somewhere, else its smallest (a node granted
+    late keeps its own token); its value the one it holds on `needed` nodes,
     else the `previous` leader's while a proclamation spreads, else the first node's."""
     answered = [seen for seen in nodes if seen != UNKNOWN]
     if len(answered) < needed:
@@ -75,7 +76,10 @@ def leader_view(nodes: Sequence[Seen | str], needed: int, previous: Leader | Non
     id_, first_value = chosen[0], chosen[1]
     mine = [h for h in holders if h[0] == id_]
     tokens = [t for _, _, t in mine]
-    epoch = next((t for t in tokens if tokens.count(t) >= needed), min(tokens))
+    # A leadership's epoch never changes while it lasts: the one already seen is kept while a
+    # node holds it (a resignation may release the epoch's nodes first).
+    kept = previous.epoch if previous is not None and previous.id == id_ and previous.epoch in tokens else None
+    epoch = next((t for t in tokens if tokens.count(t) >= needed), kept if kept is not None else min(tokens))
     values = [v for _, v, _ in mine]
     agreed = next((v for v in values if values.count(v) >= needed), None)
     if agreed is not None:
