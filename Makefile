@@ -37,8 +37,8 @@ run: build
 # Unit and integration tests against real redis-server processes, the Python client's, the Node
 # client's (make node-test), every example of the docs and the install from a clean clone (make
 # docs-test), the signal-sensitive tests again with SIGINT/SIGTERM ignored and no terminal, the
-# monitoring tests (real redis_exporter, promtool, tmux), the model check and the quick chaos
-# suite; the last line totals the tests ("total: N passed, M failed").
+# monitoring tests (real redis_exporter, promtool, tmux) and the model check; the last line totals
+# the tests ("total: N passed, M failed"). The chaos suite has its own targets (chaos-quick, chaos).
 test: build
 	bash scripts/test.sh
 

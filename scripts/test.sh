@@ -99,7 +99,8 @@ suite docs counted make --no-print-directory docs-test
 suite signals counted signals
 suite monitoring counted make --no-print-directory monitoring-test
 suite model status make --no-print-directory model
-suite chaos-quick status make --no-print-directory chaos-quick
+# The chaos suite (make chaos-quick, make chaos) runs behind its own targets: with it, make test
+# passed CI's 25 minutes on two cores (1,600 s measured on a clean clone).
 
 echo
 printf 'make test: %s\n' "${lines[@]}"

@@ -3,8 +3,7 @@
 //! from a majority loses it at the renew deadline; an observer carries on across a node's
 //! restart (an unknown while it is down, then what the node holds).
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::time::{Duration, Instant};
 

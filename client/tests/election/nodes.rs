@@ -2,8 +2,6 @@
 //! one `redis+cluster://` node) and a Sentinel-managed master (`redis+sentinel://`), through a
 //! failover. Campaign, leader, observe, proclaim, resign handoff.
 
-mod common;
-
 use std::time::Duration;
 
 use dlock_client::{LockManager, Observer, ReplicaAck};

@@ -2,8 +2,7 @@
 //! the lease-loss contract (nodes frozen: lost at the renew deadline, before the lease ends),
 //! and bad input refused before any node is asked; on 1 and 5 masters.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::time::{Duration, Instant};
 
