@@ -1,4 +1,5 @@
-//! The runs `make model` (bounded, about three minutes on two cores) and `make model-deep` make:
+//! The runs `make model` (bounded, about four minutes on two cores), its CI share (`--ci`, about
+//! a minute, in `make test`) and `make model-deep` make:
 //! the real design under each combination of faults and assumptions, and each mutant.
 
 use dlock_core::Want;
@@ -48,12 +49,43 @@ fn run(config: Config, checked: &[&'static str], expected_to_fail: &[&'static st
     }
 }
 
-/// The real design. `deep` raises the bounds.
-pub fn design(deep: bool) -> Vec<Run> {
+/// How far each run explores.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Bounds {
+    /// `make test`'s share (`--ci`): every run and property, 2 steps shallower, the faultless
+    /// runs cut at a depth too; about a quarter of the states of `make model`.
+    Ci,
+    /// `make model`.
+    Model,
+    /// `make model-deep` (`--deep`): 4 steps deeper, the queued runs exhaustive.
+    Deep,
+}
+
+impl Bounds {
+    /// A fault run explores every behaviour of up to this many steps (`model` in `make model`).
+    fn depth(self, model: usize) -> Option<usize> {
+        Some(match self {
+            Bounds::Ci => model - 2,
+            Bounds::Model => model,
+            Bounds::Deep => model + 4,
+        })
+    }
+
+    /// A faultless run: exhaustive, but in CI cut at `ci` steps.
+    fn faultless(self, ci: usize) -> Option<usize> {
+        (self == Bounds::Ci).then_some(ci)
+    }
+}
+
+/// How deep `--ci` explores the two faultless runs, which `make model` explores exhaustively.
+const FAULTLESS_CI_DEPTH: usize = 22;
+
+/// The real design under `bounds`.
+pub fn design(bounds: Bounds) -> Vec<Run> {
     // Faultless runs are exhaustive. Fault runs are not (their state spaces grow without
     // bound in practice): every behaviour of up to `depth` steps is explored, which covers
     // both clients' full acquisitions with the faults interleaved anywhere in them.
-    let depth = |quick: usize| Some(if deep { quick + 4 } else { quick });
+    let depth = |model: usize| bounds.depth(model);
     let (n, m) = (3, 2);
     let mut queued = Config::base(
         "no faults, both clients queue behind an earlier holder",
@@ -61,6 +93,7 @@ pub fn design(deep: bool) -> Vec<Run> {
         m,
     );
     queued.earlier = vec![WRITE];
+    queued.max_depth = bounds.faultless(FAULTLESS_CI_DEPTH);
     // Losing a request adds no unsafe behaviour (it is a request delayed forever, and every
     // delay is explored), so the safety runs duplicate requests but do not drop them.
     let mut lossy = Config::base("requests duplicated (retried calls)", 3, 2);
@@ -79,13 +112,17 @@ pub fn design(deep: bool) -> Vec<Run> {
     amnesia.crashes = Crashes::LoseState { quarantine: false };
     amnesia.budget = faults(0, 1, 1);
     amnesia.expiry = Expiry::WhenNotHolding;
-    amnesia.max_depth = depth(14);
+    // Its counterexample (a restart that forgets a held grant) takes 14 steps: never shallower.
+    amnesia.max_depth = bounds.max(Bounds::Model).depth(14);
     let mut quarantined = amnesia.clone();
     quarantined.name = "restart without state, with quarantine";
     quarantined.crashes = Crashes::LoseState { quarantine: true };
+    quarantined.max_depth = depth(14);
+    let mut no_faults = Config::base("no faults", n, m);
+    no_faults.max_depth = bounds.faultless(FAULTLESS_CI_DEPTH);
     let safety_and_exclusion = [TOKEN_ORDER, NEVER_REVOKED, MUTUAL_EXCLUSION, TICKET_ORDER];
     let mut runs = vec![
-        run(Config::base("no faults", n, m), &ALL, &[]),
+        run(no_faults, &ALL, &[]),
         run(queued, &ALL, &[]),
         run(lossy, &safety_and_exclusion, &[]),
         run(crashing, &safety_and_exclusion, &[]),
@@ -93,9 +130,9 @@ pub fn design(deep: bool) -> Vec<Run> {
         run(amnesia, &SAFETY, &[MUTUAL_EXCLUSION]),
         run(quarantined, &safety_and_exclusion, &[]),
     ];
-    runs.extend(gate_runs(deep));
-    runs.extend(shared_runs(deep));
-    runs.extend(semaphore_runs(deep));
+    runs.extend(gate_runs(bounds));
+    runs.extend(shared_runs(bounds));
+    runs.extend(semaphore_runs(bounds));
     runs
 }
 
@@ -111,8 +148,8 @@ fn paused_writers(name: &'static str, nodes: usize) -> Config {
     config
 }
 
-fn gate_runs(deep: bool) -> Vec<Run> {
-    let depth = |quick: usize| Some(if deep { quick + 4 } else { quick });
+fn gate_runs(bounds: Bounds) -> Vec<Run> {
+    let depth = |model: usize| bounds.depth(model);
     let mut one = paused_writers("gate: holders paused past the TTL write through a gate", 1);
     one.max_depth = depth(18);
     let mut three = paused_writers("gate: holders paused past the TTL write through a gate", 3);
@@ -126,15 +163,15 @@ fn gate_runs(deep: bool) -> Vec<Run> {
 
 /// Read/write locks. Client 0 reads with ticket 30, client 1 writes with 20: when the writer's
 /// wait reaches a node first, the later reader queues behind it (writer fairness).
-fn shared_runs(deep: bool) -> Vec<Run> {
-    let depth = |quick: usize| Some(if deep { quick + 4 } else { quick });
+fn shared_runs(bounds: Bounds) -> Vec<Run> {
+    let depth = |model: usize| bounds.depth(model);
     let mut behind = Config::asking(
         "shared lock: a reader and a writer behind an earlier reader",
         3,
         &[READ, WRITE],
     );
     behind.earlier = vec![READ];
-    behind.max_depth = queued_depth(deep, 26);
+    behind.max_depth = queued_depth(bounds, 26);
     let mut three = Config::asking(
         "shared lock: two readers and a writer",
         3,
@@ -172,33 +209,34 @@ fn shared_runs(deep: bool) -> Vec<Run> {
 }
 
 /// The bound of the two largest faultless runs, two clients queued behind earlier holders of a
-/// shared lock or a semaphore: exhaustive in `make model-deep`; in `make model` (part of
-/// `make test`) every behaviour of up to `quick` steps, a quarter of their states in a quarter of
-/// the time (about 15 s each instead of a minute), every property still checked.
-fn queued_depth(deep: bool, quick: usize) -> Option<usize> {
-    if deep {
-        None
-    } else {
-        Some(quick)
+/// shared lock or a semaphore: exhaustive in `make model-deep`; in `make model` every behaviour
+/// of up to `quick` steps, a quarter of their states in a quarter of the time (about 15 s each
+/// instead of a minute), every property still checked; in CI 6 steps fewer.
+fn queued_depth(bounds: Bounds, quick: usize) -> Option<usize> {
+    match bounds {
+        Bounds::Deep => None,
+        Bounds::Model => Some(quick),
+        Bounds::Ci => Some(quick - 6),
     }
 }
 
 /// Semaphores of limit 2 on 3 nodes, so a holder needs all 3: three contenders (clients, or
 /// earlier holders whose leases end) for two places.
-fn semaphore_runs(deep: bool) -> Vec<Run> {
-    let depth = |quick: usize| Some(if deep { quick + 4 } else { quick });
+fn semaphore_runs(bounds: Bounds) -> Vec<Run> {
+    let depth = |model: usize| bounds.depth(model);
     let mut behind = Config::asking(
         "semaphore: two clients behind two earlier holders",
         3,
         &[PERMIT, PERMIT],
     );
     behind.earlier = vec![PERMIT, PERMIT];
-    behind.max_depth = queued_depth(deep, 28);
+    behind.max_depth = queued_depth(bounds, 28);
     // Three clients that all move do not fit the bounds (a permit takes 7 steps): the last
     // ones start holding on every node instead, and may leave at any moment.
     let three = |name, holding: &[usize]| {
         let mut config = Config::asking(name, 3, &[PERMIT, PERMIT, PERMIT]);
         config.holding_at_start = holding.iter().map(|&c| (c, vec![0, 1, 2])).collect();
+        config.max_depth = bounds.faultless(FAULTLESS_CI_DEPTH);
         config
     };
     let mut crashing = three(
