@@ -285,3 +285,49 @@ fn restore_rename_and_set_never_move_a_gate_backwards_and_del_resets_it() {
     redis::cmd("DEL").arg("gate").exec(&mut c).unwrap();
     assert!(check(&mut c, "gate", 1), "DEL is the reset");
 }
+
+/// A RESP3 client gets the wrapped command's reply in RESP3: a map for HGETALL, `_` for a nil
+/// (before, RESP2's forms reached it, `$-1` on which redis-py's RESP3 parser hangs).
+#[test]
+fn the_wrapped_reply_is_in_the_callers_protocol() {
+    use std::io::{Read, Write};
+    let server = Server::start();
+    let mut c = server.conn();
+    let _: () = redis::cmd("HSET")
+        .arg("h")
+        .arg("f")
+        .arg("v")
+        .query(&mut c)
+        .unwrap();
+    let resp3 = redis::Client::open(format!("{}?protocol=resp3", server.url())).unwrap();
+    let mut r3 = resp3.get_connection().unwrap();
+    match guard(&mut r3, "gate", 5, &["HGETALL", "h"]).unwrap() {
+        Value::Map(pairs) => assert_eq!(pairs.len(), 1),
+        other => panic!("expected a RESP3 map, got {other:?}"),
+    }
+    let mut raw = std::net::TcpStream::connect(("127.0.0.1", server.port())).unwrap();
+    raw.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    let hello = b"*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n";
+    let nil =
+        b"*5\r\n$11\r\nDLOCK.GUARD\r\n$4\r\ngate\r\n$1\r\n5\r\n$3\r\nGET\r\n$7\r\nmissing\r\n";
+    raw.write_all(hello).unwrap();
+    raw.write_all(nil).unwrap();
+    raw.write_all(b"*1\r\n$4\r\nPING\r\n").unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !got.ends_with(b"+PONG\r\n") {
+        let n = raw.read(&mut buf).unwrap();
+        assert!(
+            n > 0,
+            "connection closed: {}",
+            String::from_utf8_lossy(&got)
+        );
+        got.extend_from_slice(&buf[..n]);
+    }
+    assert!(
+        got.ends_with(b"_\r\n+PONG\r\n"),
+        "a RESP3 nil expected: {}",
+        String::from_utf8_lossy(&got)
+    );
+}

@@ -68,7 +68,9 @@ impl<'a> Wrapped<'a> {
     }
 
     /// Runs the command as the calling client's user (`C`), errors as replies (`E`), refused
-    /// when out of memory if it may add data (`M`), replicated as itself (`!`).
+    /// when out of memory if it may add data (`M`), replicated as itself (`!`), its reply in the
+    /// caller's protocol (`0`: a RESP3 client gets maps and `_` nils, as from the command itself;
+    /// without it RESP2's forms reached RESP3 clients, and `$-1` hangs redis-py's RESP3 parser).
     pub fn call(&self, ctx: &Context) -> Result<CallReply, RedisError> {
         let name = &self.verdict.name;
         let call = crate::api!(RedisModule_Call).ok_or_else(errors::cannot_store)?;
@@ -79,7 +81,7 @@ impl<'a> Wrapped<'a> {
             .cast::<*mut raw::RedisModuleString>();
         // SAFETY: the running command's context; `Arg` is a transparent wrapper of a string
         // pointer, so `rest` is the argument vector the `v` format takes, with its length.
-        let reply = unsafe { call(ctx.ctx, name.as_ptr(), c"CEMv!".as_ptr(), args, rest.len()) };
+        let reply = unsafe { call(ctx.ctx, name.as_ptr(), c"CEM0v!".as_ptr(), args, rest.len()) };
         NonNull::new(reply)
             .map(CallReply)
             .ok_or_else(|| errors::guard_refused(self.argv[0].as_bytes(), "it could not be called"))
