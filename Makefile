@@ -206,14 +206,15 @@ partitions-deps:
 	fi
 
 # A run past its limit is killed; `clean` then removes what it left (namespaces, processes).
-partitions-quick: build partitions-deps
-	$(CARGO) build --release -p dlock-partitions
+# The Python worker runs with python/.venv (python-venv), the CLI worker with target/release/dlock.
+partitions-quick: build partitions-deps python-venv
+	$(CARGO) build --release -p dlock-partitions -p dlock-cli
 	timeout 300 $(CARGO) test --release -p dlock-partitions
 	timeout 600 target/release/dlock-partitions --quick; rc=$$?; \
 	target/release/dlock-partitions clean; exit $$rc
 
-partitions: build partitions-deps
-	$(CARGO) build --release -p dlock-partitions
+partitions: build partitions-deps python-venv
+	$(CARGO) build --release -p dlock-partitions -p dlock-cli
 	timeout 300 $(CARGO) test --release -p dlock-partitions
 	timeout 1200 target/release/dlock-partitions; rc=$$?; \
 	target/release/dlock-partitions clean; exit $$rc

@@ -57,7 +57,7 @@ pub struct Targets<'a> {
     pub clients: Vec<u32>,
     /// Where workers mark that they are inside a critical section (`holding-<id>`).
     pub state_dir: std::path::PathBuf,
-    /// The client a `PauseHolder` stopped.
+    /// The client (worker id) a `PauseHolder` stopped.
     pub stopped: Option<u32>,
 }
 
@@ -115,6 +115,32 @@ fn signal(pid: u32, sig: Signal) {
     let _ = kill(Pid::from_raw(pid as i32), sig);
 }
 
+/// The processes in client `id`'s namespace: its worker and, for the CLI worker, `dlock run`,
+/// its guard and the section it started (all of the client's host).
+fn host_pids(t: &Targets, id: u32) -> Vec<u32> {
+    let name = format!("c{id}");
+    let Some(host) = t.net.hosts.iter().find(|h| h.name == name) else {
+        return Vec::new();
+    };
+    crate::net::run("ip", &["netns", "pids", &host.ns])
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+/// Signals a client's whole host, not only its worker: a stopped CLI recorder would leave
+/// `dlock run` renewing the lease and its command running. The worker is stopped first so it
+/// starts nothing new; the namespace is listed twice to catch a process started meanwhile.
+fn signal_client(t: &Targets, id: u32, sig: Signal) -> Result<(), String> {
+    let pid = client(t, id).ok_or("no such client")?;
+    signal(pid, sig);
+    for _ in 0..2 {
+        host_pids(t, id).into_iter().for_each(|p| signal(p, sig));
+    }
+    Ok(())
+}
+
 fn inject(t: &mut Targets, fault: &Fault) -> Result<(), String> {
     match fault {
         Fault::Partition { a, b } => {
@@ -137,20 +163,15 @@ fn inject(t: &mut Targets, fault: &Fault) -> Result<(), String> {
             n.iter().for_each(|&i| t.nodes[i].pause());
             Ok(())
         }
-        Fault::PauseClient(c) => {
-            let pid = client(t, *c).ok_or("no such client")?;
-            signal(pid, Signal::SIGSTOP);
-            Ok(())
-        }
+        Fault::PauseClient(c) => signal_client(t, *c, Signal::SIGSTOP),
         Fault::Crash(n) => {
             n.iter().for_each(|&i| t.nodes[i].crash());
             Ok(())
         }
         Fault::PauseHolder => {
             let id = holder(&t.state_dir).ok_or("no client entered a critical section in 3 s")?;
-            let pid = client(t, id).ok_or("no such client")?;
-            signal(pid, Signal::SIGSTOP);
-            t.stopped = Some(pid);
+            signal_client(t, id, Signal::SIGSTOP)?;
+            t.stopped = Some(id);
             Ok(())
         }
     }
@@ -196,18 +217,11 @@ fn heal(t: &mut Targets, fault: &Fault) -> Result<(), String> {
             n.iter().for_each(|&i| t.nodes[i].resume());
             Ok(())
         }
-        Fault::PauseClient(c) => {
-            if let Some(pid) = client(t, *c) {
-                signal(pid, Signal::SIGCONT);
-            }
-            Ok(())
-        }
+        Fault::PauseClient(c) => signal_client(t, *c, Signal::SIGCONT),
         Fault::Crash(n) => n.iter().try_for_each(|&i| t.nodes[i].restart()),
-        Fault::PauseHolder => {
-            if let Some(pid) = t.stopped.take() {
-                signal(pid, Signal::SIGCONT);
-            }
-            Ok(())
-        }
+        Fault::PauseHolder => match t.stopped.take() {
+            Some(id) => signal_client(t, id, Signal::SIGCONT),
+            None => Ok(()),
+        },
     }
 }

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use dlock_partitions::{chart, history, net, report, run, runs, worker};
+use dlock_partitions::{chart, history, net, report, run, runs, worker, worker_cli};
 
 #[derive(Parser)]
 #[command(about = "dlock under real network partitions, with a checked history")]
@@ -32,6 +32,12 @@ enum Command {
     /// A client process (started by the suite inside its namespace).
     #[command(hide = true)]
     Worker(worker::WorkerArgs),
+    /// A client process through the CLI: `dlock run` for each critical section.
+    #[command(hide = true)]
+    CliWorker(worker::WorkerArgs),
+    /// One critical section, the command `dlock run` starts (the CLI worker's).
+    #[command(hide = true)]
+    CliSection(worker_cli::SectionArgs),
     /// Removes whatever a crashed run left (namespaces and the processes in them).
     Clean,
 }
@@ -40,6 +46,8 @@ fn main() -> ExitCode {
     let args = Args::parse();
     match args.command {
         Some(Command::Worker(w)) => return worker::main(w),
+        Some(Command::CliWorker(w)) => return worker_cli::main(w),
+        Some(Command::CliSection(s)) => return worker_cli::section_main(s),
         Some(Command::Clean) => {
             eprintln!("removed {} namespaces", net::clean_leftovers());
             return ExitCode::SUCCESS;

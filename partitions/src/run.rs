@@ -16,6 +16,17 @@ use crate::net::Net;
 use crate::nodes::{Node, NodeConfig};
 use crate::topology::{self, Topology};
 
+/// The library a client process uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Client {
+    /// `dlock-partitions worker` (worker.rs).
+    Rust,
+    /// partitions/worker.py with the repository's venv (python/.venv).
+    Python,
+    /// `dlock run` for each critical section (worker_cli.rs).
+    Cli,
+}
+
 /// What a run does and what it is expected to show.
 pub struct Spec {
     pub name: &'static str,
@@ -31,6 +42,15 @@ pub struct Spec {
     pub quiet: Duration,
     /// The run is meant to be reported valid (a configuration documented as safe).
     pub expect_valid: bool,
+    /// Client i (from 1) uses `mix[i - 1]`; clients beyond it (all, when empty) the Rust worker.
+    pub mix: &'static [Client],
+}
+
+impl Spec {
+    pub fn client(&self, id: u32) -> Client {
+        let i = (id as usize).saturating_sub(1);
+        self.mix.get(i).copied().unwrap_or(Client::Rust)
+    }
 }
 
 pub struct Outcome {
@@ -155,7 +175,7 @@ fn start_workers(
     for id in 1..=spec.clients {
         let mut cmd = Command::new("ip");
         cmd.args(["netns", "exec", &net.host(&format!("c{id}")).ns]);
-        cmd.arg(&exe).arg("worker");
+        worker_program(&mut cmd, &exe, spec.client(id));
         cmd.args([
             "--id",
             &id.to_string(),
@@ -185,6 +205,24 @@ fn start_workers(
         workers.children.push(child);
     }
     Ok(workers)
+}
+
+/// The repository's root, where the Python worker and the venv `make python-venv` makes are:
+/// this crate's parent, as built (a clone runs its own files).
+const REPO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+
+/// The program (and subcommand) of a client process; the arguments are the same for all.
+fn worker_program(cmd: &mut Command, exe: &std::path::Path, client: Client) {
+    match client {
+        Client::Rust => cmd.arg(exe).arg("worker"),
+        Client::Cli => cmd.arg(exe).arg("cli-worker"),
+        Client::Python => {
+            // DLOCK_PARTITIONS_PYTHON: another interpreter with the dlock package installed.
+            let python = std::env::var("DLOCK_PARTITIONS_PYTHON")
+                .unwrap_or_else(|_| format!("{REPO}/python/.venv/bin/python"));
+            cmd.arg(python).arg(format!("{REPO}/partitions/worker.py"))
+        }
+    };
 }
 
 /// Waits for the workers to end on their own; one still running after `grace` is killed and

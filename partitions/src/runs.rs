@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::faults::Fault;
 use crate::nodes::NodeConfig;
-use crate::run::Spec;
+use crate::run::{Client, Spec};
 use crate::topology::Topology;
 
 fn hosts(v: &[&str]) -> Vec<String> {
@@ -123,6 +123,7 @@ pub fn all(quick: bool) -> Vec<Spec> {
         faults,
         quiet,
         expect_valid,
+        mix: &[],
     };
     let mut runs = vec![
         base(
@@ -159,7 +160,74 @@ pub fn all(quick: bool) -> Vec<Spec> {
         ),
     ];
     runs.extend(sentinel(quick, ttl));
+    runs.extend(mixed_clients(hold, quiet, ttl));
     runs
+}
+
+/// Each non-Rust client cut off on a minority side, then paused past its lease.
+fn mixed_faults(hold: Duration, ttl: Duration) -> Vec<(Fault, Duration, Option<&'static str>)> {
+    let part = |a: &[&str], b: &[&str]| Fault::Partition {
+        a: hosts(a),
+        b: hosts(b),
+    };
+    vec![
+        // Each non-Rust client on a minority side in turn: it must not take the lock there.
+        (
+            part(&["n1", "n2", "c3"], &["n3", "n4", "n5", "c1", "c2"]),
+            hold,
+            None,
+        ),
+        (
+            part(&["n4", "n5", "c2"], &["n1", "n2", "n3", "c1", "c3"]),
+            hold,
+            None,
+        ),
+        // Frozen past the lease inside a critical section, then the CLI client (its whole
+        // host: dlock run and its command) whatever it was doing.
+        (Fault::PauseHolder, ttl * 3, None),
+        (Fault::PauseClient(3), ttl * 3, None),
+    ]
+}
+
+/// The Python library and the CLI as clients beside the Rust one (c1 Rust, c2 Python, c3 CLI).
+fn mixed_clients(hold: Duration, quiet: Duration, ttl: Duration) -> Vec<Spec> {
+    let survivable = mixed_faults(hold, ttl);
+    const MIX: &[Client] = &[Client::Rust, Client::Python, Client::Cli];
+    // Python only: a stopped CLI section races dlock run's SIGTERM on resume (the lock is found
+    // lost), so whether its late write lands is chance; the verdict must not be.
+    const UNGATED: &[Client] = &[Client::Python; 3];
+    let spec = |name, about, faults, bypass_gate, expect_valid, mix| Spec {
+        name,
+        topology: Topology::Redlock,
+        about,
+        clients: 3,
+        ttl_ms: ttl.as_millis() as u64,
+        hold_ms: 200,
+        bypass_gate,
+        node: aof(),
+        faults,
+        quiet,
+        expect_valid,
+        mix,
+    };
+    vec![
+        spec(
+            "redlock-mixed-clients",
+            "5 masters, AOF: c1 Rust, c2 Python, c3 the CLI (dlock run); minority partitions, holders SIGSTOPped past their lease; guarded register",
+            survivable,
+            false,
+            true,
+            MIX,
+        ),
+        spec(
+            "redlock-broken-gate-python",
+            "5 masters, AOF: three Python clients SIGSTOPped past their lease, reads and writes bypassing the gate",
+            pauses(ttl),
+            true,
+            false,
+            UNGATED,
+        ),
+    ]
 }
 
 /// The split-brain case: the master isolated with one client (c1) on its side, long enough for
@@ -188,6 +256,7 @@ fn sentinel(quick: bool, ttl: Duration) -> Vec<Spec> {
         faults: split_brain(quick),
         quiet,
         expect_valid,
+        mix: &[],
     };
     vec![
         spec(
