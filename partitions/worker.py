@@ -130,12 +130,9 @@ def release(args: argparse.Namespace, lock: Lock) -> None:
 
 def register(url: str) -> redis.Redis:
     """The register's connection, with the Rust worker's 1 s timeouts and no retry (a timeout
-    must show as one). RESP2: on a RESP3 connection (redis-py 8's default) DLOCK.GUARD answers
-    a nil reply (GET of the empty register) in RESP2's form, `$-1`, on which redis-py's RESP3
-    parser waits until its timeout."""
-    return redis.Redis.from_url(
-        url, socket_timeout=1.0, socket_connect_timeout=1.0, protocol=2, retry=Retry(NoBackoff(), 0)
-    )
+    must show as one). redis-py's default protocol: DLOCK.GUARD answers in it (before 0.4.0 a
+    RESP3 client got RESP2's `$-1` for the empty register, on which redis-py's parser waited)."""
+    return redis.Redis.from_url(url, socket_timeout=1.0, socket_connect_timeout=1.0, retry=Retry(NoBackoff(), 0))
 
 
 def work(args: argparse.Namespace) -> None:
