@@ -14,3 +14,4 @@ pub mod run;
 pub mod runs;
 pub mod topology;
 pub mod worker;
+pub mod workload_election;
