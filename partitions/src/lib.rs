@@ -4,6 +4,7 @@
 
 pub mod chart;
 pub mod checker;
+pub mod checker_election;
 pub mod faults;
 pub mod history;
 pub mod linear;
