@@ -129,6 +129,7 @@ pub fn document(spec: &Spec, o: &Outcome) -> Value {
         "anomalies": anomalies,
         "expected_under_broken_assumptions": o.checked.expected,
         "latency_acquire": latency(o),
+        "leaderships": crate::checker_election::summary(&o.ops),
     })
 }
 
@@ -153,6 +154,10 @@ pub fn summary(spec: &Spec, o: &Outcome) -> Vec<String> {
         if spec.expect_valid { "valid" } else { "invalid" },
         o.elapsed,
     )];
+    let terms = crate::checker_election::summary(&o.ops);
+    if !terms.is_null() {
+        lines.push(format!("  leaderships: {terms}"));
+    }
     if let Linear::Invalid { ops } = &o.linear {
         lines.push("  register history without a linearization:".into());
         lines.extend(ops.iter().take(12).map(|l| format!("    {l}")));

@@ -7,6 +7,7 @@ use crate::faults::Fault;
 use crate::nodes::NodeConfig;
 use crate::run::Spec;
 use crate::topology::Topology;
+use crate::worker::Workload;
 
 fn hosts(v: &[&str]) -> Vec<String> {
     v.iter().map(|h| h.to_string()).collect()
@@ -119,6 +120,7 @@ pub fn all(quick: bool) -> Vec<Spec> {
         ttl_ms: ttl.as_millis() as u64,
         hold_ms: 200,
         bypass_gate,
+        workload: Workload::Mutex,
         node,
         faults,
         quiet,
@@ -159,6 +161,7 @@ pub fn all(quick: bool) -> Vec<Spec> {
         ),
     ];
     runs.extend(sentinel(quick, ttl));
+    runs.extend(crate::runs_election::runs(quick, ttl));
     runs
 }
 
@@ -184,6 +187,7 @@ fn sentinel(quick: bool, ttl: Duration) -> Vec<Spec> {
         ttl_ms: ttl.as_millis() as u64,
         hold_ms: 200,
         bypass_gate,
+        workload: Workload::Mutex,
         node: aof(),
         faults: split_brain(quick),
         quiet,
