@@ -141,6 +141,28 @@ pub fn write(dir: &Path, spec: &Spec, doc: &Value) -> Result<(), String> {
     std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// Writes `<dir>/<run>.history.jsonl`: every event, in time order, as the workers printed
+/// them (Jepsen keeps its history beside the verdict, to read an anomaly's surroundings).
+pub fn write_history(dir: &Path, spec: &Spec, ops: &[Op]) -> Result<(), String> {
+    // A loss signal is its own invocation and completion: printed once.
+    let mut events: Vec<&crate::history::Event> = ops
+        .iter()
+        .flat_map(|o| {
+            let done = o.done.as_ref().filter(|_| o.invoke.f != F::Lost);
+            [Some(&o.invoke), done]
+        })
+        .flatten()
+        .collect();
+    events.sort_by_key(|e| e.mono_ns);
+    let mut text = String::new();
+    for e in events {
+        text += &serde_json::to_string(e).map_err(|e| e.to_string())?;
+        text.push('\n');
+    }
+    let path = dir.join(format!("{}.history.jsonl", spec.name));
+    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
 /// The lines printed for a run: its verdict, then each anomaly (at most 10 of each kind).
 pub fn summary(spec: &Spec, o: &Outcome) -> Vec<String> {
     let verdict = if valid(o) { "valid" } else { "INVALID" };
