@@ -17,9 +17,20 @@ use crate::worker::{emit, manager, register, WorkerArgs, GATE, REGISTER};
 
 const ELECTION: &str = "dlp:election";
 
-/// At most this many CAS operations per term (at least one): a random term length, so that
-/// terms end at different points of the register's history.
-const MAX_WRITES_PER_TERM: u64 = 4;
+/// Half the terms are short, 1 to this many CAS operations (handoffs at different points of
+/// the register's history); the other half are long, `LONG_TERM` writes (two leases at 100 ms
+/// a write), so that a leader cut off mid-term usually reaches its renew deadline and must
+/// hear its loss signal rather than resign first.
+const SHORT_TERM_MAX: u64 = 4;
+const LONG_TERM: u64 = 20;
+
+fn term_writes() -> u64 {
+    if rand::random::<bool>() {
+        1 + rand::random::<u64>() % SHORT_TERM_MAX
+    } else {
+        LONG_TERM
+    }
+}
 
 pub async fn work(args: &WorkerArgs) -> Result<(), String> {
     let locks = manager(args)?;
@@ -33,7 +44,7 @@ pub async fn work(args: &WorkerArgs) -> Result<(), String> {
             continue;
         };
         let (stop, watcher) = watch(args.id, leading.context());
-        let writes = 1 + rand::random::<u64>() % MAX_WRITES_PER_TERM;
+        let writes = term_writes();
         for _ in 0..writes {
             // A leader told it lost leadership stops writing (the library's contract).
             if leading.is_lost() || Instant::now() >= deadline {
