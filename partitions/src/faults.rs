@@ -152,21 +152,7 @@ fn inject(t: &mut Targets, fault: &Fault) -> Result<(), String> {
             n.iter().for_each(|&i| t.nodes[i].crash());
             Ok(())
         }
-        Fault::IsolateHolder(with) => {
-            let id = holder(&t.state_dir).ok_or("no client entered a critical section in 3 s")?;
-            let mut a = with.clone();
-            a.push(format!("c{id}"));
-            // Every other data node and client (`n<i>`, `c<i>`; not `reg` nor `ctl`).
-            let numbered = |n: &str| {
-                let digits = n.get(1..).unwrap_or("");
-                !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
-            };
-            let b: Vec<String> = (t.net.hosts.iter().map(|h| h.name.clone()))
-                .filter(|n| numbered(n) && !a.contains(n))
-                .collect();
-            drop_from(t.net, &a, &b)?;
-            drop_from(t.net, &b, &a)
-        }
+        Fault::IsolateHolder(with) => isolate_holder(t, with),
         Fault::PauseHolder => {
             let id = holder(&t.state_dir).ok_or("no client entered a critical section in 3 s")?;
             let pid = client(t, id).ok_or("no such client")?;
@@ -175,6 +161,23 @@ fn inject(t: &mut Targets, fault: &Fault) -> Result<(), String> {
             Ok(())
         }
     }
+}
+
+/// Cuts the client inside its critical section, with `with`, off from every other data node
+/// and client (`n<i>`, `c<i>`; not `reg` nor `ctl`: the register stays reachable).
+fn isolate_holder(t: &Targets, with: &[String]) -> Result<(), String> {
+    let id = holder(&t.state_dir).ok_or("no client entered a critical section in 3 s")?;
+    let mut a = with.to_vec();
+    a.push(format!("c{id}"));
+    let numbered = |n: &str| {
+        let digits = n.get(1..).unwrap_or("");
+        !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+    };
+    let b: Vec<String> = (t.net.hosts.iter().map(|h| h.name.clone()))
+        .filter(|n| numbered(n) && !a.contains(n))
+        .collect();
+    drop_from(t.net, &a, &b)?;
+    drop_from(t.net, &b, &a)
 }
 
 /// The id of a client inside its critical section, waiting up to 3 s for one.
