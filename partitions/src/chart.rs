@@ -1,6 +1,7 @@
 //! The run's timeline as a PNG, in the manner of Jepsen's: one row per client process with
 //! each operation a bar from its invocation to its completion (green: a write accepted, blue:
-//! a grant, red: failed, orange: unknown), the faults shaded behind them and named on top, and
+//! a grant, red: failed, orange: unknown; in the election workload a purple bar above for each
+//! leadership, as its holder believed it), the faults shaded behind them and named on top, and
 //! every anomaly a black line. plotters' bitmap backend only; text through a system font.
 
 use std::path::Path;
@@ -69,6 +70,21 @@ pub fn draw(path: &Path, spec: &Spec, o: &Outcome, verdict: &str) -> Result<(), 
     root.present().map_err(|e| err(e.to_string()))
 }
 
+/// Each leadership (the election workload) a purple bar above its process's operations,
+/// from the campaign's reply to the resignation, the loss signal or the process's end.
+fn leaderships(o: &Outcome) -> Vec<Rectangle<(f64, f64)>> {
+    let secs = |ns: u64| ns.saturating_sub(o.t0) as f64 / 1e9;
+    let purple = RGBColor(130, 60, 170);
+    crate::checker_election::terms(&o.ops)
+        .iter()
+        .map(|t| {
+            let (a, y) = (secs(t.won), t.process as f64 + 0.27);
+            let b = secs(t.until).max(a + 0.01);
+            Rectangle::new([(a, y - 0.06), (b, y + 0.06)], purple.filled())
+        })
+        .collect()
+}
+
 /// Faults behind, operations over them, anomalies on top, then the labels.
 fn layers(chart: &mut Chart, spec: &Spec, o: &Outcome, rows: f64) -> Result<(), String> {
     let secs = |ns: u64| ns.saturating_sub(o.t0) as f64 / 1e9;
@@ -92,6 +108,7 @@ fn layers(chart: &mut Chart, spec: &Spec, o: &Outcome, rows: f64) -> Result<(), 
         let c = color(op.invoke.f, done.kind);
         shapes.push(Rectangle::new([(a, y - 0.12), (b, y + 0.12)], c.filled()));
     }
+    shapes.extend(leaderships(o));
     let e = |e: DrawingAreaErrorKind<_>| e.to_string();
     chart.draw_series(shapes).map_err(e)?;
     let lines = o

@@ -32,6 +32,11 @@ pub enum Fault {
     /// SIGSTOP whichever client is between its read and its write (it holds the lock), so the
     /// pause lands inside a critical section every time; SIGCONT at the heal.
     PauseHolder,
+    /// Whichever client is inside its critical section (the leader, in the election workload)
+    /// cut off together with these nodes from every other node and client; the register stays
+    /// reachable, so what the cut-off client still writes is what the gate must refuse.
+    /// Healed as a partition.
+    IsolateHolder(Vec<String>),
     /// kill -9 these nodes, restart them at the heal (AOF or not, as the run's nodes are).
     Crash(Vec<usize>),
 }
@@ -71,6 +76,7 @@ pub fn name(f: &Fault) -> String {
         Fault::PauseNodes(n) => format!("SIGSTOP nodes {n:?}"),
         Fault::PauseClient(c) => format!("SIGSTOP client c{c}"),
         Fault::PauseHolder => "SIGSTOP the holder".into(),
+        Fault::IsolateHolder(with) => format!("partition the holder,{} | rest", join(with)),
         Fault::Crash(n) => format!("kill -9 + restart nodes {n:?}"),
     }
 }
@@ -168,6 +174,7 @@ fn inject(t: &mut Targets, fault: &Fault) -> Result<(), String> {
             n.iter().for_each(|&i| t.nodes[i].crash());
             Ok(())
         }
+        Fault::IsolateHolder(with) => isolate_holder(t, with),
         Fault::PauseHolder => {
             let id = holder(&t.state_dir).ok_or("no client entered a critical section in 3 s")?;
             signal_client(t, id, Signal::SIGSTOP)?;
@@ -175,6 +182,23 @@ fn inject(t: &mut Targets, fault: &Fault) -> Result<(), String> {
             Ok(())
         }
     }
+}
+
+/// Cuts the client inside its critical section, with `with`, off from every other data node
+/// and client (`n<i>`, `c<i>`; not `reg` nor `ctl`: the register stays reachable).
+fn isolate_holder(t: &Targets, with: &[String]) -> Result<(), String> {
+    let id = holder(&t.state_dir).ok_or("no client entered a critical section in 3 s")?;
+    let mut a = with.to_vec();
+    a.push(format!("c{id}"));
+    let numbered = |n: &str| {
+        let digits = n.get(1..).unwrap_or("");
+        !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+    };
+    let b: Vec<String> = (t.net.hosts.iter().map(|h| h.name.clone()))
+        .filter(|n| numbered(n) && !a.contains(n))
+        .collect();
+    drop_from(t.net, &a, &b)?;
+    drop_from(t.net, &b, &a)
 }
 
 /// The id of a client inside its critical section, waiting up to 3 s for one.
@@ -198,7 +222,10 @@ fn holder(dir: &std::path::Path) -> Option<u32> {
 
 fn heal(t: &mut Targets, fault: &Fault) -> Result<(), String> {
     match fault {
-        Fault::Partition { .. } | Fault::OneWay { .. } | Fault::Loss { .. } => {
+        Fault::Partition { .. }
+        | Fault::OneWay { .. }
+        | Fault::Loss { .. }
+        | Fault::IsolateHolder(_) => {
             let flush = "flush chain inet dlp input\nflush chain inet dlp output\n";
             t.net.hosts.iter().try_for_each(|h| nft(&h.ns, flush))
         }

@@ -24,6 +24,12 @@ pub enum F {
     /// Read the register then write `new` under the lock (ok: `read`, what it replaced).
     Cas,
     Release,
+    /// Campaign to lead (ok: `token` is the epoch). The election workload only.
+    Campaign,
+    /// The library's loss signal fired (a lone event, `ok`, at the moment the worker heard it).
+    Lost,
+    /// Give leadership up (invoked before the resignation is sent: belief ends there).
+    Resign,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -116,7 +122,14 @@ pub fn pair(events: &[Event]) -> Vec<Op> {
     let mut open: std::collections::HashMap<u32, usize> = Default::default();
     let mut ops: Vec<Op> = Vec::new();
     for e in sorted {
-        if e.kind == Kind::Invoke {
+        // A loss signal arrives while another operation (a CAS) may be open: it is an
+        // operation of its own, complete at once, and must not close that one.
+        if e.f == F::Lost {
+            ops.push(Op {
+                invoke: e.clone(),
+                done: Some(e.clone()),
+            });
+        } else if e.kind == Kind::Invoke {
             open.insert(e.process, ops.len());
             ops.push(Op {
                 invoke: e.clone(),

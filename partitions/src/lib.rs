@@ -4,6 +4,7 @@
 
 pub mod chart;
 pub mod checker;
+pub mod checker_election;
 pub mod faults;
 pub mod history;
 pub mod linear;
@@ -12,6 +13,8 @@ pub mod nodes;
 pub mod report;
 pub mod run;
 pub mod runs;
+pub mod runs_election;
 pub mod topology;
 pub mod worker;
 pub mod worker_cli;
+pub mod workload_election;

@@ -100,6 +100,9 @@ fn play(spec: &run::Spec, out: &std::path::Path) -> bool {
     if let Err(e) = report::write(out, spec, &doc) {
         eprintln!("partitions: {e}");
     }
+    if let Err(e) = report::write_history(out, spec, &outcome.ops) {
+        eprintln!("partitions: {e}");
+    }
     let verdict = doc["result"].as_str().unwrap_or("?").to_string();
     let png = out.join(format!("{}.png", spec.name));
     if let Err(e) = chart::draw(&png, spec, &outcome, &verdict) {

@@ -130,6 +130,7 @@ pub fn document(spec: &Spec, o: &Outcome) -> Value {
         "anomalies": anomalies,
         "expected_under_broken_assumptions": o.checked.expected,
         "latency_acquire": latency(o),
+        "leaderships": crate::checker_election::summary(&o.ops),
     })
 }
 
@@ -138,6 +139,28 @@ pub fn write(dir: &Path, spec: &Spec, doc: &Value) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let path = dir.join(format!("{}.json", spec.name));
     let text = serde_json::to_string_pretty(doc).map_err(|e| e.to_string())?;
+    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Writes `<dir>/<run>.history.jsonl`: every event, in time order, as the workers printed
+/// them (Jepsen keeps its history beside the verdict, to read an anomaly's surroundings).
+pub fn write_history(dir: &Path, spec: &Spec, ops: &[Op]) -> Result<(), String> {
+    // A loss signal is its own invocation and completion: printed once.
+    let mut events: Vec<&crate::history::Event> = ops
+        .iter()
+        .flat_map(|o| {
+            let done = o.done.as_ref().filter(|_| o.invoke.f != F::Lost);
+            [Some(&o.invoke), done]
+        })
+        .flatten()
+        .collect();
+    events.sort_by_key(|e| e.mono_ns);
+    let mut text = String::new();
+    for e in events {
+        text += &serde_json::to_string(e).map_err(|e| e.to_string())?;
+        text.push('\n');
+    }
+    let path = dir.join(format!("{}.history.jsonl", spec.name));
     std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
@@ -154,6 +177,10 @@ pub fn summary(spec: &Spec, o: &Outcome) -> Vec<String> {
         if spec.expect_valid { "valid" } else { "invalid" },
         o.elapsed,
     )];
+    let terms = crate::checker_election::summary(&o.ops);
+    if !terms.is_null() {
+        lines.push(format!("  leaderships: {terms}"));
+    }
     if let Linear::Invalid { ops } = &o.linear {
         lines.push("  register history without a linearization:".into());
         lines.extend(ops.iter().take(12).map(|l| format!("    {l}")));

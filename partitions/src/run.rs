@@ -36,6 +36,7 @@ pub struct Spec {
     pub ttl_ms: u64,
     pub hold_ms: u64,
     pub bypass_gate: bool,
+    pub workload: crate::worker::Workload,
     pub node: NodeConfig,
     /// Faults in order: each held, then healed, then `quiet` without faults.
     pub faults: Vec<(Fault, Duration, Option<&'static str>)>,
@@ -126,7 +127,8 @@ pub fn execute(spec: &Spec) -> Result<Outcome, String> {
     let events = std::mem::take(&mut *lock(&workers.events));
     let ops = history::pair(&events);
     let linear = linear::check(&ops, Duration::from_secs(60));
-    let checked = checker::check(&ops, &windows, t0, spec.ttl_ms * 1_000_000);
+    let mut checked = checker::check(&ops, &windows, t0, spec.ttl_ms * 1_000_000);
+    crate::checker_election::check(&ops, &windows, t0, spec.ttl_ms * 1_000_000, &mut checked);
     Ok(Outcome {
         t0,
         ops,
@@ -189,6 +191,12 @@ fn start_workers(
         cmd.args(["--hold-ms", &spec.hold_ms.to_string()]);
         if spec.bypass_gate {
             cmd.arg("--bypass-gate");
+        }
+        // Named only when not the mutex: the Python and CLI workers do the mutex alone.
+        if spec.workload != crate::worker::Workload::Mutex {
+            if let Some(w) = clap::ValueEnum::to_possible_value(&spec.workload) {
+                cmd.args(["--workload", w.get_name()]);
+            }
         }
         cmd.stdin(Stdio::null()).stdout(Stdio::piped());
         let mut child = cmd.spawn().map_err(|e| format!("worker {id}: {e}"))?;

@@ -7,6 +7,7 @@ use crate::faults::Fault;
 use crate::nodes::NodeConfig;
 use crate::run::{Client, Spec};
 use crate::topology::Topology;
+use crate::worker::Workload;
 
 fn hosts(v: &[&str]) -> Vec<String> {
     v.iter().map(|h| h.to_string()).collect()
@@ -119,6 +120,7 @@ pub fn all(quick: bool) -> Vec<Spec> {
         ttl_ms: ttl.as_millis() as u64,
         hold_ms: 200,
         bypass_gate,
+        workload: Workload::Mutex,
         node,
         faults,
         quiet,
@@ -161,6 +163,7 @@ pub fn all(quick: bool) -> Vec<Spec> {
     ];
     runs.extend(sentinel(quick, ttl));
     runs.extend(mixed_clients(hold, quiet, ttl));
+    runs.extend(crate::runs_election::runs(quick, ttl));
     runs
 }
 
@@ -209,6 +212,7 @@ fn mixed_clients(hold: Duration, quiet: Duration, ttl: Duration) -> Vec<Spec> {
         quiet,
         expect_valid,
         mix,
+        workload: Workload::Mutex,
     };
     vec![
         spec(
@@ -252,6 +256,7 @@ fn sentinel(quick: bool, ttl: Duration) -> Vec<Spec> {
         ttl_ms: ttl.as_millis() as u64,
         hold_ms: 200,
         bypass_gate,
+        workload: Workload::Mutex,
         node: aof(),
         faults: split_brain(quick),
         quiet,

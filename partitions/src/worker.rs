@@ -15,7 +15,7 @@ use crate::history::{Event, Kind, F};
 
 const RESOURCE: &str = "dlp:lock";
 pub const REGISTER: &str = "dlp:register";
-const GATE: &str = "dlp:gate";
+pub(crate) const GATE: &str = "dlp:gate";
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct WorkerArgs {
@@ -42,6 +42,17 @@ pub struct WorkerArgs {
     /// Replicas each grant must reach (0: no acknowledgement).
     #[arg(long, default_value_t = 0)]
     pub replicas: u32,
+    #[arg(long, value_enum, default_value = "mutex")]
+    pub workload: Workload,
+}
+
+/// What the client processes do.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Workload {
+    /// Take one mutex over and over, a CAS on the register inside.
+    Mutex,
+    /// Campaign, write as leader with the epoch, resign (workload_election.rs).
+    Election,
 }
 
 pub fn main(args: WorkerArgs) -> std::process::ExitCode {
@@ -55,7 +66,11 @@ pub fn main(args: WorkerArgs) -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(work(&args)) {
+    let worked = match args.workload {
+        Workload::Mutex => runtime.block_on(work(&args)),
+        Workload::Election => runtime.block_on(crate::workload_election::work(&args)),
+    };
+    match worked {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("worker {}: {e}", args.id);
@@ -64,7 +79,7 @@ pub fn main(args: WorkerArgs) -> std::process::ExitCode {
     }
 }
 
-fn emit(e: &Event) {
+pub(crate) fn emit(e: &Event) {
     let mut out = std::io::stdout().lock();
     if let Ok(line) = serde_json::to_string(e) {
         let _ = writeln!(out, "{line}");
@@ -72,7 +87,7 @@ fn emit(e: &Event) {
     }
 }
 
-fn manager(args: &WorkerArgs) -> Result<LockManager, String> {
+pub(crate) fn manager(args: &WorkerArgs) -> Result<LockManager, String> {
     let ack = match args.replicas {
         0 => ReplicaAck::Off,
         count => ReplicaAck::Replicas {
@@ -87,7 +102,7 @@ fn manager(args: &WorkerArgs) -> Result<LockManager, String> {
         .map_err(|e| format!("lock manager: {e}"))
 }
 
-async fn register(url: &str) -> Result<MultiplexedConnection, String> {
+pub(crate) async fn register(url: &str) -> Result<MultiplexedConnection, String> {
     let config = redis::AsyncConnectionConfig::new()
         .set_connection_timeout(Some(Duration::from_secs(1)))
         .set_response_timeout(Some(Duration::from_secs(1)));
