@@ -5,7 +5,7 @@ CARGO        ?= cargo
 MODULE       := target/release/libdlock.so
 REDIS_PORT   ?= 6379
 
-.PHONY: all deps build run test model model-ci model-deep partitions partitions-quick partitions-deps bench-waiters bench-handoff bench-top bench-scale compat compat-servers memcheck chaos chaos-quick bench bench-quick bench-server bench-instructions bench-shared bench-capacity bench-handoff-limit bench-tax bench-elect cluster redis-cluster fmt lint clean
+.PHONY: all deps build run test model model-ci model-deep partitions partitions-ci partitions-quick partitions-deps bench-waiters bench-handoff bench-top bench-scale compat compat-servers memcheck chaos chaos-quick bench bench-quick bench-server bench-instructions bench-shared bench-capacity bench-handoff-limit bench-tax bench-elect cluster redis-cluster fmt lint clean
 
 all: build
 
@@ -192,9 +192,10 @@ chaos: build
 
 # Jepsen's method (docs/safety.md, "Real partitions"): nodes and clients in network namespaces
 # on a bridge, real partitions and process faults, the history checked. Root only (namespaces,
-# nftables); installs iproute2, nftables and the chart's font when missing. Not part of `make
-# test`: partitions-quick is the ~2 minute subset, partitions every run (<= 15 min). Reports and
-# charts in target/partitions/.
+# nftables); installs iproute2, nftables and the chart's font when missing. `make test` runs
+# partitions-ci (a ~2 minute subset: each topology and client once, and runs the checker must
+# find invalid); partitions-quick every run on a short schedule, partitions every run (<= 15
+# min). Reports and charts in target/partitions/.
 partitions-deps:
 	@missing=""; \
 	command -v ip >/dev/null 2>&1 || missing="$$missing iproute2"; \
@@ -211,6 +212,13 @@ partitions-quick: build partitions-deps python-venv
 	$(CARGO) build --release -p dlock-partitions -p dlock-cli
 	timeout 300 $(CARGO) test --release -p dlock-partitions
 	timeout 600 target/release/dlock-partitions --quick; rc=$$?; \
+	target/release/dlock-partitions clean; exit $$rc
+
+PARTITIONS_CI ?= redlock-partitions,redlock-broken-gate,sentinel-ack-off,redlock-mixed-clients,redlock-election
+partitions-ci: build partitions-deps python-venv
+	$(CARGO) build --release -p dlock-partitions -p dlock-cli
+	timeout 300 $(CARGO) test --release -p dlock-partitions
+	timeout 400 target/release/dlock-partitions --quick --only $(PARTITIONS_CI); rc=$$?; \
 	target/release/dlock-partitions clean; exit $$rc
 
 partitions: build partitions-deps python-venv

@@ -100,6 +100,8 @@ suite signals counted signals
 suite monitoring counted make --no-print-directory monitoring-test
 # The model at CI's bounds (make model-ci); make model and make model-deep explore further.
 suite model status make --no-print-directory model-ci
+# Real network partitions, a ~2 minute subset (make partitions-ci; root: network namespaces).
+suite partitions counted make --no-print-directory partitions-ci
 # The chaos suite (make chaos-quick, make chaos) runs behind its own targets: with it, make test
 # passed CI's 25 minutes on two cores (1,600 s measured on a clean clone).
 
