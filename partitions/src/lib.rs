@@ -4,6 +4,7 @@
 
 pub mod chart;
 pub mod checker;
+pub mod checker_shared;
 pub mod faults;
 pub mod history;
 pub mod linear;
@@ -12,5 +13,7 @@ pub mod nodes;
 pub mod report;
 pub mod run;
 pub mod runs;
+pub mod runs_shared;
 pub mod topology;
 pub mod worker;
+pub mod workload_shared;

@@ -15,6 +15,8 @@ use crate::linear::{self, Linear};
 use crate::net::Net;
 use crate::nodes::{Node, NodeConfig};
 use crate::topology::{self, Topology};
+use crate::worker::Workload;
+use crate::{checker_shared, workload_shared};
 
 /// What a run does and what it is expected to show.
 pub struct Spec {
@@ -31,6 +33,9 @@ pub struct Spec {
     pub quiet: Duration,
     /// The run is meant to be reported valid (a configuration documented as safe).
     pub expect_valid: bool,
+    pub workload: Workload,
+    /// Semaphore: workers ask the nodes for one permit more than the checked limit.
+    pub overdraw: bool,
 }
 
 pub struct Outcome {
@@ -106,7 +111,13 @@ pub fn execute(spec: &Spec) -> Result<Outcome, String> {
     let events = std::mem::take(&mut *lock(&workers.events));
     let ops = history::pair(&events);
     let linear = linear::check(&ops, Duration::from_secs(60));
-    let checked = checker::check(&ops, &windows, t0, spec.ttl_ms * 1_000_000);
+    let ttl_ns = spec.ttl_ms * 1_000_000;
+    let checked = match spec.workload {
+        Workload::Mutex => checker::check(&ops, &windows, t0, ttl_ns),
+        Workload::Shared | Workload::Semaphore => {
+            checker_shared::check(&ops, &windows, t0, ttl_ns, workload_shared::LIMIT)
+        }
+    };
     Ok(Outcome {
         t0,
         ops,
@@ -170,6 +181,11 @@ fn start_workers(
         if spec.bypass_gate {
             cmd.arg("--bypass-gate");
         }
+        if spec.overdraw {
+            cmd.arg("--overdraw");
+        }
+        let workload = serde_json::to_value(spec.workload).map_err(|e| e.to_string())?;
+        cmd.args(["--workload", workload.as_str().unwrap_or("mutex")]);
         cmd.stdin(Stdio::null()).stdout(Stdio::piped());
         let mut child = cmd.spawn().map_err(|e| format!("worker {id}: {e}"))?;
         let out = child.stdout.take().ok_or("worker stdout")?;

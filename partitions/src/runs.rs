@@ -7,8 +7,9 @@ use crate::faults::Fault;
 use crate::nodes::NodeConfig;
 use crate::run::Spec;
 use crate::topology::Topology;
+use crate::worker::Workload;
 
-fn hosts(v: &[&str]) -> Vec<String> {
+pub(crate) fn hosts(v: &[&str]) -> Vec<String> {
     v.iter().map(|h| h.to_string()).collect()
 }
 
@@ -86,7 +87,7 @@ fn pauses(ttl: Duration) -> Vec<(Fault, Duration, Option<&'static str>)> {
     vec![(Fault::PauseHolder, ttl * 3, None); 3]
 }
 
-fn aof() -> NodeConfig {
+pub(crate) fn aof() -> NodeConfig {
     NodeConfig {
         aof: true,
         quarantine_ms: 0,
@@ -123,6 +124,8 @@ pub fn all(quick: bool) -> Vec<Spec> {
         faults,
         quiet,
         expect_valid,
+        workload: Workload::Mutex,
+        overdraw: false,
     };
     let mut runs = vec![
         base(
@@ -159,6 +162,7 @@ pub fn all(quick: bool) -> Vec<Spec> {
         ),
     ];
     runs.extend(sentinel(quick, ttl));
+    runs.extend(crate::runs_shared::all(quick, ttl));
     runs
 }
 
@@ -188,6 +192,8 @@ fn sentinel(quick: bool, ttl: Duration) -> Vec<Spec> {
         faults: split_brain(quick),
         quiet,
         expect_valid,
+        workload: Workload::Mutex,
+        overdraw: false,
     };
     vec![
         spec(

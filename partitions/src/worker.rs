@@ -13,9 +13,22 @@ use redis::aio::MultiplexedConnection;
 
 use crate::history::{Event, Kind, F};
 
-const RESOURCE: &str = "dlp:lock";
+pub(crate) const RESOURCE: &str = "dlp:lock";
 pub const REGISTER: &str = "dlp:register";
-const GATE: &str = "dlp:gate";
+pub(crate) const GATE: &str = "dlp:gate";
+
+/// What the client processes do (docs/safety.md, "Real partitions").
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Workload {
+    /// One mutex, a guarded compare-and-set of the register inside it.
+    #[default]
+    Mutex,
+    /// A read/write lock: writers as the mutex, readers read the register (workload_shared.rs).
+    Shared,
+    /// Permits of a 2-permit semaphore, each held then released (workload_shared.rs).
+    Semaphore,
+}
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct WorkerArgs {
@@ -42,6 +55,12 @@ pub struct WorkerArgs {
     /// Replicas each grant must reach (0: no acknowledgement).
     #[arg(long, default_value_t = 0)]
     pub replicas: u32,
+    #[arg(long, value_enum, default_value_t = Workload::Mutex)]
+    pub workload: Workload,
+    /// Semaphore: ask the nodes for one permit more than the limit the run checks (the
+    /// deliberately broken configuration).
+    #[arg(long)]
+    pub overdraw: bool,
 }
 
 pub fn main(args: WorkerArgs) -> std::process::ExitCode {
@@ -55,7 +74,13 @@ pub fn main(args: WorkerArgs) -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(work(&args)) {
+    let run = async {
+        match args.workload {
+            Workload::Mutex => work(&args).await,
+            Workload::Shared | Workload::Semaphore => crate::workload_shared::work(&args).await,
+        }
+    };
+    match runtime.block_on(run) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("worker {}: {e}", args.id);
@@ -64,7 +89,7 @@ pub fn main(args: WorkerArgs) -> std::process::ExitCode {
     }
 }
 
-fn emit(e: &Event) {
+pub(crate) fn emit(e: &Event) {
     let mut out = std::io::stdout().lock();
     if let Ok(line) = serde_json::to_string(e) {
         let _ = writeln!(out, "{line}");
@@ -72,7 +97,7 @@ fn emit(e: &Event) {
     }
 }
 
-fn manager(args: &WorkerArgs) -> Result<LockManager, String> {
+pub(crate) fn manager(args: &WorkerArgs) -> Result<LockManager, String> {
     let ack = match args.replicas {
         0 => ReplicaAck::Off,
         count => ReplicaAck::Replicas {
@@ -87,7 +112,7 @@ fn manager(args: &WorkerArgs) -> Result<LockManager, String> {
         .map_err(|e| format!("lock manager: {e}"))
 }
 
-async fn register(url: &str) -> Result<MultiplexedConnection, String> {
+pub(crate) async fn register(url: &str) -> Result<MultiplexedConnection, String> {
     let config = redis::AsyncConnectionConfig::new()
         .set_connection_timeout(Some(Duration::from_secs(1)))
         .set_response_timeout(Some(Duration::from_secs(1)));
@@ -139,7 +164,12 @@ async fn acquire(id: u32, locks: &LockManager, ttl: Duration, wait: Duration) ->
 }
 
 /// The critical section: read, hold, write `new`.
-async fn cas(args: &WorkerArgs, guard: &LockGuard, data: &mut MultiplexedConnection, new: u64) {
+pub(crate) async fn cas(
+    args: &WorkerArgs,
+    guard: &LockGuard,
+    data: &mut MultiplexedConnection,
+    new: u64,
+) {
     let mut invoke = Event::new(args.id, Kind::Invoke, F::Cas);
     invoke.token = Some(guard.token());
     invoke.new = Some(new);
@@ -192,7 +222,7 @@ async fn send<T: redis::FromRedisValue>(
     guard.guarded(data, GATE, cmd).await
 }
 
-async fn release(id: u32, guard: LockGuard) {
+pub(crate) async fn release(id: u32, guard: LockGuard) {
     emit(&Event::new(id, Kind::Invoke, F::Release));
     let kind = match guard.release().await {
         Ok(()) => Kind::Ok,
