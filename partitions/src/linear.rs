@@ -203,3 +203,7 @@ fn final_value(start: u64, history: &[(Cas, CasRet)]) -> u64 {
         .map(|(c, _)| c.new)
         .unwrap_or(start)
 }
+
+#[cfg(test)]
+#[path = "linear_tests.rs"]
+mod tests;

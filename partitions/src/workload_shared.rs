@@ -57,7 +57,7 @@ pub async fn work(args: &WorkerArgs) -> Result<(), String> {
 pub fn role(workload: Workload, id: u32, seq: u64) -> Role {
     match workload {
         Workload::Semaphore => Role::Permit,
-        _ if (seq + u64::from(id)) % 2 == 0 => Role::Writer,
+        _ if (seq + u64::from(id)).is_multiple_of(2) => Role::Writer,
         _ => Role::Reader,
     }
 }
