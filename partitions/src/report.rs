@@ -128,7 +128,7 @@ pub fn document(spec: &Spec, o: &Outcome) -> Value {
             "gate": !spec.bypass_gate, "aof": spec.node.aof,
             "quarantine_ms": spec.node.quarantine_ms, "workload": spec.workload,
             "semaphore_limit_checked": (spec.workload == Workload::Semaphore).then_some(LIMIT),
-            "overdraw": spec.overdraw},
+            "misbehave": spec.misbehave},
         "expected": if spec.expect_valid { "valid" } else { "invalid" },
         "result": if valid(o) { "valid" } else { "invalid" },
         "seconds": o.elapsed.as_secs_f64(),

@@ -34,8 +34,8 @@ pub struct Spec {
     /// The run is meant to be reported valid (a configuration documented as safe).
     pub expect_valid: bool,
     pub workload: Workload,
-    /// Semaphore: workers ask the nodes for one permit more than the checked limit.
-    pub overdraw: bool,
+    /// Workers break the protocol on purpose (worker.rs, `--misbehave`).
+    pub misbehave: bool,
 }
 
 pub struct Outcome {
@@ -181,8 +181,8 @@ fn start_workers(
         if spec.bypass_gate {
             cmd.arg("--bypass-gate");
         }
-        if spec.overdraw {
-            cmd.arg("--overdraw");
+        if spec.misbehave {
+            cmd.arg("--misbehave");
         }
         let workload = serde_json::to_value(spec.workload).map_err(|e| e.to_string())?;
         cmd.args(["--workload", workload.as_str().unwrap_or("mutex")]);

@@ -125,7 +125,7 @@ pub fn all(quick: bool) -> Vec<Spec> {
         quiet,
         expect_valid,
         workload: Workload::Mutex,
-        overdraw: false,
+        misbehave: false,
     };
     let mut runs = vec![
         base(
@@ -193,7 +193,7 @@ fn sentinel(quick: bool, ttl: Duration) -> Vec<Spec> {
         quiet,
         expect_valid,
         workload: Workload::Mutex,
-        overdraw: false,
+        misbehave: false,
     };
     vec![
         spec(

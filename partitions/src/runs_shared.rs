@@ -1,6 +1,6 @@
 //! The shared-lock and semaphore runs (workload_shared.rs, checker_shared.rs): 5 masters with
-//! AOF under the survivable faults, each expected valid, and one deliberately broken semaphore
-//! run that must be reported invalid (the checker bites on a real history).
+//! AOF under the survivable faults, each expected valid, and a deliberately broken run of each
+//! that must be reported invalid (the checker bites on a real history).
 
 use std::time::Duration;
 
@@ -60,7 +60,7 @@ pub fn all(quick: bool, ttl: Duration) -> Vec<Spec> {
     } else {
         (Duration::from_secs(6), Duration::from_secs(3))
     };
-    let spec = |name, about, clients, workload, faults, overdraw: bool| Spec {
+    let spec = |name, about, clients, workload, faults, misbehave: bool| Spec {
         name,
         topology: Topology::Redlock,
         about,
@@ -71,9 +71,9 @@ pub fn all(quick: bool, ttl: Duration) -> Vec<Spec> {
         node: aof(),
         faults,
         quiet,
-        expect_valid: !overdraw,
+        expect_valid: !misbehave,
         workload,
-        overdraw,
+        misbehave,
     };
     let three = ["c1", "c2", "c3"];
     let four = ["c1", "c2", "c3", "c4"];
@@ -93,6 +93,14 @@ pub fn all(quick: bool, ttl: Duration) -> Vec<Spec> {
             Workload::Semaphore,
             survivable(hold, ttl, &four),
             false,
+        ),
+        spec(
+            "shared-broken",
+            "3 clients on a read/write lock whose writers take the shared side (deliberately broken); holders SIGSTOPped past their lease",
+            3,
+            Workload::Shared,
+            vec![(Fault::PauseHolder, ttl * 3, None); 2],
+            true,
         ),
         spec(
             "semaphore-broken",

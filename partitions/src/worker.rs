@@ -57,10 +57,10 @@ pub struct WorkerArgs {
     pub replicas: u32,
     #[arg(long, value_enum, default_value_t = Workload::Mutex)]
     pub workload: Workload,
-    /// Semaphore: ask the nodes for one permit more than the limit the run checks (the
-    /// deliberately broken configuration).
+    /// The deliberately broken configuration: a semaphore's workers ask the nodes for one
+    /// permit more than the limit the run checks; a shared lock's writers take the shared side.
     #[arg(long)]
-    pub overdraw: bool,
+    pub misbehave: bool,
 }
 
 pub fn main(args: WorkerArgs) -> std::process::ExitCode {

@@ -62,9 +62,9 @@ pub fn role(workload: Workload, id: u32, seq: u64) -> Role {
     }
 }
 
-/// The semaphore's limit asked of the nodes: one more than checked when overdrawing.
+/// The semaphore's limit asked of the nodes: one more than checked when misbehaving.
 fn asked_limit(args: &WorkerArgs) -> u32 {
-    LIMIT + u32::from(args.overdraw)
+    LIMIT + u32::from(args.misbehave)
 }
 
 /// One lock() call for `role`; as the mutex's, a call that outlives its wait by 2 s is a lost
@@ -78,6 +78,8 @@ async fn acquire(
     let limit = (role == Role::Permit).then(|| asked_limit(args));
     let resource = match role {
         Role::Reader => Resource::shared(RESOURCE),
+        // Misbehaving, a writer takes the readers' side: it writes beside them.
+        Role::Writer if args.misbehave => Resource::shared(RESOURCE),
         Role::Writer => Resource::exclusive(RESOURCE),
         Role::Permit => Resource::semaphore(SEMAPHORE, asked_limit(args)),
     };
