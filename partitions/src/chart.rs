@@ -1,6 +1,7 @@
 //! The run's timeline as a PNG, in the manner of Jepsen's: one row per client process with
 //! each operation a bar from its invocation to its completion (green: a write accepted, blue:
-//! a grant, red: failed, orange: unknown; in the election workload a purple bar above for each
+//! a grant, purple: a reader's grant, teal: a semaphore's permit, light green: a reader's read,
+//! red: failed, orange: unknown; in the election workload a purple bar above for each
 //! leadership, as its holder believed it), the faults shaded behind them and named on top, and
 //! every anomaly a black line. plotters' bitmap backend only; text through a system font.
 
@@ -9,8 +10,9 @@ use std::path::Path;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
-use crate::history::{Kind, F};
+use crate::history::{Kind, Role, F};
 use crate::run::{Outcome, Spec};
+use crate::worker::Workload;
 
 const FONT: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
 
@@ -27,9 +29,12 @@ fn font() -> Result<(), String> {
     .clone()
 }
 
-fn color(f: F, kind: Kind) -> RGBColor {
+fn color(f: F, role: Option<Role>, kind: Kind) -> RGBColor {
     match (f, kind) {
         (F::Cas, Kind::Ok) => RGBColor(46, 160, 67),
+        (F::Read, Kind::Ok) => RGBColor(150, 210, 120),
+        (F::Acquire, Kind::Ok) if role == Some(Role::Reader) => RGBColor(150, 90, 200),
+        (F::Acquire, Kind::Ok) if role == Some(Role::Permit) => RGBColor(0, 150, 160),
         (_, Kind::Ok) => RGBColor(66, 110, 200),
         (_, Kind::Fail) => RGBColor(210, 60, 60),
         _ => RGBColor(240, 150, 30),
@@ -51,7 +56,15 @@ pub fn draw(path: &Path, spec: &Spec, o: &Outcome, verdict: &str) -> Result<(), 
     let rows = spec.clients as f64 + 1.0;
     let root = BitMapBackend::new(path, (1400, 130 + 70 * spec.clients)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
-    let caption = format!("{}: {verdict}", spec.name);
+    let caption = match spec.workload {
+        Workload::Mutex => format!("{}: {verdict}", spec.name),
+        Workload::Election => format!("{}: {verdict} (purple above: a leadership)", spec.name),
+        Workload::Shared => format!(
+            "{}: {verdict} (blue: writer's grant, purple: reader's, light green: a read)",
+            spec.name
+        ),
+        Workload::Semaphore => format!("{}: {verdict} (teal: a permit)", spec.name),
+    };
     let mut chart = ChartBuilder::on(&root)
         .caption(caption, ("sans-serif", 22))
         .margin(10)
@@ -102,10 +115,11 @@ fn layers(chart: &mut Chart, spec: &Spec, o: &Outcome, rows: f64) -> Result<(), 
         let Some(done) = op.done.as_ref() else {
             continue;
         };
-        let y = op.invoke.process as f64 - if op.invoke.f == F::Cas { 0.0 } else { 0.3 };
+        let data = matches!(op.invoke.f, F::Cas | F::Read);
+        let y = op.invoke.process as f64 - if data { 0.0 } else { 0.3 };
         let a = secs(op.invoke.mono_ns);
         let b = secs(done.mono_ns).max(a + 0.01);
-        let c = color(op.invoke.f, done.kind);
+        let c = color(op.invoke.f, op.invoke.role, done.kind);
         shapes.push(Rectangle::new([(a, y - 0.12), (b, y + 0.12)], c.filled()));
     }
     shapes.extend(leaderships(o));

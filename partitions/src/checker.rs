@@ -117,7 +117,7 @@ fn token_order(grants: &[Grant], out: &mut Vec<Anomaly>, at: impl Fn(u64) -> f64
 
 /// A write accepted after a write of a larger token had been accepted (the later write sent
 /// after the earlier one's reply: they did not race).
-fn stale_writes(ops: &[Op], out: &mut Vec<Anomaly>, at: impl Fn(u64) -> f64) {
+pub(crate) fn stale_writes(ops: &[Op], out: &mut Vec<Anomaly>, at: impl Fn(u64) -> f64) {
     let accepted: Vec<&Op> = ops
         .iter()
         .filter(|o| o.invoke.f == F::Cas && o.kind() == Kind::Ok)
@@ -151,7 +151,7 @@ fn stale_writes(ops: &[Op], out: &mut Vec<Anomaly>, at: impl Fn(u64) -> f64) {
 }
 
 /// A lock() call that never returned (its wait ran out 2 s before we gave up on it).
-fn lost_waiters(ops: &[Op], out: &mut Vec<Anomaly>, at: impl Fn(u64) -> f64) {
+pub(crate) fn lost_waiters(ops: &[Op], out: &mut Vec<Anomaly>, at: impl Fn(u64) -> f64) {
     for op in ops.iter().filter(|o| o.invoke.f == F::Acquire) {
         if op.kind() == Kind::Info {
             out.push(Anomaly {

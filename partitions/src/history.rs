@@ -30,6 +30,8 @@ pub enum F {
     Lost,
     /// Give leadership up (invoked before the resignation is sent: belief ends there).
     Resign,
+    /// A reader's read of the register under its shared hold (ok: `read`); the shared workload.
+    Read,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -57,6 +59,21 @@ pub struct Event {
     pub gated: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub error: Option<String>,
+    /// How the lock was asked for: `reader`, `writer` or `permit` (absent: the mutex).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub role: Option<Role>,
+    /// A permit's semaphore limit as asked of the nodes.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub limit: Option<u32>,
+}
+
+/// The side of a read/write lock, or a semaphore's permit (workload_shared.rs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Reader,
+    Writer,
+    Permit,
 }
 
 impl Event {
@@ -74,6 +91,8 @@ impl Event {
             write_ns: None,
             gated: None,
             error: None,
+            role: None,
+            limit: None,
         }
     }
 }

@@ -5,6 +5,7 @@
 pub mod chart;
 pub mod checker;
 pub mod checker_election;
+pub mod checker_shared;
 pub mod faults;
 pub mod history;
 pub mod linear;
@@ -14,7 +15,9 @@ pub mod report;
 pub mod run;
 pub mod runs;
 pub mod runs_election;
+pub mod runs_shared;
 pub mod topology;
 pub mod worker;
 pub mod worker_cli;
 pub mod workload_election;
+pub mod workload_shared;

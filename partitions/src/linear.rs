@@ -64,7 +64,8 @@ pub enum Linear {
 /// The CAS operations that may have happened (ok, or info with a read), in invocation order.
 fn cas_ops(ops: &[Op]) -> Vec<&Op> {
     ops.iter()
-        .filter(|o| o.invoke.f == F::Cas)
+        // A reader's read (shared workload) is a CAS of the value it read to itself.
+        .filter(|o| matches!(o.invoke.f, F::Cas | F::Read))
         .filter(|o| matches!(o.kind(), Kind::Ok | Kind::Info))
         .filter(|o| o.done.as_ref().is_some_and(|d| d.read.is_some()))
         .collect()
@@ -90,6 +91,15 @@ fn segments<'a>(ops: &[&'a Op]) -> Vec<Vec<&'a Op>> {
 
 fn describe(op: &Op) -> String {
     let d = op.done.as_ref();
+    if op.invoke.f == F::Read {
+        let read = d.and_then(|d| d.read).unwrap_or(0);
+        return format!(
+            "process {} token {}: a reader read {read} ({:?})",
+            op.invoke.process,
+            op.invoke.token.unwrap_or(0),
+            op.kind()
+        );
+    }
     format!(
         "process {} token {}: read {} then wrote {} ({:?})",
         op.invoke.process,
@@ -141,9 +151,10 @@ fn order(start: u64, seg: &[&Op], budget: Duration) -> Option<Option<u64>> {
     let mut generation = std::collections::HashMap::<u32, usize>::new();
     for op in seg {
         let thread = thread_of(&mut generation, op);
+        let read = op.done.as_ref().and_then(|d| d.read).unwrap_or(0);
         let cas = Cas {
-            expect: op.done.as_ref().and_then(|d| d.read).unwrap_or(0),
-            new: op.invoke.new.unwrap_or(0),
+            expect: read,
+            new: op.invoke.new.unwrap_or(read),
         };
         events.push((op.invoke.mono_ns, thread, None, cas.clone()));
         if op.kind() == Kind::Ok {
@@ -192,3 +203,7 @@ fn final_value(start: u64, history: &[(Cas, CasRet)]) -> u64 {
         .map(|(c, _)| c.new)
         .unwrap_or(start)
 }
+
+#[cfg(test)]
+#[path = "linear_tests.rs"]
+mod tests;

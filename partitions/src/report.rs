@@ -10,6 +10,8 @@ use serde_json::{json, Value};
 use crate::history::{Kind, Op, F};
 use crate::linear::Linear;
 use crate::run::{Outcome, Spec};
+use crate::worker::Workload;
+use crate::workload_shared::LIMIT;
 
 /// The run's verdict: valid when the register is linearizable and no invariant was broken.
 pub fn valid(o: &Outcome) -> bool {
@@ -21,7 +23,11 @@ pub fn valid(o: &Outcome) -> bool {
 fn counts(ops: &[Op]) -> Value {
     let mut by: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
     for op in ops {
-        let f = format!("{:?}", op.invoke.f).to_lowercase();
+        let mut f = format!("{:?}", op.invoke.f).to_lowercase();
+        // The shared workload's grants are counted by side, a semaphore's as permits.
+        if let Some(role) = op.invoke.role.filter(|_| op.invoke.f == F::Acquire) {
+            f = format!("{f} {role:?}").to_lowercase();
+        }
         let k = format!("{:?}", op.kind()).to_lowercase();
         *by.entry(f).or_default().entry(k).or_default() += 1;
     }
@@ -95,6 +101,8 @@ fn latency(o: &Outcome) -> Value {
 
 fn linear_json(l: &Linear) -> Value {
     match l {
+        // The semaphore workload does not touch the register.
+        Linear::Valid { ops: 0 } => json!({"verdict": "not used", "ops": 0}),
         Linear::Valid { ops } => json!({"verdict": "linearizable", "ops": ops}),
         Linear::Invalid { ops } => json!({"verdict": "NOT linearizable", "segment": ops}),
         Linear::Unknown { ops } => json!({"verdict": "unknown (search budget spent)", "ops": ops}),
@@ -118,7 +126,9 @@ pub fn document(spec: &Spec, o: &Outcome) -> Value {
         "about": spec.about,
         "config": {"topology": format!("{:?}", spec.topology), "clients": spec.clients, "ttl_ms": spec.ttl_ms, "hold_ms": spec.hold_ms,
             "gate": !spec.bypass_gate, "aof": spec.node.aof,
-            "quarantine_ms": spec.node.quarantine_ms,
+            "quarantine_ms": spec.node.quarantine_ms, "workload": spec.workload,
+            "semaphore_limit_checked": (spec.workload == Workload::Semaphore).then_some(LIMIT),
+            "misbehave": spec.misbehave,
             "libraries": (1..=spec.clients).map(|i| format!("{:?}", spec.client(i))).collect::<Vec<_>>()},
         "expected": if spec.expect_valid { "valid" } else { "invalid" },
         "result": if valid(o) { "valid" } else { "invalid" },

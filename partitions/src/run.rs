@@ -15,6 +15,8 @@ use crate::linear::{self, Linear};
 use crate::net::Net;
 use crate::nodes::{Node, NodeConfig};
 use crate::topology::{self, Topology};
+use crate::worker::Workload;
+use crate::{checker_shared, workload_shared};
 
 /// The library a client process uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,6 +47,8 @@ pub struct Spec {
     pub expect_valid: bool,
     /// Client i (from 1) uses `mix[i - 1]`; clients beyond it (all, when empty) the Rust worker.
     pub mix: &'static [Client],
+    /// Workers break the protocol on purpose (worker.rs, `--misbehave`).
+    pub misbehave: bool,
 }
 
 impl Spec {
@@ -127,8 +131,14 @@ pub fn execute(spec: &Spec) -> Result<Outcome, String> {
     let events = std::mem::take(&mut *lock(&workers.events));
     let ops = history::pair(&events);
     let linear = linear::check(&ops, Duration::from_secs(60));
-    let mut checked = checker::check(&ops, &windows, t0, spec.ttl_ms * 1_000_000);
-    crate::checker_election::check(&ops, &windows, t0, spec.ttl_ms * 1_000_000, &mut checked);
+    let ttl_ns = spec.ttl_ms * 1_000_000;
+    let mut checked = match spec.workload {
+        Workload::Mutex | Workload::Election => checker::check(&ops, &windows, t0, ttl_ns),
+        Workload::Shared | Workload::Semaphore => {
+            checker_shared::check(&ops, &windows, t0, ttl_ns, workload_shared::LIMIT)
+        }
+    };
+    crate::checker_election::check(&ops, &windows, t0, ttl_ns, &mut checked);
     Ok(Outcome {
         t0,
         ops,
@@ -197,6 +207,9 @@ fn start_workers(
             if let Some(w) = clap::ValueEnum::to_possible_value(&spec.workload) {
                 cmd.args(["--workload", w.get_name()]);
             }
+        }
+        if spec.misbehave {
+            cmd.arg("--misbehave");
         }
         cmd.stdin(Stdio::null()).stdout(Stdio::piped());
         let mut child = cmd.spawn().map_err(|e| format!("worker {id}: {e}"))?;

@@ -9,7 +9,7 @@ use crate::run::{Client, Spec};
 use crate::topology::Topology;
 use crate::worker::Workload;
 
-fn hosts(v: &[&str]) -> Vec<String> {
+pub(crate) fn hosts(v: &[&str]) -> Vec<String> {
     v.iter().map(|h| h.to_string()).collect()
 }
 
@@ -87,7 +87,7 @@ fn pauses(ttl: Duration) -> Vec<(Fault, Duration, Option<&'static str>)> {
     vec![(Fault::PauseHolder, ttl * 3, None); 3]
 }
 
-fn aof() -> NodeConfig {
+pub(crate) fn aof() -> NodeConfig {
     NodeConfig {
         aof: true,
         quarantine_ms: 0,
@@ -126,6 +126,7 @@ pub fn all(quick: bool) -> Vec<Spec> {
         quiet,
         expect_valid,
         mix: &[],
+        misbehave: false,
     };
     let mut runs = vec![
         base(
@@ -164,6 +165,7 @@ pub fn all(quick: bool) -> Vec<Spec> {
     runs.extend(sentinel(quick, ttl));
     runs.extend(mixed_clients(hold, quiet, ttl));
     runs.extend(crate::runs_election::runs(quick, ttl));
+    runs.extend(crate::runs_shared::all(quick, ttl));
     runs
 }
 
@@ -213,6 +215,7 @@ fn mixed_clients(hold: Duration, quiet: Duration, ttl: Duration) -> Vec<Spec> {
         expect_valid,
         mix,
         workload: Workload::Mutex,
+        misbehave: false,
     };
     vec![
         spec(
@@ -262,6 +265,7 @@ fn sentinel(quick: bool, ttl: Duration) -> Vec<Spec> {
         quiet,
         expect_valid,
         mix: &[],
+        misbehave: false,
     };
     vec![
         spec(

@@ -79,6 +79,7 @@ pub fn runs(quick: bool, ttl: Duration) -> Vec<Spec> {
         faults,
         quiet,
         mix: &[],
+        misbehave: false,
         expect_valid,
     };
     vec![

@@ -13,9 +13,24 @@ use redis::aio::MultiplexedConnection;
 
 use crate::history::{Event, Kind, F};
 
-const RESOURCE: &str = "dlp:lock";
+pub(crate) const RESOURCE: &str = "dlp:lock";
 pub const REGISTER: &str = "dlp:register";
 pub(crate) const GATE: &str = "dlp:gate";
+
+/// What the client processes do (docs/safety.md, "Real partitions").
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Workload {
+    /// One mutex, a guarded compare-and-set of the register inside it.
+    #[default]
+    Mutex,
+    /// A read/write lock: writers as the mutex, readers read the register (workload_shared.rs).
+    Shared,
+    /// Permits of a 2-permit semaphore, each held then released (workload_shared.rs).
+    Semaphore,
+    /// Campaign, write as leader with the epoch, resign (workload_election.rs).
+    Election,
+}
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct WorkerArgs {
@@ -42,17 +57,12 @@ pub struct WorkerArgs {
     /// Replicas each grant must reach (0: no acknowledgement).
     #[arg(long, default_value_t = 0)]
     pub replicas: u32,
-    #[arg(long, value_enum, default_value = "mutex")]
+    #[arg(long, value_enum, default_value_t = Workload::Mutex)]
     pub workload: Workload,
-}
-
-/// What the client processes do.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Workload {
-    /// Take one mutex over and over, a CAS on the register inside.
-    Mutex,
-    /// Campaign, write as leader with the epoch, resign (workload_election.rs).
-    Election,
+    /// The deliberately broken configuration: a semaphore's workers ask the nodes for one
+    /// permit more than the limit the run checks; a shared lock's writers take the shared side.
+    #[arg(long)]
+    pub misbehave: bool,
 }
 
 pub fn main(args: WorkerArgs) -> std::process::ExitCode {
@@ -66,11 +76,14 @@ pub fn main(args: WorkerArgs) -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
-    let worked = match args.workload {
-        Workload::Mutex => runtime.block_on(work(&args)),
-        Workload::Election => runtime.block_on(crate::workload_election::work(&args)),
+    let run = async {
+        match args.workload {
+            Workload::Mutex => work(&args).await,
+            Workload::Shared | Workload::Semaphore => crate::workload_shared::work(&args).await,
+            Workload::Election => crate::workload_election::work(&args).await,
+        }
     };
-    match worked {
+    match runtime.block_on(run) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("worker {}: {e}", args.id);
@@ -154,7 +167,12 @@ async fn acquire(id: u32, locks: &LockManager, ttl: Duration, wait: Duration) ->
 }
 
 /// The critical section: read, hold, write `new`.
-async fn cas(args: &WorkerArgs, guard: &LockGuard, data: &mut MultiplexedConnection, new: u64) {
+pub(crate) async fn cas(
+    args: &WorkerArgs,
+    guard: &LockGuard,
+    data: &mut MultiplexedConnection,
+    new: u64,
+) {
     let mut invoke = Event::new(args.id, Kind::Invoke, F::Cas);
     invoke.token = Some(guard.token());
     invoke.new = Some(new);
@@ -207,7 +225,7 @@ async fn send<T: redis::FromRedisValue>(
     guard.guarded(data, GATE, cmd).await
 }
 
-async fn release(id: u32, guard: LockGuard) {
+pub(crate) async fn release(id: u32, guard: LockGuard) {
     emit(&Event::new(id, Kind::Invoke, F::Release));
     let kind = match guard.release().await {
         Ok(()) => Kind::Ok,
