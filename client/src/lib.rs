@@ -29,6 +29,7 @@ mod election_watch;
 mod errors;
 mod guarded;
 mod kind;
+mod lease;
 mod lock;
 mod manager;
 mod observe;

@@ -12,7 +12,8 @@ use crate::calls::{Calls, Tally};
 use crate::driver::Granted;
 use crate::errors::Error;
 use crate::kind::{LockKind, Resource};
-use crate::renewal::{renew_margin, renewal, Extension, Renewal};
+use crate::lease::Lease;
+use crate::renewal::{renewal, Extension, Renewal};
 use crate::timing::quorum as majority;
 
 /// A lock held on a majority. Release it with [`LockGuard::release`]; dropping it releases in
@@ -22,15 +23,13 @@ pub struct LockGuard {
     calls: Calls,
     owner: String,
     token: u64,
-    valid_until: Instant,
+    /// Validity, loss signal and renew deadline, shared with the watchdog and the work's context.
+    lease: Lease,
     acquired_at: Instant,
     released: bool,
     /// Cancelled before the release goes out: waits of the acquisition still out in the
     /// background then know any grant they get is stale (queue mode).
     on_release: Option<CancellationToken>,
-    /// Fired when the lock is known lost: a guarded write answered STALE, or the watchdog
-    /// (which shares it) failed to extend.
-    lost: CancellationToken,
     /// Cancelled before the release goes out: stops every watchdog of this guard, so that no
     /// extension is sent after the release.
     halt: CancellationToken,
@@ -44,15 +43,15 @@ impl LockGuard {
         granted: Granted,
     ) -> Self {
         let acquired_at = backend.clock.now();
+        let lease = Lease::new(backend.clone(), granted.valid_until);
         LockGuard {
             calls: Calls::new(backend, resource.name, resource.kind),
             owner: owner.to_string(),
             token: granted.token,
-            valid_until: granted.valid_until,
+            lease,
             acquired_at,
             released: false,
             on_release: None,
-            lost: CancellationToken::new(),
             halt: CancellationToken::new(),
         }
     }
@@ -105,21 +104,18 @@ impl LockGuard {
     /// Time left before the lock may be held by someone else (zero when over, or once the lock
     /// is known lost).
     pub fn validity(&self) -> Duration {
-        if self.is_lost() {
-            return Duration::ZERO;
-        }
-        let now = self.backend().clock.now();
-        self.valid_until.saturating_duration_since(now)
+        self.lease.validity()
     }
 
     /// True once the lock is known lost: a guarded write found a newer holder's token at its
-    /// gate ([`LockGuard::guarded`]), or this lock's watchdog could not extend it.
+    /// gate ([`LockGuard::guarded`]), or, while a watchdog keeps it, no quorum confirmed an
+    /// extension by its renew deadline (told by the clock, even before the watchdog has run).
     pub fn is_lost(&self) -> bool {
-        self.lost.is_cancelled()
+        self.lease.is_lost()
     }
 
     pub(crate) fn lost_signal(&self) -> &CancellationToken {
-        &self.lost
+        self.lease.signal()
     }
 
     /// What work under this lock sees: token, owner and the loss signal.
@@ -128,7 +124,7 @@ impl LockGuard {
             token: self.token,
             owner: self.owner.clone(),
             resource: self.resource().to_string(),
-            lost: self.lost.clone(),
+            lease: self.lease.clone(),
         }
     }
 
@@ -161,7 +157,7 @@ impl LockGuard {
         }
         match self.calls.extend(&self.owner, ttl).await {
             Ok(valid_until) => {
-                self.valid_until = valid_until;
+                self.lease.extended(valid_until, ttl);
                 Ok(())
             }
             Err(tally) => Err(tally.extend_error(self.resource(), self.needed())),
@@ -193,19 +189,18 @@ impl LockGuard {
     pub fn watchdog(&self, ttl: Duration) -> Watchdog {
         let opts = &self.backend().opts;
         let interval = opts.extend_interval.unwrap_or(ttl / 3);
-        let lost = self.lost.clone();
         let stop = self.halt.child_token();
         let schedule = Schedule {
             ttl,
             interval: interval.max(Duration::from_millis(1)),
-            valid_until: self.valid_until,
             hold_until: opts.max_hold.map(|cap| self.acquired_at + cap),
         };
+        self.lease.watched(Some(ttl));
         let task = tokio::spawn(keep_extended(
             self.calls.clone(),
             self.owner.clone(),
             schedule,
-            (lost.clone(), stop.clone()),
+            (self.lease.clone(), stop.clone()),
         ));
         Watchdog {
             context: self.context(),
@@ -243,28 +238,28 @@ impl Drop for LockGuard {
 struct Schedule {
     ttl: Duration,
     interval: Duration,
-    valid_until: Instant,
     /// `max_hold` after acquisition: no extension past it.
     hold_until: Option<Instant>,
 }
 
-/// The watchdog loop, by the lease-loss contract (renewal.rs): extend every interval; signal
-/// `lost` at the renew deadline unless a quorum confirmed an extension first, at once when the
+/// The watchdog loop, by the lease-loss contract (renewal.rs): extend every interval; the lease
+/// is lost at its renew deadline unless a quorum confirmed an extension first, at once when the
 /// nodes refuse one, or once the hold cap is reached (the lock then runs out at its TTL).
 async fn keep_extended(
     calls: Calls,
     owner: String,
-    mut at: Schedule,
-    (lost, stop): (CancellationToken, CancellationToken),
+    at: Schedule,
+    (lease, stop): (Lease, CancellationToken),
 ) {
     let backend = calls.backend().clone();
     let clock = &backend.clock;
+    let lost = lease.signal().clone();
     let mut last = Extension::Extended;
     loop {
         let now = clock.now();
-        let left = at.valid_until.saturating_duration_since(now);
+        let left = lease.valid_until().saturating_duration_since(now);
         let Renewal::ExtendIn(pause) = renewal(at.ttl, at.interval, left, last) else {
-            return lost.cancel();
+            return lease.lose();
         };
         let capped = at.hold_until.filter(|&cap| now + pause >= cap);
         let pause = capped.map_or(pause, |cap| cap.saturating_duration_since(now));
@@ -274,17 +269,19 @@ async fn keep_extended(
             _ = tokio::time::sleep(pause) => {}
         }
         if capped.is_some() {
-            return lost.cancel();
+            return lease.lose();
         }
-        let renew_deadline = at.valid_until - renew_margin(at.ttl).min(left);
-        let until_deadline = renew_deadline.saturating_duration_since(clock.now());
+        let renew_by = lease.renew_by().unwrap_or_else(|| lease.valid_until());
+        let until_deadline = renew_by.saturating_duration_since(clock.now());
         tokio::select! {
             _ = stop.cancelled() => return,
             _ = lost.cancelled() => return,
-            _ = tokio::time::sleep(until_deadline) => return lost.cancel(),
+            _ = tokio::time::sleep(until_deadline) => return lease.lose(),
             extended = calls.extend(&owner, at.ttl) => last = match extended {
+                // Confirmed after the deadline is too late: the lease counts as lost already.
+                Ok(_) if lease.is_lost() => return,
                 Ok(until) => {
-                    at.valid_until = until;
+                    lease.extended(until, at.ttl);
                     Extension::Extended
                 }
                 Err(tally) => outcome(&calls, &tally),
@@ -322,7 +319,10 @@ impl Watchdog {
     pub async fn stop(self) -> bool {
         self.stop.cancel();
         let _ = self.task.await;
-        self.context.is_lost()
+        let lost = self.context.is_lost();
+        // No watchdog keeps it now: no renew deadline, the lease ends with its validity.
+        self.context.lease.watched(None);
+        lost
     }
 }
 
@@ -332,7 +332,7 @@ pub struct LockContext {
     token: u64,
     owner: String,
     resource: String,
-    lost: CancellationToken,
+    lease: Lease,
 }
 
 impl LockContext {
@@ -351,18 +351,18 @@ impl LockContext {
         &self.resource
     }
 
-    /// True once the lock is lost (no majority extended, or validity ran out).
+    /// True once the lock is lost (see [`LockGuard::is_lost`]).
     pub fn is_lost(&self) -> bool {
-        self.lost.is_cancelled()
+        self.lease.is_lost()
     }
 
     /// Resolves when the lock is lost: `tokio::select!` on it to stop work at once.
     pub async fn lost(&self) {
-        self.lost.cancelled().await
+        self.lease.signal().cancelled().await
     }
 
     /// The same signal as a cancellation token, to hand to other tasks.
     pub fn cancellation_token(&self) -> CancellationToken {
-        self.lost.clone()
+        self.lease.signal().clone()
     }
 }
