@@ -273,11 +273,11 @@ impl Leadership {
         if result.is_ok() {
             self.value = value.to_string();
         }
-        let renewed = self.guard.extend(self.ttl).await;
+        // The new watchdog goes on from the lease the guard shares with it (the rename kept it).
         if !self.guard.is_lost() {
             self.watchdog = Some(self.guard.watchdog(self.ttl));
         }
-        result.and(renewed)
+        result
     }
 
     /// Gives leadership up: the watchdog stops before the release is sent (no extension after
