@@ -13,4 +13,5 @@ pub mod report;
 pub mod run;
 pub mod runs;
 pub mod topology;
+pub mod topology_cluster;
 pub mod worker;

@@ -13,7 +13,7 @@ use redis::aio::MultiplexedConnection;
 
 use crate::history::{Event, Kind, F};
 
-const RESOURCE: &str = "dlp:lock";
+pub const RESOURCE: &str = "dlp:lock";
 pub const REGISTER: &str = "dlp:register";
 const GATE: &str = "dlp:gate";
 
