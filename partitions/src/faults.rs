@@ -111,24 +111,25 @@ fn resolve(t: &Targets, fault: &Fault) -> Result<(Fault, String), String> {
     let partition = Fault::Partition { a, b };
     let mut named = name(&partition);
     if let Some(ms) = slow_ms {
-        let mut c = master.conn()?;
-        redis::cmd("CONFIG")
-            .arg("SET")
-            .arg("cluster-node-timeout")
-            .arg(ms)
-            .exec(&mut c)
-            .map_err(|e| {
-                format!(
-                    "CONFIG SET cluster-node-timeout on {}: {e}",
-                    master.host.name
-                )
-            })?;
+        slow_down(master, *ms)?;
         named = format!(
             "{named} ({}: cluster-node-timeout {ms} ms)",
             master.host.name
         );
     }
     Ok((partition, named))
+}
+
+/// Sets a cluster node's `cluster-node-timeout` (it then takes that long to notice it is cut
+/// off from the other masters, and keeps accepting writes meanwhile).
+fn slow_down(node: &Node, ms: u64) -> Result<(), String> {
+    let mut c = node.conn()?;
+    redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("cluster-node-timeout")
+        .arg(ms)
+        .exec(&mut c)
+        .map_err(|e| format!("CONFIG SET cluster-node-timeout on {}: {e}", node.host.name))
 }
 
 /// Applies `fault`, holds it `hold`, heals it; the window it was in force.
