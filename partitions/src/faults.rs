@@ -39,6 +39,14 @@ pub enum Fault {
     IsolateHolder(Vec<String>),
     /// kill -9 these nodes, restart them at the heal (AOF or not, as the run's nodes are).
     Crash(Vec<usize>),
+    /// Redis Cluster: the master serving `key`'s slot, found when the fault starts, partitioned
+    /// with the hosts `with` from every other node and client. `slow_ms`: first set that
+    /// master's `cluster-node-timeout` to this (a master too slow to notice it is cut off).
+    IsolateKeyMaster {
+        key: String,
+        with: Vec<String>,
+        slow_ms: Option<u64>,
+    },
 }
 
 /// A fault in force between two instants.
@@ -78,22 +86,77 @@ pub fn name(f: &Fault) -> String {
         Fault::PauseHolder => "SIGSTOP the holder".into(),
         Fault::IsolateHolder(with) => format!("partition the holder,{} | rest", join(with)),
         Fault::Crash(n) => format!("kill -9 + restart nodes {n:?}"),
+        Fault::IsolateKeyMaster { key, with, .. } => {
+            format!("partition master of {key:?},{} | rest", join(with))
+        }
     }
+}
+
+/// The fault as it is applied: the key's master found now, the partition named with it.
+fn resolve(t: &Targets, fault: &Fault) -> Result<(Fault, String), String> {
+    let Fault::IsolateKeyMaster { key, with, slow_ms } = fault else {
+        return Ok((fault.clone(), name(fault)));
+    };
+    let addr = crate::topology_cluster::key_master(t.nodes, key)?;
+    let master = t
+        .nodes
+        .iter()
+        .find(|n| n.host.addr == addr)
+        .ok_or_else(|| format!("{addr} is none of this run's nodes"))?;
+    let mut a = vec![master.host.name.clone()];
+    a.extend(with.iter().cloned());
+    // Every other node and client; the register and the control host stay reachable.
+    let b = t
+        .net
+        .hosts
+        .iter()
+        .map(|h| h.name.clone())
+        .filter(|h| (h.starts_with('n') || h.starts_with('c')) && !a.contains(h))
+        .filter(|h| h != "ctl")
+        .collect();
+    let partition = Fault::Partition { a, b };
+    let mut named = name(&partition);
+    if let Some(ms) = slow_ms {
+        slow_down(master, *ms)?;
+        named = format!(
+            "{named} ({}: cluster-node-timeout {ms} ms)",
+            master.host.name
+        );
+    }
+    Ok((partition, named))
+}
+
+/// Sets a cluster node's `cluster-node-timeout` (it then takes that long to notice it is cut
+/// off from the other masters, and keeps accepting writes meanwhile).
+fn slow_down(node: &Node, ms: u64) -> Result<(), String> {
+    let mut c = node.conn()?;
+    redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("cluster-node-timeout")
+        .arg(ms)
+        .exec(&mut c)
+        .map_err(|e| format!("CONFIG SET cluster-node-timeout on {}: {e}", node.host.name))
 }
 
 /// Applies `fault`, holds it `hold`, heals it; the window it was in force.
 pub fn apply(t: &mut Targets, fault: &Fault, hold: Duration, breaks: Option<String>) -> Window {
     let (start_ns, start_wall_ms) = (mono_ns(), wall_ms());
-    let skipped = inject(t, fault).err();
+    let (fault, named, skipped) = match resolve(t, fault) {
+        Ok((f, named)) => {
+            let skipped = inject(t, &f).err();
+            (f, named, skipped)
+        }
+        Err(e) => (fault.clone(), name(fault), Some(e)),
+    };
     if let Some(why) = &skipped {
-        eprintln!("partitions: {} skipped: {why}", name(fault));
+        eprintln!("partitions: {named} skipped: {why}");
     }
     std::thread::sleep(hold);
-    if let Err(e) = heal(t, fault) {
-        eprintln!("partitions: healing {} failed: {e}", name(fault));
+    if let Err(e) = heal(t, &fault) {
+        eprintln!("partitions: healing {named} failed: {e}");
     }
     Window {
-        name: name(fault),
+        name: named,
         start_ns,
         end_ns: mono_ns(),
         start_wall_ms,
@@ -175,6 +238,7 @@ fn inject(t: &mut Targets, fault: &Fault) -> Result<(), String> {
             Ok(())
         }
         Fault::IsolateHolder(with) => isolate_holder(t, with),
+        Fault::IsolateKeyMaster { .. } => Err("the key's master was not found".into()),
         Fault::PauseHolder => {
             let id = holder(&t.state_dir).ok_or("no client entered a critical section in 3 s")?;
             signal_client(t, id, Signal::SIGSTOP)?;
@@ -225,7 +289,8 @@ fn heal(t: &mut Targets, fault: &Fault) -> Result<(), String> {
         Fault::Partition { .. }
         | Fault::OneWay { .. }
         | Fault::Loss { .. }
-        | Fault::IsolateHolder(_) => {
+        | Fault::IsolateHolder(_)
+        | Fault::IsolateKeyMaster { .. } => {
             let flush = "flush chain inet dlp input\nflush chain inet dlp output\n";
             t.net.hosts.iter().try_for_each(|h| nft(&h.ns, flush))
         }

@@ -17,6 +17,7 @@ pub mod runs;
 pub mod runs_election;
 pub mod runs_shared;
 pub mod topology;
+pub mod topology_cluster;
 pub mod worker;
 pub mod worker_cli;
 pub mod workload_election;

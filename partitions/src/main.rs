@@ -68,8 +68,9 @@ fn main() -> ExitCode {
         }
     }
     let left = net::leftovers();
-    if !left.is_empty() {
-        eprintln!("partitions: FAILED: left behind: {left:?}");
+    let dirs = net::leftover_dirs();
+    if !left.is_empty() || !dirs.is_empty() {
+        eprintln!("partitions: FAILED: left behind: {left:?} {dirs:?}");
         failed += 1;
     }
     eprintln!(

@@ -156,12 +156,36 @@ pub fn leftovers() -> Vec<String> {
         .collect()
 }
 
-/// Removes every `dlp-` namespace and the processes inside (what a crashed run left); returns
-/// how many namespaces it removed.
+/// The temp dirs a run makes (nodes' data, AOF and cluster `nodes.conf`, sentinels' configs,
+/// the workers' marks); removed by their owners' Drop, so only a killed run leaves them.
+const TEMP_DIRS: [&str; 3] = ["dlp-redis-", "dlp-sentinel-", "dlp-state-"];
+
+/// Our temp dirs that exist now (a leftover check after a run must find none).
+pub fn leftover_dirs() -> Vec<std::path::PathBuf> {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            TEMP_DIRS.iter().any(|p| name.starts_with(p))
+        })
+        .map(|e| e.path())
+        .collect()
+}
+
+/// Removes every `dlp-` namespace and the processes inside, and our temp dirs (what a crashed
+/// run left); returns how many namespaces it removed.
 pub fn clean_leftovers() -> usize {
     let found = leftovers();
     for ns in &found {
         remove(ns);
+    }
+    for dir in leftover_dirs() {
+        // Best effort: a dir that cannot be removed is reported by the leftover check.
+        let _ = std::fs::remove_dir_all(dir);
     }
     found.len()
 }

@@ -166,6 +166,7 @@ pub fn all(quick: bool) -> Vec<Spec> {
     runs.extend(mixed_clients(hold, quiet, ttl));
     runs.extend(crate::runs_election::runs(quick, ttl));
     runs.extend(crate::runs_shared::all(quick, ttl));
+    runs.extend(cluster(quick, ttl));
     runs
 }
 
@@ -249,6 +250,23 @@ fn split_brain(quick: bool) -> Vec<(Fault, Duration, Option<&'static str>)> {
     vec![(isolate, hold, None)]
 }
 
+/// Redis Cluster's split brain: the master serving the lock's slot (found when the fault
+/// starts) cut off with c1, long enough for the majority to promote its replica (the node
+/// timeout, the failure reports' gossip, the election: about 2-3 s); then healed (the old
+/// master rejoins as a replica). `slow_ms`: the old master's node timeout raised first.
+fn cluster_split(
+    quick: bool,
+    slow_ms: Option<u64>,
+) -> Vec<(Fault, Duration, Option<&'static str>)> {
+    let hold = Duration::from_secs(if quick { 6 } else { 15 });
+    let isolate = Fault::IsolateKeyMaster {
+        key: crate::worker::RESOURCE.into(),
+        with: hosts(&["c1"]),
+        slow_ms,
+    };
+    vec![(isolate, hold, None)]
+}
+
 fn sentinel(quick: bool, ttl: Duration) -> Vec<Spec> {
     let quiet = Duration::from_secs(if quick { 4 } else { 6 });
     let spec = |name, about, replicas, bypass_gate, expect_valid| Spec {
@@ -287,6 +305,49 @@ fn sentinel(quick: bool, ttl: Duration) -> Vec<Spec> {
             "split brain without acknowledgement, and reads/writes bypassing the gate",
             0,
             true,
+            false,
+        ),
+    ]
+}
+
+fn cluster(quick: bool, ttl: Duration) -> Vec<Spec> {
+    let quiet = Duration::from_secs(if quick { 4 } else { 6 });
+    let spec = |name, about, replicas, slow_ms, expect_valid| Spec {
+        name,
+        topology: Topology::Cluster { replicas },
+        about,
+        clients: 3,
+        ttl_ms: ttl.as_millis() as u64,
+        hold_ms: 200,
+        bypass_gate: false,
+        node: aof(),
+        faults: cluster_split(quick, slow_ms),
+        quiet,
+        expect_valid,
+        mix: &[],
+        workload: Workload::Mutex,
+        misbehave: false,
+    };
+    vec![
+        spec(
+            "cluster-ack-on",
+            "Redis Cluster 3+3, the lock's master isolated with c1; each grant waits for 1 replica",
+            1,
+            None,
+            true,
+        ),
+        spec(
+            "cluster-ack-off",
+            "the same isolation without replica acknowledgement",
+            0,
+            None,
+            true,
+        ),
+        spec(
+            "cluster-ack-off-slow-master",
+            "no acknowledgement, and the isolated master's cluster-node-timeout longer than the partition",
+            0,
+            Some(60_000),
             false,
         ),
     ]

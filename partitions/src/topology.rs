@@ -1,12 +1,14 @@
-//! How the lock's nodes are deployed on the hosts: five independent masters (Redlock), or one
+//! How the lock's nodes are deployed on the hosts: five independent masters (Redlock), one
 //! Sentinel-managed master with two replicas (a sentinel next to each data node, as on three
-//! machines), which the clients reach as one `redis+sentinel://` node.
+//! machines), which the clients reach as one `redis+sentinel://` node, or a Redis Cluster of
+//! 3 masters and 3 replicas reached as one `redis+cluster://` node (topology_cluster.rs).
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::net::{Host, Net};
 use crate::nodes::{control_conn, Node, NodeConfig, PORT};
+use crate::worker::RESOURCE;
 
 pub const MASTER_NAME: &str = "dlpmaster";
 const SENTINEL_PORT: u16 = 26379;
@@ -18,6 +20,8 @@ pub enum Topology {
     /// A master and two replicas watched by three sentinels; `replicas`: the replica
     /// acknowledgement each grant waits for (0: none).
     Sentinel { replicas: u32 },
+    /// Redis Cluster, 3 masters and 1 replica each; `replicas` as for Sentinel.
+    Cluster { replicas: u32 },
 }
 
 impl Topology {
@@ -25,13 +29,14 @@ impl Topology {
         match self {
             Topology::Redlock => 5,
             Topology::Sentinel { .. } => 3,
+            Topology::Cluster { .. } => 6,
         }
     }
 
     pub fn replicas(self) -> u32 {
         match self {
             Topology::Redlock => 0,
-            Topology::Sentinel { replicas } => replicas,
+            Topology::Sentinel { replicas } | Topology::Cluster { replicas } => replicas,
         }
     }
 }
@@ -41,6 +46,8 @@ pub struct Deployment {
     pub nodes: Vec<Node>,
     pub sentinels: Vec<Sentinel>,
     pub urls: Vec<String>,
+    /// Each client is given one of `urls` (its own cluster seed) rather than all of them.
+    pub one_each: bool,
 }
 
 impl Deployment {
@@ -49,11 +56,20 @@ impl Deployment {
     /// even so the majority side's clients found no master during the isolation
     /// (docs/safety.md, "Real partitions", the availability finding).
     pub fn urls_for(&self, id: u32) -> Vec<String> {
+        let index = (id as usize).saturating_sub(1);
+        if self.one_each {
+            return self
+                .urls
+                .get(index % self.urls.len().max(1))
+                .cloned()
+                .into_iter()
+                .collect();
+        }
         if self.sentinels.is_empty() {
             return self.urls.clone();
         }
         let mut addrs: Vec<String> = self.sentinels.iter().map(|s| s.address()).collect();
-        let first = (id as usize).saturating_sub(1) % addrs.len().max(1);
+        let first = index % addrs.len().max(1);
         addrs.rotate_left(first);
         vec![format!(
             "redis+sentinel://{}/{MASTER_NAME}",
@@ -77,9 +93,11 @@ pub fn deploy(t: Topology, net: &Net, config: &NodeConfig) -> Result<Deployment,
                 nodes,
                 sentinels: Vec::new(),
                 urls,
+                one_each: false,
             })
         }
         Topology::Sentinel { .. } => sentinel_set(&hosts, config),
+        Topology::Cluster { .. } => crate::topology_cluster::deploy(&hosts, config, RESOURCE),
     }
 }
 
@@ -108,6 +126,7 @@ fn sentinel_set(hosts: &[&Host], config: &NodeConfig) -> Result<Deployment, Stri
         nodes,
         sentinels,
         urls,
+        one_each: false,
     };
     wait(Duration::from_secs(30), || set.settled(master))?;
     Ok(set)

@@ -13,7 +13,7 @@ use redis::aio::MultiplexedConnection;
 
 use crate::history::{Event, Kind, F};
 
-pub(crate) const RESOURCE: &str = "dlp:lock";
+pub const RESOURCE: &str = "dlp:lock";
 pub const REGISTER: &str = "dlp:register";
 pub(crate) const GATE: &str = "dlp:gate";
 
