@@ -214,7 +214,7 @@ partitions-quick: build partitions-deps python-venv
 	timeout 600 target/release/dlock-partitions --quick; rc=$$?; \
 	target/release/dlock-partitions clean; exit $$rc
 
-PARTITIONS_CI ?= redlock-partitions,redlock-broken-gate,sentinel-ack-off,redlock-mixed-clients,redlock-election
+PARTITIONS_CI ?= redlock-partitions,sentinel-ack-off,cluster-ack-on,redlock-mixed-clients,redlock-election,semaphore-broken
 partitions-ci: build partitions-deps python-venv
 	$(CARGO) build --release -p dlock-partitions -p dlock-cli
 	timeout 300 $(CARGO) test --release -p dlock-partitions
