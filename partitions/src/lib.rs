@@ -5,6 +5,7 @@
 pub mod chart;
 pub mod checker;
 pub mod checker_election;
+pub mod clock;
 pub mod faults;
 pub mod history;
 pub mod linear;

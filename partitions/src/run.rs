@@ -91,11 +91,16 @@ pub fn execute(spec: &Spec) -> Result<Outcome, String> {
     let names = host_names(spec.topology, spec.clients);
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
     let net = Net::create(&refs)?;
-    let mut deployment = topology::deploy(spec.topology, &net, &spec.node)?;
+    // Declared before the nodes, so dropped after them: a restart needs the shim until the end.
+    let shim = clock_shim(spec)?;
+    let mut node = spec.node.clone();
+    node.clock_shim = shim.as_ref().map(crate::clock::Shim::path);
+    let mut deployment = topology::deploy(spec.topology, &net, &node)?;
     let plain = NodeConfig {
         aof: false,
         quarantine_ms: 0,
         extra: Vec::new(),
+        clock_shim: None,
     };
     let register = Node::start(net.host("reg"), plain)?;
     let secs = schedule_secs(spec);
@@ -138,6 +143,14 @@ pub fn execute(spec: &Spec) -> Result<Outcome, String> {
         elapsed: started.elapsed(),
         problems,
     })
+}
+
+/// The compiled clock shim when the run's schedule moves clocks (the nodes then start with it).
+fn clock_shim(spec: &Spec) -> Result<Option<crate::clock::Shim>, String> {
+    if !crate::clock::used(&spec.faults) {
+        return Ok(None);
+    }
+    crate::clock::Shim::build().map(Some)
 }
 
 /// Plays the schedule: quiet, then each fault held and healed, each followed by quiet.

@@ -92,6 +92,7 @@ fn aof() -> NodeConfig {
         aof: true,
         quarantine_ms: 0,
         extra: Vec::new(),
+        clock_shim: None,
     }
 }
 
@@ -100,6 +101,7 @@ fn volatile(quarantine_ms: u64) -> NodeConfig {
         aof: false,
         quarantine_ms,
         extra: Vec::new(),
+        clock_shim: None,
     }
 }
 

@@ -54,6 +54,7 @@ fn an_unwinding_run_leaves_nothing() {
             aof: true,
             quarantine_ms: 0,
             extra: Vec::new(),
+            clock_shim: None,
         };
         let mut nodes = vec![Node::start(net.host("n1"), config).expect("a node")];
         assert!(!our_processes().is_empty(), "the node runs");
