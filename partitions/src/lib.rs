@@ -14,6 +14,7 @@ pub mod nodes;
 pub mod report;
 pub mod run;
 pub mod runs;
+pub mod runs_clock;
 pub mod runs_election;
 pub mod topology;
 pub mod worker;

@@ -166,6 +166,7 @@ pub fn all(quick: bool) -> Vec<Spec> {
     runs.extend(sentinel(quick, ttl));
     runs.extend(mixed_clients(hold, quiet, ttl));
     runs.extend(crate::runs_election::runs(quick, ttl));
+    runs.extend(crate::runs_clock::runs(quick, ttl));
     runs
 }
 
