@@ -92,9 +92,7 @@ pub fn execute(spec: &Spec) -> Result<Outcome, String> {
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
     let net = Net::create(&refs)?;
     // Declared before the nodes, so dropped after them: a restart needs the shim until the end.
-    let shim = clock_shim(spec)?;
-    let mut node = spec.node.clone();
-    node.clock_shim = shim.as_ref().map(crate::clock::Shim::path);
+    let (_shim, node) = node_config(spec)?;
     let mut deployment = topology::deploy(spec.topology, &net, &node)?;
     let plain = NodeConfig {
         aof: false,
@@ -145,12 +143,16 @@ pub fn execute(spec: &Spec) -> Result<Outcome, String> {
     })
 }
 
-/// The compiled clock shim when the run's schedule moves clocks (the nodes then start with it).
-fn clock_shim(spec: &Spec) -> Result<Option<crate::clock::Shim>, String> {
+/// The nodes' configuration, with the compiled clock shim when the run's schedule moves clocks
+/// (the shim must outlive the nodes: it is returned to be held).
+fn node_config(spec: &Spec) -> Result<(Option<crate::clock::Shim>, NodeConfig), String> {
+    let mut node = spec.node.clone();
     if !crate::clock::used(&spec.faults) {
-        return Ok(None);
+        return Ok((None, node));
     }
-    crate::clock::Shim::build().map(Some)
+    let shim = crate::clock::Shim::build()?;
+    node.clock_shim = Some(shim.path());
+    Ok((Some(shim), node))
 }
 
 /// Plays the schedule: quiet, then each fault held and healed, each followed by quiet.
