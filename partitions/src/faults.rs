@@ -47,6 +47,10 @@ pub enum Fault {
         with: Vec<String>,
         slow_ms: Option<u64>,
     },
+    /// These nodes' wall clocks step by `ms` (the clock shim, clock.rs), at a moment a client
+    /// is inside its critical section when one is (waits up to 3 s for one); the heal steps
+    /// them back to real time. Monotonic clocks do not move.
+    ClockOffset { nodes: Vec<usize>, ms: i64 },
 }
 
 /// A fault in force between two instants.
@@ -89,6 +93,7 @@ pub fn name(f: &Fault) -> String {
         Fault::IsolateKeyMaster { key, with, .. } => {
             format!("partition master of {key:?},{} | rest", join(with))
         }
+        Fault::ClockOffset { nodes, ms } => format!("wall clock {ms:+} ms on nodes {nodes:?}"),
     }
 }
 
@@ -239,6 +244,12 @@ fn inject(t: &mut Targets, fault: &Fault) -> Result<(), String> {
         }
         Fault::IsolateHolder(with) => isolate_holder(t, with),
         Fault::IsolateKeyMaster { .. } => Err("the key's master was not found".into()),
+        Fault::ClockOffset { nodes, ms } => {
+            // A step that shortens leases matters only while one is held: land it as a
+            // critical section begins, so the holder has its whole hold left; else step anyway.
+            let _ = entering_holder(&t.state_dir);
+            set_clocks(t, nodes, *ms)
+        }
         Fault::PauseHolder => {
             let id = holder(&t.state_dir).ok_or("no client entered a critical section in 3 s")?;
             signal_client(t, id, Signal::SIGSTOP)?;
@@ -246,6 +257,14 @@ fn inject(t: &mut Targets, fault: &Fault) -> Result<(), String> {
             Ok(())
         }
     }
+}
+
+/// Writes `ms` into each node's offset file (an index out of range is an error, not a panic).
+fn set_clocks(t: &Targets, nodes: &[usize], ms: i64) -> Result<(), String> {
+    nodes.iter().try_for_each(|&i| {
+        let node = t.nodes.get(i).ok_or(format!("no node {i}"))?;
+        node.set_clock_offset(ms)
+    })
 }
 
 /// Cuts the client inside its critical section, with `with`, off from every other data node
@@ -284,6 +303,30 @@ fn holder(dir: &std::path::Path) -> Option<u32> {
     None
 }
 
+/// Waits (up to 3 s) for a client to enter its critical section: a mark written after the call,
+/// not one already there (that holder could be about to write and leave).
+fn entering_holder(dir: &std::path::Path) -> Option<()> {
+    let since = std::time::SystemTime::now();
+    let deadline = std::time::Instant::now() + Duration::from_secs(3);
+    while std::time::Instant::now() < deadline {
+        let fresh = std::fs::read_dir(dir)
+            .ok()?
+            .filter_map(Result::ok)
+            .any(|e| {
+                let mark = e.file_name().to_string_lossy().starts_with("holding-");
+                mark && e
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .is_ok_and(|m| m >= since)
+            });
+        if fresh {
+            return Some(());
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    None
+}
+
 fn heal(t: &mut Targets, fault: &Fault) -> Result<(), String> {
     match fault {
         Fault::Partition { .. }
@@ -311,6 +354,7 @@ fn heal(t: &mut Targets, fault: &Fault) -> Result<(), String> {
         }
         Fault::PauseClient(c) => signal_client(t, *c, Signal::SIGCONT),
         Fault::Crash(n) => n.iter().try_for_each(|&i| t.nodes[i].restart()),
+        Fault::ClockOffset { nodes, .. } => set_clocks(t, nodes, 0),
         Fault::PauseHolder => match t.stopped.take() {
             Some(id) => signal_client(t, id, Signal::SIGCONT),
             None => Ok(()),

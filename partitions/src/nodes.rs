@@ -21,6 +21,9 @@ pub struct NodeConfig {
     pub quarantine_ms: u64,
     /// More `--name value` settings (replication, cluster).
     pub extra: Vec<(String, String)>,
+    /// The wall-clock shim (clock.rs), preloaded into the server when set; the node's offset
+    /// file is in its data dir. Set by the run when its schedule moves clocks.
+    pub clock_shim: Option<std::path::PathBuf>,
 }
 
 pub struct Node {
@@ -43,6 +46,9 @@ impl Node {
             dir,
             child: None,
         };
+        if node.config.clock_shim.is_some() {
+            crate::clock::set(node.dir.path(), 0)?;
+        }
         node.spawn()?;
         Ok(node)
     }
@@ -65,6 +71,11 @@ impl Node {
         cmd.args(["quarantine-ms", &self.config.quarantine_ms.to_string()]);
         for (name, value) in &self.config.extra {
             cmd.arg(format!("--{name}")).arg(value);
+        }
+        // `ip netns exec` passes its environment on to the server it execs.
+        if let Some(shim) = &self.config.clock_shim {
+            cmd.env("LD_PRELOAD", shim);
+            cmd.env("CLOCKSHIFT_FILE", crate::clock::file(self.dir.path()));
         }
         cmd.stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -124,6 +135,14 @@ impl Node {
     pub fn restart(&mut self) -> Result<(), String> {
         self.crash();
         self.spawn()
+    }
+
+    /// Moves this node's wall clock to real time + `ms` (it must run with the clock shim).
+    pub fn set_clock_offset(&self, ms: i64) -> Result<(), String> {
+        if self.config.clock_shim.is_none() {
+            return Err(format!("{} runs without the clock shim", self.host.name));
+        }
+        crate::clock::set(self.dir.path(), ms)
     }
 
     /// A blocking connection opened from the control host's namespace.

@@ -95,11 +95,14 @@ pub fn execute(spec: &Spec) -> Result<Outcome, String> {
     let names = host_names(spec.topology, spec.clients);
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
     let net = Net::create(&refs)?;
-    let mut deployment = topology::deploy(spec.topology, &net, &spec.node)?;
+    // Declared before the nodes, so dropped after them: a restart needs the shim until the end.
+    let (_shim, node) = node_config(spec)?;
+    let mut deployment = topology::deploy(spec.topology, &net, &node)?;
     let plain = NodeConfig {
         aof: false,
         quarantine_ms: 0,
         extra: Vec::new(),
+        clock_shim: None,
     };
     let register = Node::start(net.host("reg"), plain)?;
     let secs = schedule_secs(spec);
@@ -148,6 +151,18 @@ pub fn execute(spec: &Spec) -> Result<Outcome, String> {
         elapsed: started.elapsed(),
         problems,
     })
+}
+
+/// The nodes' configuration, with the compiled clock shim when the run's schedule moves clocks
+/// (the shim must outlive the nodes: it is returned to be held).
+fn node_config(spec: &Spec) -> Result<(Option<crate::clock::Shim>, NodeConfig), String> {
+    let mut node = spec.node.clone();
+    if !crate::clock::used(&spec.faults) {
+        return Ok((None, node));
+    }
+    let shim = crate::clock::Shim::build()?;
+    node.clock_shim = Some(shim.path());
+    Ok((Some(shim), node))
 }
 
 /// Plays the schedule: quiet, then each fault held and healed, each followed by quiet.

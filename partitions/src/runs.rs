@@ -92,6 +92,7 @@ pub(crate) fn aof() -> NodeConfig {
         aof: true,
         quarantine_ms: 0,
         extra: Vec::new(),
+        clock_shim: None,
     }
 }
 
@@ -100,6 +101,7 @@ fn volatile(quarantine_ms: u64) -> NodeConfig {
         aof: false,
         quarantine_ms,
         extra: Vec::new(),
+        clock_shim: None,
     }
 }
 
@@ -167,6 +169,7 @@ pub fn all(quick: bool) -> Vec<Spec> {
     runs.extend(crate::runs_election::runs(quick, ttl));
     runs.extend(crate::runs_shared::all(quick, ttl));
     runs.extend(cluster(quick, ttl));
+    runs.extend(crate::runs_clock::runs(quick, ttl));
     runs
 }
 

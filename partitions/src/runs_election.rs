@@ -75,6 +75,7 @@ pub fn runs(quick: bool, ttl: Duration) -> Vec<Spec> {
             aof: true,
             quarantine_ms: 0,
             extra: Vec::new(),
+            clock_shim: None,
         },
         faults,
         quiet,

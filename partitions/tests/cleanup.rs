@@ -56,6 +56,7 @@ fn an_unwinding_run_leaves_nothing() {
             aof: true,
             quarantine_ms: 0,
             extra: Vec::new(),
+            clock_shim: None,
         };
         let mut nodes = vec![Node::start(net.host("n1"), config).expect("a node")];
         assert!(!our_processes().is_empty(), "the node runs");
@@ -100,6 +101,7 @@ fn an_unwinding_cluster_leaves_nothing() {
             aof: true,
             quarantine_ms: 0,
             extra: Vec::new(),
+            clock_shim: None,
         };
         let cluster = topology::deploy(Topology::Cluster { replicas: 1 }, &net, &config)
             .expect("the cluster");
