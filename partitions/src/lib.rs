@@ -6,6 +6,7 @@ pub mod chart;
 pub mod checker;
 pub mod checker_election;
 pub mod checker_shared;
+pub mod delayer;
 pub mod faults;
 pub mod history;
 pub mod linear;
