@@ -1,6 +1,7 @@
 //! The nemesis: faults applied one at a time, each held for a while and then healed, and a
 //! timeline of when each was in force. Network faults are nftables rules in the hosts' own
-//! tables (net.rs), so healing is flushing two chains; process faults are signals to the
+//! tables (net.rs), so healing is flushing two chains; a delay is netem or an NFQUEUE rule and
+//! a delayer process (delayer.rs), removed by its guard; process faults are signals to the
 //! servers and client processes this run started.
 
 use std::time::Duration;
