@@ -192,7 +192,8 @@ chaos: build
 
 # Jepsen's method (docs/safety.md, "Real partitions"): nodes and clients in network namespaces
 # on a bridge, real partitions and process faults, the history checked. Root only (namespaces,
-# nftables); installs iproute2, nftables and the chart's font when missing. `make test` runs
+# nftables, iptables' NFQUEUE for delay where the kernel has no netem); installs iproute2,
+# nftables, iptables and the chart's font when missing. `make test` runs
 # partitions-ci (a ~2 minute subset: each topology and client once, and runs the checker must
 # find invalid); partitions-quick every run on a short schedule, partitions every run (<= 15
 # min). Reports and charts in target/partitions/.
@@ -200,6 +201,7 @@ partitions-deps:
 	@missing=""; \
 	command -v ip >/dev/null 2>&1 || missing="$$missing iproute2"; \
 	command -v nft >/dev/null 2>&1 || missing="$$missing nftables"; \
+	command -v iptables >/dev/null 2>&1 || missing="$$missing iptables"; \
 	[ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || missing="$$missing fonts-dejavu-core"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \

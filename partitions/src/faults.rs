@@ -1,6 +1,7 @@
 //! The nemesis: faults applied one at a time, each held for a while and then healed, and a
 //! timeline of when each was in force. Network faults are nftables rules in the hosts' own
-//! tables (net.rs), so healing is flushing two chains; process faults are signals to the
+//! tables (net.rs), so healing is flushing two chains; a delay is netem or an NFQUEUE rule and
+//! a delayer process (delayer.rs), removed by its guard; process faults are signals to the
 //! servers and client processes this run started.
 
 use std::time::Duration;
@@ -9,8 +10,9 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use serde::Serialize;
 
+use crate::delayer::{self, Delayed};
 use crate::history::{mono_ns, wall_ms};
-use crate::net::{nft, run_in, Net};
+use crate::net::{nft, Net};
 use crate::nodes::Node;
 
 /// One fault. Host names are the short ones (`n1`, `c2`); hosts named nowhere keep their links.
@@ -23,7 +25,8 @@ pub enum Fault {
     OneWay { from: Vec<String>, to: Vec<String> },
     /// Every packet arriving at these hosts dropped with this probability (nftables numgen).
     Loss { hosts: Vec<String>, percent: u32 },
-    /// `tc netem` delay on these hosts' links; skipped (and said so) where the kernel has none.
+    /// Every packet these hosts send held `ms`: `tc netem` where the kernel has it, else an
+    /// NFQUEUE rule and the delayer (delayer.rs); the window's name says which.
     Delay { hosts: Vec<String>, ms: u32 },
     /// SIGSTOP these nodes (by index), SIGCONT at the heal.
     PauseNodes(Vec<usize>),
@@ -62,7 +65,7 @@ pub struct Window {
     pub start_wall_ms: u64,
     /// Set when the fault breaks one of the protocol's assumptions (docs/safety.md).
     pub breaks: Option<String>,
-    /// Why the fault could not be applied (e.g. no netem); the window then did nothing.
+    /// Why the fault could not be applied; the window then did nothing.
     pub skipped: Option<String>,
 }
 
@@ -146,17 +149,22 @@ fn slow_down(node: &Node, ms: u64) -> Result<(), String> {
 /// Applies `fault`, holds it `hold`, heals it; the window it was in force.
 pub fn apply(t: &mut Targets, fault: &Fault, hold: Duration, breaks: Option<String>) -> Window {
     let (start_ns, start_wall_ms) = (mono_ns(), wall_ms());
-    let (fault, named, skipped) = match resolve(t, fault) {
-        Ok((f, named)) => {
-            let skipped = inject(t, &f).err();
-            (f, named, skipped)
-        }
-        Err(e) => (fault.clone(), name(fault), Some(e)),
+    let (fault, mut named, skipped, held) = match resolve(t, fault) {
+        Ok((f, named)) => match start(t, &f) {
+            Ok(held) => (f, named, None, held),
+            Err(e) => (f, named, Some(e), None),
+        },
+        Err(e) => (fault.clone(), name(fault), Some(e), None),
     };
     if let Some(why) = &skipped {
         eprintln!("partitions: {named} skipped: {why}");
     }
+    if let Some(d) = &held {
+        named = format!("{named} ({})", d.mechanism());
+    }
     std::thread::sleep(hold);
+    // A delay is healed by its guard (also when this thread unwinds).
+    drop(held);
     if let Err(e) = heal(t, &fault) {
         eprintln!("partitions: healing {named} failed: {e}");
     }
@@ -215,6 +223,14 @@ fn signal_client(t: &Targets, id: u32, sig: Signal) -> Result<(), String> {
     Ok(())
 }
 
+/// Applies the fault; a delay returns the guard that removes it.
+fn start(t: &mut Targets, fault: &Fault) -> Result<Option<Delayed>, String> {
+    match fault {
+        Fault::Delay { hosts, ms } => delayer::delay(t.net, hosts, *ms).map(Some),
+        _ => inject(t, fault).map(|()| None),
+    }
+}
+
 fn inject(t: &mut Targets, fault: &Fault) -> Result<(), String> {
     match fault {
         Fault::Partition { a, b } => {
@@ -226,13 +242,8 @@ fn inject(t: &mut Targets, fault: &Fault) -> Result<(), String> {
             let rule = format!("add rule inet dlp input numgen random mod 100 < {percent} drop");
             hosts.iter().try_for_each(|h| nft(&t.net.host(h).ns, &rule))
         }
-        Fault::Delay { hosts, ms } => hosts.iter().try_for_each(|h| {
-            let delay = format!("{ms}ms");
-            let args = [
-                "qdisc", "add", "dev", "eth0", "root", "netem", "delay", &delay,
-            ];
-            run_in(&t.net.host(h).ns, "tc", &args).map(drop)
-        }),
+        // Applied by `start`, with its guard.
+        Fault::Delay { .. } => Ok(()),
         Fault::PauseNodes(n) => {
             n.iter().for_each(|&i| t.nodes[i].pause());
             Ok(())
@@ -337,17 +348,8 @@ fn heal(t: &mut Targets, fault: &Fault) -> Result<(), String> {
             let flush = "flush chain inet dlp input\nflush chain inet dlp output\n";
             t.net.hosts.iter().try_for_each(|h| nft(&h.ns, flush))
         }
-        Fault::Delay { hosts, .. } => {
-            for h in hosts {
-                // Nothing to remove where the delay could not be added.
-                let _ = run_in(
-                    &t.net.host(h).ns,
-                    "tc",
-                    &["qdisc", "del", "dev", "eth0", "root"],
-                );
-            }
-            Ok(())
-        }
+        // Removed when `apply` drops its guard.
+        Fault::Delay { .. } => Ok(()),
         Fault::PauseNodes(n) => {
             n.iter().for_each(|&i| t.nodes[i].resume());
             Ok(())

@@ -7,6 +7,7 @@ pub mod checker;
 pub mod checker_election;
 pub mod checker_shared;
 pub mod clock;
+pub mod delayer;
 pub mod faults;
 pub mod history;
 pub mod linear;

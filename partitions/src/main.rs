@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use dlock_partitions::{chart, history, net, report, run, runs, worker, worker_cli};
+use dlock_partitions::{chart, delayer, history, net, report, run, runs, worker, worker_cli};
 
 #[derive(Parser)]
 #[command(about = "dlock under real network partitions, with a checked history")]
@@ -38,6 +38,9 @@ enum Command {
     /// One critical section, the command `dlock run` starts (the CLI worker's).
     #[command(hide = true)]
     CliSection(worker_cli::SectionArgs),
+    /// Holds a host's queued packets (started by the nemesis inside its namespace).
+    #[command(hide = true)]
+    Delayer(delayer::DelayerArgs),
     /// Removes whatever a crashed run left (namespaces and the processes in them).
     Clean,
 }
@@ -48,6 +51,7 @@ fn main() -> ExitCode {
         Some(Command::Worker(w)) => return worker::main(w),
         Some(Command::CliWorker(w)) => return worker_cli::main(w),
         Some(Command::CliSection(s)) => return worker_cli::section_main(s),
+        Some(Command::Delayer(d)) => return delayer::main(d),
         Some(Command::Clean) => {
             eprintln!("removed {} namespaces", net::clean_leftovers());
             return ExitCode::SUCCESS;
