@@ -113,7 +113,7 @@ pub fn all(quick: bool) -> Vec<Spec> {
     } else {
         (Duration::from_secs(10), Duration::from_secs(4))
     };
-    let crashes = if quick { 8 } else { 25 };
+    let crashes = if quick { 8 } else { 12 };
     let base = |name, about, faults, node, bypass_gate, expect_valid| Spec {
         name,
         topology: Topology::Redlock,
