@@ -210,25 +210,25 @@ partitions-deps:
 
 # A run past its limit is killed; `clean` then removes what it left (namespaces, processes).
 # The namespaces' names are the host's: two suites at once (two clones, a test beside a run)
-# would remove each other's, so each step holds one host-wide lock.
+# would remove each other's, so each step holds one host-wide lock. `cargo test -p
+# dlock-partitions` also builds the suite's binary (its tests need it), with the features it is
+# tested with: a separate `cargo build` of it (or with the CLI, which `build` made) would compile
+# it and its dependencies twice. The CLI worker runs target/release/dlock.
 PARTITIONS_LOCK ?= /tmp/dlock-partitions.lock
 # The Python worker runs with python/.venv (python-venv), the CLI worker with target/release/dlock.
 partitions-quick: build partitions-deps python-venv
-	$(CARGO) build --release -p dlock-partitions -p dlock-cli
-	flock $(PARTITIONS_LOCK) timeout 300 $(CARGO) test --release -p dlock-partitions
+	flock $(PARTITIONS_LOCK) timeout 600 $(CARGO) test --release -p dlock-partitions
 	flock $(PARTITIONS_LOCK) sh -c 'timeout 600 target/release/dlock-partitions --quick; rc=$$?; \
 	  target/release/dlock-partitions clean; exit $$rc'
 
 PARTITIONS_CI ?= redlock-partitions,sentinel-ack-off,cluster-ack-on,redlock-mixed-clients,redlock-election,semaphore-broken
 partitions-ci: build partitions-deps python-venv
-	$(CARGO) build --release -p dlock-partitions -p dlock-cli
-	flock $(PARTITIONS_LOCK) timeout 300 $(CARGO) test --release -p dlock-partitions
+	flock $(PARTITIONS_LOCK) timeout 600 $(CARGO) test --release -p dlock-partitions
 	flock $(PARTITIONS_LOCK) sh -c 'timeout 400 target/release/dlock-partitions --quick --only $(PARTITIONS_CI); \
 	  rc=$$?; target/release/dlock-partitions clean; exit $$rc'
 
 partitions: build partitions-deps python-venv
-	$(CARGO) build --release -p dlock-partitions -p dlock-cli
-	flock $(PARTITIONS_LOCK) timeout 300 $(CARGO) test --release -p dlock-partitions
+	flock $(PARTITIONS_LOCK) timeout 600 $(CARGO) test --release -p dlock-partitions
 	flock $(PARTITIONS_LOCK) sh -c 'timeout 1200 target/release/dlock-partitions; rc=$$?; \
 	  target/release/dlock-partitions clean; exit $$rc'
 
