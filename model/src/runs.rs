@@ -78,7 +78,7 @@ impl Bounds {
 }
 
 /// How deep `--ci` explores the two faultless runs, which `make model` explores exhaustively.
-const FAULTLESS_CI_DEPTH: usize = 22;
+const FAULTLESS_CI_DEPTH: usize = 20;
 
 /// The real design under `bounds`.
 pub fn design(bounds: Bounds) -> Vec<Run> {
@@ -211,12 +211,12 @@ fn shared_runs(bounds: Bounds) -> Vec<Run> {
 /// The bound of the two largest faultless runs, two clients queued behind earlier holders of a
 /// shared lock or a semaphore: exhaustive in `make model-deep`; in `make model` every behaviour
 /// of up to `quick` steps, a quarter of their states in a quarter of the time (about 15 s each
-/// instead of a minute), every property still checked; in CI 6 steps fewer.
+/// instead of a minute), every property still checked; in CI 8 steps fewer.
 fn queued_depth(bounds: Bounds, quick: usize) -> Option<usize> {
     match bounds {
         Bounds::Deep => None,
         Bounds::Model => Some(quick),
-        Bounds::Ci => Some(quick - 6),
+        Bounds::Ci => Some(quick - 8),
     }
 }
 
