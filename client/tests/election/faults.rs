@@ -37,9 +37,12 @@ async fn a_minority_down_keeps_the_leader_a_majority_down_ends_it() {
         .await
         .unwrap()
         .expect("still seen leading");
+    // The id and value, not the epoch: a node that answered the grant after the 200 ms
+    // timeout holds its own token, never fenced, and with two committed nodes down the leader
+    // rule may show that one (the smallest held, conformance/leaders.json).
     assert_eq!(
-        (leader.value.as_str(), leader.epoch),
-        ("v", leading.epoch())
+        (leader.id.as_str(), leader.value.as_str()),
+        (leading.id(), "v")
     );
     servers[2].kill();
     let cut = Instant::now();
