@@ -1,7 +1,6 @@
 //! Bad input gets a clear error that names the argument and range, and changes nothing.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 /// A refused command: what is wrong, the command and its arguments, the start of the error, and a
 /// fragment the error must also contain.

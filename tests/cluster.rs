@@ -2,8 +2,7 @@
 //! create`): commands route by their key, and failover and resharding keep locks with their
 //! tokens and the token order.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::time::Duration;
 

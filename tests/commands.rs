@@ -1,7 +1,6 @@
 //! Every DLOCK.* reply from the contract, against a real redis-server with the module.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 #[test]
 fn acquire_grants_a_token_and_refuses_another_owner() {

@@ -1,8 +1,7 @@
 //! Settings: restart quarantine, CONFIG SET / GET of every dlock.* option, module arguments
 //! validated like CONFIG SET, and redis.conf.example loaded as-is.
 
-mod common;
-use common::*;
+use crate::common::*;
 use redis::RedisResult;
 
 fn config_get(c: &mut Connection, name: &str) -> String {

@@ -3,8 +3,7 @@
 //! new grants are refused with an error naming the policy, unless the operator accepts the risk
 //! with `dlock.allow-eviction yes`. INFO shows which state the node is in.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 fn config_set(c: &mut Connection, name: &str, value: &str) {
     redis::cmd("CONFIG")

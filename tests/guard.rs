@@ -2,9 +2,8 @@
 //! at least its gate's, and nothing changes otherwise; the gate survives reloads, AOF replays
 //! and replicas, never moves backwards, and the wrapped command runs under the caller's ACL.
 
-mod common;
-use common::dump::{dump, restore};
-use common::*;
+use crate::common::dump::{dump, restore};
+use crate::common::*;
 
 /// `DLOCK.GUARD gate token args...`: the reply, or the error's text.
 fn guard(c: &mut Connection, gate: &str, token: u64, args: &[&str]) -> Result<Value, String> {

@@ -2,13 +2,11 @@
 //! server the same whatever the resource holds, thousands of leases ending together with as many
 //! waiters never stall the event loop for long, and STATUS and TOP replies stay bounded.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 
 const LIMIT: usize = 10_000;
 const MIN: i64 = 60_000;

@@ -6,9 +6,8 @@
 //! (no TTL) or long after, invisible to `volatile-*` eviction. A key whose lock has ended goes
 //! away by active expiry, with nobody touching it.
 
-mod common;
-use common::dump::{dump, restore};
-use common::*;
+use crate::common::dump::{dump, restore};
+use crate::common::*;
 
 /// How far apart PTTL and the lock's ttl may be read (two commands on a loaded machine).
 const SLACK_MS: i64 = 50;
@@ -265,15 +264,15 @@ fn a_version_one_value_restored_without_a_ttl_is_never_eternal() {
     let (_, parts, _) = {
         acquire(&mut c, "seed", "o", 60_000).unwrap();
         let payload = dump(&mut c, "seed");
-        let parts = common::dump::Parts::of(&payload);
+        let parts = crate::common::dump::Parts::of(&payload);
         (payload, parts, ())
     };
     let v1 = parts.payload(
         &parts.with_encver(1),
         &[
-            common::dump::string(b"old"),
-            common::dump::uint(42),
-            common::dump::uint(1),
+            crate::common::dump::string(b"old"),
+            crate::common::dump::uint(42),
+            crate::common::dump::uint(1),
         ]
         .concat(),
         true,

@@ -4,8 +4,7 @@
 //! locks apart, a server that never issued a token can drop the module, and the ACL recipe for
 //! application users works.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::thread::sleep;
 use std::time::Duration;
@@ -80,8 +79,11 @@ fn move_swapdb_and_restore_under_another_name_leave_no_lock_held() {
     acquire(&mut c, "moved", "a", 60_000).unwrap();
     acquire(&mut c, "swapped", "a", 60_000).unwrap();
     acquire(&mut c, "dumped", "a", 60_000).unwrap();
-    let payload = common::dump::dump(&mut c, "dumped");
-    assert_eq!(common::dump::restore(&mut c, "elsewhere", &payload), None);
+    let payload = crate::common::dump::dump(&mut c, "dumped");
+    assert_eq!(
+        crate::common::dump::restore(&mut c, "elsewhere", &payload),
+        None
+    );
     assert_eq!(
         status(&mut c, "elsewhere"),
         None,

@@ -2,8 +2,7 @@
 //! specs, summary, since, arguments), the `@dlock` ACL category (Redis 7.2+), internal effect
 //! commands (Redis 8+), and keyspace events of the module class for every lock change.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::collections::HashMap;
 use std::time::Duration;

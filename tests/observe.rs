@@ -3,9 +3,8 @@
 //! takeover, lease end, FORCERELEASE; not EXTEND), bad input, kinds, MULTI and disconnects; more
 //! in tests/observe_more.rs.
 
-mod common;
-use common::observing::*;
-use common::*;
+use crate::common::observing::*;
+use crate::common::*;
 
 use std::time::{Duration, Instant};
 

@@ -1,9 +1,8 @@
 //! `DLOCK.OBSERVE`, continued from tests/observe.rs: a PROCLAIM seen through OWNER, many
 //! observers, RESP3, a cluster slot moving away, a replica, a handoff to a queued waiter.
 
-mod common;
-use common::observing::*;
-use common::*;
+use crate::common::observing::*;
+use crate::common::*;
 
 use std::thread;
 use std::time::Duration;

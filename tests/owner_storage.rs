@@ -3,8 +3,7 @@
 //! DEBUG DIGEST), and only the very owner that took a lock may release it: packing must never
 //! make `6F1C...` match `6f1c...`.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 /// Owners of every shape: a client's, a queued client's, odd-length and upper-case hex, a UUID,
 /// binary bytes, the longest accepted.

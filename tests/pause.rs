@@ -3,8 +3,7 @@
 //! write that follows every fork waits for writes to flow again, and still reaches a plain-AOF
 //! rewrite.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::time::Duration;
 

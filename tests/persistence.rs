@@ -2,8 +2,7 @@
 //! AOF rewrites), FLUSHALL and DEBUG RELOAD. The clock floor is off here so the counter's own
 //! persistence is what is tested, not the wall clock.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 fn no_floor() -> dlock_testkit::Builder {
     Server::builder().config("dlock.clock-floor", "no")

@@ -3,8 +3,7 @@
 //! replicated, persisted, and refused (0, nothing changed) to anyone but the holder with its
 //! token.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 fn proclaim(c: &mut redis::Connection, key: &str, owner: &str, token: i64, new: &str) -> i64 {
     redis::cmd("DLOCK.PROCLAIM")

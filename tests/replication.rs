@@ -1,8 +1,7 @@
 //! A real replica (`replicaof`) holds the same locks with the same tokens and expiries, follows
 //! every change, and refuses lock writes itself.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 #[test]
 fn replica_mirrors_locks_tokens_and_expiry() {

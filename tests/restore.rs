@@ -2,9 +2,8 @@
 //! malformed value is refused whole (`ERR Bad data format`, or a clean failure to load), the
 //! server stays up, and a refused RESTORE changes nothing — not even the fencing counter.
 
-mod common;
-use common::dump::{self, lock_fields, string, uint, Parts};
-use common::*;
+use crate::common::dump::{self, lock_fields, string, uint, Parts};
+use crate::common::*;
 
 /// A lock on `key`: its DUMP, the DUMP's parts, and the server's counter after it.
 fn dumped(c: &mut Connection, key: &str) -> (Vec<u8>, Parts, i64) {

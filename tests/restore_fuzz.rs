@@ -3,9 +3,8 @@
 //! checksum so that they reach the module's loader. The server must survive every one, and
 //! whatever it accepted must work with every DLOCK command and survive DEBUG RELOAD.
 
-mod common;
-use common::dump::{self, Parts};
-use common::*;
+use crate::common::dump::{self, Parts};
+use crate::common::*;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

@@ -3,9 +3,8 @@
 //! a queued writer holds back later readers, consecutive readers are granted together, a
 //! semaphore serves its head first, and a lease that ends frees its place at once.
 
-mod common;
-use common::group::{group_status, owners, take, try_take, Kind};
-use common::*;
+use crate::common::group::{group_status, owners, take, try_take, Kind};
+use crate::common::*;
 
 use std::sync::mpsc;
 use std::thread;
@@ -203,7 +202,7 @@ fn wait_for(server: &Server, key: &str, owner: &str, kind: Kind) -> mpsc::Receiv
     thread::spawn(move || {
         let mut cmd = redis::cmd("DLOCK.ACQUIRE");
         cmd.arg(&key_).arg(&owner_).arg(MIN).arg("WAIT").arg(10_000);
-        common::group::kind_args(&mut cmd, kind);
+        crate::common::group::kind_args(&mut cmd, kind);
         let _ = tx.send(cmd.query(&mut c).expect("a waited ACQUIRE"));
     });
     eventually("queued", 5_000, || queue(server, key).len() > before);
@@ -345,7 +344,7 @@ fn ticketed(c: &mut Connection, owner: &str, ticket: i64, kind: Kind) -> Option<
         .arg(1)
         .arg("TICKET")
         .arg(ticket);
-    common::group::kind_args(&mut cmd, kind);
+    crate::common::group::kind_args(&mut cmd, kind);
     cmd.query(c).unwrap()
 }
 

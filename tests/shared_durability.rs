@@ -4,10 +4,9 @@
 //! too; the key expires with the last lease; RESTORE validates every holder, and a value carried
 //! to another key is not held there.
 
-mod common;
-use common::dump::{dump, restore, string, uint, Parts};
-use common::group::{group_status, owners, take, GroupStatus, Kind};
-use common::*;
+use crate::common::dump::{dump, restore, string, uint, Parts};
+use crate::common::group::{group_status, owners, take, GroupStatus, Kind};
+use crate::common::*;
 
 use std::thread;
 use std::time::Duration;

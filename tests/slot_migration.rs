@@ -8,8 +8,7 @@
 //! They need the newest servers: `make compat` runs them there. On a server without atomic
 //! slot migration (CI's Redis 7.0) each test says so on stderr and checks nothing.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};

@@ -2,9 +2,8 @@
 //! clients read them by position), its holder list capped by COUNT; `DLOCK.TOP` bounded by
 //! COUNT in rows whatever the resources hold.
 
-mod common;
-use common::group::{take, Kind};
-use common::*;
+use crate::common::group::{take, Kind};
+use crate::common::*;
 
 use std::thread;
 use std::time::Duration;

@@ -2,9 +2,8 @@
 //! (tests/restore.rs), RDB and aux data. A grant past the maximum is refused, never wrapped;
 //! FENCE never lowers a token.
 
-mod common;
-use common::dump::{self, uint};
-use common::*;
+use crate::common::dump::{self, uint};
+use crate::common::*;
 
 #[test]
 fn fence_never_lowers_a_lock_token_or_the_counter() {

@@ -1,8 +1,7 @@
 //! `DLOCK.TOP`: keys with waiters from the wait registry (longest queue, then oldest waiter,
 //! first), held locks through a bounded SCAN walk with a cursor, bad input refused.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::collections::BTreeMap;
 use std::thread;

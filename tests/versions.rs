@@ -4,8 +4,7 @@
 //! all; this test names any that disagrees). `COMMAND DOCS` "since" values are versions the
 //! module has had: none is above the current one.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::path::Path;
 

@@ -1,8 +1,7 @@
 //! Fair waiting on one node: `DLOCK.ACQUIRE ... WAIT` parks the caller in a per-key queue and
 //! the freed lock goes to the first waiter (by arrival, or by ticket) in the same step.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::sync::mpsc;
 use std::thread;

@@ -2,8 +2,7 @@
 //! URL is one quorum node whose requests go to the master of the resource's slot, and grants
 //! count only once a replica acknowledged them.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::time::{Duration, Instant};
 

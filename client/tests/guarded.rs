@@ -2,8 +2,7 @@
 //! refused at the data's gate, the newer holder's write standing, and its lock marked lost.
 //! (The same with real SIGSTOPped processes: python/tests/test_guarded.py.)
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::future::Future;
 use std::time::Duration;

@@ -2,8 +2,7 @@
 //! watchdog's extensions, and a process that resumes past its renew deadline reads its lock as
 //! lost at once, before the watchdog's task has had a chance to run (the lease-loss contract).
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::future::Future;
 use std::time::Duration;

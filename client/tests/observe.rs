@@ -2,8 +2,7 @@
 //! keys, held locks over a keyspace walked in steps) and a waiter's place in the queue, which
 //! `lock_probed` names while it waits.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::time::Duration;
 

@@ -2,8 +2,7 @@
 //! deadlines kept, nodes dying and coming back mid-wait, the lease not eaten by the wait, and
 //! the watchdog's hold cap.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

@@ -1,7 +1,6 @@
 //! The Redlock algorithm against real nodes: quorum, failures, pauses, contention, fencing.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

@@ -3,8 +3,7 @@
 //! `kill -9` of the master, a lock acknowledged by the replica survives the crash, tokens never
 //! go back, and a client still holding the old master's address recovers without a restart.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::time::Duration;
 

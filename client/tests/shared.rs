@@ -3,8 +3,7 @@
 //! holders' tokens rising, the semaphore's larger quorum (N=5, k=2 needs 4 nodes), and a kind
 //! mismatch refused at once.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

@@ -6,8 +6,7 @@
 //! They need the newest servers (`make compat`); elsewhere each says so on stderr and checks
 //! nothing.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

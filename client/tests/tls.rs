@@ -2,8 +2,7 @@
 //! ACL users, unix sockets; and every way they are refused, with the reason named per node
 //! and no secret in any message.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::time::Duration;
 

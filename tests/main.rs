@@ -1,0 +1,34 @@
+//! The module's integration tests against real redis-server processes, one test binary with a
+//! module per file: a binary per file compiled the helpers and linked them once for each (most of
+//! a minute of CI). `cargo test --test integration restore::` runs one file's tests.
+
+mod common;
+
+mod architecture;
+mod bad_input;
+mod cluster;
+mod commands;
+mod config;
+mod eviction;
+mod guard;
+mod holders_at_scale;
+mod key_ttl;
+mod keyspace;
+mod metadata;
+mod observe;
+mod observe_more;
+mod owner_storage;
+mod pause;
+mod persistence;
+mod proclaim;
+mod replication;
+mod restore;
+mod restore_fuzz;
+mod shared;
+mod shared_durability;
+mod slot_migration;
+mod status;
+mod tokens;
+mod top;
+mod versions;
+mod waiting;
