@@ -73,7 +73,7 @@ python-test: build python-venv
 	cd python && .venv/bin/python tools/unasync.py --check
 	cd python && .venv/bin/ruff check src tests tools && .venv/bin/ruff format --check src tests tools
 	cd python && .venv/bin/mypy --strict src
-	cd python && .venv/bin/python -m pytest -q -p timeout --timeout 120
+	cd python && .venv/bin/python -m pytest -q -p timeout --timeout 120 --durations=8
 
 # The Node client (node/): Node 20+ and npm (installed from Debian when missing; Debian 12's
 # nodejs is 18, too old: install Node 20+ another way there), its npm packages from
@@ -154,7 +154,7 @@ docs-test: build python-venv node-deps node/node_modules/.installed monitoring-d
 	python/.venv/bin/ruff check --config python/pyproject.toml tests/docs
 	python/.venv/bin/ruff format --check --config python/pyproject.toml tests/docs
 	python/.venv/bin/mypy --strict tests/docs
-	python/.venv/bin/python -m pytest -q -p timeout --timeout 600 tests/docs
+	python/.venv/bin/python -m pytest -q -p timeout --timeout 600 --durations=12 tests/docs
 
 # Model-checks the protocol (docs/protocol.md): bounded, about three minutes on two cores.
 # The binaries `make build` made are run as they are: `cargo run -p` would resolve one package's
