@@ -5,7 +5,7 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use dlock_partitions::delayer;
@@ -39,6 +39,28 @@ fn echo_server(net: &Net, host: &str) -> String {
     addr
 }
 
+/// What each test starts from: the tests' turn, hosts n1 and n2, and a connection from n1 to an
+/// echo server on n2. `None` (said) without root.
+fn two_hosts() -> Option<(MutexGuard<'static, ()>, Net, TcpStream)> {
+    let one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    if !nix::unistd::Uid::effective().is_root() {
+        eprintln!("skipped: network namespaces need root");
+        return None;
+    }
+    // This test binary has no `delayer` subcommand: the suite's binary does.
+    std::env::set_var(
+        "DLOCK_PARTITIONS_EXE",
+        env!("CARGO_BIN_EXE_dlock-partitions"),
+    );
+    let net = Net::create(&["n1", "n2"]).expect("the network");
+    let addr = echo_server(&net, "n2");
+    let stream = net::inside(&net.host("n1").ns, move || TcpStream::connect(addr))
+        .expect("the namespace")
+        .expect("connect");
+    stream.set_nodelay(true).expect("nodelay");
+    Some((one, net, stream))
+}
+
 /// The slowest of a few round trips (one byte out, one back).
 fn rtt(stream: &mut TcpStream) -> Duration {
     let mut worst = Duration::ZERO;
@@ -58,22 +80,9 @@ fn pids(ns: &str) -> String {
 
 #[test]
 fn a_delay_delays_the_hosts_packets_and_heals() {
-    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
-    if !nix::unistd::Uid::effective().is_root() {
-        eprintln!("skipped: network namespaces need root");
+    let Some((_one, net, mut stream)) = two_hosts() else {
         return;
-    }
-    // This test binary has no `delayer` subcommand: the suite's binary does.
-    std::env::set_var(
-        "DLOCK_PARTITIONS_EXE",
-        env!("CARGO_BIN_EXE_dlock-partitions"),
-    );
-    let net = Net::create(&["n1", "n2"]).expect("the network");
-    let addr = echo_server(&net, "n2");
-    let mut stream = net::inside(&net.host("n1").ns, move || TcpStream::connect(addr))
-        .expect("the namespace")
-        .expect("connect");
-    stream.set_nodelay(true).expect("nodelay");
+    };
     let before = rtt(&mut stream);
 
     let delayed = delayer::delay(&net, &["n1".to_string()], 100).expect("the delay");
@@ -109,21 +118,9 @@ fn delayers() -> Vec<String> {
 
 #[test]
 fn a_dead_delayer_lets_packets_pass_and_clean_removes_a_lost_one() {
-    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
-    if !nix::unistd::Uid::effective().is_root() {
-        eprintln!("skipped: network namespaces need root");
+    let Some((_one, net, mut stream)) = two_hosts() else {
         return;
-    }
-    std::env::set_var(
-        "DLOCK_PARTITIONS_EXE",
-        env!("CARGO_BIN_EXE_dlock-partitions"),
-    );
-    let net = Net::create(&["n1", "n2"]).expect("the network");
-    let addr = echo_server(&net, "n2");
-    let mut stream = net::inside(&net.host("n1").ns, move || TcpStream::connect(addr))
-        .expect("the namespace")
-        .expect("connect");
-    stream.set_nodelay(true).expect("nodelay");
+    };
     let delayed = delayer::delay(&net, &["n1".to_string()], 100).expect("the delay");
     if delayed.mechanism() != "nfqueue" {
         eprintln!("skipped: this kernel has netem");
