@@ -10,6 +10,8 @@ mod cluster;
 mod commands;
 mod config;
 mod eviction;
+mod flushes;
+mod gates;
 mod guard;
 mod holders_at_scale;
 mod key_ttl;

@@ -130,15 +130,39 @@ pub fn keys_request(ctx: &Context) -> bool {
 
 /// A GUARD's keys: the gate (read and updated), then the wrapped command's, each with the flags
 /// Redis gives it.
+///
+/// Asking Redis for the wrapped command's keys calls back into the module when that command is
+/// itself a GUARD (or a command of another module that wraps one): a chain of nested GUARDs
+/// would recurse once per level and a few thousand levels overflow the stack, from any client
+/// (`COMMAND GETKEYS`, ACL key checks, Cluster routing all ask). So a wrapped `DLOCK.*` command
+/// is not asked (it is refused when the GUARD runs, whatever its keys), and while one GUARD's
+/// keys are being asked, a GUARD reached again through another module declares only its gate.
 pub fn declare_keys(ctx: &Context, argv: &[Arg]) {
     let gate = (raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_UPDATE) as c_int;
     declare(ctx, 1, gate);
-    if argv.len() < 4 {
+    let Some(wrapped) = argv.get(3..).filter(|w| !w.is_empty()) else {
+        return;
+    };
+    if is_dlock_command(wrapped[0].as_bytes()) || ASKING.get() {
         return;
     }
-    for (at, flags) in keys_with_flags(ctx, &argv[3..]) {
+    ASKING.set(true);
+    let keys = keys_with_flags(ctx, wrapped);
+    ASKING.set(false);
+    for (at, flags) in keys {
         declare(ctx, at + 3, flags);
     }
+}
+
+thread_local! {
+    /// Set while a GUARD's wrapped command is asked for its keys (see [`declare_keys`]).
+    static ASKING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// `DLOCK.*` in any case: never run inside a GUARD.
+fn is_dlock_command(name: &[u8]) -> bool {
+    name.get(..6)
+        .is_some_and(|p| p.eq_ignore_ascii_case(b"dlock."))
 }
 
 fn declare(ctx: &Context, at: usize, flags: c_int) {
@@ -215,10 +239,10 @@ fn verdict(ctx: &Context, argv: &[Arg]) -> Rc<Verdict> {
 /// Why the command `argv` may not be wrapped, if it may not; and whether that holds for its
 /// name whatever follows.
 fn judge(ctx: &Context, argv: &[Arg]) -> (Option<String>, bool) {
-    let name = argv[0].as_bytes().to_ascii_lowercase();
-    if name.starts_with(b"dlock.") {
+    if is_dlock_command(argv[0].as_bytes()) {
         return (Some("a dlock command".to_string()), true);
     }
+    let name = argv[0].as_bytes().to_ascii_lowercase();
     let Some(info) = command_info(ctx, &name) else {
         return (Some("its flags could not be read".to_string()), false);
     };

@@ -163,10 +163,19 @@ fn arrived(io: *mut raw::RedisModuleIO, newest: u64) {
     super::arrivals::noted(io);
 }
 
+/// Refuses the value being loaded (the load or the RESTORE fails cleanly), with a log line
+/// unless too many came too fast ([`super::refusals`]).
 pub(super) fn refuse(io: *mut raw::RedisModuleIO, why: &str) -> *mut c_void {
+    let Some(left_out) = super::refusals::should_log(std::time::Instant::now()) else {
+        return std::ptr::null_mut();
+    };
+    let more = match left_out {
+        0 => String::new(),
+        n => format!(" ({n} more refused since the last line, not logged)"),
+    };
     let (Some(log), Ok(message)) = (
         crate::api!(RedisModule_LogIOError),
-        CString::new(format!("dlock: refusing {why}")),
+        CString::new(format!("dlock: refusing {why}{more}")),
     ) else {
         return std::ptr::null_mut();
     };
@@ -216,7 +225,7 @@ extern "C" fn table_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_v
 }
 
 /// The place of a version-1 lock, computed from the key the loader is filling.
-fn place_of_io(io: *mut raw::RedisModuleIO) -> u64 {
+pub(super) fn place_of_io(io: *mut raw::RedisModuleIO) -> u64 {
     let (Some(name_of), Some(db_of)) = (
         crate::api!(RedisModule_GetKeyNameFromIO),
         crate::api!(RedisModule_GetDbIdFromIO),
