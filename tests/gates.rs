@@ -16,31 +16,6 @@ fn guard(c: &mut Connection, gate: &str, token: u64, args: &[&str]) -> Result<Va
     })
 }
 
-fn check(c: &mut Connection, gate: &str, token: u64) -> bool {
-    redis::cmd("DLOCK.CHECK")
-        .arg(gate)
-        .arg(token)
-        .query::<i64>(c)
-        .unwrap()
-        == 1
-}
-
-/// The token a gate stands at (the lowest CHECK admits), 0 when there is none.
-pub fn gate_token(c: &mut Connection, gate: &str) -> u64 {
-    if check(c, gate, 1) {
-        return 0;
-    }
-    let (mut low, mut high) = (1u64, dlock_core::MAX_TOKEN); // refused at low, admitted at high
-    while high - low > 1 {
-        let mid = low + (high - low) / 2;
-        match check(c, gate, mid) {
-            true => high = mid,
-            false => low = mid,
-        }
-    }
-    high
-}
-
 /// A token this node would issue about a minute from now (tokens follow the clock in µs).
 fn ahead_of_the_clock(seconds: u64) -> u64 {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
@@ -190,7 +165,7 @@ fn a_renamed_gate_stands_alike_for_every_reader_and_after_an_aof_rewrite() {
         moved_at,
         "after the rewrite's replay"
     );
-    assert!(!check(&mut c, "gb", moved_at - 1) && check(&mut c, "gb", later));
+    assert!(!check_gate(&mut c, "gb", moved_at - 1) && check_gate(&mut c, "gb", later));
 }
 
 /// `PEXPIRE gate` was accepted and the gate vanished: token 1 then wrote. A gate that expires
@@ -232,14 +207,14 @@ fn a_gate_that_expires_comes_back_and_del_still_resets_it() {
     assert_eq!(gate_token(&mut r, "g"), 500, "the replica has it back");
     assert_eq!(pttl(&mut r, "g"), -1);
     redis::cmd("DEL").arg("g").exec(&mut c).unwrap();
-    assert!(check(&mut c, "g", 1), "DEL is the reset");
+    assert!(check_gate(&mut c, "g", 1), "DEL is the reset");
     // A deleted gate's name reused by a string that expires brings nothing back.
     redis::cmd("SET")
         .arg(&["g", "v", "PX", "1"])
         .exec(&mut c)
         .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(5));
-    assert!(check(&mut c, "g", 1), "no ghost of a reset gate");
+    assert!(check_gate(&mut c, "g", 1), "no ghost of a reset gate");
     server.assert_no_crash();
 }
 
@@ -310,7 +285,7 @@ fn a_new_gate_is_refused_over_maxmemory() {
         .unwrap();
     let refused = guard(&mut c, "new", 10, &["DEL", "nothing"]).unwrap_err();
     assert!(refused.starts_with("OOM"), "{refused}");
-    assert!(check(&mut c, "new", 1), "no gate was made");
+    assert!(check_gate(&mut c, "new", 1), "no gate was made");
     let set = redis::cmd("SET")
         .arg("k")
         .arg("v")
@@ -321,7 +296,10 @@ fn a_new_gate_is_refused_over_maxmemory() {
         guard(&mut c, "old", 20, &["DEL", "data"]),
         Ok(Value::Int(1))
     );
-    assert!(!check(&mut c, "old", 19), "a raised gate takes no memory");
+    assert!(
+        !check_gate(&mut c, "old", 19),
+        "a raised gate takes no memory"
+    );
     redis::cmd("CONFIG")
         .arg(&["SET", "maxmemory", "0"])
         .exec(&mut c)
@@ -333,7 +311,7 @@ fn a_new_gate_is_refused_over_maxmemory() {
     sync(&mut c);
     let mut r = replica.conn();
     assert!(
-        !check(&mut r, "new", 9),
+        !check_gate(&mut r, "new", 9),
         "the replica applied its master's new gate"
     );
 }

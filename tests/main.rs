@@ -16,6 +16,7 @@ mod guard;
 mod holders_at_scale;
 mod key_ttl;
 mod keyspace;
+mod matrix;
 mod metadata;
 mod observe;
 mod observe_more;

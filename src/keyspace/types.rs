@@ -151,14 +151,16 @@ fn acceptable(io: *mut raw::RedisModuleIO, newest: u64) -> bool {
     false
 }
 
-/// A value is loaded and about to enter its key: the key gets the key-TTL rule once it is in
-/// ([`super::arrivals`]). While the server loads its own data the node counter rises to the
-/// value's newest token now (before any client is served); after a RESTORE, once Redis has kept
-/// the value (it may still drop it: a refused RESTORE changes nothing).
+/// A value is loaded and about to enter its key: the node counter rises to the value's newest
+/// token now, and the key gets the key-TTL rule once it is in ([`super::arrivals`]). Now, not
+/// on the settling timer: a master and its replica must raise it at the same point of the
+/// command stream (a replica reads many commands before its timers run), or a gate RESTOREd
+/// or moved right after would be floored at two different counters. A value that fails its
+/// checks never gets here (a refused RESTORE changes nothing); one RESTOREd with a TTL already
+/// past is dropped by Redis after this, which leaves the counter raised on the master only
+/// (docs/fencing.md).
 fn arrived(io: *mut raw::RedisModuleIO, newest: u64) {
-    if server::is_loading() {
-        node().raise_counter(newest);
-    }
+    node().raise_counter(newest);
     stats::lock_created();
     super::arrivals::noted(io);
 }
