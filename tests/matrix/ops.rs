@@ -29,7 +29,7 @@ rows! {
     copy_is_refused: PLAIN => copy;
     swapdb: PLAIN => |case| { run(case, &["SWAPDB", "0", "1"]); After::each(|k| Some((1, k.key().to_string()))) };
     restore_after_del: PLAIN => restore_fresh;
-    restore_replace: PLAIN => |case| { restore_each(case, |c, k| dump(c, k)); After::in_place() };
+    restore_replace: PLAIN => |case| { restore_each(case, dump); After::in_place() };
     restore_an_older_dump: PLAIN => restore_older;
     restore_crafted_payloads: PLAIN => restore_crafted;
     migrate_to_another_server: PLAIN => migrate;
