@@ -7,6 +7,7 @@ mod common;
 mod architecture;
 mod bad_input;
 mod cluster;
+mod command_fuzz;
 mod commands;
 mod config;
 mod eviction;

@@ -24,7 +24,7 @@ use crate::keyspace::{ghosts, notify, place};
 use crate::node::node;
 use crate::replication::effects;
 use crate::stats::{self, EVICTION_REFUSALS};
-use crate::wire::{args, errors, Arg};
+use crate::wire::{args, errors, requests, Arg};
 use crate::{config, server};
 
 /// `DLOCK.GUARD gate token command [arg ...]` -> the command's reply; `STALE ...` (nothing
@@ -34,8 +34,8 @@ pub fn guard(ctx: &Context, argv: &[Arg]) -> RedisResult {
         wrapped::declare_keys(ctx, argv);
         return Ok(RedisValue::NoReply);
     }
-    let token = args::token(argv[2].as_bytes())?;
-    let command = Wrapped::checked(ctx, &argv[3..], &argv[1])?;
+    let token = requests::guard(argv)?;
+    let command = Wrapped::checked(ctx, argv)?;
     let flags = server::context_flags(ctx.ctx);
     if server::may_evict(flags) && !config::allow_eviction() {
         stats::count(&EVICTION_REFUSALS);

@@ -15,15 +15,13 @@
 //! a gate leaves a string that GUARD refuses (WRONGTYPE); COPY of a gate is refused. Loading the
 //! node's own RDB or AOF, or its master's, trusts the values (the counter comes back with them).
 //!
-//! Encoding, version 1: `token`, `place` (unsigned).
+//! Encoding: [`super::gate_codec`].
 
 use std::os::raw::{c_int, c_void};
 use std::ptr::NonNull;
 
-use dlock_core::MAX_TOKEN;
 use redis_module::{native_types::RedisType, raw, RedisError};
 
-use super::codec::{Sink, Source};
 use super::MOVED;
 use crate::node::node;
 use crate::server;
@@ -31,16 +29,8 @@ use crate::wire::errors;
 
 /// The type name, in every RDB that holds a gate: it never changes.
 pub const GATE_TYPE_NAME: &str = "dlockgate";
-const ENCODING_VERSION: i32 = 1;
 
-/// One gate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Gate {
-    /// The highest token written under.
-    pub token: u64,
-    /// Where it stands ([`super::place`]).
-    pub place: u64,
-}
+pub use super::gate_codec::{decode, Gate, ENCODING_VERSION};
 
 impl Gate {
     /// The gate as it must be read under a key of `place`. A gate moved here was floored when
@@ -61,28 +51,6 @@ impl Gate {
             place: MOVED,
         }
     }
-}
-
-pub fn encode(gate: &Gate, sink: &mut impl Sink) {
-    sink.unsigned(gate.token);
-    sink.unsigned(gate.place);
-}
-
-/// A gate from an RDB field stream, validated (a token in 1..=MAX_TOKEN).
-pub fn decode<S: Source>(source: &mut S, version: i32) -> Result<Gate, String> {
-    if version != ENCODING_VERSION {
-        return Err(format!("unknown encoding version {version}"));
-    }
-    let token = source
-        .unsigned()
-        .ok_or("missing or malformed field 'token'")?;
-    if !(1..=MAX_TOKEN).contains(&token) {
-        return Err(format!("token {token} (allowed 1 to {MAX_TOKEN})"));
-    }
-    let place = source
-        .unsigned()
-        .ok_or("missing or malformed field 'place'")?;
-    Ok(Gate { token, place })
 }
 
 pub static GATE_TYPE: RedisType = RedisType::new(
@@ -199,7 +167,7 @@ extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_voi
 extern "C" fn rdb_save(io: *mut raw::RedisModuleIO, value: *mut c_void) {
     // SAFETY: Redis passes one of our values, alive for this call.
     if let Some(gate) = unsafe { gate_of(value) } {
-        encode(gate, &mut super::types::RdbOut(io));
+        super::gate_codec::encode(gate, &mut super::types::RdbOut(io));
     }
 }
 
