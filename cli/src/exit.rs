@@ -37,7 +37,7 @@ Exit codes:
   4    no quorum: too few nodes reachable, or validity ran out while acquiring;
        status: fewer than a majority of the nodes answered
   5    run: lock lost while the command ran, or held past --max-hold; elect --once:
-       leadership lost (the command got SIGTERM)
+       leadership lost (the command got SIGTERM, and SIGKILL after a 10 s grace)
   6    release/extend: OWNER does not hold the lock on a majority; leader: nobody leads
   7    the resource is held as another kind (--shared/--limit do not match how it is held)
   127  run: the command could not be started

@@ -143,8 +143,9 @@ enum Command {
         /// Longest wait for the lock (queued on the nodes); 0s: one attempt.
         #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = durations::any)]
         wait: Duration,
-        /// Stop extending after this long: the command gets SIGTERM and dlock exits 5, so a
-        /// stuck command cannot keep the lock forever. Default: no cap.
+        /// Stop the command after this long (SIGTERM, then SIGKILL 10 s later) and exit 5, so a
+        /// stuck command cannot keep the lock forever; the lock is kept until the command is
+        /// gone. Default: no cap.
         #[arg(long, value_name = "DURATION", value_parser = durations::positive)]
         max_hold: Option<Duration>,
         #[command(flatten)]
@@ -229,16 +230,11 @@ async fn main() -> ExitCode {
         return ExitCode::from(supervise::guard());
     }
     let cli = Cli::parse();
-    let max_hold = match cli.command {
-        Command::Run { max_hold, .. } => max_hold,
-        _ => None,
-    };
     let builder = LockManager::builder(node_urls(&cli.nodes))
         .login_hint("--user and DLOCK_PASSWORD, or --password-file")
         .timeout(cli.timeout)
         .fencing(!cli.no_fencing)
         .wait_mode(cli.wait_mode.into())
-        .max_hold(max_hold)
         .replica_ack(cli.replica_ack());
     let manager = match cli.connection.apply(builder).and_then(|b| b.build()) {
         Ok(manager) => manager,
