@@ -10,6 +10,7 @@ mod screen;
 mod status;
 mod supervise;
 mod top;
+mod usage;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -229,7 +230,10 @@ async fn main() -> ExitCode {
     if supervise::is_guard() {
         return ExitCode::from(supervise::guard());
     }
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage::refuse(&e),
+    };
     let builder = LockManager::builder(node_urls(&cli.nodes))
         .login_hint("--user and DLOCK_PASSWORD, or --password-file")
         .timeout(cli.timeout)
