@@ -9,6 +9,12 @@ use dlock_client::{MAX_TTL, MAX_WAIT};
 /// argument (a longer `--wait` would be refused by every node on every attempt), and far from
 /// overflowing the clock.
 fn parse(text: &str) -> Result<Duration, String> {
+    // humantime takes a bare 0 as zero; a unit is asked for all the same, as for any number.
+    if !text.is_empty() && text.trim().bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!(
+            "{text:?} has no unit (durations take a unit: 500ms, 10s, 2m)"
+        ));
+    }
     let duration = humantime::parse_duration(text)
         .map_err(|e| format!("{e} (durations take a unit: 500ms, 10s, 2m)"))?;
     if duration > MAX_WAIT {
@@ -73,6 +79,8 @@ mod tests {
             .contains("at most 315360000000 ms"));
         assert!(any("18446744073709551616ms").is_err());
         assert_eq!(any("3650d"), Ok(Duration::from_secs(3650 * 86_400)));
+        assert!(any("0").unwrap_err().contains("no unit"));
+        assert_eq!(any("0s"), Ok(Duration::ZERO));
     }
 
     #[test]
