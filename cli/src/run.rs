@@ -3,7 +3,7 @@
 use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
-use dlock_client::{LockGuard, LockManager, Resource};
+use dlock_client::{LockGuard, LockManager, Resource, Watchdog};
 use nix::sys::signal::Signal;
 use tokio::process::Command;
 use tokio::signal::unix::{signal, Signal as UnixSignal, SignalKind};
@@ -61,8 +61,13 @@ pub async fn run(
         _ = interrupt.recv() => Ended::Stopped(exit::INTERRUPTED),
         _ = terminate.recv() => Ended::Stopped(128 + Signal::SIGTERM as u8),
     };
-    // The watchdog keeps extending until the command and its group are gone (`stop` waits for
-    // them): at --max-hold as on a stop signal, the lease outlives the command.
+    conclude(command, ended, watchdog, guard).await
+}
+
+/// The end of a run: the command done with (`finish`) or stopped (`stop`, which returns once its
+/// group is gone) while the watchdog still extends, so that at --max-hold as on a stop signal
+/// the lease outlives the command; then the lock released. The exit code of `ended`.
+async fn conclude(command: Supervised, ended: Ended, watchdog: Watchdog, guard: LockGuard) -> u8 {
     let code = match ended {
         Ended::Exited(code) => {
             command.finish().await;
