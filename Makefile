@@ -206,6 +206,8 @@ fuzz: build
 	  [ $$status -eq 0 ] || { tail -40 ../target/fuzz-$$t.log; exit 1; }; \
 	done
 	DLOCK_FUZZ_SECS=$(FUZZ_SECS) $(CARGO) test --release -p dlock --test integration command_fuzz -- --nocapture
+	DLOCK_FUZZ_CASES=$$(( $(FUZZ_SECS) * 100 )) DLOCK_FUZZ_SEED=$$(date +%s) \
+	  $(CARGO) test --release -p dlock-cli --test fuzz_args -- --nocapture
 
 chaos: build
 	target/release/dlock-chaos

@@ -3,7 +3,8 @@
 //! bad element among valid ones. Every case must exit 2 with one line on stderr (`dlock: ...`,
 //! no password in it) and no network traffic: every node URL points at a TCP listener this test
 //! owns, which must never see a connection. Deterministic (a fixed seed; a failure names the
-//! case), a few hundred cases in a few seconds.
+//! case), a few hundred cases in a few seconds; `make fuzz` runs many more
+//! (`DLOCK_FUZZ_CASES`, `DLOCK_FUZZ_SEED`).
 
 mod common;
 use common::text;
@@ -337,10 +338,20 @@ fn bad_command_lines_exit_2_in_one_line_without_any_network_traffic() {
     let listener = listener();
     let port = listener.local_addr().expect("address").port();
     let good = format!("redis://127.0.0.1:{port}");
-    let mut rng = StdRng::seed_from_u64(SEED);
+    let number = |name: &str, default| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let (seed, cases) = (
+        number("DLOCK_FUZZ_SEED", SEED),
+        number("DLOCK_FUZZ_CASES", CASES as u64),
+    );
+    let mut rng = StdRng::seed_from_u64(seed);
     let started = Instant::now();
     let mut failures = Vec::new();
-    for i in 0..CASES {
+    for i in 0..cases {
         let (line, nodes) = case(&mut rng, port);
         let (code, stderr, took) = run(&line, nodes.as_deref().unwrap_or(&good));
         let connected = connections(&listener);
@@ -366,7 +377,7 @@ fn bad_command_lines_exit_2_in_one_line_without_any_network_traffic() {
     }
     assert!(
         failures.is_empty(),
-        "{} of {CASES} cases (seed {SEED}):\n{}",
+        "{} of {cases} cases (seed {seed}):\n{}",
         failures.len(),
         failures.join("\n")
     );
