@@ -14,6 +14,7 @@ use redis::{AsyncConnectionConfig, Client, ConnectionInfo, ErrorKind, Pipeline, 
 use tokio::sync::Mutex;
 
 use super::diagnosis;
+use super::identity::{self, Identity};
 use crate::connect::Connect;
 use crate::errors::{Error, NodeFailure};
 
@@ -29,15 +30,17 @@ pub struct Server {
     client_name: Option<String>,
     /// How the caller gives a user and password, for the failures that need one.
     login_hint: String,
+    /// Which server each new connection reached, checked before its first request.
+    identity: Identity,
 }
 
 impl Server {
     /// A server reached by `info` with `connect`'s TLS and credentials, called `name` in errors
-    /// (a URL without its password, or an address).
+    /// (a URL without its password, or an address), its connections checked by `identity`.
     pub fn named(
         name: &str,
         info: ConnectionInfo,
-        client_name: Option<String>,
+        (client_name, identity): (Option<String>, Identity),
         connect: &Connect,
     ) -> Result<Server, Error> {
         let client = connect
@@ -50,6 +53,7 @@ impl Server {
             idle_for_waits: std::sync::Mutex::new(Vec::new()),
             client_name,
             login_hint: connect.login_hint().to_string(),
+            identity,
         })
     }
 
@@ -178,7 +182,34 @@ impl Server {
                 .await
                 .map_err(cannot)?;
         }
+        // Before any request: a server another node reaches must not count twice.
+        self.identify(&mut connection, cannot).await?;
         Ok(connection)
+    }
+
+    /// Reads the server's run_id on a connection just made and claims it (identity.rs), or
+    /// says why the connection is refused (`cannot`: it broke meanwhile).
+    async fn identify(
+        &self,
+        connection: &mut MultiplexedConnection,
+        cannot: impl Fn(redis::RedisError) -> Failed,
+    ) -> Result<(), Failed> {
+        let refused = |why: String| Failed::Refused(self.failure(why));
+        let info: String = redis::cmd("INFO")
+            .arg("server")
+            .query_async(connection)
+            .await
+            .map_err(|e| {
+                let why = diagnosis::reply_error(&e, &self.login_hint);
+                if is_broken(&e) {
+                    cannot(e)
+                } else if diagnosis::about_login(&e) {
+                    refused(why) // NOAUTH: no password given, as any first request says
+                } else {
+                    refused(identity::unreadable(&why))
+                }
+            })?;
+        self.identity.check(&info).map_err(refused)
     }
 
     fn failure(&self, reason: String) -> NodeFailure {
