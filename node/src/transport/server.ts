@@ -6,6 +6,7 @@
  */
 import { createClient, RESP_TYPES } from "@redis/client";
 import type { NodeFailure } from "../errors.js";
+import { type Identity, unreadable } from "./identity.js";
 
 /** TLS settings for `rediss://` nodes (node's tls.connect options). */
 export interface TlsOptions {
@@ -40,6 +41,12 @@ const TYPES = { [RESP_TYPES.NUMBER]: String } as const;
 const OPTIONS = { typeMapping: TYPES, timeout: 0 };
 const IDLE_BLOCKING = 4;
 const lastError = new WeakMap<object, string>();
+/**
+ * Each client's identity check (identity.ts) for its current connection: forgotten at each
+ * 'ready' (node-redis reconnects on its own), so a new connection is checked before its first
+ * request.
+ */
+const identified = new WeakMap<object, Promise<void> | true>();
 
 type Client = ReturnType<typeof makeClient>;
 
@@ -91,9 +98,13 @@ function makeClient(url: string, connection: Connection, connectTimeout: number)
   return client;
 }
 
-/** Every failure reaches its caller; an 'error' event nobody hears would crash the process. */
-function listen<C extends { on(event: "error", listener: (e: unknown) => void): unknown }>(client: C): C {
+/**
+ * Every failure reaches its caller; an 'error' event nobody hears would crash the process. Each
+ * new connection ('ready') is identified again before its first request.
+ */
+function listen<C extends { on(event: "error" | "ready", listener: (e: unknown) => void): unknown }>(client: C): C {
   client.on("error", (e: unknown) => lastError.set(client, e instanceof Error ? e.message : String(e)));
+  client.on("ready", () => identified.delete(client));
   return client;
 }
 
@@ -117,6 +128,8 @@ export class Server {
     readonly url: string,
     readonly connection: Connection,
     connectTimeout: number,
+    /** Which server each connection reached, checked before its first request (identity.ts). */
+    readonly identity?: Identity,
   ) {
     this.#client = makeClient(url, connection, connectTimeout);
   }
@@ -127,7 +140,7 @@ export class Server {
 
   async #ready(client: Client, within: number): Promise<void> {
     if (this.#closed) throw this.#fail("the lock manager is closed");
-    if (client.isReady) return;
+    if (client.isReady) return this.#identified(client, within);
     if (!client.isOpen) {
       const connecting = client.connect().then(
         () => undefined,
@@ -162,6 +175,39 @@ export class Server {
       client.off("ready", onReady);
       client.off("error", onError);
     }
+    await this.#identified(client, within);
+  }
+
+  /** The connection's server claimed for this node (identity.ts), once per connection. */
+  async #identified(client: Client, within: number): Promise<void> {
+    if (this.identity === undefined) return;
+    let check = identified.get(client);
+    if (check === true) return; // this connection's server is known: requests pay nothing
+    if (check === undefined) {
+      const pending = this.#identify(client, this.identity, within);
+      identified.set(client, pending);
+      pending.then(
+        () => identified.get(client) === pending && identified.set(client, true),
+        () => identified.get(client) === pending && identified.delete(client), // asked again next call
+      );
+      check = pending;
+    }
+    await check;
+  }
+
+  async #identify(client: Client, identity: Identity, within: number): Promise<void> {
+    let info: Reply;
+    try {
+      info = await this.#send(client, ["INFO", "server"], within);
+    } catch (e) {
+      const failure = e instanceof Failed ? e.failure : { node: this.name, reason: String(e) };
+      // INFO refused (an ACL user without it, a renamed command): say what to allow. Anything
+      // else (NOAUTH: no password given; a broken connection) as any first request says it.
+      if (/^(NOPERM|ERR)\b/.test(failure.reason)) throw this.#fail(unreadable(failure.reason));
+      throw e;
+    }
+    const why = identity.check(info);
+    if (why !== undefined) throw this.#fail(why);
   }
 
   async #send(client: Client, args: string[], within: number): Promise<Reply> {
