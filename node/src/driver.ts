@@ -149,6 +149,9 @@ class Running {
       this.#over = true;
       clearTimeout(timer);
       a.signal?.removeEventListener("abort", onAbort);
+      // Replies that came in and were not fed (during the withdrawal of the round, say) go to
+      // onLate, as later ones do: a grant among them is released.
+      for (const input of this.#inputs.splice(0)) this.#late(input);
     }
   }
 
@@ -203,12 +206,17 @@ class Running {
         this.#wake();
         return;
       }
-      if (input.input !== "reply") return;
-      for (const late of this.#core.onLate(input.node, input.round, input.reply, this.#stale.signal.aborted)) {
-        if (late.action === "release") this.acquire.calls.backend.spawn(this.acquire.calls.release(this.#owner(late.round), late.nodes));
-      }
+      this.#late(input);
     });
     this.acquire.calls.backend.spawn(handled);
+  }
+
+  /** An input once the attempt is over: a grant it brings is released unless it is the holder's. */
+  #late(input: Input): void {
+    if (input.input !== "reply") return;
+    for (const late of this.#core.onLate(input.node, input.round, input.reply, this.#stale.signal.aborted)) {
+      if (late.action === "release") this.acquire.calls.backend.spawn(this.acquire.calls.release(this.#owner(late.round), late.nodes));
+    }
   }
 
   /** ACQUIRE (with WAIT ... [TICKET] in queue mode) on `node` as the owner of `round`. */
