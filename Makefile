@@ -5,7 +5,7 @@ CARGO        ?= cargo
 MODULE       := target/release/libdlock.so
 REDIS_PORT   ?= 6379
 
-.PHONY: all deps build run test model model-ci model-deep partitions partitions-ci partitions-quick partitions-deps bench-waiters bench-handoff bench-top bench-scale compat compat-servers memcheck chaos chaos-quick bench bench-quick bench-server bench-instructions bench-shared bench-capacity bench-handoff-limit bench-tax bench-elect cluster redis-cluster fmt lint clean
+.PHONY: all deps build run test model model-ci model-deep partitions partitions-ci partitions-quick partitions-deps bench-waiters bench-handoff bench-top bench-scale compat compat-servers memcheck chaos chaos-quick fuzz bench bench-quick bench-server bench-instructions bench-shared bench-capacity bench-handoff-limit bench-tax bench-elect cluster redis-cluster fmt lint clean
 
 all: build
 
@@ -186,6 +186,26 @@ memcheck: build
 
 chaos-quick: build
 	target/release/dlock-chaos --quick
+
+# Fuzzing, not in CI (docs/safety.md has the last run): the module's pure parsers in-process
+# (fuzz/: cargo-fuzz and libFuzzer on nightly Rust, both installed when missing; the committed
+# corpus in fuzz/corpus/ seeds each target, new finds go to target/fuzz-corpus/), then generated
+# whole commands against a real master and replica (tests/command_fuzz.rs) and the CLI's
+# argument fuzz with many more cases. FUZZ_SECS per part (default 120: about 12 minutes).
+FUZZ_SECS    ?= 120
+FUZZ_TARGETS := guard_args observe_args proclaim_args gate_payload
+fuzz: build
+	@rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
+	@command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
+	@set -e; cd fuzz; for t in $(FUZZ_TARGETS); do \
+	  mkdir -p ../target/fuzz-corpus/$$t; \
+	  echo "== fuzz $$t ($(FUZZ_SECS) s)"; \
+	  status=0; cargo +nightly fuzz run $$t ../target/fuzz-corpus/$$t corpus/$$t -- \
+	    -max_total_time=$(FUZZ_SECS) -max_len=4096 >../target/fuzz-$$t.log 2>&1 || status=$$?; \
+	  grep -E '^(Done|#[0-9]+ +DONE)' ../target/fuzz-$$t.log || true; \
+	  [ $$status -eq 0 ] || { tail -40 ../target/fuzz-$$t.log; exit 1; }; \
+	done
+	DLOCK_FUZZ_SECS=$(FUZZ_SECS) $(CARGO) test --release -p dlock --test integration command_fuzz -- --nocapture
 
 chaos: build
 	target/release/dlock-chaos

@@ -48,6 +48,8 @@ const (
 	outBusy
 	outFailed
 	outWrongKind
+	// outInvalid: the node refused an argument of the request.
+	outInvalid
 )
 
 type outcome struct {
@@ -58,7 +60,7 @@ type outcome struct {
 
 // attemptError is why one attempt failed; the caller retries or turns it into an Error.
 type attemptError struct {
-	kind     error // ErrContended, ErrNoQuorum, ErrWrongKind, ErrValidityExpired
+	kind     error // ErrContended, ErrNoQuorum, ErrWrongKind, ErrInvalidArgument, ErrValidityExpired
 	failures []NodeFailure
 }
 
@@ -96,6 +98,8 @@ func classify(r reply, p policy, pastDeadline bool) outcome {
 		return outcome{kind: outBusy}
 	case isWrongKind(*r.failure):
 		return outcome{kind: outWrongKind, failure: *r.failure}
+	case isRefusedArgument(*r.failure):
+		return outcome{kind: outInvalid, failure: *r.failure}
 	case r.failure.NoReply && p.queue && pastDeadline:
 		return outcome{kind: outBusy}
 	}
@@ -126,10 +130,10 @@ func lease(nodes int, left time.Duration, ok bool, ttl time.Duration, renewed bo
 }
 
 // anotherAttempt: whether a failed attempt is followed by another (after the retry pause): not
-// when the kind was refused, nor when a queued attempt was contended (it waited to the
+// when the kind or an argument was refused, nor when a queued attempt was contended (it waited to the
 // deadline), nor out of time (the pause would end past the deadline) or of retries.
 func anotherAttempt(p policy, err *attemptError, outOfTime bool, attempts, retryCount int) bool {
-	if err.kind == ErrWrongKind || (err.kind == ErrContended && p.queue) {
+	if err.kind == ErrWrongKind || err.kind == ErrInvalidArgument || (err.kind == ErrContended && p.queue) {
 		return false
 	}
 	return !outOfTime && attempts <= retryCount
@@ -178,6 +182,9 @@ func (a *attempt) onReply(node, round int, r reply, pastDeadline bool) []action 
 	}
 	if out.kind == outWrongKind {
 		return a.giveUp(&attemptError{kind: ErrWrongKind, failures: []NodeFailure{out.failure}})
+	}
+	if out.kind == outInvalid {
+		return a.giveUp(&attemptError{kind: ErrInvalidArgument, failures: []NodeFailure{out.failure}})
 	}
 	a.outcomes[node] = out
 	failed := out.kind == outFailed

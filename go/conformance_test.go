@@ -96,6 +96,10 @@ func answer(node int, v interface{}) reply {
 	case "wrong_kind":
 		return reply{failure: &NodeFailure{Node: name, Reason: "WRONGKIND held as a semaphore"}}
 	}
+	// An error reply: redigo keeps the server's words, code included.
+	if said, ok := v.(map[string]interface{})["error"].(string); ok {
+		return reply{failure: &NodeFailure{Node: name, Reason: said}}
+	}
 	return reply{token: token(v.(map[string]interface{})["grant"])}
 }
 
@@ -122,6 +126,8 @@ func errorShown(e *attemptError) interface{} {
 		return "contended"
 	case ErrWrongKind:
 		return "wrong_kind"
+	case ErrInvalidArgument:
+		return "invalid"
 	}
 	return "expired"
 }
@@ -211,7 +217,7 @@ func TestConformanceAttempts(t *testing.T) {
 }
 
 func TestConformanceReplies(t *testing.T) {
-	names := map[outcomeKind]string{outGranted: "granted", outBusy: "busy", outFailed: "failed", outWrongKind: "wrong_kind"}
+	names := map[outcomeKind]string{outGranted: "granted", outBusy: "busy", outFailed: "failed", outWrongKind: "wrong_kind", outInvalid: "invalid"}
 	for _, c := range table(t, "replies.json") {
 		out := classify(answer(0, c["answer"]), policies[c["policy"].(string)], c["past_deadline"].(bool))
 		if names[out.kind] != c["counts_as"] {
@@ -232,7 +238,7 @@ func TestConformanceLeases(t *testing.T) {
 }
 
 func TestConformanceRetries(t *testing.T) {
-	kinds := map[string]error{"contended": ErrContended, "no_quorum": ErrNoQuorum, "wrong_kind": ErrWrongKind, "expired": ErrValidityExpired}
+	kinds := map[string]error{"contended": ErrContended, "no_quorum": ErrNoQuorum, "wrong_kind": ErrWrongKind, "expired": ErrValidityExpired, "invalid": ErrInvalidArgument}
 	for _, c := range table(t, "retries.json") {
 		count := math.MaxInt
 		if n, ok := c["retry_count"].(float64); ok {

@@ -177,7 +177,7 @@ func (m *Manager) Campaign(ctx context.Context, name, value string, ttl time.Dur
 	if err := m.checkElection(name, value); err != nil {
 		return nil, err
 	}
-	if err := checkTTL(ttl); err != nil {
+	if err := checkLease(ttl, m.b.cfg.drift); err != nil {
 		return nil, err
 	}
 	ttl = ttl.Truncate(time.Millisecond)

@@ -30,7 +30,8 @@ var (
 	// ErrStale: a guarded write (Lock.Guarded) was refused, a newer holder having written
 	// through the gate; nothing changed and the lock is lost (errors.Is ErrLockLost too).
 	ErrStale = errors.New("stale token")
-	// ErrInvalidArgument: bad input, refused before any node was asked.
+	// ErrInvalidArgument: bad input, refused before any node was asked; or an argument a node
+	// refused all the same (ERR ... must be ...), which ends the call at once.
 	ErrInvalidArgument = errors.New("invalid argument")
 	// ErrWrongKind: a node holds the resource as another kind (its WRONGKIND message); never
 	// retried.
@@ -138,4 +139,11 @@ func invalid(why string) error {
 // isWrongKind: a node's reply that the resource is held as another kind.
 func isWrongKind(f NodeFailure) bool {
 	return strings.Contains(f.Reason, "WRONGKIND")
+}
+
+// isRefusedArgument: a node's error reply refusing an argument of the request, "ERR <argument>
+// must be <what it takes>" as every argument check of the module words it (src/wire/errors.rs;
+// a TTL over the node's dlock.max-ttl-ms, say). Asking again cannot change it.
+func isRefusedArgument(f NodeFailure) bool {
+	return strings.HasPrefix(f.Reason, "ERR ") && strings.Contains(f.Reason, " must be ")
 }

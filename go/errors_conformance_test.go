@@ -21,17 +21,20 @@ import (
 
 // errorCase is one case of the table.
 type errorCase struct {
-	Situation string          `json:"situation"`
-	Server    string          `json:"server"`
-	URL       json.RawMessage `json:"url"` // one URL, or a list of them (the nodes, in order)
-	Password  *string         `json:"password"`
-	TimeoutMS int             `json:"timeout_ms"`
-	WaitMS    *int            `json:"wait_ms"`
-	Held      json.RawMessage `json:"held"`
-	Ask       json.RawMessage `json:"ask"`
-	Error     string          `json:"error"`
-	Words     []string        `json:"words"`
-	Absent    []string        `json:"absent"`
+	Situation string            `json:"situation"`
+	Server    string            `json:"server"`
+	URL       json.RawMessage   `json:"url"` // one URL, or a list of them (the nodes, in order)
+	Password  *string           `json:"password"`
+	TimeoutMS int               `json:"timeout_ms"`
+	WaitMS    *int              `json:"wait_ms"`
+	Held      json.RawMessage   `json:"held"`
+	Ask       json.RawMessage   `json:"ask"`
+	Resource  *string           `json:"resource"`
+	TTLMS     *int              `json:"ttl_ms"`
+	Config    map[string]string `json:"config"`
+	Error     string            `json:"error"`
+	Words     []string          `json:"words"`
+	Absent    []string          `json:"absent"`
 }
 
 // rightPassword is the password of the `password` servers.
@@ -76,7 +79,13 @@ func serve(t *testing.T, c errorCase) int {
 	case "none":
 		return servers.FreePort(t)
 	case "module":
-		return servers.Start(t, 1, servers.Flavour{})[0].Port
+		server := servers.Start(t, 1, servers.Flavour{})[0]
+		for name, value := range c.Config {
+			if _, err := server.Do("CONFIG", "SET", name, value); err != nil {
+				t.Fatalf("CONFIG SET %s %s: %v", name, value, err)
+			}
+		}
+		return server.Port
 	case "password":
 		flavour := servers.Flavour{Args: []string{"--requirepass", rightPassword}, Password: rightPassword}
 		return servers.Start(t, 1, flavour)[0].Port
@@ -96,10 +105,18 @@ type asked struct {
 	options     []dlock.Option
 	held, asked []dlock.AcquireOption
 	holds       bool
+	resource    string
+	ttl         time.Duration
 }
 
 func askedOf(t *testing.T, c errorCase) asked {
-	a := asked{options: []dlock.Option{dlock.WithTimeout(time.Duration(c.TimeoutMS) * time.Millisecond)}}
+	a := asked{options: []dlock.Option{dlock.WithTimeout(time.Duration(c.TimeoutMS) * time.Millisecond)}, resource: "r", ttl: 10 * time.Second}
+	if c.Resource != nil {
+		a.resource = *c.Resource
+	}
+	if c.TTLMS != nil {
+		a.ttl = time.Duration(*c.TTLMS) * time.Millisecond
+	}
 	if c.Password != nil {
 		a.options = append(a.options, dlock.WithCredentials("", *c.Password))
 	}
@@ -141,11 +158,11 @@ func failure(ctx context.Context, a asked, urls []string) (err, setup error) {
 			return nil, err
 		}
 		defer other.Close()
-		if _, err := other.Acquire(ctx, "r", 30*time.Second, a.held...); err != nil {
+		if _, err := other.Acquire(ctx, a.resource, 30*time.Second, a.held...); err != nil {
 			return nil, fmt.Errorf("held first: %w", err)
 		}
 	}
-	lock, err := m.Acquire(ctx, "r", 10*time.Second, a.asked...)
+	lock, err := m.Acquire(ctx, a.resource, a.ttl, a.asked...)
 	if err == nil {
 		return nil, fmt.Errorf("taken, token %d", lock.Token())
 	}

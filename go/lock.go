@@ -126,7 +126,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if ttl == 0 {
 		ttl = l.ttl
 	}
-	if err := checkTTL(ttl); err != nil {
+	if err := checkLease(ttl, l.calls.b.cfg.drift); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {

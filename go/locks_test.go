@@ -266,6 +266,10 @@ func TestBadInputIsRefusedBeforeAnyNodeIsAsked(t *testing.T) {
 	_, bad["ttl 0"] = m.Acquire(ctx, "r", 0)
 	_, bad["ttl 1µs"] = m.Acquire(ctx, "r", time.Microsecond)
 	_, bad["empty name"] = m.Acquire(ctx, "", time.Second)
+	_, bad["ttl 2ms: no validity after the drift allowance"] = m.Acquire(ctx, "r", 2*time.Millisecond)
+	_, bad["ttl over a day"] = m.Acquire(ctx, "r", 25*time.Hour)
+	_, bad["wait over ten years"] = m.Acquire(ctx, "r", time.Second, dlock.Wait(dlock.MaxWait+time.Millisecond))
+	_, bad["campaign ttl 1ms"] = m.Campaign(ctx, "e", "", time.Millisecond)
 	_, bad["negative wait"] = m.Acquire(ctx, "r", time.Second, dlock.Wait(-1))
 	_, bad["limit 0"] = m.Acquire(ctx, "r", time.Second, dlock.Limit(0))
 	_, bad["limit 10001"] = m.Acquire(ctx, "r", time.Second, dlock.Limit(10001))
@@ -279,6 +283,8 @@ func TestBadInputIsRefusedBeforeAnyNodeIsAsked(t *testing.T) {
 	_, bad["twice the same node"] = dlock.Connect([]string{"redis://h:1", "redis://h:1"})
 	_, bad["missing CA"] = dlock.Connect([]string{"rediss://h:1"}, dlock.WithTLSFiles("/nonexistent/ca.pem", "", ""))
 	_, bad["drift -1"] = dlock.Connect([]string{"redis://h:1"}, dlock.WithDriftFactor(-1))
+	_, bad["drift 1"] = dlock.Connect([]string{"redis://h:1"}, dlock.WithDriftFactor(1))
+	_, bad["timeout over ten years"] = dlock.Connect([]string{"redis://h:1"}, dlock.WithTimeout(dlock.MaxWait+1))
 	_, bad["password in a bad URL"] = dlock.Connect([]string{"redis://u:hunter2@h:notaport"})
 	for what, err := range bad {
 		if !errors.Is(err, dlock.ErrInvalidArgument) {
@@ -286,6 +292,16 @@ func TestBadInputIsRefusedBeforeAnyNodeIsAsked(t *testing.T) {
 		}
 		if err != nil && (errors.Is(err, dlock.ErrFailed)) {
 			t.Errorf("%s: a bad argument is not a failed acquisition", what)
+		}
+	}
+	said := map[string]string{
+		"empty name": "the resource name must not be empty",
+		"ttl 2ms: no validity after the drift allowance": "ttl must be at least 3 ms: a shorter one leaves no validity after the clock drift allowance (1% of the TTL + 2 ms), got 2 ms",
+		"wait over ten years":                            "wait must be at most 315360000000 ms (ten years, the longest the nodes take)",
+	}
+	for what, words := range said {
+		if err := bad[what]; err == nil || !strings.Contains(err.Error(), words) {
+			t.Errorf("%s: %v, want %q", what, err, words)
 		}
 	}
 	if err := bad["password in a bad URL"]; err == nil || strings.Contains(err.Error(), "hunter2") {

@@ -129,6 +129,9 @@ func Wait(d time.Duration) AcquireOption {
 		if d < 0 {
 			a.errs = append(a.errs, invalid(fmt.Sprintf("wait must be 0 or more, got %v", d)))
 		}
+		if d > MaxWait {
+			a.errs = append(a.errs, invalid(tooLong("wait", d)))
+		}
 		a.wait, a.waiting = d, true
 	}
 }
@@ -148,11 +151,60 @@ func Limit(k int) AcquireOption {
 	}
 }
 
+// MaxTTL is the longest TTL the nodes take by default (dlock.max-ttl-ms): a day.
+const MaxTTL = 24 * time.Hour
+
+// MaxWait is the longest duration the nodes take in any argument (WAIT's included): ten years,
+// the module's LIMIT_MS. A longer wait is refused before it is sent, where every node would
+// refuse it on every attempt.
+const MaxWait = 315360000000 * time.Millisecond
+
+func tooLong(name string, d time.Duration) string {
+	return fmt.Sprintf("%s must be at most 315360000000 ms (ten years, the longest the nodes take), got %v", name, d)
+}
+
 func checkTTL(ttl time.Duration) error {
-	if ttl < time.Millisecond {
-		return invalid(fmt.Sprintf("ttl must be at least 1ms, got %v", ttl))
+	if ttl < time.Millisecond || ttl > MaxTTL {
+		return invalid(fmt.Sprintf("ttl must be from 1 ms to 1 day (86400000 ms, the nodes' default dlock.max-ttl-ms), got %v", ttl))
 	}
 	return nil
+}
+
+// checkLease is checkTTL, and a TTL that leaves some validity after the clock drift allowance
+// (validity is ttl - elapsed - drift: a shorter one is never valid, and asking for it would only
+// retry until the wait ran out). The message names the shortest.
+func checkLease(ttl time.Duration, drift Drift) error {
+	if err := checkTTL(ttl); err != nil {
+		return err
+	}
+	ttl = ttl.Truncate(time.Millisecond)
+	if _, ok := Validity(ttl, 0, drift); ok {
+		return nil
+	}
+	allowance := fmt.Sprintf("the clock drift allowance (%g%% of the TTL + %g ms)", drift.Factor*100, float64(drift.Constant)/float64(time.Millisecond))
+	shortest, ok := shortestTTL(drift)
+	if !ok {
+		return invalid("no ttl leaves any validity after " + allowance + ": lower the drift allowance")
+	}
+	return invalid(fmt.Sprintf("ttl must be at least %d ms: a shorter one leaves no validity after %s, got %d ms", shortest.Milliseconds(), allowance, ttl.Milliseconds()))
+}
+
+// shortestTTL is the shortest whole-millisecond TTL with some validity after drift.
+func shortestTTL(drift Drift) (time.Duration, bool) {
+	if drift.Factor >= 1 {
+		return 0, false
+	}
+	// ttl*(1 - factor) > constant; the loop settles what floating point leaves in doubt.
+	ms := int64(float64(drift.Constant)/float64(time.Millisecond)/(1-drift.Factor)) - 1
+	if ms < 1 {
+		ms = 1
+	}
+	for ttl := time.Duration(ms) * time.Millisecond; ttl <= MaxTTL; ttl += time.Millisecond {
+		if _, ok := Validity(ttl, 0, drift); ok {
+			return ttl, true
+		}
+	}
+	return 0, false
 }
 
 // check refuses bad input before any node is asked.
@@ -162,9 +214,9 @@ func (m *Manager) check(resource string, ttl time.Duration, options []AcquireOpt
 		return a, m.err
 	}
 	if resource == "" {
-		return a, invalid("the resource name is empty")
+		return a, invalid("the resource name must not be empty")
 	}
-	if err := checkTTL(ttl); err != nil {
+	if err := checkLease(ttl, m.b.cfg.drift); err != nil {
 		return a, err
 	}
 	for _, o := range options {
@@ -225,6 +277,8 @@ func toError(b *backend, resource string, kind Kind, f *attemptError, attempts i
 		e.Needed, e.Failures = b.needed(kind), f.failures
 	case ErrWrongKind:
 		e.Message = f.failures[0].Node + ": " + f.failures[0].Reason
+	case ErrInvalidArgument:
+		e.Message = fmt.Sprintf("lock %q: %s refused an argument: %s", resource, f.failures[0].Node, f.failures[0].Reason)
 	case ErrContended, ErrValidityExpired:
 	default:
 		return f.kind // the owner generator's error

@@ -141,7 +141,7 @@ func (m *Manager) NewMutex(name string, options ...Option) *Mutex {
 		err = invalid("the mutex name is empty")
 	}
 	if err == nil {
-		err = checkTTL(cfg.mutex.expiry)
+		err = checkLease(cfg.mutex.expiry, cfg.drift)
 	}
 	if f := cfg.mutex.timeoutFactor; f > 0 {
 		cfg.timeout = time.Duration(float64(cfg.mutex.expiry) * f)

@@ -4,7 +4,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"math"
 	"os"
 	"time"
 )
@@ -68,10 +67,13 @@ func (c *config) fail(format string, args ...interface{}) {
 	c.errs = append(c.errs, invalid(fmt.Sprintf(format, args...)))
 }
 
-// duration checks a duration option: at least least, and finite.
+// duration checks a duration option: at least least, and at most what the nodes take.
 func duration(c *config, name string, d, least time.Duration) time.Duration {
 	if d < least {
 		c.fail("%s must be at least %v, got %v", name, least, d)
+	}
+	if d > MaxWait {
+		c.fail("%s", tooLong(name, d))
 	}
 	return d
 }
@@ -149,8 +151,8 @@ func WithRetryCount(n int) Option {
 // option of the same name).
 func WithDriftFactor(f float64) Option {
 	return func(c *config) {
-		if !(f >= 0) || math.IsInf(f, 0) {
-			c.fail("drift factor must be a finite number from 0, got %v", f)
+		if !(f >= 0) || f >= 1 {
+			c.fail("drift factor must be from 0 to below 1 (a share of the TTL), got %v", f)
 		}
 		c.drift.Factor = f
 	}

@@ -14,7 +14,7 @@
 local counters = {
   grants = true, contended = true, releases = true, force_releases = true, extends = true,
   fences = true, expired_before_release = true, eviction_refusals = true, handoffs = true,
-  wait_timeouts = true, revocations = true,
+  wait_timeouts = true, revocations = true, refused_values = true, gates_revived = true,
 }
 -- Values of the one text field, each its own 0/1 gauge so an alert can test for one.
 local guard_states = { "safe", "refusing", "allowed" }

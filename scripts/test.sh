@@ -42,13 +42,14 @@ suite() {
 
 # The tests that send signals, started the way a background job of a non-interactive shell (or
 # nohup, or a CI runner) starts them: SIGINT and SIGTERM ignored, no terminal, no standard input.
-# Each such test sets the dispositions it relies on itself; this proves it.
+# Each such test sets the dispositions it relies on itself; this proves it. elect.rs sets none:
+# it proves that dlock acts on SIGTERM even when started with it ignored (issue 48).
 signals() {
   (
     trap '' INT TERM
     python3 -c 'import signal, sys; sys.exit(any(signal.getsignal(s) != signal.SIG_IGN for s in (signal.SIGINT, signal.SIGTERM)))' ||
       { echo "signals: SIGINT and SIGTERM are not ignored in the check's environment" >&2; exit 1; }
-    setsid -w cargo test --release -q --test cli_signals --test supervisor </dev/null || exit 1
+    setsid -w cargo test --release -q --test cli_signals --test supervisor --test elect </dev/null || exit 1
     cd python && setsid -w .venv/bin/python -m pytest -q -p timeout --timeout 120 \
       tests/test_faults.py -k ctrl_c </dev/null
   )

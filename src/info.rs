@@ -53,6 +53,8 @@ fn add_info(ctx: &InfoContext, _for_crash_report: bool) {
         ("wait_timeouts", stats::get(&stats::WAIT_TIMEOUTS)),
         ("revocations", stats::get(&stats::REVOCATIONS)),
         ("locks_held", stats::locks_held()),
+        ("refused_values", stats::get(&stats::REFUSED_VALUES)),
+        ("gates_revived", stats::get(&stats::GATES_REVIVED)),
         ("fencing_counter", counter),
         ("quarantine_left_ms", quarantine_left_ms),
     ];

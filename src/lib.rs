@@ -45,6 +45,7 @@ mod module {
         crate::keyspace::notify::set_module_options(ctx);
         crate::server::create_detached(ctx);
         crate::keyspace::arrivals::settle_with(crate::keyspace::ttl::settle_arrived);
+        crate::keyspace::ghosts::revive_with(crate::commands::revive_gate);
         crate::keyspace::sweep::start(ctx);
         let loaded = crate::config::register(ctx, args)
             .and_then(|()| crate::commands::register(ctx))

@@ -18,6 +18,10 @@ pub static HANDOFFS: AtomicU64 = AtomicU64::new(0);
 pub static WAIT_TIMEOUTS: AtomicU64 = AtomicU64::new(0);
 /// Tentative grants revoked for a smaller ticket.
 pub static REVOCATIONS: AtomicU64 = AtomicU64::new(0);
+/// Values a RESTORE or a load refused (malformed, out of bounds).
+pub static REFUSED_VALUES: AtomicU64 = AtomicU64::new(0);
+/// Gates that expired or were evicted and were stored again.
+pub static GATES_REVIVED: AtomicU64 = AtomicU64::new(0);
 static CREATED: AtomicU64 = AtomicU64::new(0);
 static FREED: AtomicU64 = AtomicU64::new(0);
 

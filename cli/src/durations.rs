@@ -3,11 +3,26 @@
 
 use std::time::Duration;
 
-use dlock_client::MAX_TTL;
+use dlock_client::{MAX_TTL, MAX_WAIT};
 
+/// Any duration of the command line, at most ten years: the longest the nodes take in any
+/// argument (a longer `--wait` would be refused by every node on every attempt), and far from
+/// overflowing the clock.
 fn parse(text: &str) -> Result<Duration, String> {
-    humantime::parse_duration(text)
-        .map_err(|e| format!("{e} (durations take a unit: 500ms, 10s, 2m)"))
+    // humantime takes a bare 0 as zero; a unit is asked for all the same, as for any number.
+    if !text.is_empty() && text.trim().bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!(
+            "{text:?} has no unit (durations take a unit: 500ms, 10s, 2m)"
+        ));
+    }
+    let duration = humantime::parse_duration(text)
+        .map_err(|e| format!("{e} (durations take a unit: 500ms, 10s, 2m)"))?;
+    if duration > MAX_WAIT {
+        return Err(format!(
+            "durations are at most 315360000000 ms (ten years, the longest the nodes take), got {text}"
+        ));
+    }
+    Ok(duration)
 }
 
 /// A lease: from 1 ms to the nodes' default maximum (`dlock.max-ttl-ms`, a day).
@@ -55,6 +70,17 @@ mod tests {
         assert!(ttl("10").unwrap_err().contains("take a unit"));
         assert_eq!(ttl("24h"), Ok(MAX_TTL));
         assert_eq!(ttl("1ms"), Ok(Duration::from_millis(1)));
+    }
+
+    #[test]
+    fn durations_beyond_what_the_nodes_take_are_refused() {
+        assert!(any("100000h")
+            .unwrap_err()
+            .contains("at most 315360000000 ms"));
+        assert!(any("18446744073709551616ms").is_err());
+        assert_eq!(any("3650d"), Ok(Duration::from_secs(3650 * 86_400)));
+        assert!(any("0").unwrap_err().contains("no unit"));
+        assert_eq!(any("0s"), Ok(Duration::ZERO));
     }
 
     #[test]

@@ -23,8 +23,8 @@ pub const INTERRUPTED: u8 = 130;
 
 /// `dlock --help` after the options (docs/cli.md has the same tables).
 pub const AFTER_HELP: &str = "\
-Durations take a unit: 500ms, 10s, 2m, 1h (a bare number is refused).
-  --ttl       lease on the nodes, 1ms to 24h   run, acquire: 10s; extend: required
+Durations take a unit: 500ms, 10s, 2m, 1h (a bare number is refused), at most ten years.
+  --ttl       lease on the nodes, 3ms to 24h   run, acquire: 10s; extend: required
   --wait      longest wait for a held lock     run: 30s; acquire: 0s (one attempt)
   --timeout   each call to one node, > 0       50ms
   --max-hold  run: longest hold, > 0           no cap
@@ -32,12 +32,12 @@ Durations take a unit: 500ms, 10s, 2m, 1h (a bare number is refused).
 Exit codes:
   0    success (run: the command exited 0; otherwise run exits with the command's status,
        or 128+N if a signal N killed it)
-  2    bad command line (nothing was sent to a node)
+  2    bad command line (nothing was sent to a node), or a node refused an argument
   3    lock held by another owner, not acquired within --wait (the command was not run)
   4    no quorum: too few nodes reachable, or validity ran out while acquiring;
        status: fewer than a majority of the nodes answered
   5    run: lock lost while the command ran, or held past --max-hold; elect --once:
-       leadership lost (the command got SIGTERM)
+       leadership lost (the command got SIGTERM, and SIGKILL after a 10 s grace)
   6    release/extend: OWNER does not hold the lock on a majority; leader: nobody leads
   7    the resource is held as another kind (--shared/--limit do not match how it is held)
   127  run: the command could not be started

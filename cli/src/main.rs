@@ -10,6 +10,7 @@ mod screen;
 mod status;
 mod supervise;
 mod top;
+mod usage;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -143,8 +144,9 @@ enum Command {
         /// Longest wait for the lock (queued on the nodes); 0s: one attempt.
         #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = durations::any)]
         wait: Duration,
-        /// Stop extending after this long: the command gets SIGTERM and dlock exits 5, so a
-        /// stuck command cannot keep the lock forever. Default: no cap.
+        /// Stop the command after this long (SIGTERM, then SIGKILL 10 s later) and exit 5, so a
+        /// stuck command cannot keep the lock forever; the lock is kept until the command is
+        /// gone. Default: no cap.
         #[arg(long, value_name = "DURATION", value_parser = durations::positive)]
         max_hold: Option<Duration>,
         #[command(flatten)]
@@ -228,17 +230,15 @@ async fn main() -> ExitCode {
     if supervise::is_guard() {
         return ExitCode::from(supervise::guard());
     }
-    let cli = Cli::parse();
-    let max_hold = match cli.command {
-        Command::Run { max_hold, .. } => max_hold,
-        _ => None,
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage::refuse(&e),
     };
     let builder = LockManager::builder(node_urls(&cli.nodes))
         .login_hint("--user and DLOCK_PASSWORD, or --password-file")
         .timeout(cli.timeout)
         .fencing(!cli.no_fencing)
         .wait_mode(cli.wait_mode.into())
-        .max_hold(max_hold)
         .replica_ack(cli.replica_ack());
     let manager = match cli.connection.apply(builder).and_then(|b| b.build()) {
         Ok(manager) => manager,

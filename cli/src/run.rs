@@ -3,7 +3,7 @@
 use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
-use dlock_client::{LockGuard, LockManager, Resource};
+use dlock_client::{LockGuard, LockManager, Resource, Watchdog};
 use nix::sys::signal::Signal;
 use tokio::process::Command;
 use tokio::signal::unix::{signal, Signal as UnixSignal, SignalKind};
@@ -51,16 +51,23 @@ pub async fn run(
     let ended = tokio::select! {
         status = command.wait() => Ended::Exited(status.map_or(exit::CANNOT_RUN, status_code)),
         _ = lock.lost() => {
-            if max_hold.is_some_and(|cap| started.elapsed() >= cap) {
-                eprintln!("dlock: lock {resource:?} held for --max-hold; sending SIGTERM");
-            } else {
-                eprintln!("dlock: lock {resource:?} lost while the command ran; sending SIGTERM");
-            }
+            eprintln!("dlock: lock {resource:?} lost while the command ran; sending SIGTERM");
+            Ended::Stopped(exit::LOST)
+        }
+        _ = held_for(started, max_hold) => {
+            eprintln!("dlock: lock {resource:?} held for --max-hold; sending SIGTERM (the lock is kept until the command is gone)");
             Ended::Stopped(exit::LOST)
         }
         _ = interrupt.recv() => Ended::Stopped(exit::INTERRUPTED),
         _ = terminate.recv() => Ended::Stopped(128 + Signal::SIGTERM as u8),
     };
+    conclude(command, ended, watchdog, guard).await
+}
+
+/// The end of a run: the command done with (`finish`) or stopped (`stop`, which returns once its
+/// group is gone) while the watchdog still extends, so that at --max-hold as on a stop signal
+/// the lease outlives the command; then the lock released. The exit code of `ended`.
+async fn conclude(command: Supervised, ended: Ended, watchdog: Watchdog, guard: LockGuard) -> u8 {
     let code = match ended {
         Ended::Exited(code) => {
             command.finish().await;
@@ -78,6 +85,17 @@ pub async fn run(
     code
 }
 
+/// Completes `cap` after `started`; never without a cap. dlock enforces --max-hold itself rather
+/// than through the library's watchdog cap, which stops extending at once: a command slow to
+/// stop (SIGTERM trapped, SIGKILL only after the grace) would then run on past the lease's end
+/// beside the next holder.
+async fn held_for(started: Instant, cap: Option<Duration>) {
+    match cap.and_then(|cap| started.checked_add(cap)) {
+        Some(until) => tokio::time::sleep_until(until.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
 /// SIGINT and SIGTERM, caught so that dlock can stop the command and release first.
 pub fn stop_signals() -> std::io::Result<(StopSignal, StopSignal)> {
     Ok((
@@ -86,10 +104,14 @@ pub fn stop_signals() -> std::io::Result<(StopSignal, StopSignal)> {
     ))
 }
 
-/// A stop signal dlock listens for, unless the process started with it ignored: a shell starts
-/// background jobs with SIGINT ignored (so that Ctrl-C stops only the foreground job), and the
-/// convention, kept by shells and Python alike, is that such a signal stays ignored, for dlock and
-/// for the command it runs (which inherits the disposition).
+/// A stop signal dlock listens for. SIGINT is not listened to when the process started with it
+/// ignored: a non-interactive shell starts background jobs so (Ctrl-C is then meant for the
+/// foreground job alone), and the convention, kept by shells and Python alike, is that such a
+/// signal stays ignored. SIGTERM is always listened to: no shell ignores it for a job, it is how
+/// a supervisor or a CI runner asks dlock to stop, and an ignored one inherited from some
+/// `trap '' TERM` above would leave only SIGKILL, which neither stops the command gracefully nor
+/// releases the lock. The command starts with every signal at its default either way
+/// (`supervise::spawn`).
 pub enum StopSignal {
     Listening(UnixSignal),
     Ignored,
@@ -97,7 +119,7 @@ pub enum StopSignal {
 
 impl StopSignal {
     fn listen(which: Signal, kind: SignalKind) -> std::io::Result<StopSignal> {
-        if ignored_at_start(which) {
+        if which == Signal::SIGINT && ignored_at_start(which) {
             return Ok(StopSignal::Ignored);
         }
         Ok(StopSignal::Listening(signal(kind)?))
@@ -134,8 +156,7 @@ enum Ended {
 }
 
 /// Starts the command with the lock in its environment, supervised (`supervise::spawn`: it
-/// cannot outlive dlock). Its signal dispositions are inherited as usual (an ignored SIGINT stays
-/// ignored), except SIGTERM, how dlock stops it.
+/// cannot outlive dlock, and starts with every signal at its default action).
 fn spawn(argv: &[String], guard: &LockGuard) -> std::io::Result<Supervised> {
     let mut command = Command::new(&argv[0]);
     command

@@ -2,12 +2,15 @@
 
 use dlock_client::{Holders, LockManager};
 
-use crate::{count, exit};
+use crate::{code_of, count, exit};
 
 /// Each node's view; exit 4 when fewer than a majority answered (the view cannot say whether
 /// the lock is held: nor could a lock be taken now).
 pub async fn status(manager: &LockManager, resource: &str) -> u8 {
-    let views = manager.status(resource).await;
+    let views = match manager.status(resource).await {
+        Ok(views) => views,
+        Err(e) => return code_of(&e),
+    };
     let mut answered = 0;
     for node in &views {
         match &node.state {

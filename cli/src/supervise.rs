@@ -35,8 +35,12 @@ const GUARD_ARG0: &str = "dlock-guard";
 /// What dlock writes to its guard when the command is done with (any other end means it died).
 const DONE: &[u8] = b"done\n";
 
-/// How long a command may take to exit after SIGTERM before its group gets SIGKILL.
-const GRACE: Duration = Duration::from_secs(10);
+/// How long a command may take to exit after SIGTERM before its group gets SIGKILL
+/// (docs/cli.md states it).
+pub const GRACE: Duration = Duration::from_secs(10);
+
+/// How often `stop` looks whether the group's last process has ended after its SIGKILL.
+const GONE_POLL: Duration = Duration::from_millis(10);
 
 /// Signals the guard ignores: the keyboard's (it shares the command's group, which may own the
 /// terminal) and the SIGTERM `stop` sends to the whole group.
@@ -120,9 +124,13 @@ pub fn spawn(mut command: Command) -> std::io::Result<Supervised> {
     }
 }
 
-/// In the command's process, before exec. SIGTERM is how dlock stops it (a lost lock,
-/// `--max-hold`, dlock's own stop signals), so it starts at its default action and unblocked,
-/// even when dlock itself started with it ignored (a supervisor's `trap '' TERM`).
+/// In the command's process, before exec. Every signal starts at its default action and
+/// unblocked, whatever dlock inherited (a supervisor's `trap '' INT TERM`, a background job's
+/// ignored SIGINT and SIGQUIT): dlock stops the command with SIGTERM, and an ignored SIGTERM
+/// (kept across exec, unlike a handler) would leave it running on without the lock; the
+/// others, so that the command behaves as it would started by itself. The command's group is
+/// not the terminal's foreground unless dlock's was, so the keyboard's signals still reach it
+/// only when they reached dlock.
 fn child_setup(group: Pid, foreground: bool, parent: Pid) -> std::io::Result<()> {
     setpgid(Pid::from_raw(0), group)?;
     if foreground {
@@ -130,12 +138,46 @@ fn child_setup(group: Pid, foreground: bool, parent: Pid) -> std::io::Result<()>
         with_ttou_blocked(|| tcsetpgrp(stdin_fd(), group))?;
     }
     die_with(parent)?;
-    // SAFETY: the default action is no handler: nothing runs in a signal context.
-    unsafe { signal(Signal::SIGTERM, SigHandler::SigDfl) }?;
-    let mut term = SigSet::empty();
-    term.add(Signal::SIGTERM);
-    term.thread_unblock()?;
+    default_dispositions();
+    SigSet::empty().thread_set_mask()?;
     Ok(())
+}
+
+/// Sets every signal to its default action: only an ignored one would outlive the exec (a
+/// caught one is reset by exec itself). On Linux through the system call itself, for every
+/// number: the C library refuses the ones it reserves (32 and 33 in glibc), which an ignoring
+/// parent passes on all the same; a zeroed kernel `sigaction` is the default action, whatever
+/// the architecture's layout, and a number that cannot be changed (SIGKILL, SIGSTOP) fails
+/// harmlessly.
+#[cfg(target_os = "linux")]
+fn default_dispositions() {
+    use nix::libc;
+    // Larger than the kernel's `struct sigaction` on every architecture.
+    let default = [0u64; 4];
+    // The kernel's sigset_t: 64 signals.
+    let set_size: libc::size_t = 8;
+    for number in 1..=64 as libc::c_long {
+        // SAFETY: rt_sigaction only reads `default` (a valid, zeroed action); it is
+        // async-signal-safe and nothing here allocates.
+        unsafe {
+            libc::syscall(
+                libc::SYS_rt_sigaction,
+                number,
+                default.as_ptr(),
+                std::ptr::null_mut::<libc::c_void>(),
+                set_size,
+            );
+        }
+    }
+}
+
+/// Elsewhere every signal the C library lets a program change.
+#[cfg(not(target_os = "linux"))]
+fn default_dispositions() {
+    for which in Signal::iterator() {
+        // SAFETY: the default action runs no code of this process.
+        let _ = unsafe { signal(which, SigHandler::SigDfl) };
+    }
 }
 
 /// SIGKILL when the thread that forked this process ends: dlock's main thread, as its runtime
@@ -257,12 +299,16 @@ impl Supervised {
     }
 
     /// SIGTERM to the command's whole group, then SIGKILL to what is left of it once the command
-    /// exited or after the grace period: nothing of it runs on without the lock.
+    /// exited or after [`GRACE`]; returns once no process of the group is left: nothing of it
+    /// runs on without the lock, which the caller keeps extended until then.
     pub async fn stop(mut self) {
         let _ = kill(Pid::from_raw(-self.group.as_raw()), Signal::SIGTERM);
         let _ = tokio::time::timeout(GRACE, self.child.wait()).await;
         let _ = kill(Pid::from_raw(-self.group.as_raw()), Signal::SIGKILL);
         let _ = self.child.wait().await;
+        // The guard leads the group: SIGKILLed with it, it is gone once reaped.
+        let _ = self.guard.process.wait().await;
+        group_ended(self.group).await;
         self.end(false).await;
     }
 
@@ -282,4 +328,59 @@ impl Supervised {
         drop(self.guard.pipe);
         let _ = tokio::time::timeout(Duration::from_secs(1), self.guard.process.wait()).await;
     }
+}
+
+/// Returns once no process of `group` runs: a SIGKILLed process may take a moment to end (one
+/// in the middle of a write to a slow disk ends only when the write does), and the lock must
+/// outlive it. Zombies count as ended: they run nothing, and the ones reparented to an init
+/// that never reaps would otherwise keep dlock waiting for ever.
+async fn group_ended(group: Pid) {
+    let started = std::time::Instant::now();
+    let mut told = false;
+    while group_runs(group) {
+        if !told && started.elapsed() >= GRACE {
+            eprintln!("dlock: the command's processes got SIGKILL and are still ending; the lock stays held until they are gone");
+            told = true;
+        }
+        tokio::time::sleep(GONE_POLL).await;
+    }
+}
+
+/// Whether a process of `group` runs (not a zombie): read from /proc, where zombies show.
+#[cfg(target_os = "linux")]
+fn group_runs(group: Pid) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return kill(Pid::from_raw(-group.as_raw()), None).is_ok();
+    };
+    entries
+        .flatten()
+        .filter(|entry| {
+            entry
+                .file_name()
+                .to_str()
+                .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .any(|entry| {
+            std::fs::read_to_string(entry.path().join("stat"))
+                .is_ok_and(|stat| live_member(&stat, group))
+        })
+}
+
+/// Elsewhere, any process of the group, zombies included.
+#[cfg(not(target_os = "linux"))]
+fn group_runs(group: Pid) -> bool {
+    kill(Pid::from_raw(-group.as_raw()), None).is_ok()
+}
+
+/// Whether a /proc/PID/stat line is of a live process of `group`: after the command name (in
+/// parentheses, and may hold anything) come the state and then the parent, the group.
+#[cfg(target_os = "linux")]
+fn live_member(stat: &str, group: Pid) -> bool {
+    let Some((_, rest)) = stat.rsplit_once(')') else {
+        return false;
+    };
+    let mut fields = rest.split_whitespace();
+    let (state, _parent, pgrp) = (fields.next(), fields.next(), fields.next());
+    let live = state.is_some_and(|s| !matches!(s, "Z" | "X" | "x"));
+    live && pgrp.and_then(|g| g.parse::<i32>().ok()) == Some(group.as_raw())
 }

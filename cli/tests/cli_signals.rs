@@ -1,6 +1,7 @@
 //! `dlock run` and the stop signals: SIGTERM to the command when the lock is lost (even when dlock
-//! started with SIGTERM ignored), Ctrl-C and SIGTERM while waiting or running, and a SIGINT the
-//! process started with ignored.
+//! started with SIGTERM ignored), Ctrl-C and SIGTERM while waiting or running, a SIGINT the
+//! process started with ignored, the command's dispositions reset whatever dlock inherited, and
+//! the lease kept at --max-hold until a command that ignores SIGTERM is gone.
 //!
 //! Each test sets the dispositions its `dlock` starts with, so the suite passes whatever its own
 //! parent ignores (a background job of a non-interactive shell, nohup, some CI runners): the
@@ -13,7 +14,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{kill, signal, SigHandler, Signal};
+use nix::sys::signal::{kill, signal, SigHandler, SigSet, Signal};
 use nix::unistd::Pid;
 
 /// How `dlock` starts with SIGINT and SIGTERM.
@@ -25,6 +26,8 @@ enum Stop {
     IgnoringInterrupt,
     /// Both ignored, as under a supervisor's `trap '' INT TERM`.
     IgnoringBoth,
+    /// SIGINT, SIGTERM, SIGQUIT and SIGUSR1 ignored, and SIGUSR2 blocked.
+    IgnoringMany,
 }
 
 /// `dlock` against `servers`, started with the dispositions of `stop` and no standard input.
@@ -37,14 +40,23 @@ fn dlock(servers: &[Server], stop: Stop) -> Command {
     let (interrupt, terminate) = match stop {
         Stop::Default => (SigHandler::SigDfl, SigHandler::SigDfl),
         Stop::IgnoringInterrupt => (SigHandler::SigIgn, SigHandler::SigDfl),
-        Stop::IgnoringBoth => (SigHandler::SigIgn, SigHandler::SigIgn),
+        Stop::IgnoringBoth | Stop::IgnoringMany => (SigHandler::SigIgn, SigHandler::SigIgn),
     };
-    // SAFETY: runs in the forked child before exec and only calls sigaction, which is
-    // async-signal-safe.
+    let many = matches!(stop, Stop::IgnoringMany);
+    // SAFETY: runs in the forked child before exec and only calls sigaction and sigprocmask,
+    // which are async-signal-safe.
     unsafe {
         command.pre_exec(move || {
             signal(Signal::SIGINT, interrupt).map_err(std::io::Error::from)?;
             signal(Signal::SIGTERM, terminate).map_err(std::io::Error::from)?;
+            if many {
+                for which in [Signal::SIGQUIT, Signal::SIGUSR1] {
+                    signal(which, SigHandler::SigIgn).map_err(std::io::Error::from)?;
+                }
+                let mut usr2 = SigSet::empty();
+                usr2.add(Signal::SIGUSR2);
+                usr2.thread_block().map_err(std::io::Error::from)?;
+            }
             Ok(())
         });
     }
@@ -187,8 +199,10 @@ fn has_child(pid: u32) -> bool {
         })
 }
 
+/// dlock keeps the shell's convention for itself (a background job ignores Ctrl-C); its command
+/// starts with SIGINT at its default all the same (`the_command_starts_with_every_signal_at_its_default`).
 #[test]
-fn a_sigint_ignored_at_start_stays_ignored_by_dlock_run_and_its_command() {
+fn a_sigint_ignored_at_start_stays_ignored_by_dlock_run() {
     let servers = nodes(3);
     let mut child = dlock(&servers, Stop::IgnoringInterrupt)
         .args(["run", "job", "--", "sleep", "30"])
@@ -213,5 +227,133 @@ fn a_sigint_ignored_at_start_stays_ignored_by_dlock_run_and_its_command() {
     assert!(
         servers.iter().all(|s| token_on(s, "job").is_none()),
         "released on SIGTERM"
+    );
+}
+
+/// The pid a command wrote to `path`, once it is there.
+fn pid_in(path: &std::path::Path) -> Pid {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if let Ok(pid) = text.trim().parse::<i32>() {
+            return Pid::from_raw(pid);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the command never wrote {path:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn exit_within(child: &mut std::process::Child, within: Duration) -> Option<i32> {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status.code();
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `pid` once it runs `sleep` (the shell before it has its own dispositions).
+fn sleeping(pid: Pid) -> Pid {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default() != "sleep\n" {
+        assert!(Instant::now() < deadline, "{pid} never ran sleep");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    pid
+}
+
+/// A `SigIgn:` or `SigBlk:` mask of /proc/PID/status.
+fn mask(pid: Pid, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with(field)).unwrap();
+    u64::from_str_radix(line[field.len()..].trim(), 16).unwrap()
+}
+
+/// Started ignoring SIGINT, SIGTERM, SIGQUIT and SIGUSR1 (a supervisor's `trap ''`, a
+/// background job) with SIGUSR2 blocked, `run` and `elect` give their command every signal at
+/// its default action, unblocked: what dlock sends it ends it, and it behaves as started by
+/// itself. dlock itself still stops on SIGTERM: no shell ignores it for a job, and ignoring it
+/// would leave only SIGKILL, which releases nothing.
+#[test]
+fn the_command_starts_with_every_signal_at_its_default() {
+    let servers = nodes(1);
+    let dir = tempfile::tempdir().unwrap();
+    for (i, how) in [["run", "job"], ["elect", "leader"]].iter().enumerate() {
+        let file = dir.path().join(format!("pid{i}"));
+        let script = format!("echo $$ > {}; exec sleep 30", file.display());
+        let mut child = dlock(&servers, Stop::IgnoringMany)
+            .args(how)
+            .args(["--", "sh", "-c", &script])
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let command = sleeping(pid_in(&file));
+        let (ignored, blocked) = (mask(command, "SigIgn:"), mask(command, "SigBlk:"));
+        kill(pid_of(&child), Signal::SIGTERM).unwrap();
+        let code = exit_within(&mut child, Duration::from_secs(5));
+        let _ = kill(command, Signal::SIGKILL);
+        assert_eq!(ignored, 0, "{how:?}: the command ignores {ignored:#x}");
+        assert_eq!(blocked, 0, "{how:?}: the command blocks {blocked:#x}");
+        assert_eq!(
+            code,
+            Some(143),
+            "{how:?}: SIGTERM to a dlock that started ignoring it"
+        );
+    }
+}
+
+/// At --max-hold dlock stops its command, and keeps the lease until the command is gone: one
+/// that ignores SIGTERM runs for the whole grace (10 s) until its SIGKILL, and the next holder
+/// must not start beside it (with the TTL of 300 ms, the lease would end long before).
+#[test]
+fn at_max_hold_the_lock_is_kept_until_a_command_ignoring_sigterm_is_gone() {
+    let servers = nodes(3);
+    let dir = tempfile::tempdir().unwrap();
+    let (pid_file, seen) = (dir.path().join("first"), dir.path().join("seen"));
+    let stubborn = format!(
+        "trap '' TERM; echo $$ > {}; exec sleep 60",
+        pid_file.display()
+    );
+    let started = Instant::now();
+    let mut first = dlock(&servers, Stop::Default)
+        .args(["run", "job", "--ttl", "300ms", "--max-hold", "500ms"])
+        .args(["--", "sh", "-c", &stubborn])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stubborn = pid_in(&pid_file);
+    let look = format!(
+        "if kill -0 {stubborn} 2>/dev/null; then echo beside; else echo after; fi > {}",
+        seen.display()
+    );
+    let mut next = dlock(&servers, Stop::Default)
+        .args(["run", "job", "--ttl", "300ms", "--wait", "30s"])
+        .args(["--", "sh", "-c", &look])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let first_code = exit_within(&mut first, Duration::from_secs(20));
+    let next_code = exit_within(&mut next, Duration::from_secs(10));
+    let _ = kill(stubborn, Signal::SIGKILL);
+    assert_eq!(first_code, Some(5), "held past --max-hold");
+    assert!(
+        started.elapsed() >= Duration::from_secs(10),
+        "the stubborn command got its grace"
+    );
+    assert_eq!(next_code, Some(0));
+    let seen = std::fs::read_to_string(&seen).unwrap_or_default();
+    assert_eq!(
+        seen.trim(),
+        "after",
+        "the next holder ran beside the stubborn command"
     );
 }

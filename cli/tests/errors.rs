@@ -45,14 +45,15 @@ fn the_cli_says_what_every_client_says_about_each_failure() {
             continue;
         };
         if let Some(kind) = case.held {
-            let mut args = vec!["acquire", "r", "--ttl", "30s"];
+            let mut args = vec!["acquire", &case.resource, "--ttl", "30s"];
             let extra = kind_args(kind);
             args.extend(extra.iter().map(String::as_str));
             let held = dlock(&setup, &case, &args, None);
             assert_eq!(held.status.code(), Some(0), "{}", text(&held.stderr));
         }
         let wait = format!("{}ms", case.wait.unwrap_or_default().as_millis());
-        let mut args = vec!["acquire", "r", "--ttl", "10s", "--wait", &wait];
+        let ttl = format!("{}ms", case.ttl.as_millis());
+        let mut args = vec!["acquire", &case.resource, "--ttl", &ttl, "--wait", &wait];
         let extra = kind_args(case.ask);
         args.extend(extra.iter().map(String::as_str));
         let out = dlock(&setup, &case, &args, case.password.as_deref());

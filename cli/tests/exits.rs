@@ -1,5 +1,6 @@
 //! Exit codes a script relies on: `status` without a majority of answers, and durations outside
-//! what the nodes take refused as a bad command line before any node is asked.
+//! what the nodes take, empty names and TTLs too short for any validity refused as a bad command
+//! line before any node is asked.
 
 mod common;
 use common::*;
@@ -52,6 +53,41 @@ fn durations_outside_what_the_nodes_take_exit_2_before_any_node_is_asked() {
     // The largest TTL the nodes take is taken: the dead node is asked (4).
     let out = against_a_dead_port(&["acquire", "job", "--ttl", "24h"]);
     assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
+}
+
+/// Issue 48, findings 7 and 10: each of these used to be sent (exit 0, or retried for the whole
+/// wait, or for ever); now each is refused in one line, exit 2, with no node asked.
+#[test]
+fn bad_input_exits_2_in_one_line_before_any_node_is_asked() {
+    let dead = dead_url();
+    let twice = format!("{dead},{dead}");
+    for args in [
+        &["run", "", "--", "true"][..],
+        &["acquire", ""],
+        &["status", ""],
+        &["release", "", "owner"],
+        &["extend", "", "owner", "--ttl", "10s"],
+        &["run", "job", "--ttl", "1ms", "--", "true"],
+        &["run", "job", "--ttl", "2ms", "--wait", "5s", "--", "true"],
+        &["acquire", "job", "--ttl", "2ms"],
+        &["elect", "leader", "--ttl", "2ms", "--once", "--", "true"],
+        &["run", "job", "--wait", "100000h", "--", "true"],
+        &["--nodes", &twice, "acquire", "job"],
+    ] {
+        let out = against_a_dead_port(args);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.starts_with("dlock: "), "{args:?}: {stderr}");
+        assert!(
+            !stderr.contains("refused"),
+            "{args:?} asked a node: {stderr}"
+        );
+    }
+    let said = |args: &[&str]| text(&against_a_dead_port(args).stderr);
+    assert!(said(&["status", ""]).contains("the resource name must not be empty"));
+    assert!(said(&["acquire", "job", "--ttl", "2ms"]).contains("ttl must be at least 3 ms"));
+    assert!(said(&["acquire", "job", "--wait", "100000h"]).contains("at most 315360000000 ms"));
 }
 
 #[test]

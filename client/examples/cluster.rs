@@ -32,7 +32,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for resource in ["orders:1", "orders:2", "orders:4"] {
         let guard = locks.lock(resource, ttl, wait).await?;
         println!("{resource}: token {}", guard.token());
-        for node in locks.status(resource).await {
+        for node in locks.status(resource).await? {
             match node.state.as_ref().map(|held| held.holders.first()) {
                 Ok(Some(lock)) => println!(
                     "  {}: held by {}, token {}, {} ms left",

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use redis::Value;
 
-use crate::backend::check_ttl;
 use crate::calls::Calls;
+use crate::checks::{check_lease, check_name};
 use crate::errors::Error;
 use crate::kind::{LockKind, Resource};
 use crate::manager::LockManager;
@@ -52,6 +52,7 @@ impl LockManager {
     /// Releases `owner`'s lock on all nodes. Ok(number of nodes that released it);
     /// [`Error::NoQuorum`] naming the unreachable nodes if fewer than a majority answered.
     pub async fn release_owner(&self, resource: &str, owner: &str) -> Result<usize, Error> {
+        check_name(resource)?;
         let needed = majority(self.backend.nodes());
         let tally = self
             .calls(resource, LockKind::Exclusive)
@@ -72,8 +73,9 @@ impl LockManager {
         owner: &str,
         ttl: Duration,
     ) -> Result<Duration, Error> {
-        check_ttl(ttl)?;
         let Resource { name, kind } = resource.into();
+        check_name(name)?;
+        check_lease(ttl, &self.backend.opts.rounds.drift)?;
         let needed = kind.check()?.quorum(self.backend.nodes());
         self.calls(name, kind)
             .extend(owner, ttl)
@@ -82,17 +84,19 @@ impl LockManager {
             .map_err(|tally| tally.extend_error(name, needed))
     }
 
-    /// `DLOCK.STATUS` on every node.
-    pub async fn status(&self, resource: &str) -> Vec<NodeStatus> {
+    /// `DLOCK.STATUS` on every node; [`Error::InvalidArgument`] for an empty name, before any
+    /// node is asked.
+    pub async fn status(&self, resource: &str) -> Result<Vec<NodeStatus>, Error> {
+        check_name(resource)?;
         let replies = self.calls(resource, LockKind::Exclusive).status().await;
-        replies
+        Ok(replies
             .into_iter()
             .enumerate()
             .map(|(i, reply)| NodeStatus {
                 node: self.backend.transport.name(i).to_string(),
                 state: reply.map_err(|f| f.reason).and_then(parse_status),
             })
-            .collect()
+            .collect())
     }
 }
 

@@ -8,7 +8,8 @@
 //!   queued wait that ran past the deadline unanswered: a server notices a wait's timeout only at
 //!   its next tick, so the client's own time for the call may run out first); a node failure
 //!   (cannot connect, connection broken, an error reply, no reply to a request that does not
-//!   wait); or the kind refused (`WRONGKIND`: the attempt ends, asking again cannot change it).
+//!   wait); the kind refused (`WRONGKIND`), or an argument refused (`ERR ... must be ...`): then
+//!   the attempt ends, asking again cannot change it.
 //! - **Asking again**: a failed node is asked again; a queued wait after the retry pause while
 //!   its round lasts (the machine counts the node out meanwhile, so a lost majority ends the
 //!   attempt early), a plain ACQUIRE at once, once per round, while a quorum has not granted
@@ -25,7 +26,7 @@
 use std::time::Duration;
 
 use crate::acquisition::{Acquisition, Event, Step};
-use crate::errors::{is_wrong_kind, NodeFailure};
+use crate::errors::{is_refused_argument, is_wrong_kind, NodeFailure};
 
 /// How an attempt asks the nodes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -56,6 +57,19 @@ pub enum Outcome {
     Busy,
     Failed(NodeFailure),
     WrongKind(NodeFailure),
+    /// The node refused an argument of the request.
+    Invalid(NodeFailure),
+}
+
+impl Outcome {
+    /// A refusal that asking again cannot change: the attempt ends with it.
+    fn ends_the_attempt(&self) -> Option<AttemptError> {
+        match self {
+            Outcome::WrongKind(failure) => Some(AttemptError::WrongKind(failure.clone())),
+            Outcome::Invalid(failure) => Some(AttemptError::Invalid(failure.clone())),
+            _ => None,
+        }
+    }
 }
 
 /// Why one attempt failed. The caller retries or turns it into an [`crate::Error`].
@@ -67,6 +81,8 @@ pub enum AttemptError {
     NoQuorum(Vec<NodeFailure>),
     /// A node holds the resource as another kind (the node, and its message).
     WrongKind(NodeFailure),
+    /// A node refused an argument of the request (the node, and its message).
+    Invalid(NodeFailure),
     ValidityExpired,
 }
 
@@ -112,6 +128,7 @@ pub fn classify(reply: Reply, policy: Policy, past_deadline: bool) -> Outcome {
         Reply::Granted(token) => Outcome::Granted(token),
         Reply::Nil => Outcome::Busy,
         Reply::Failed(failure) if is_wrong_kind(&failure) => Outcome::WrongKind(failure),
+        Reply::Failed(failure) if is_refused_argument(&failure) => Outcome::Invalid(failure),
         Reply::Failed(failure) if failure.no_reply && policy == Policy::Queue && past_deadline => {
             Outcome::Busy
         }
@@ -140,7 +157,7 @@ pub fn lease(nodes: usize, left: Option<Duration>, ttl: Duration, renewed: bool)
 }
 
 /// Whether a failed attempt is followed by another (after the retry pause): not when the kind
-/// was refused, nor when a queued attempt was contended (it waited to the deadline), nor out of
+/// or an argument was refused, nor when a queued attempt was contended (it waited to the deadline), nor out of
 /// time (`out_of_time`: the pause would end past the deadline) or of retries.
 pub fn another_attempt(
     policy: Policy,
@@ -149,7 +166,7 @@ pub fn another_attempt(
     (attempts, retry_count): (u32, u32),
 ) -> bool {
     match error {
-        AttemptError::WrongKind(_) => false,
+        AttemptError::WrongKind(_) | AttemptError::Invalid(_) => false,
         AttemptError::Contended if policy == Policy::Queue => false,
         _ => !out_of_time && attempts <= retry_count,
     }
@@ -226,8 +243,7 @@ impl Attempt {
             let steps = self.machine.on(event); // a stale grant is released
             return self.act(steps, true);
         }
-        if let Outcome::WrongKind(failure) = &outcome {
-            let error = AttemptError::WrongKind(failure.clone());
+        if let Some(error) = outcome.ends_the_attempt() {
             return self.give_up(error);
         }
         let failed = matches!(outcome, Outcome::Failed(_));

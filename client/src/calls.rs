@@ -13,7 +13,7 @@ use redis::Value;
 use crate::attempt::{AttemptError, Reply};
 use crate::backend::Backend;
 use crate::commands::{ms, Request};
-use crate::errors::{Error, NodeFailure};
+use crate::errors::{refused_argument, Error, NodeFailure};
 use crate::kind::{LockKind, Resource};
 use crate::timing::{validity, whole_ms};
 
@@ -252,6 +252,7 @@ pub(crate) fn attempt_error(
             needed: target.kind.quorum(nodes),
             failures,
         },
+        AttemptError::Invalid(failure) => refused_argument(&resource, failure),
         AttemptError::ValidityExpired => Error::ValidityExpired { resource },
     }
 }

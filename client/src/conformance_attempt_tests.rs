@@ -29,6 +29,9 @@ fn node_name(node: usize) -> String {
 /// A node's answer to an ask, as the driver hands it over.
 fn answer(node: usize, v: &Value) -> Reply {
     let failure = |reason: &str| NodeFailure::new(node_name(node), reason);
+    if let Some(said) = v.get("error").and_then(Value::as_str) {
+        return Reply::Failed(failure(said));
+    }
     match v.as_str() {
         None => Reply::Granted(token(&v["grant"])),
         Some("nil") => Reply::Nil,
@@ -59,6 +62,7 @@ fn error(e: &AttemptError) -> Value {
         AttemptError::Contended => json!("contended"),
         AttemptError::ValidityExpired => json!("expired"),
         AttemptError::WrongKind(_) => json!("wrong_kind"),
+        AttemptError::Invalid(_) => json!("invalid"),
         AttemptError::NoQuorum(failures) => {
             let nodes: Vec<usize> = failures
                 .iter()
@@ -157,6 +161,7 @@ fn how_replies_count() {
             Outcome::Busy => "busy",
             Outcome::Failed(_) => "failed",
             Outcome::WrongKind(_) => "wrong_kind",
+            Outcome::Invalid(_) => "invalid",
         };
         assert_eq!(counted, case["counts_as"], "{case}");
     }
@@ -190,6 +195,7 @@ fn another_attempt_or_not() {
             "no_quorum" => AttemptError::NoQuorum(Vec::new()),
             "expired" => AttemptError::ValidityExpired,
             "wrong_kind" => AttemptError::WrongKind(NodeFailure::new("", "")),
+            "invalid" => AttemptError::Invalid(NodeFailure::new("", "")),
             other => panic!("unknown error {other}"),
         };
         let out_of_time = case["out_of_time"].as_bool().unwrap();

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use redis::Value;
 
-use crate::backend::check_ttl;
 use crate::calls::Calls;
+use crate::checks::check_lease;
 use crate::driver::Acquire;
 use crate::errors::Error;
 use crate::kind::{LockKind, Resource};
@@ -155,7 +155,7 @@ impl LockManager {
         ttl: Duration,
     ) -> Result<Leadership, Error> {
         check(name, value)?;
-        check_ttl(ttl)?;
+        check_lease(ttl, &self.backend.opts.rounds.drift)?;
         loop {
             let calls = Calls::new(self.backend.clone(), name, LockKind::Exclusive);
             let deadline = self.backend.clock.now() + CAMPAIGN_ROUND;

@@ -65,8 +65,11 @@ pub enum Error {
         /// The resource's name.
         resource: String,
     },
-    /// Bad arguments, refused before any node is asked: no nodes, a bad URL, a TTL outside
-    /// 1 ms to a day, a semaphore limit out of range. The text says which and why.
+    /// Bad arguments, refused before any node is asked: no nodes or one given twice, a bad URL,
+    /// an empty resource name, a TTL outside 1 ms to a day or too short to leave validity after
+    /// the drift allowance, a wait beyond ten years, a semaphore limit out of range; or refused
+    /// by a node all the same (`ERR ... must be ...`), which ends the call at once. The text
+    /// says which and why.
     InvalidArgument(String),
     /// The resource is held as another kind (a semaphore of another limit, a lock asked as a
     /// semaphore, ...): never retried.
@@ -103,6 +106,21 @@ pub enum Error {
 /// A node's reply that the resource is held as another kind.
 pub(crate) fn is_wrong_kind(failure: &NodeFailure) -> bool {
     failure.reason.contains("WRONGKIND")
+}
+
+/// A node's error reply refusing an argument of the request: `ERR <argument> must be <what it
+/// takes>`, as every argument check of the module words it (src/wire/errors.rs). Unlike a
+/// node's failure (unreachable, loading, no module), asking again cannot change it.
+pub(crate) fn is_refused_argument(failure: &NodeFailure) -> bool {
+    failure.reason.starts_with("ERR ") && failure.reason.contains(" must be ")
+}
+
+/// What a node's refusal of an argument becomes: the caller's bad argument, naming the node.
+pub(crate) fn refused_argument(resource: &str, failure: NodeFailure) -> Error {
+    Error::InvalidArgument(format!(
+        "lock {resource:?}: {} refused an argument: {}",
+        failure.node, failure.reason
+    ))
 }
 
 impl Error {

@@ -21,6 +21,7 @@ mod admin;
 mod attempt;
 mod backend;
 mod calls;
+mod checks;
 mod commands;
 mod connect;
 mod driver;
@@ -47,6 +48,7 @@ mod conformance_tests;
 
 pub use admin::{Holders, LockInfo, NodeStatus};
 pub use backend::MAX_TTL;
+pub use checks::MAX_WAIT;
 pub use connect::{Credentials, Tls};
 pub use election::{split_owner, Leader, Leadership, MAX_VALUE_LEN};
 pub use election_watch::Observer;

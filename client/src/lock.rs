@@ -7,8 +7,9 @@ use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::backend::{check_ttl, Backend};
+use crate::backend::Backend;
 use crate::calls::{Calls, Tally};
+use crate::checks::check_lease;
 use crate::driver::Granted;
 use crate::errors::Error;
 use crate::kind::{LockKind, Resource};
@@ -148,7 +149,7 @@ impl LockGuard {
     /// validity. After a failure [`LockGuard::validity`] still tells how long the earlier grant
     /// lasts.
     pub async fn extend(&mut self, ttl: Duration) -> Result<(), Error> {
-        check_ttl(ttl)?;
+        check_lease(ttl, &self.backend().opts.rounds.drift)?;
         if self.is_lost() {
             // A newer holder wrote: extending would only keep a lease nobody may use.
             return Err(Error::LockLost {

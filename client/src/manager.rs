@@ -5,8 +5,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::attempt::Policy;
-use crate::backend::{check_ttl, Backend};
+use crate::backend::Backend;
 use crate::calls::{attempt_error, Calls};
+use crate::checks::{check_lease, check_name, check_options, check_wait};
 use crate::connect::{Connect, Tls};
 use crate::driver::Acquire;
 use crate::errors::Error;
@@ -126,8 +127,10 @@ impl LockManagerBuilder {
         self
     }
 
-    /// Checks the URLs; connects lazily (nodes may be down now and come up later).
+    /// Checks the URLs and the options; connects lazily (nodes may be down now and come up
+    /// later).
     pub fn build(self) -> Result<LockManager, Error> {
+        check_options(&self.opts)?;
         let transport = RedisTransport::new(&self.urls, self.opts.replica_ack, &self.connect)?;
         Ok(LockManager::with_transport(
             Box::new(transport),
@@ -205,7 +208,7 @@ impl LockManager {
         resource: impl Into<Resource<'r>>,
         ttl: Duration,
     ) -> Result<LockGuard, Error> {
-        let resource = checked(resource.into(), ttl)?;
+        let resource = checked(resource.into(), ttl, &self.backend.opts.rounds.drift)?;
         let now = self.backend.clock.now();
         self.take(resource, (ttl, now), self.no_wait(), None, true)
             .await
@@ -231,7 +234,8 @@ impl LockManager {
         wait: Duration,
         probe: &WaitProbe,
     ) -> Result<LockGuard, Error> {
-        let resource = checked(resource.into(), ttl)?;
+        let resource = checked(resource.into(), ttl, &self.backend.opts.rounds.drift)?;
+        check_wait(wait)?;
         let deadline = self.backend.clock.now() + wait;
         let policy = self.waiting_policy();
         let probe = Some(probe.clone());
@@ -336,92 +340,19 @@ impl LockManager {
     }
 }
 
-/// The TTL and a semaphore's limit, checked before any node is asked.
-fn checked(resource: Resource<'_>, ttl: Duration) -> Result<Resource<'_>, Error> {
-    check_ttl(ttl)?;
+/// The name, the TTL (with the validity it leaves after `drift`) and a semaphore's limit,
+/// checked before any node is asked.
+fn checked<'r>(
+    resource: Resource<'r>,
+    ttl: Duration,
+    drift: &crate::timing::Drift,
+) -> Result<Resource<'r>, Error> {
+    check_name(resource.name)?;
+    check_lease(ttl, drift)?;
     resource.kind.check()?;
     Ok(resource)
 }
 
 #[cfg(test)]
-mod tests {
-    use std::sync::Arc;
-
-    use redis::Value;
-
-    use super::*;
-    use crate::commands::Request;
-    use crate::timing::testing::FakeClock;
-    use crate::transport::fake::FakeTransport;
-
-    /// Held by someone else for the first `busy` attempts on every node, then granted.
-    fn manager(busy: usize, retry_count: u32) -> (LockManager, Arc<FakeClock>) {
-        let clock = Arc::new(FakeClock::new());
-        let transport = FakeTransport::new(3, clock.clone(), move |_, r, attempt| match r {
-            Request::Acquire { .. } if attempt < busy => Ok(Value::Nil),
-            Request::Acquire { .. } => Ok(Value::Int(7)),
-            _ => Ok(Value::Int(1)),
-        });
-        let opts = Options {
-            retry_count,
-            wait_mode: WaitMode::Retry,
-            ..Options::default()
-        };
-        (
-            LockManager::with_transport(Box::new(transport), opts, Box::new(clock.clone())),
-            clock,
-        )
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn lock_retries_until_granted() {
-        let (locks, _) = manager(3, u32::MAX);
-        let guard = locks
-            .lock("res", Duration::from_secs(10), Duration::from_secs(5))
-            .await
-            .unwrap();
-        assert_eq!(guard.token(), 7);
-        guard.detach();
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn lock_gives_up_after_retry_count_and_says_how_often_it_tried() {
-        let (locks, _) = manager(10, 2);
-        let error = locks
-            .lock("res", Duration::from_secs(10), Duration::from_secs(60))
-            .await
-            .unwrap_err();
-        assert_eq!(
-            error,
-            Error::Contended {
-                resource: "res".into(),
-                attempts: 3
-            }
-        );
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn try_lock_is_one_attempt() {
-        let (locks, _) = manager(1, u32::MAX);
-        let error = locks
-            .try_lock("res", Duration::from_secs(10))
-            .await
-            .unwrap_err();
-        assert_eq!(
-            error,
-            Error::Contended {
-                resource: "res".into(),
-                attempts: 1
-            }
-        );
-    }
-
-    #[tokio::test]
-    async fn a_zero_ttl_is_refused_before_anything_is_sent() {
-        let (locks, _) = manager(0, 0);
-        assert!(matches!(
-            locks.try_lock("res", Duration::ZERO).await,
-            Err(Error::InvalidArgument(_))
-        ));
-    }
-}
+#[path = "manager_tests.rs"]
+mod tests;

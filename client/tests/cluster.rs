@@ -58,7 +58,7 @@ async fn each_lock_lives_on_its_slot_master_and_its_replica_has_it_on_return() {
             Some(guard.token()),
             "{resource}: acknowledged by the replica before the grant was reported"
         );
-        let status = locks.status(&resource).await;
+        let status = locks.status(&resource).await.expect("a name");
         assert_eq!(status[0].node, cluster_url(&cluster));
         let held = status[0]
             .state

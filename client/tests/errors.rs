@@ -6,12 +6,10 @@ use std::time::Duration;
 use dlock_client::{Error, LockGuard, LockManager, Resource};
 use dlock_testkit::{error_cases, ErrorCase, Setup};
 
-const TTL: Duration = Duration::from_secs(10);
-
-fn resource(kind: Option<u32>) -> Resource<'static> {
+fn resource(name: &str, kind: Option<u32>) -> Resource<'_> {
     match kind {
-        Some(limit) => Resource::semaphore("r", limit),
-        None => Resource::exclusive("r"),
+        Some(limit) => Resource::semaphore(name, limit),
+        None => Resource::exclusive(name),
     }
 }
 
@@ -30,16 +28,17 @@ async fn failure(case: &ErrorCase, setup: &Setup) -> Error {
             let other = LockManager::new([&setup.url]).expect("a manager");
             Some(
                 other
-                    .try_lock(resource(kind), Duration::from_secs(30))
+                    .try_lock(resource(&case.resource, kind), Duration::from_secs(30))
                     .await
                     .expect("held first"),
             )
         }
         None => None,
     };
+    let asked = resource(&case.resource, case.ask);
     let asked = match case.wait {
-        None => locks.try_lock(resource(case.ask), TTL).await,
-        Some(wait) => locks.lock(resource(case.ask), TTL, wait).await,
+        None => locks.try_lock(asked, case.ttl).await,
+        Some(wait) => locks.lock(asked, case.ttl, wait).await,
     };
     match asked {
         Ok(guard) => panic!("{}: taken, token {}", case.situation, guard.token()),

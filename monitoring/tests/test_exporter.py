@@ -36,6 +36,8 @@ EXPECTED = {
     "dlock_wait_timeouts_total": 1,
     "dlock_revocations_total": 0,
     "dlock_locks_held": 2,
+    "dlock_refused_values_total": 0,
+    "dlock_gates_revived_total": 0,
     "dlock_eviction_guard_safe": 1,
     "dlock_eviction_guard_refusing": 0,
     "dlock_eviction_guard_allowed": 0,

@@ -8,7 +8,8 @@
  * - How a reply counts (`classify`): a grant; busy, the lock held by others (nil, or a queued
  *   wait that ran past the deadline unanswered: a server notices a wait's timeout only at its
  *   next tick, so the client's own time for the call may run out first); a node failure; or the
- *   kind refused (WRONGKIND: the attempt ends, asking again cannot change it).
+ *   kind refused (WRONGKIND), or an argument refused (ERR ... must be ...): the attempt ends,
+ *   asking again cannot change it.
  * - Asking again: a failed node is asked again; a queued wait after the retry pause while its
  *   round lasts (the machine counts the node out meanwhile), a plain ACQUIRE at once, once per
  *   round, while a quorum has not granted yet (its failure counts only if the repeat fails too).
@@ -20,7 +21,7 @@
  * - The lease (`lease`) and another attempt (`anotherAttempt`).
  */
 import { Acquisition, type Event, type Step } from "./acquisition.js";
-import { type NodeFailure, isWrongKind } from "./errors.js";
+import { type NodeFailure, isRefusedArgument, isWrongKind } from "./errors.js";
 
 /**
  * How an attempt asks the nodes: queued on them (ACQUIRE ... WAIT, round after round until the
@@ -42,13 +43,15 @@ export type Outcome =
   | { readonly type: "granted"; readonly token: bigint }
   | { readonly type: "busy" }
   | { readonly type: "failed"; readonly failure: NodeFailure }
-  | { readonly type: "wrong_kind"; readonly failure: NodeFailure };
+  | { readonly type: "wrong_kind"; readonly failure: NodeFailure }
+  | { readonly type: "invalid"; readonly failure: NodeFailure };
 
 /** Why one attempt failed; the caller retries or turns it into an error. */
 export type AttemptError =
   | { readonly type: "contended" }
   | { readonly type: "no_quorum"; readonly failures: readonly NodeFailure[] }
   | { readonly type: "wrong_kind"; readonly failure: NodeFailure }
+  | { readonly type: "invalid"; readonly failure: NodeFailure }
   | { readonly type: "expired" };
 
 export type Action =
@@ -66,6 +69,7 @@ export function classify(reply: Reply, policy: Policy, pastDeadline: boolean): O
   if (typeof reply === "bigint") return { type: "granted", token: reply };
   if (reply === null) return { type: "busy" };
   if (isWrongKind(reply)) return { type: "wrong_kind", failure: reply };
+  if (isRefusedArgument(reply)) return { type: "invalid", failure: reply };
   if (reply.noReply && policy.queue && pastDeadline) return { type: "busy" };
   return { type: "failed", failure: reply };
 }
@@ -81,12 +85,12 @@ export function lease(nodes: number, left: number | undefined, ttl: number, rene
 }
 
 /**
- * Whether a failed attempt is followed by another (after the retry pause): not when the kind was
- * refused, nor when a queued attempt was contended (it waited to the deadline), nor out of time
+ * Whether a failed attempt is followed by another (after the retry pause): not when the kind or an
+ * argument was refused, nor when a queued attempt was contended (it waited to the deadline), nor out of time
  * (the pause would end past the deadline) or of retries.
  */
 export function anotherAttempt(policy: Policy, error: AttemptError, outOfTime: boolean, attempts: number, retryCount: number): boolean {
-  if (error.type === "wrong_kind" || (error.type === "contended" && policy.queue)) return false;
+  if (error.type === "wrong_kind" || error.type === "invalid" || (error.type === "contended" && policy.queue)) return false;
   return !outOfTime && attempts <= retryCount;
 }
 
@@ -129,7 +133,7 @@ export class Attempt {
     const outcome = classify(reply, this.policy, pastDeadline);
     const event: Event = outcome.type === "granted" ? { event: "granted", node, round, token: outcome.token } : { event: "unavailable", node, round };
     if (round !== this.round || node >= this.nodes) return this.#act(this.#machine.on(event), true); // a stale grant is released
-    if (outcome.type === "wrong_kind") return this.#giveUp({ type: "wrong_kind", failure: outcome.failure });
+    if (outcome.type === "wrong_kind" || outcome.type === "invalid") return this.#giveUp({ type: outcome.type, failure: outcome.failure });
     this.#outcomes[node] = outcome;
     const failed = outcome.type === "failed";
     if (failed && this.#askAtOnce(node)) return [{ action: "ask_again", node, round, afterPause: false }]; // the repeat counts instead

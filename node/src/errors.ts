@@ -112,3 +112,27 @@ export class WrongKindError extends DlockError {
 export function isWrongKind(failure: NodeFailure): boolean {
   return failure.reason.includes("WRONGKIND");
 }
+
+/**
+ * A node refused an argument of the request (`ERR ... must be ...`: a TTL over its
+ * dlock.max-ttl-ms, say), which asking again cannot change: the call ends at once, a RangeError
+ * as the arguments refused before any node is asked are.
+ */
+export class ArgumentRefusedError extends RangeError {
+  constructor(
+    readonly resource: string,
+    readonly node: string,
+    readonly reason: string,
+  ) {
+    super(`lock ${JSON.stringify(resource)}: ${node} refused an argument: ${reason}`);
+    this.name = "ArgumentRefusedError";
+  }
+}
+
+/**
+ * An error reply refusing an argument of the request: `ERR <argument> must be <what it takes>`,
+ * as every argument check of the module words it (src/wire/errors.rs).
+ */
+export function isRefusedArgument(failure: NodeFailure): boolean {
+  return failure.reason.startsWith("ERR ") && failure.reason.includes(" must be ");
+}

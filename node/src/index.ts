@@ -16,11 +16,13 @@ export {
   ValidityExpiredError,
   NodeError,
   WrongKindError,
+  ArgumentRefusedError,
   type NodeFailure,
 } from "./errors.js";
 export type { DataClient } from "./lock.js";
 export type { TlsOptions } from "./transport/server.js";
 export { MAX_LIMIT, quorum, type Kind } from "./kind.js";
+export { MAX_WAIT } from "./options.js";
 export { validity, type Drift } from "./timing.js";
 export { parseNode, redact, type NodeUrl } from "./transport/urls.js";
 export { Acquisition, type Event, type Step } from "./acquisition.js";

@@ -9,7 +9,7 @@ import { type DlockError, LockLostError, NoQuorumError, StaleTokenError } from "
 import type { Kind } from "./kind.js";
 import { type Extension, renewMargin, renewal } from "./renewal.js";
 import { now } from "./timing.js";
-import { checkTtl, unitHint } from "./units.js";
+import { checkLease, unitHint } from "./units.js";
 
 /** A connection to the data's Redis (with the module): node-redis's client, or anything with its `sendCommand`. */
 export interface DataClient {
@@ -94,7 +94,7 @@ export class Lock {
 
   /** EXTEND on every node: the lock's validity starts afresh from `ttl` ms (default: the ttl it was taken with). */
   async extend(ttl: number = this.ttl): Promise<number> {
-    const whole = checkTtl(ttl);
+    const whole = checkLease(ttl, this.calls.backend.opts.drift);
     if (this.#released || this.#lost) throw new LockLostError(this.resource);
     const needed = this.calls.backend.needed(this.kind);
     const extended = await this.calls.extend(this.#owner, whole);

@@ -7,12 +7,12 @@
 import { type AttemptError, type Policy, QUEUE } from "./attempt.js";
 import { Backend } from "./backend.js";
 import { Acquire } from "./driver.js";
-import { LockContendedError, LockLostError, NoQuorumError, NodeError, ValidityExpiredError, WrongKindError } from "./errors.js";
+import { ArgumentRefusedError, LockContendedError, LockLostError, NoQuorumError, NodeError, ValidityExpiredError, WrongKindError } from "./errors.js";
 import { type Leader, Leadership, check, leaderOf } from "./election.js";
 import { Observer } from "./electionWatch.js";
 import { EXCLUSIVE, type Kind } from "./kind.js";
 import { Lock } from "./lock.js";
-import { type AcquireOptions, type CampaignOptions, type LockManagerOptions, checkKind, checkMs, settings } from "./options.js";
+import { type AcquireOptions, type CampaignOptions, type LockManagerOptions, atMostTenYears, checkKind, checkMs, settings } from "./options.js";
 import { Calls } from "./calls.js";
 import { now } from "./timing.js";
 import { Cluster } from "./transport/cluster.js";
@@ -21,7 +21,7 @@ import { Sentinel } from "./transport/sentinel.js";
 import { Server } from "./transport/server.js";
 import { parseNode } from "./transport/urls.js";
 import { checkScheme } from "./diagnosis.js";
-import { checkTtl, unitHint, warnShortTtl } from "./units.js";
+import { checkLease, unitHint, warnShortTtl } from "./units.js";
 export { Lock } from "./lock.js";
 export type { AcquireOptions, CampaignOptions, LockManagerOptions } from "./options.js";
 
@@ -167,10 +167,11 @@ export class LockManager {
   }
 
   #check(resource: unknown, options: AcquireOptions) {
-    if (typeof resource !== "string" || resource === "") throw new TypeError("resource must be a non-empty string");
+    if (typeof resource !== "string") throw new TypeError("resource must be a non-empty string");
+    if (resource === "") throw new RangeError("the resource name must not be empty");
     if (typeof options !== "object" || options === null) throw new TypeError("options must be an object with a ttl");
-    const ttl = checkTtl(options.ttl);
-    const wait = checkMs(options.wait, "wait", { optional: true });
+    const ttl = checkLease(options.ttl, this.#backend.opts.drift);
+    const wait = atMostTenYears(checkMs(options.wait, "wait", { optional: true }), "wait");
     warnShortTtl(ttl, this.#units);
     const kind = checkKind(options.shared, options.limit);
     if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) throw new TypeError("signal must be an AbortSignal");
@@ -190,6 +191,8 @@ export class LockManager {
         return new NoQuorumError(resource, this.#backend.needed(kind), error.failures);
       case "wrong_kind":
         return new WrongKindError(resource, error.failure.node, error.failure.reason);
+      case "invalid":
+        return new ArgumentRefusedError(resource, error.failure.node, error.failure.reason);
       case "expired":
         return new ValidityExpiredError(resource, unitHint(ttl));
     }

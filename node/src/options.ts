@@ -79,6 +79,20 @@ export interface Settings {
 
 export const TIMEOUT_RESOLUTION = 100; // a server checks blocked clients' timeouts once per hz tick
 
+/**
+ * The longest duration the nodes take in any argument (WAIT's included): ten years, the module's
+ * LIMIT_MS. A longer wait is refused before it is sent, where every node would refuse it.
+ */
+export const MAX_WAIT = 315_360_000_000;
+
+/** A duration sent to the nodes or added to the clock: at most MAX_WAIT. */
+export function atMostTenYears<T extends number | undefined>(ms: T, name: string): T {
+  if (ms !== undefined && ms > MAX_WAIT) {
+    throw new RangeError(`${name} must be at most 315360000000 ms (ten years, the longest the nodes take), got ${ms}`);
+  }
+  return ms;
+}
+
 export function checkMs(value: unknown, name: string, { min = 0, optional = false } = {}): number | undefined {
   if (value === undefined && optional) return undefined;
   if (typeof value !== "number" || Number.isNaN(value)) {
@@ -120,6 +134,20 @@ export function settings(options: LockManagerOptions, nodes: number): Settings {
     if (options[key] !== undefined && typeof options[key] !== "string") throw new TypeError(`${key} must be a string`);
   }
   if (options.tls !== undefined && (typeof options.tls !== "object" || options.tls === null)) throw new TypeError("tls must be an object");
+  if (options.driftFactor !== undefined && options.driftFactor >= 1) {
+    throw new RangeError(`driftFactor must be below 1 (a share of the TTL), got ${options.driftFactor}`);
+  }
+  const made = assembled(options, { fencing, waitMode, ack, ackTimeout }, nodes);
+  for (const key of ["timeout", "maxHold", "extendInterval", "retryDelay", "retryJitter"] as const) atMostTenYears(made[key], key);
+  atMostTenYears(ackTimeout, "ackTimeout");
+  return made;
+}
+
+function assembled(
+  options: LockManagerOptions,
+  { fencing, waitMode, ack }: { fencing: boolean; waitMode: string; ack: Settings["ack"]; ackTimeout: number },
+  nodes: number,
+): Settings {
   return {
     timeout: checkMs(options.timeout ?? 50, "timeout", { min: 1 })!,
     fencing,

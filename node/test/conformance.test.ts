@@ -54,8 +54,10 @@ const POLICIES: Record<string, Policy> = { queue: QUEUE, no_wait: { queue: false
 
 /** A node's answer to an ask, as the driver hands it over. */
 function answer(node: number, v: unknown): Reply {
-  if (typeof v === "object" && v !== null) return BigInt((v as { grant: string }).grant);
   const name = `node ${node}`;
+  // An error reply: node-redis keeps the server's words, code included.
+  if (typeof v === "object" && v !== null && "error" in v) return { node: name, reason: (v as { error: string }).error };
+  if (typeof v === "object" && v !== null) return BigInt((v as { grant: string }).grant);
   if (v === "nil") return null;
   if (v === "failed") return { node: name, reason: "cannot connect" };
   if (v === "no_reply") return { node: name, reason: "timed out after 50 ms", noReply: true };
@@ -135,7 +137,13 @@ test("leases", () => {
 
 test("another attempt or not", () => {
   for (const c of table("retries.json")) {
-    const failure: AttemptError = c["error"] === "no_quorum" ? { type: "no_quorum", failures: [] } : c["error"] === "wrong_kind" ? { type: "wrong_kind", failure: { node: "n", reason: "WRONGKIND" } } : { type: c["error"] };
+    const refused = { node: "n", reason: "WRONGKIND" };
+    const failure: AttemptError =
+      c["error"] === "no_quorum"
+        ? { type: "no_quorum", failures: [] }
+        : c["error"] === "wrong_kind" || c["error"] === "invalid"
+          ? { type: c["error"], failure: refused }
+          : { type: c["error"] };
     const again = anotherAttempt(POLICIES[c["policy"]]!, failure, c["out_of_time"], c["attempts"], c["retry_count"] ?? Infinity);
     assert.equal(again, c["again"], JSON.stringify(c));
   }

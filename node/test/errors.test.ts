@@ -48,8 +48,9 @@ async function failure(c: Case, urls: string[]): Promise<unknown> {
   const other = c.held !== undefined ? new LockManager([url]) : undefined;
   try {
     locks = new LockManager(urls, { timeout: c.timeout_ms, ...(c.password !== undefined ? { password: c.password } : {}) });
-    if (other !== undefined) await other.acquire("r", { ttl: 30_000, ...kindOf(c.held) });
-    await locks.acquire("r", { ttl: 10_000, ...(c.wait_ms !== null ? { wait: c.wait_ms } : {}), ...kindOf(c.ask) });
+    const resource: string = c.resource ?? "r";
+    if (other !== undefined) await other.acquire(resource, { ttl: 30_000, ...kindOf(c.held) });
+    await locks.acquire(resource, { ttl: c.ttl_ms ?? 10_000, ...(c.wait_ms !== null ? { wait: c.wait_ms } : {}), ...kindOf(c.ask) });
   } catch (e) {
     return e;
   } finally {
@@ -64,6 +65,7 @@ for (const c of CASES) {
     const servers = c.server === "none" ? [] : await start(1, c.server === "tls" ? tls : {});
     try {
       if (c.server === "password") await servers[0]!.command("CONFIG", "SET", "requirepass", PASSWORD);
+      for (const [name, value] of Object.entries((c.config ?? {}) as Record<string, string>)) await servers[0]!.command("CONFIG", "SET", name, value);
       const port = servers[0]?.port ?? (await freePort());
       // `url` is one URL or a list of them (the nodes, in order); {node} is the first.
       const urls = (Array.isArray(c.url) ? c.url : [c.url]).map((u: string) => u.replaceAll("{port}", String(port)));

@@ -224,7 +224,11 @@ describe("three masters", () => {
   test("bad arguments throw TypeError / RangeError before any node is asked", async () => {
     await assert.rejects(locks.acquire("x", { ttl: 0 }), RangeError);
     await assert.rejects(locks.acquire("x", { ttl: "10" as unknown as number }), TypeError);
-    await assert.rejects(locks.acquire("", { ttl: 10 }), TypeError);
+    await assert.rejects(locks.acquire("", { ttl: 10 }), { name: "RangeError", message: "the resource name must not be empty" });
+    await assert.rejects(locks.acquire(42 as unknown as string, { ttl: 10 }), TypeError);
+    await assert.rejects(locks.acquire("x", { ttl: 2 }), { name: "RangeError", message: /^ttl must be at least 3 ms: a shorter one leaves no validity/ });
+    await assert.rejects(locks.acquire("x", { ttl: 10, wait: 315_360_000_001 }), { name: "RangeError", message: /^wait must be at most 315360000000 ms/ });
+    await assert.rejects(locks.campaign("e", "", { ttl: 1 }), /ttl must be at least 3 ms/);
     await assert.rejects(locks.acquire("x", { ttl: 10, limit: 0 }), RangeError);
     await assert.rejects(locks.acquire("x", { ttl: 10, limit: 1.5 }), TypeError);
     await assert.rejects(locks.acquire("x", { ttl: 10, shared: true, limit: 2 }), RangeError);
@@ -234,6 +238,9 @@ describe("three masters", () => {
     assert.throws(() => new LockManager(["http://h:1"]), TypeError);
     assert.throws(() => new LockManager([urls[0]!, urls[0]!]), RangeError);
     assert.throws(() => new LockManager(urls, { timeout: -5 }), RangeError);
+    assert.throws(() => new LockManager(urls, { timeout: 315_360_000_001 }), /timeout must be at most 315360000000 ms/);
+    assert.throws(() => new LockManager(urls, { ackTimeout: 1e15 }), /ackTimeout must be at most/);
+    assert.throws(() => new LockManager(urls, { driftFactor: 1 }), /driftFactor must be below 1/);
     assert.throws(() => new LockManager(urls, { waitMode: "poll" as "queue" }), RangeError);
     assert.throws(() => new LockManager(urls, { replicaAck: "some" as "auto" }), TypeError);
   });

@@ -55,12 +55,31 @@ def test_bad_node_lists_are_refused(nodes: object, error: type[Exception], messa
         ("replica_ack", 1.0, TypeError, "replica_ack must be"),
         ("ack_timeout", 0, ValueError, "ack_timeout must be > 0"),
         ("ack_timeout", "100ms", TypeError, "ack_timeout must be a number"),
+        ("drift_factor", 1.0, ValueError, "drift_factor must be below 1"),
+        ("timeout", 315_360_000.5, ValueError, r"timeout must be at most 315360000000 ms \(ten years"),
+        ("ack_timeout", 1e12, ValueError, "ack_timeout must be at most 315360000000 ms"),
     ],
 )
 def test_bad_options_are_refused(option: str, value: object, error: type[Exception], message: str) -> None:
     for manager in (dlock.LockManager, dlock.asyncio.LockManager):
         with pytest.raises(error, match=message):
             manager(NOWHERE, **{option: value})  # type: ignore[arg-type]
+
+
+def test_every_call_refuses_an_empty_name_and_a_ttl_without_validity() -> None:
+    locks = dlock.LockManager(NOWHERE)
+    calls = [
+        (lambda: locks.status(""), "the resource name must not be empty"),
+        (lambda: locks.release_owner("", "o"), "the resource name must not be empty"),
+        (lambda: locks.extend_owner("r", "o", 0.002), "ttl must be at least 3 ms"),
+        (lambda: locks.campaign("e", "", 0.002), "ttl must be at least 3 ms"),
+    ]
+    for call, message in calls:
+        with pytest.raises(ValueError, match=message):
+            call()
+    async_locks = dlock.asyncio.LockManager(NOWHERE)
+    with pytest.raises(ValueError, match="ttl must be at least 3 ms"):
+        asyncio.run(async_locks.campaign("e", "", 0.001))
 
 
 def test_a_refused_manager_connects_to_nothing() -> None:
@@ -80,7 +99,7 @@ def test_a_refused_manager_connects_to_nothing() -> None:
 
 
 BAD_CALLS = [
-    ({"resource": ""}, ValueError, "resource must not be empty"),
+    ({"resource": ""}, ValueError, "the resource name must not be empty"),
     ({"resource": 42}, TypeError, "resource must be a str"),
     ({"ttl": 0}, ValueError, "ttl must be at least 0.001"),
     ({"ttl": -5}, ValueError, "ttl must be at least"),
@@ -89,11 +108,19 @@ BAD_CALLS = [
     ({"ttl": math.inf}, ValueError, "ttl must be finite"),
     ({"ttl": "10"}, TypeError, "ttl must be a number"),
     ({"ttl": True}, TypeError, "ttl must be a number"),
+    ({"ttl": 0.001}, ValueError, "ttl must be at least 3 ms: a shorter one leaves no validity"),
+    ({"ttl": 0.0029}, ValueError, r"clock drift allowance \(1% of the TTL \+ 2 ms\), got 2 ms"),
 ]
 
 
 @pytest.mark.parametrize(
-    ("arguments", "error", "message"), [*BAD_CALLS, ({"wait": -1}, ValueError, "wait must be >= 0")]
+    ("arguments", "error", "message"),
+    [
+        *BAD_CALLS,
+        ({"wait": -1}, ValueError, "wait must be >= 0"),
+        ({"wait": 315_360_000.001}, ValueError, r"wait must be at most 315360000000 ms \(ten years"),
+        ({"wait": math.inf}, ValueError, "wait must be finite"),
+    ],
 )
 def test_bad_lock_arguments_are_refused_before_any_node_is_asked(
     arguments: dict[str, object], error: type[Exception], message: str

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import redis
+from redis._parsers import _RESP2Parser
 
 from dlock._pure import acquisition as acq
 from dlock._pure import attempt as att
@@ -17,10 +18,20 @@ from dlock._pure.election import UNKNOWN, Leader, Seen, leader_view, split_owner
 from dlock._pure.kind import Kind
 from dlock._pure.options import Options
 from dlock._pure.renewal import renew_margin, renewal
-from dlock._pure.replies import NodeTimeout
+from dlock._pure.replies import NodeTimeout, reason
+from dlock._pure.replies import answer as node_answer
 from dlock._pure.timing import validity
 from dlock._pure.urls import SentinelGroup, Single, endpoint
-from dlock._pure.verdicts import CONTENDED, EXPIRED, NO_QUORUM, REFUSED, AttemptFailed, KindRefusal
+from dlock._pure.verdicts import (
+    CONTENDED,
+    EXPIRED,
+    INVALID,
+    NO_QUORUM,
+    REFUSED,
+    ArgumentRefusal,
+    AttemptFailed,
+    KindRefusal,
+)
 from dlock.errors import NodeFailure
 
 TABLE = Path(__file__).resolve().parents[2] / "conformance"
@@ -65,7 +76,13 @@ POLICIES = {"queue": att.QUEUE, "no_wait": att.Policy(False, True), "no_wait_unc
 
 
 def answer(node: int, v: Any) -> object:
-    """A node's answer to an ask, as the driver hands it over."""
+    """A node's answer to an ask, as the driver hands it over (an error reply as redis-py gives
+    it, through the transport's reading of it)."""
+    if isinstance(v, dict) and "error" in v:
+        error = _RESP2Parser(socket_read_size=65536).parse_error(v["error"])
+        if not isinstance(error, redis.ResponseError):  # LOADING: raised by redis-py, a node failure
+            return NodeFailure(f"node {node}", reason(error))
+        return node_answer(f"node {node}", ("DLOCK.ACQUIRE", "r", "o", "10000"), [error], None)
     if isinstance(v, dict):
         return int(v["grant"])
     return {
@@ -84,7 +101,8 @@ def fence_answer(node: int, v: str) -> NodeFailure | None:
 def error(e: AttemptFailed) -> Any:
     if e.kind == NO_QUORUM:
         return {"no_quorum": [int(f.node.split()[-1]) for f in e.failures]}
-    return {"contended": "contended", "validity expired": "expired", "kind refused": "wrong_kind"}[e.kind]
+    shown = {"contended": "contended", "validity expired": "expired", "kind refused": "wrong_kind"}
+    return shown.get(e.kind, "invalid" if e.kind == INVALID else e.kind)
 
 
 def shown(actions: list[att.Action]) -> list[Any]:
@@ -138,6 +156,8 @@ def test_how_replies_count(case: dict[str, Any]) -> None:
         if isinstance(outcome, int)
         else "busy"
         if outcome is att.BUSY
+        else "invalid"
+        if isinstance(outcome, ArgumentRefusal)
         else "wrong_kind"
         if isinstance(outcome, KindRefusal)
         else "failed"
@@ -153,7 +173,8 @@ def test_leases(case: dict[str, Any]) -> None:
 
 @table("retries.json")
 def test_another_attempt_or_not(case: dict[str, Any]) -> None:
-    kind = {"contended": CONTENDED, "no_quorum": NO_QUORUM, "expired": EXPIRED, "wrong_kind": REFUSED}[case["error"]]
+    kinds = {"contended": CONTENDED, "no_quorum": NO_QUORUM, "expired": EXPIRED, "wrong_kind": REFUSED}
+    kind = kinds.get(case["error"], INVALID if case["error"] == "invalid" else case["error"])
     again = att.another_attempt(
         POLICIES[case["policy"]], AttemptFailed(kind), case["out_of_time"], case["attempts"], case["retry_count"]
     )

@@ -41,6 +41,8 @@ def server_for(case: dict[str, Any], pki: Pki) -> Iterator[int]:
     launch([made])
     if kind == "password":  # set once started: the harness checks readiness without one
         made.client().config_set("requirepass", PASSWORD)
+    for name, value in case.get("config", {}).items():
+        made.client().config_set(name, value)
     try:
         yield made.port
     finally:
@@ -68,6 +70,11 @@ def urls_of(case: dict[str, Any], port: int) -> list[str]:
     return [url.replace("{port}", str(port)) for url in given]
 
 
+def asked(case: dict[str, Any]) -> tuple[str, float]:
+    """The resource and TTL (seconds) the case asks for."""
+    return case.get("resource", "r"), case.get("ttl_ms", 10_000) / 1000
+
+
 def fail_sync(case: dict[str, Any], urls: list[str]) -> BaseException:
     password = {"password": case["password"]} if "password" in case else {}
     url = urls[0]
@@ -75,13 +82,14 @@ def fail_sync(case: dict[str, Any], urls: list[str]) -> BaseException:
         locks = dlock.LockManager(urls, timeout=case["timeout_ms"] / 1000, **password)
         held = case.get("held")
         with dlock.LockManager([url]) as other:
+            resource, ttl = asked(case)
             if held is not None:
-                other.try_lock("r", ttl=30.0, **kind_of(held))
+                other.try_lock(resource, ttl=30.0, **kind_of(held))
             wait = case["wait_ms"]
             if wait is None:
-                locks.try_lock("r", ttl=10.0, **kind_of(case.get("ask")))
+                locks.try_lock(resource, ttl=ttl, **kind_of(case.get("ask")))
             else:
-                locks.lock("r", ttl=10.0, wait=wait / 1000, **kind_of(case.get("ask")))
+                locks.lock(resource, ttl=ttl, wait=wait / 1000, **kind_of(case.get("ask")))
     except Exception as error:
         return error
     raise AssertionError(f"{case['situation']}: taken")
@@ -94,14 +102,15 @@ async def fail_async(case: dict[str, Any], urls: list[str]) -> BaseException:
         locks = dlock.asyncio.LockManager(urls, timeout=case["timeout_ms"] / 1000, **password)
         async with dlock.asyncio.LockManager([url]) as other:
             held = case.get("held")
+            resource, ttl = asked(case)
             if held is not None:
-                await other.try_lock("r", ttl=30.0, **kind_of(held))
+                await other.try_lock(resource, ttl=30.0, **kind_of(held))
             try:
                 wait = case["wait_ms"]
                 if wait is None:
-                    await locks.try_lock("r", ttl=10.0, **kind_of(case.get("ask")))
+                    await locks.try_lock(resource, ttl=ttl, **kind_of(case.get("ask")))
                 else:
-                    await locks.lock("r", ttl=10.0, wait=wait / 1000, **kind_of(case.get("ask")))
+                    await locks.lock(resource, ttl=ttl, wait=wait / 1000, **kind_of(case.get("ask")))
             finally:
                 await locks.close()
     except Exception as error:

@@ -15,16 +15,16 @@ use std::os::raw::c_int;
 use std::ptr::NonNull;
 
 use dlock_core::TokenRefused;
-use redis_module::{raw, Context, RedisError, RedisResult, RedisValue};
+use redis_module::{raw, Context, RedisError, RedisResult, RedisString, RedisValue};
 
 use super::wrapped::{self, Wrapped};
 use crate::keyspace::gate::{self, Gate};
 use crate::keyspace::key::selected_db;
-use crate::keyspace::{notify, place};
+use crate::keyspace::{ghosts, notify, place};
 use crate::node::node;
 use crate::replication::effects;
 use crate::stats::{self, EVICTION_REFUSALS};
-use crate::wire::{args, errors, Arg};
+use crate::wire::{args, errors, requests, Arg};
 use crate::{config, server};
 
 /// `DLOCK.GUARD gate token command [arg ...]` -> the command's reply; `STALE ...` (nothing
@@ -34,25 +34,25 @@ pub fn guard(ctx: &Context, argv: &[Arg]) -> RedisResult {
         wrapped::declare_keys(ctx, argv);
         return Ok(RedisValue::NoReply);
     }
-    let token = args::token(argv[2].as_bytes())?;
-    let command = Wrapped::checked(ctx, &argv[3..], &argv[1])?;
+    let token = requests::guard(argv)?;
+    let command = Wrapped::checked(ctx, argv)?;
     let flags = server::context_flags(ctx.ctx);
     if server::may_evict(flags) && !config::allow_eviction() {
         stats::count(&EVICTION_REFUSALS);
         return Err(errors::eviction(&server::eviction_policy(ctx)));
     }
-    let here = place(selected_db(ctx), argv[1].as_bytes());
-    let current = read(ctx, &argv[1])?.map(|g| g.at(here));
-    if let Some(gate) = current.filter(|g| !dlock_core::gate::admits(Some(g.token), token)) {
+    let standing = Standing::read(ctx, &argv[1])?;
+    if let Some(gate) = standing
+        .current
+        .filter(|g| !dlock_core::gate::admits(Some(g.token), token))
+    {
         return Err(errors::stale(token, gate.token));
     }
-    let risen = Gate {
-        token: dlock_core::gate::raised(current.map(|g| g.token), token),
-        place: here,
-    };
-    let rises = current != Some(risen);
+    let risen = standing.raised_to(token);
+    let rises = standing.stored != Some(risen);
     if rises {
         within_limit(token)?; // a rise carries the node counter with it
+        standing.may_create(flags)?;
     }
     let reply = command.call(ctx)?;
     if rises && !reply.is_error() {
@@ -65,8 +65,7 @@ pub fn guard(ctx: &Context, argv: &[Arg]) -> RedisResult {
 /// `DLOCK.CHECK gate token` -> 1 if a GUARD with `token` would pass the gate now, else 0.
 pub fn check(ctx: &Context, argv: &[Arg]) -> RedisResult {
     let token = args::token(argv[2].as_bytes())?;
-    let here = place(selected_db(ctx), argv[1].as_bytes());
-    let current = read(ctx, &argv[1])?.map(|g| g.at(here).token);
+    let current = Standing::read(ctx, &argv[1])?.current.map(|g| g.token);
     Ok(RedisValue::Integer(i64::from(dlock_core::gate::admits(
         current, token,
     ))))
@@ -74,18 +73,71 @@ pub fn check(ctx: &Context, argv: &[Arg]) -> RedisResult {
 
 /// `DLOCK.RAISEGATE gate token` -> OK: the gate stands at least at `token`, and the counter
 /// rises to it. The effect of a GUARD; from a client (servers without internal commands) the
-/// token must pass the node's limit.
+/// token must pass the node's limit, and a new gate needs memory.
 pub fn raise_gate(ctx: &Context, argv: &[Arg]) -> RedisResult {
     let token = super::node::accept_token(ctx, argv[2].as_bytes())?;
-    let here = place(selected_db(ctx), argv[1].as_bytes());
-    // As given: a replica applies its master's rise, whatever carried the gate here.
-    let stored = read(ctx, &argv[1])?.map(|g| g.token);
-    let risen = Gate {
-        token: dlock_core::gate::raised(stored, token),
-        place: here,
+    let flags = server::context_flags(ctx.ctx);
+    let standing = Standing::read(ctx, &argv[1])?;
+    // From the master or the AOF, as given: the rise was decided where the gate stood as the
+    // master saw it, and applying it here ends in the same value.
+    let effect = server::flag(flags, raw::REDISMODULE_CTX_FLAGS_REPLICATED) || server::is_loading();
+    let risen = match effect {
+        true => Gate {
+            token: dlock_core::gate::raised(standing.stored.map(|g| g.token), token),
+            place: standing.here,
+        },
+        false => standing.raised_to(token),
     };
+    if !effect {
+        standing.may_create(flags)?;
+    }
     store(ctx, &argv[1], risen)?;
     Ok(RedisValue::SimpleStringStatic("OK"))
+}
+
+/// A gate as one command finds it.
+struct Standing {
+    /// Where the gate's key is ([`place`]).
+    here: u64,
+    /// The gate stored under the key, as stored.
+    stored: Option<Gate>,
+    /// What it stands at: the stored gate read at its key, else the gate that expired or was
+    /// evicted there and is not back yet ([`ghosts`]).
+    current: Option<Gate>,
+}
+
+impl Standing {
+    fn read(ctx: &Context, name: &Arg) -> Result<Standing, RedisError> {
+        let db = selected_db(ctx);
+        let here = place(db, name.as_bytes());
+        let key = OpenKey::open(ctx, name, raw::REDISMODULE_READ);
+        let stored = key.0.map_or(Ok(None), gate::read)?;
+        let current = match stored {
+            Some(gate) => Some(gate.at(here)),
+            None => ghosts::ghost(db, name.as_bytes()).map(|token| Gate { token, place: here }),
+        };
+        Ok(Standing {
+            here,
+            stored,
+            current,
+        })
+    }
+
+    /// The gate after a write under `token` (at home under its key).
+    fn raised_to(&self, token: u64) -> Gate {
+        Gate {
+            token: dlock_core::gate::raised(self.current.map(|g| g.token), token),
+            place: self.here,
+        }
+    }
+
+    /// A new gate takes memory: refused over `maxmemory`, as a client's SET would be.
+    fn may_create(&self, flags: std::os::raw::c_int) -> Result<(), RedisError> {
+        match self.stored.is_none() && server::flag(flags, raw::REDISMODULE_CTX_FLAGS_OOM) {
+            true => Err(errors::out_of_memory()),
+            false => Ok(()),
+        }
+    }
 }
 
 /// A token a client sent is within what this node accepts (not far ahead of its clock).
@@ -94,12 +146,6 @@ fn within_limit(token: u64) -> Result<(), RedisError> {
         .check_client_token(token)
         .map(drop)
         .map_err(|TokenRefused::TooFarAhead { limit }| errors::token_too_far(token, limit))
-}
-
-/// The gate under `name`, if any (WRONGTYPE for another value).
-fn read(ctx: &Context, name: &Arg) -> Result<Option<Gate>, RedisError> {
-    let key = OpenKey::open(ctx, name, raw::REDISMODULE_READ);
-    key.0.map_or(Ok(None), gate::read)
 }
 
 /// Stores `gate` under `name`, raises the counter to it, replicates the rise, tells watchers.
@@ -112,6 +158,30 @@ fn store(ctx: &Context, name: &Arg, risen: Gate) -> Result<(), RedisError> {
     effects::raise_gate(ctx, name, risen.token);
     notify::changed(ctx, name, notify::GATE);
     Ok(())
+}
+
+/// Stores again a gate that expired or was evicted ([`ghosts`]), from their timer: under its
+/// key, unless something was stored there since (a gate at least as high, or another value,
+/// which is an overwrite, as `SET` over a gate is).
+pub fn revive(ctx: &Context, db: i32, name: &[u8], token: u64) {
+    let Some(select) = crate::api!(RedisModule_SelectDb) else {
+        return;
+    };
+    // SAFETY: the timer's context.
+    if unsafe { select(ctx.ctx, db) } != raw::REDISMODULE_OK as std::os::raw::c_int {
+        return;
+    }
+    let string = RedisString::create_from_slice(ctx.ctx, name);
+    let name = Arg::new(string.inner);
+    let stored = OpenKey::open(ctx, &name, raw::REDISMODULE_READ)
+        .0
+        .map_or(Ok(None), gate::read);
+    if matches!(stored, Ok(None)) || matches!(stored, Ok(Some(g)) if g.token < token) {
+        let here = place(db, name.as_bytes());
+        if store(ctx, &name, Gate { token, place: here }).is_ok() {
+            stats::count(&stats::GATES_REVIVED);
+        }
+    }
 }
 
 /// An open key, closed on drop.

@@ -15,7 +15,7 @@ use crate::node::node;
 use crate::stats::{self, EXTENDS, FENCES, FORCED, RELEASES};
 use crate::waiting::Waiters;
 use crate::wire::args::{self, OptionSpec};
-use crate::wire::{errors, Arg};
+use crate::wire::{errors, requests, Arg};
 use crate::writes::{self, Owner};
 use crate::{config, server};
 
@@ -159,9 +159,11 @@ pub fn force_release(ctx: &Context, argv: &[Arg]) -> RedisResult {
 /// lock. The grant counts as committed (as after FENCE): a leader proclaims after it was
 /// elected.
 pub fn proclaim(ctx: &Context, argv: &[Arg]) -> RedisResult {
-    let owner = args::owner(argv[2].as_bytes())?;
-    let token = args::token(argv[3].as_bytes())?;
-    let new_owner = args::owner(argv[4].as_bytes())?;
+    let requests::Proclaim {
+        owner,
+        token,
+        new_owner,
+    } = requests::proclaim(argv)?;
     let mut key = LockKey::open(ctx, &argv[1], true);
     let now_ms = server::now_ms();
     let view = key.view(now_ms)?;

@@ -18,6 +18,7 @@ use std::os::raw::c_int;
 
 use redis_module::{raw, Context, RedisResult};
 
+pub use guard::revive as revive_gate;
 pub use register::register;
 
 use crate::wire::{errors, Arg};

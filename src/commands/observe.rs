@@ -23,24 +23,8 @@ use redis_module::{raw, Context, RedisError, RedisResult, RedisValue};
 use super::reply::{self, Reply};
 use super::status::integer;
 use crate::keyspace::{observers, LockKey};
-use crate::wire::args::{self, OptionSpec};
-use crate::wire::{errors, Arg};
+use crate::wire::{errors, requests, Arg};
 use crate::{server, waiting};
-
-const OPTIONS: [OptionSpec; 3] = [
-    OptionSpec {
-        name: "AFTER",
-        takes_value: true,
-    },
-    OptionSpec {
-        name: "OWNER",
-        takes_value: true,
-    },
-    OptionSpec {
-        name: "TIMEOUT",
-        takes_value: true,
-    },
-];
 
 /// What the client saw: the holder's token (0: no holder) and, if it says, its owner.
 #[derive(Clone, Copy)]
@@ -88,22 +72,10 @@ pub fn observe(ctx: &Context, argv: &[Arg]) -> RedisResult {
 
 /// Every argument checked before the key is read: bad input blocks nothing.
 fn parse(argv: &[Arg]) -> Result<Call<'_>, RedisError> {
-    let options = argv.get(2..).unwrap_or_default().iter().map(Arg::as_bytes);
-    let [after, owner, timeout] = args::options(options, &OPTIONS)?;
-    let token = after.flatten().map(args::observe_after).transpose()?;
-    let owner = owner.flatten().map(args::owner_or_none).transpose()?;
-    let after = match (token, owner) {
-        (Some(token), owner) => Some(Saw { token, owner }),
-        (None, None) => None,
-        (None, Some(_)) => return Err(errors::owner_needs_after()),
-    };
-    let timeout_ms = timeout
-        .flatten()
-        .map(args::observe_timeout_ms)
-        .transpose()?;
+    let request = requests::observe(argv)?;
     Ok(Call {
-        after,
-        timeout_ms: timeout_ms.unwrap_or(0),
+        after: request.after.map(|(token, owner)| Saw { token, owner }),
+        timeout_ms: request.timeout_ms,
     })
 }
 

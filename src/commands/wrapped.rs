@@ -20,6 +20,7 @@ use std::rc::Rc;
 
 use redis_module::{raw, Context, RedisError};
 
+use crate::wire::requests::{self, WRAPPED_AT};
 use crate::wire::{errors, Arg};
 
 /// Command flags that keep a command out of a GUARD.
@@ -51,20 +52,25 @@ pub struct Wrapped<'a> {
 }
 
 impl<'a> Wrapped<'a> {
-    /// `argv` if it may run inside a GUARD of `gate`; the refusal names why, before anything
-    /// changed.
-    pub fn checked(ctx: &Context, argv: &'a [Arg], gate: &Arg) -> Result<Wrapped<'a>, RedisError> {
-        let name = argv[0].as_bytes();
-        let verdict = verdict(ctx, argv);
+    /// The command a GUARD (`argv`, its name first) wraps, if it may run inside it; the refusal
+    /// names why, before anything changed.
+    pub fn checked(ctx: &Context, argv: &'a [Arg]) -> Result<Wrapped<'a>, RedisError> {
+        let (gate, wrapped) = (argv[1].as_bytes(), &argv[WRAPPED_AT..]);
+        let name = wrapped[0].as_bytes();
+        let verdict = verdict(ctx, wrapped);
         if let Some(why) = &verdict.refusal {
             return Err(errors::guard_refused(name, why));
         }
         // Only an argument that spells the gate can be it: the keys are asked then alone.
-        let spelled = argv[1..].iter().any(|a| a.as_bytes() == gate.as_bytes());
-        if spelled && keys(ctx, argv).any(|at| argv[at].as_bytes() == gate.as_bytes()) {
+        if requests::spells_gate(argv)
+            && keys(ctx, wrapped).any(|at| wrapped[at].as_bytes() == gate)
+        {
             return Err(errors::guard_refused(name, "it would touch its own gate"));
         }
-        Ok(Wrapped { argv, verdict })
+        Ok(Wrapped {
+            argv: wrapped,
+            verdict,
+        })
     }
 
     /// Runs the command as the calling client's user (`C`), errors as replies (`E`), refused
@@ -129,16 +135,26 @@ pub fn keys_request(ctx: &Context) -> bool {
 }
 
 /// A GUARD's keys: the gate (read and updated), then the wrapped command's, each with the flags
-/// Redis gives it.
+/// Redis gives it — when they are asked at all ([`requests::asks_wrapped_keys`]: never for a
+/// wrapped `DLOCK.*` command nor while a GUARD's keys are being asked, so nesting cannot
+/// recurse).
 pub fn declare_keys(ctx: &Context, argv: &[Arg]) {
     let gate = (raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_UPDATE) as c_int;
     declare(ctx, 1, gate);
-    if argv.len() < 4 {
+    if !requests::asks_wrapped_keys(argv, ASKING.get()) {
         return;
     }
-    for (at, flags) in keys_with_flags(ctx, &argv[3..]) {
-        declare(ctx, at + 3, flags);
+    ASKING.set(true);
+    let keys = keys_with_flags(ctx, &argv[WRAPPED_AT..]);
+    ASKING.set(false);
+    for (at, flags) in requests::declared(&keys, argv.len()) {
+        declare(ctx, at, flags);
     }
+}
+
+thread_local! {
+    /// Set while a GUARD's wrapped command is asked for its keys (see [`declare_keys`]).
+    static ASKING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 fn declare(ctx: &Context, at: usize, flags: c_int) {
@@ -215,10 +231,10 @@ fn verdict(ctx: &Context, argv: &[Arg]) -> Rc<Verdict> {
 /// Why the command `argv` may not be wrapped, if it may not; and whether that holds for its
 /// name whatever follows.
 fn judge(ctx: &Context, argv: &[Arg]) -> (Option<String>, bool) {
-    let name = argv[0].as_bytes().to_ascii_lowercase();
-    if name.starts_with(b"dlock.") {
+    if requests::is_dlock_command(argv[0].as_bytes()) {
         return (Some("a dlock command".to_string()), true);
     }
+    let name = argv[0].as_bytes().to_ascii_lowercase();
     let Some(info) = command_info(ctx, &name) else {
         return (Some("its flags could not be read".to_string()), false);
     };

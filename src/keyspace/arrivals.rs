@@ -1,8 +1,7 @@
 //! Locks that arrive from outside a dlock command — RESTORE (and MIGRATE's target side), an RDB
 //! load (startup, DEBUG RELOAD, a replica's full sync), a first-version `DLOCK.APPLY` from an old
-//! AOF — get the key-TTL rule ([`super::ttl`]) right after they are in the keyspace, and a
-//! RESTOREd lock raises the node counter to its token then (not while it loads: Redis may still
-//! drop it, and a refused RESTORE changes nothing).
+//! AOF — get the key-TTL rule ([`super::ttl`]) right after they are in the keyspace (the node
+//! counter rose to their tokens while they loaded, [`super::types`]).
 //!
 //! The loader ([`super::types`]) sees the value before Redis adds its key, so it only notes the
 //! key's name here; a timer then settles every noted key once the server has stopped loading

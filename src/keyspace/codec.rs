@@ -24,19 +24,7 @@ pub const ENCODING_VERSION: i32 = 2;
 /// The several-holder version written.
 pub const TABLE_ENCODING_VERSION: i32 = 1;
 
-/// Where decoded fields come from (Redis's RDB loader, or a test's byte stream). `None` means
-/// the input ended or held something else than the field asked for.
-pub trait Source {
-    type Bytes: AsRef<[u8]>;
-    fn unsigned(&mut self) -> Option<u64>;
-    fn bytes(&mut self) -> Option<Self::Bytes>;
-}
-
-/// Where encoded fields go.
-pub trait Sink {
-    fn unsigned(&mut self, value: u64);
-    fn bytes(&mut self, value: &[u8]);
-}
+pub use super::fields::{Sink, Source};
 
 /// What a decoded value may hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,81 +4,60 @@
 //! lease, partitioned) cannot write after a newer holder did.
 //!
 //! **Never backwards.** Every token a gate takes raises the node's fencing counter too, so the
-//! counter is at least every gate's token on this node. A gate that arrives from outside a
-//! command — RESTORE (and MIGRATE's target), or carried to its key by RENAME, MOVE or SWAPDB
-//! (its *place*, a fingerprint of database and key, then differs) — is floored at the counter:
-//! whatever it carried, it stands at least as high as any gate of this node ever stood. `DEL`
-//! (and FLUSHALL) is the reset; `SET` over a gate leaves a string that GUARD refuses
-//! (WRONGTYPE); COPY of a gate is refused. Loading the node's own RDB or AOF, or its master's,
-//! trusts the values (the counter comes back with them).
+//! counter is at least every gate's token on this node — a RESTOREd gate (and MIGRATE's target)
+//! included. A gate that arrives from outside a command — RESTORE, or carried to another key by
+//! RENAME, MOVE or SWAPDB — is floored at the counter the moment it arrives or moves: it then
+//! stands at least as high as any gate of this node ever stood, and every token issued after the
+//! move passes it. The floor is written into the value (its *place*, a fingerprint of database
+//! and key, says where it stands), so every reader — GUARD, CHECK, RAISEGATE, the AOF rewrite,
+//! a replica — sees the same gate. A gate that expires (a TTL set by hand) or is evicted comes
+//! back ([`super::ghosts`]); `DEL` / `UNLINK` (and FLUSHDB / FLUSHALL) is the reset; `SET` over
+//! a gate leaves a string that GUARD refuses (WRONGTYPE); COPY of a gate is refused. Loading the
+//! node's own RDB or AOF, or its master's, trusts the values (the counter comes back with them).
 //!
-//! Encoding, version 1: `token`, `place` (unsigned).
+//! Encoding: [`super::gate_codec`].
 
 use std::os::raw::{c_int, c_void};
 use std::ptr::NonNull;
 
-use dlock_core::MAX_TOKEN;
 use redis_module::{native_types::RedisType, raw, RedisError};
 
-use super::codec::{Sink, Source};
+use super::MOVED;
 use crate::node::node;
 use crate::server;
 use crate::wire::errors;
 
 /// The type name, in every RDB that holds a gate: it never changes.
 pub const GATE_TYPE_NAME: &str = "dlockgate";
-const ENCODING_VERSION: i32 = 1;
 
-/// One gate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Gate {
-    /// The highest token written under.
-    pub token: u64,
-    /// Where it stands ([`super::place`]).
-    pub place: u64,
-}
+pub use super::gate_codec::{decode, Gate, ENCODING_VERSION};
 
 impl Gate {
-    /// The gate as it must be read under a key of `place`: a gate carried here from elsewhere
-    /// is floored at the node's counter (see the module docs).
+    /// The gate as it must be read under a key of `place`. A gate moved here was floored when
+    /// it moved ([`MOVED`]); one whose place names another key without that mark (saved by a
+    /// release before moves were floored at once) is floored at the node's counter now.
     pub fn at(self, place: u64) -> Gate {
-        match self.place == place {
-            true => self,
-            false => Gate {
-                token: self.token.max(node().counter()),
-                place,
-            },
+        let token = match self.place == place || self.place == MOVED {
+            true => self.token,
+            false => self.token.max(node().counter()),
+        };
+        Gate { token, place }
+    }
+
+    /// The gate floored at the node's counter, as it stands once carried to another key.
+    fn moved(self) -> Gate {
+        Gate {
+            token: self.token.max(node().counter()),
+            place: MOVED,
         }
     }
-}
-
-pub fn encode(gate: &Gate, sink: &mut impl Sink) {
-    sink.unsigned(gate.token);
-    sink.unsigned(gate.place);
-}
-
-/// A gate from an RDB field stream, validated (a token in 1..=MAX_TOKEN).
-pub fn decode<S: Source>(source: &mut S, version: i32) -> Result<Gate, String> {
-    if version != ENCODING_VERSION {
-        return Err(format!("unknown encoding version {version}"));
-    }
-    let token = source
-        .unsigned()
-        .ok_or("missing or malformed field 'token'")?;
-    if !(1..=MAX_TOKEN).contains(&token) {
-        return Err(format!("token {token} (allowed 1 to {MAX_TOKEN})"));
-    }
-    let place = source
-        .unsigned()
-        .ok_or("missing or malformed field 'place'")?;
-    Ok(Gate { token, place })
 }
 
 pub static GATE_TYPE: RedisType = RedisType::new(
     GATE_TYPE_NAME,
     ENCODING_VERSION,
     raw::RedisModuleTypeMethods {
-        version: 1,
+        version: 4, // up to unlink2 (Redis 7.0)
         rdb_load: Some(rdb_load),
         rdb_save: Some(rdb_save),
         aof_rewrite: Some(aof_rewrite),
@@ -94,7 +73,7 @@ pub static GATE_TYPE: RedisType = RedisType::new(
         defrag: None,
         mem_usage2: None,
         free_effort2: None,
-        unlink2: None,
+        unlink2: Some(unlink),
         copy2: None,
         aux_save2: None,
     },
@@ -123,12 +102,28 @@ pub fn read(key: NonNull<raw::RedisModuleKey>) -> Result<Option<Gate>, RedisErro
     }
 }
 
+/// Floors the gate in an open key as moved (SWAPDB carried it to another database); any other
+/// value is left alone.
+pub fn mark_moved(key: NonNull<raw::RedisModuleKey>) {
+    if let Ok(Some((of_type, value))) = super::values::module_value(key) {
+        if of_type == gate_type() {
+            // SAFETY: a gate in a key opened by the caller's scan, which nothing else touches.
+            if let Some(gate) = unsafe { value.cast::<Gate>().as_mut() } {
+                *gate = gate.moved();
+            }
+        }
+    }
+}
+
 /// Stores `gate` in an open key (replacing what it held).
 pub fn set(key: NonNull<raw::RedisModuleKey>, gate: Gate) -> Result<(), RedisError> {
     let set = crate::api!(RedisModule_ModuleTypeSetValue).ok_or_else(errors::cannot_store)?;
     let value = Box::into_raw(Box::new(gate)).cast::<c_void>();
-    // SAFETY: `key` is open for writing by the running command; the value is ours to give.
-    if unsafe { set(key.as_ptr(), gate_type(), value) } == raw::REDISMODULE_OK as c_int {
+    // SAFETY: `key` is open for writing by the running command; the value is ours to give. The
+    // gate it replaces leaves by our own hand: no unlink news for it.
+    let stored = super::unlink::own_write(|| unsafe { set(key.as_ptr(), gate_type(), value) });
+    if stored == raw::REDISMODULE_OK as c_int {
+        super::ghosts::watch();
         return Ok(());
     }
     // SAFETY: not stored, so still ours, from Box::into_raw above.
@@ -136,15 +131,22 @@ pub fn set(key: NonNull<raw::RedisModuleKey>, gate: Gate) -> Result<(), RedisErr
     Err(errors::cannot_store())
 }
 
-/// Loads a gate. A RESTORE (not the node's own data) is floored at the counter right away, and
-/// a token more than a year ahead of this node is refused, as for a lock's.
+/// Loads a gate. The node's own data (or its master's) raises the counter to it; a gate that
+/// names another key there was moved by a release that floored moves lazily, and is floored
+/// now. A RESTORE is floored at the counter and raises it (a token more than a year ahead of
+/// this node is refused, as for a lock's), so the node's next grant passes it.
 extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
-    let mut gate = match decode(&mut super::types::RdbIn(io), encver) {
+    let gate = match decode(&mut super::types::RdbIn(io), encver) {
         Ok(gate) => gate,
         Err(why) => return super::types::refuse(io, &format!("a gate: {why}")),
     };
-    if server::is_loading() {
+    let here = super::types::place_of_io(io);
+    let gate = if server::is_loading() {
         node().raise_counter(gate.token);
+        match gate.place == here || gate.place == MOVED || here == MOVED {
+            true => gate,
+            false => gate.moved(),
+        }
     } else if node().check_client_token(gate.token).is_err() {
         let why = format!(
             "a gate: token {} is more than a year ahead of this node",
@@ -152,15 +154,20 @@ extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_voi
         );
         return super::types::refuse(io, &why);
     } else {
-        gate.token = gate.token.max(node().counter());
-    }
+        node().raise_counter(gate.token);
+        Gate {
+            token: gate.token.max(node().counter()),
+            place: here,
+        }
+    };
+    super::ghosts::watch();
     Box::into_raw(Box::new(gate)).cast()
 }
 
 extern "C" fn rdb_save(io: *mut raw::RedisModuleIO, value: *mut c_void) {
     // SAFETY: Redis passes one of our values, alive for this call.
     if let Some(gate) = unsafe { gate_of(value) } {
-        encode(gate, &mut super::types::RdbOut(io));
+        super::gate_codec::encode(gate, &mut super::types::RdbOut(io));
     }
 }
 
@@ -175,9 +182,34 @@ extern "C" fn aof_rewrite(
     else {
         return;
     };
-    let token = i64::try_from(gate.token).unwrap_or(i64::MAX);
+    // Written back as it stands under its key: a replay stores it there, at home.
+    let here = crate::api!(RedisModule_GetDbIdFromIO).map(|db_of| {
+        // SAFETY: the rewrite's IO, for this call.
+        let db = unsafe { db_of(aof) };
+        super::place(db, redis_module::RedisString::string_as_slice(key))
+    });
+    let standing = here.map_or(gate.moved(), |here| gate.at(here));
+    let token = i64::try_from(standing.token).unwrap_or(i64::MAX);
     // SAFETY: `aof` and `key` come from Redis for this call; s = key, l = the token.
     unsafe { emit(aof, c"DLOCK.RAISEGATE".as_ptr(), c"sl".as_ptr(), key, token) };
+}
+
+/// A gate leaves its key (DEL, UNLINK, expiry, eviction, an overwrite, or the old name of a
+/// RENAME or MOVE, which add the value under its new name first). It is floored here, since
+/// after a RENAME or MOVE it lives on under another key; every other unlink frees it right
+/// after. [`super::ghosts`] hears of it too, to bring back a gate that expired or was evicted.
+extern "C" fn unlink(ctx: *mut raw::RedisModuleKeyOptCtx, value: *const c_void) {
+    let Some(gate) = NonNull::new(value.cast_mut().cast::<Gate>()) else {
+        return;
+    };
+    if super::unlink::is_own_write() {
+        return;
+    }
+    // SAFETY: our gate, on the main thread; nothing else reads or writes it during the call
+    // (RENAME and MOVE hold it between two dictionary operations).
+    let gate = unsafe { &mut *gate.as_ptr() };
+    super::ghosts::unlinked(ctx, gate.token);
+    *gate = gate.moved();
 }
 
 extern "C" fn mem_usage(_value: *const c_void) -> usize {

@@ -10,6 +10,11 @@
 //!
 //! A lock RESTOREd under another name keeps its place fingerprint and is never held there
 //! either (see [`super::place`]). The key-TTL rule lives in [`super::ttl`].
+//!
+//! Gates move the same ways and are floored at the node counter as they move
+//! ([`super::gate`]). After a SWAPDB the clients waiting on a key of either database wait on
+//! another resource than they asked for: the observers of those databases are answered, and
+//! the layer above ([`on_swapped`]) hands each waited-on key to its waiters.
 
 use std::os::raw::{c_int, c_void};
 use std::ptr::NonNull;
@@ -18,6 +23,14 @@ use redis_module::raw;
 
 use super::unlink::{mark_compact_moved, mark_table_moved};
 use super::values::{value_of, Value};
+
+/// What the layer above does after a SWAPDB of the two databases (its waiters).
+static ON_SWAPPED: std::sync::OnceLock<fn(i32, i32)> = std::sync::OnceLock::new();
+
+/// Installs the hook called with the two databases of a SWAPDB; once, at load.
+pub fn on_swapped(hook: fn(i32, i32)) {
+    let _ = ON_SWAPPED.set(hook);
+}
 
 /// Subscribes to SWAPDB; called once at load.
 pub fn watch(ctx: *mut raw::RedisModuleCtx) -> Result<(), &'static str> {
@@ -42,12 +55,18 @@ extern "C" fn on_swapdb(
     };
     // SAFETY: Redis passes the SWAPDB info for the duration of the call.
     let info = unsafe { info.as_ref() };
-    for db in [info.dbnum_first, info.dbnum_second] {
+    let (first, second) = (info.dbnum_first, info.dbnum_second);
+    for db in [first, second] {
         mark_all_moved(ctx, db);
+    }
+    super::ghosts::swapped(first, second);
+    super::observers::swapped(first, second);
+    if let Some(hook) = ON_SWAPPED.get() {
+        hook(first, second);
     }
 }
 
-/// Marks every lock in `db` moved (SWAPDB is rare; this is a scan of the database).
+/// Marks every lock and gate in `db` moved (SWAPDB is rare; this is a scan of the database).
 fn mark_all_moved(ctx: *mut raw::RedisModuleCtx, db: i32) {
     let (Some(select), Some(create), Some(scan), Some(free)) = (
         crate::api!(RedisModule_SelectDb),
@@ -74,9 +93,14 @@ extern "C" fn mark_moved(
     key: *mut raw::RedisModuleKey,
     _data: *mut c_void,
 ) {
-    if let Some(Ok(Some(value))) = NonNull::new(key).map(value_of) {
+    let Some(key) = NonNull::new(key) else {
+        return;
+    };
+    if let Ok(Some(value)) = value_of(key) {
         // SAFETY: our value in the key the scan opened for this call.
         unsafe { mark_value_moved(value) };
+    } else {
+        super::gate::mark_moved(key);
     }
 }
 

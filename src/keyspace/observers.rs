@@ -133,6 +133,38 @@ pub fn left(db: i32, name: &[u8]) {
     }
 }
 
+/// FLUSHDB (`db`) or FLUSHALL (-1) emptied keys without unlinking them one by one: their
+/// observers are answered right after (on a timer, as for [`left`]).
+pub fn flushed(db: i32) {
+    ended_in(|of| db == -1 || of == db);
+}
+
+/// SWAPDB: every key of both databases now names another resource; their observers are
+/// answered right after.
+pub fn swapped(first: i32, second: i32) {
+    ended_in(|of| of == first || of == second);
+}
+
+fn ended_in(matches: impl Fn(i32) -> bool) {
+    if idle() {
+        return;
+    }
+    let ids: Vec<u64> = OBSERVERS.with_borrow_mut(|r| {
+        let keys: Vec<KeyName> = r.by_key.keys().filter(|k| matches(k.0)).cloned().collect();
+        let mut ids = Vec::new();
+        for key in keys {
+            for id in r.by_key.remove(&key).unwrap_or_default() {
+                r.by_client.remove(&id);
+                ids.push(id);
+            }
+        }
+        ids
+    });
+    if let (false, Some(ctx)) = (ids.is_empty(), crate::server::detached()) {
+        ctx.create_timer(Duration::ZERO, unblock, ids);
+    }
+}
+
 /// `CLIENT UNBLOCK id TIMEOUT` for each: the timeout callback replies the key's state now.
 fn unblock(ctx: &Context, ids: Vec<u64>) {
     for id in ids {

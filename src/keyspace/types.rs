@@ -151,22 +151,33 @@ fn acceptable(io: *mut raw::RedisModuleIO, newest: u64) -> bool {
     false
 }
 
-/// A value is loaded and about to enter its key: the key gets the key-TTL rule once it is in
-/// ([`super::arrivals`]). While the server loads its own data the node counter rises to the
-/// value's newest token now (before any client is served); after a RESTORE, once Redis has kept
-/// the value (it may still drop it: a refused RESTORE changes nothing).
+/// A value is loaded and about to enter its key: the node counter rises to the value's newest
+/// token now, and the key gets the key-TTL rule once it is in ([`super::arrivals`]). Now, not
+/// on the settling timer: a master and its replica must raise it at the same point of the
+/// command stream (a replica reads many commands before its timers run), or a gate RESTOREd
+/// or moved right after would be floored at two different counters. A value that fails its
+/// checks never gets here (a refused RESTORE changes nothing); one RESTOREd with a TTL already
+/// past is dropped by Redis after this, which leaves the counter raised on the master only
+/// (docs/fencing.md).
 fn arrived(io: *mut raw::RedisModuleIO, newest: u64) {
-    if server::is_loading() {
-        node().raise_counter(newest);
-    }
+    node().raise_counter(newest);
     stats::lock_created();
     super::arrivals::noted(io);
 }
 
+/// Refuses the value being loaded (the load or the RESTORE fails cleanly), with a log line
+/// unless too many came too fast ([`super::refusals`]).
 pub(super) fn refuse(io: *mut raw::RedisModuleIO, why: &str) -> *mut c_void {
+    let Some(left_out) = super::refusals::should_log(std::time::Instant::now()) else {
+        return std::ptr::null_mut();
+    };
+    let more = match left_out {
+        0 => String::new(),
+        n => format!(" ({n} more refused since the last line, not logged)"),
+    };
     let (Some(log), Ok(message)) = (
         crate::api!(RedisModule_LogIOError),
-        CString::new(format!("dlock: refusing {why}")),
+        CString::new(format!("dlock: refusing {why}{more}")),
     ) else {
         return std::ptr::null_mut();
     };
@@ -216,7 +227,7 @@ extern "C" fn table_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_v
 }
 
 /// The place of a version-1 lock, computed from the key the loader is filling.
-fn place_of_io(io: *mut raw::RedisModuleIO) -> u64 {
+pub(super) fn place_of_io(io: *mut raw::RedisModuleIO) -> u64 {
     let (Some(name_of), Some(db_of)) = (
         crate::api!(RedisModule_GetKeyNameFromIO),
         crate::api!(RedisModule_GetDbIdFromIO),

@@ -48,6 +48,11 @@ pub fn own_write<R>(f: impl FnOnce() -> R) -> R {
     result
 }
 
+/// Whether a dlock command is storing or deleting a value itself right now.
+pub fn is_own_write() -> bool {
+    OWN_WRITE.get()
+}
+
 /// A plain lock leaves its key.
 pub extern "C" fn compact_unlink(ctx: *mut raw::RedisModuleKeyOptCtx, value: *const c_void) {
     // SAFETY: Redis passes one of our values, alive for this call.
@@ -84,20 +89,29 @@ pub extern "C" fn table_unlink(ctx: *mut raw::RedisModuleKeyOptCtx, value: *cons
 }
 
 fn left(ctx: *mut raw::RedisModuleKeyOptCtx) {
-    let (Some(hook), Some(name_of), Some(db_of)) = (
-        ON_LEFT.get(),
+    let (Some(hook), Some((db, name))) = (ON_LEFT.get(), key_of(ctx)) else {
+        return;
+    };
+    hook(db, name);
+    super::observers::left(db, name);
+}
+
+/// The database and name of the key an unlink callback is about.
+pub fn key_of<'a>(ctx: *mut raw::RedisModuleKeyOptCtx) -> Option<(i32, &'a [u8])> {
+    let (Some(name_of), Some(db_of)) = (
         crate::api!(RedisModule_GetKeyNameFromOptCtx),
         crate::api!(RedisModule_GetDbIdFromOptCtx),
     ) else {
-        return;
+        return None;
     };
-    // SAFETY: the callback's key context, valid for this call.
+    // SAFETY: the callback's key context, valid for this call (the name lives as long).
     let (name, db) = unsafe { (name_of(ctx), db_of(ctx)) };
-    if !name.is_null() {
-        let name = redis_module::RedisString::string_as_slice(name.cast_mut());
-        hook(db, name);
-        super::observers::left(db, name);
-    }
+    (!name.is_null()).then(|| {
+        (
+            db,
+            redis_module::RedisString::string_as_slice(name.cast_mut()),
+        )
+    })
 }
 
 /// Marks a plain lock as granted elsewhere: never held under the key it was carried to.

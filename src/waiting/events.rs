@@ -1,8 +1,10 @@
 //! Server happenings that end a wait or free a lock without a dlock command: DEL / UNLINK /
 //! expiry / eviction / RENAME / an overwrite of a key with waiters (heard from the data types'
 //! `unlink` callback, `keyspace::unlink`, not from keyspace events: a subscription would tax
-//! every `DEL` and `SET ... PX` of the server), FLUSHALL / FLUSHDB, and the node turning into a
-//! replica (its waiters are answered `UNBLOCKED` at once, and wait on a master instead).
+//! every `DEL` and `SET ... PX` of the server), FLUSHALL / FLUSHDB, SWAPDB (heard by
+//! `keyspace::moves`: the locks waited on were carried away, so each key's waiters are served by
+//! what stands there now), and the node turning into a replica (its waiters are answered
+//! `UNBLOCKED` at once, and wait on a master instead).
 
 use std::os::raw::c_void;
 use std::time::Duration;
@@ -11,7 +13,7 @@ use redis_module::{raw, Context};
 
 use super::parked::Outcome;
 use super::{handoff, queues};
-use crate::keyspace::unlink;
+use crate::keyspace::{ghosts, moves, observers, unlink};
 
 /// The error a waiter gets when its node becomes a replica.
 const DEMOTED: &str =
@@ -20,6 +22,7 @@ const DEMOTED: &str =
 /// Listens for what ends waits; called once at load.
 pub fn watch(ctx: &Context) -> Result<(), &'static str> {
     unlink::on_key_left(on_key_left);
+    moves::on_swapped(on_swapped);
     for (id, callback) in [
         (raw::REDISMODULE_EVENT_FLUSHDB, on_flush as ServerEvent),
         (raw::REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED, on_role),
@@ -49,15 +52,34 @@ fn on_key_left(db: i32, name: &[u8]) {
     }
 }
 
+/// SWAPDB of `first` and `second`: each key with waiters in them is handed to its waiters by
+/// what stands there now (a lock carried in is never held there).
+fn on_swapped(first: i32, second: i32) {
+    let Some(ctx) = crate::server::detached() else {
+        return;
+    };
+    for place in queues::keys_with_waiters() {
+        if place.0 == first || place.0 == second {
+            handoff::schedule(&ctx, &place, Duration::ZERO);
+        }
+    }
+}
+
+/// FLUSHDB / FLUSHALL: waiters are handed their keys, observers answered, gates gone for good
+/// (their ghosts too: a flush is a reset).
 extern "C" fn on_flush(
     ctx: *mut raw::RedisModuleCtx,
     _event: raw::RedisModuleEvent,
     subevent: u64,
-    _data: *mut c_void,
+    data: *mut c_void,
 ) {
     if subevent != raw::REDISMODULE_SUBEVENT_FLUSHDB_END {
         return;
     }
+    // SAFETY: Redis passes the flush info for the duration of the call.
+    let db = unsafe { data.cast::<raw::RedisModuleFlushInfo>().as_ref() }.map_or(-1, |i| i.dbnum);
+    ghosts::flushed(db);
+    observers::flushed(db);
     let context = Context::new(ctx);
     for place in queues::keys_with_waiters() {
         handoff::schedule(&context, &place, Duration::ZERO);

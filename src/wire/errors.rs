@@ -166,6 +166,11 @@ pub fn eviction(policy: &str) -> RedisError {
     ))
 }
 
+/// Redis's own words for a write refused over `maxmemory`.
+pub fn out_of_memory() -> RedisError {
+    err("OOM command not allowed when used memory > 'maxmemory'.".to_string())
+}
+
 pub fn cannot_store() -> RedisError {
     err("ERR dlock could not store the lock".to_string())
 }

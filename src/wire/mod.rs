@@ -7,6 +7,7 @@
 pub mod args;
 pub mod errors;
 pub mod limits;
+pub mod requests;
 
 use redis_module::raw;
 
@@ -26,5 +27,11 @@ impl Arg {
     /// Wraps a string the caller keeps alive while the `Arg` is used.
     pub fn new(string: *mut raw::RedisModuleString) -> Arg {
         Arg(string)
+    }
+}
+
+impl AsRef<[u8]> for Arg {
+    fn as_ref(&self) -> &[u8] {
+        self.as_bytes()
     }
 }

@@ -20,6 +20,12 @@ pub struct ErrorCase {
     urls: Vec<String>,
     pub timeout: Duration,
     pub wait: Option<Duration>,
+    /// The resource asked for (and held first): `r` unless the case names another.
+    pub resource: String,
+    /// The TTL asked for: 10 s unless the case gives `ttl_ms`.
+    pub ttl: Duration,
+    /// `CONFIG SET` pairs for the case's server (a `module` server's `dlock.max-ttl-ms`, say).
+    config: Vec<(String, String)>,
     pub password: Option<String>,
     /// The kind taken first by another manager: `None` (free), or `Some(None)` for the exclusive
     /// lock and `Some(Some(k))` for a semaphore's permit of limit k.
@@ -67,6 +73,19 @@ fn strings(value: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// A case's `config`: `{"name": "value", ...}`.
+fn config(value: &Value) -> Vec<(String, String)> {
+    value
+        .as_object()
+        .map(|pairs| {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 impl ErrorCase {
     fn read(case: &Value) -> ErrorCase {
         let text = |key: &str| case[key].as_str().unwrap_or_default().to_string();
@@ -80,6 +99,9 @@ impl ErrorCase {
             },
             timeout: millis("timeout_ms").expect("timeout_ms"),
             wait: millis("wait_ms"),
+            resource: case["resource"].as_str().unwrap_or("r").to_string(),
+            ttl: millis("ttl_ms").unwrap_or(Duration::from_secs(10)),
+            config: config(&case["config"]),
             password: case["password"].as_str().map(String::from),
             held: (!case["held"].is_null()).then(|| kind(&case["held"])),
             ask: kind(&case["ask"]),
@@ -95,6 +117,12 @@ impl ErrorCase {
             "none" => (None, free_port(), None),
             "module" => {
                 let server = Server::start();
+                for (name, value) in &self.config {
+                    redis::cmd("CONFIG")
+                        .arg(&["SET", name, value])
+                        .query::<()>(&mut server.conn())
+                        .expect("configure the server");
+                }
                 let port = server.port();
                 (Some(server), port, None)
             }

@@ -165,3 +165,29 @@ pub fn soon_ms() -> u64 {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
     now.map_or(0, |d| d.as_millis() as u64) + 60_000
 }
+
+/// `DLOCK.CHECK gate token`: whether a GUARD with `token` would pass.
+pub fn check_gate(c: &mut Connection, gate: &str, token: u64) -> bool {
+    redis::cmd("DLOCK.CHECK")
+        .arg(gate)
+        .arg(token)
+        .query::<i64>(c)
+        .expect("DLOCK.CHECK")
+        == 1
+}
+
+/// The token a gate stands at (the lowest CHECK admits), 0 when there is none.
+pub fn gate_token(c: &mut Connection, gate: &str) -> u64 {
+    if check_gate(c, gate, 1) {
+        return 0;
+    }
+    let (mut low, mut high) = (1u64, dlock_core::MAX_TOKEN); // refused at low, admitted at high
+    while high - low > 1 {
+        let mid = low + (high - low) / 2;
+        match check_gate(c, gate, mid) {
+            true => high = mid,
+            false => low = mid,
+        }
+    }
+    high
+}

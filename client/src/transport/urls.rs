@@ -175,8 +175,41 @@ fn single(url: &str) -> Result<NodeUrl, String> {
             return Err("a socket path is required (unix:///path/to/redis.sock)".into());
         }
     }
+    reachable(&info)?;
     let client_name = query.get("client_name").cloned();
     Ok(NodeUrl::Single { info, client_name })
+}
+
+/// What no server can be: port 0 (connecting to it is refused, so it would only ever count as a
+/// node down), a host no DNS name can be, a database number outside what a server's
+/// `databases` setting can make (0 to 2^31 - 2: it is an int).
+fn reachable(info: &ConnectionInfo) -> Result<(), String> {
+    if let ConnectionAddr::Tcp(host, port) | ConnectionAddr::TcpTls { host, port, .. } = info.addr()
+    {
+        if *port == 0 {
+            return Err("port 0: a server listens on a port from 1 to 65535".into());
+        }
+        host_name(host)?;
+    }
+    let db = info.redis_settings().db();
+    if !(0..i64::from(i32::MAX)).contains(&db) {
+        return Err(format!(
+            "database {db}: a database number is from 0 to {} (below the server's databases)",
+            i32::MAX - 1
+        ));
+    }
+    Ok(())
+}
+
+/// A host that could be looked up: a DNS name is at most 253 bytes, each label at most 63.
+fn host_name(host: &str) -> Result<(), String> {
+    if host.len() > 253 || host.split('.').any(|label| label.len() > 63) {
+        return Err(format!(
+            "a host name of {} bytes: a DNS name is at most 253, each label at most 63",
+            host.len()
+        ));
+    }
+    Ok(())
 }
 
 fn cluster(url: &str) -> Result<NodeUrl, String> {
@@ -193,6 +226,7 @@ fn cluster(url: &str) -> Result<NodeUrl, String> {
     if seed.redis_settings().db() != 0 {
         return Err("Redis Cluster has only database 0".into());
     }
+    reachable(&seed)?;
     Ok(NodeUrl::Cluster { seed, tls })
 }
 
@@ -232,6 +266,7 @@ fn sentinel_address(address: &str) -> Result<(String, u16), String> {
     if host.is_empty() {
         return Err(format!("sentinel {address:?}: a host is required"));
     }
+    host_name(host)?;
     let port = match port {
         Some(port) => port
             .parse::<u16>()
@@ -304,62 +339,5 @@ fn percent_decode(text: &str) -> Result<String, String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sentinel_urls_name_sentinels_credentials_and_the_master() {
-        let Ok(NodeUrl::Sentinel(parts)) =
-            parse("redis+sentinel://u:p@10.0.0.1:26379,h2:26380,[::1],h3/mymaster")
-        else {
-            panic!("not a sentinel URL");
-        };
-        assert!(!parts.tls);
-        assert_eq!(parts.credentials, "u:p@");
-        let named: Vec<(&str, u16)> = parts
-            .sentinels
-            .iter()
-            .map(|(h, p)| (h.as_str(), *p))
-            .collect();
-        assert_eq!(
-            named,
-            [
-                ("10.0.0.1", 26379),
-                ("h2", 26380),
-                ("::1", 26379),
-                ("h3", 26379)
-            ]
-        );
-        assert_eq!(parts.master_name, "mymaster");
-    }
-
-    #[test]
-    fn a_single_servers_query_sets_its_database_and_client_name() {
-        let Ok(NodeUrl::Single { info, client_name }) =
-            parse("redis://h:1/3?db=5&client_name=worker%201")
-        else {
-            panic!("not a single URL");
-        };
-        assert_eq!(info.redis_settings().db(), 5, "the query's db wins");
-        assert_eq!(client_name.as_deref(), Some("worker 1"));
-        let refused = parse("redis://h:1?db=1&db=2").unwrap_err();
-        assert!(refused.contains("twice"), "{refused}");
-        assert!(parse("redis://h:1?db=x").is_err());
-    }
-
-    #[test]
-    fn passwords_are_hidden_in_names_and_errors() {
-        assert_eq!(redact("redis://app:secret@h:1/2"), "redis://app:***@h:1/2");
-        assert_eq!(redact("unix://u:secret@/tmp/s"), "unix://u:***@/tmp/s");
-        assert_eq!(redact("redis://h:1?x=y"), "redis://h:1?x=y");
-        assert_eq!(
-            redact("unix:///s?db=1&password=secret#f"),
-            "unix:///s?db=1&password=***#f"
-        );
-        let refused = parse("redis://app:secret@h:1?foo=bar").unwrap_err();
-        assert!(
-            !refused.contains("secret") && refused.contains("foo"),
-            "{refused}"
-        );
-    }
-}
+#[path = "urls_tests.rs"]
+mod tests;

@@ -21,6 +21,7 @@ from ._sync.election_watch import Observer
 from ._sync.lock import Lock
 from ._sync.manager import LockManager
 from .errors import (
+    ArgumentRefused,
     DlockError,
     KindRefused,
     LockContended,
@@ -38,6 +39,7 @@ from .errors import (
 __version__ = version("dlock-client")
 
 __all__ = [
+    "ArgumentRefused",
     "DlockError",
     "HeldLock",
     "Holder",

@@ -121,6 +121,16 @@ class WrongKindError(KindRefused):
         return f"lock {quoted(resource)} is held as another kind on {node}: {reply}"
 
 
+class ArgumentRefused(KindRefused, ValueError):
+    """A node refused an argument of the request (`ERR ... must be ...`: a TTL over its
+    dlock.max-ttl-ms, say), which asking again cannot change: the call ends at once, a
+    ValueError as the arguments refused before any node is asked are."""
+
+    @staticmethod
+    def describe(resource: str, node: str, reply: str) -> str:
+        return f"lock {quoted(resource)}: {node} refused an argument: {reply}"
+
+
 class UnitWarning(UserWarning):
     """A duration that is valid but probably in the wrong unit: a TTL of more than an hour given
     in seconds (ttl=10000 is 2.8 hours; milliseconds typed by habit?). The lock is taken as

@@ -7,7 +7,8 @@ each decision for the three clients.
 - How a reply counts (`classify`): a grant (its token); BUSY, the lock held by others (nil, or a
   queued wait that ran past the deadline unanswered: a server notices a wait's timeout only at
   its next tick, so the client's own time for the call may run out first); a node failure; or
-  the kind refused (a KindRefusal: the attempt ends, asking again cannot change it).
+  the kind or an argument refused (a KindRefusal, an ArgumentRefusal: the attempt ends, asking
+  again cannot change it).
 - Asking again: a failed node is asked again; a queued wait after the retry pause while its
   round lasts (the machine counts the node out meanwhile), a plain ACQUIRE at once, once per
   round, while a quorum has not granted yet (its failure counts only if the repeat fails too).
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from ..errors import NodeFailure
 from . import acquisition as machine
 from .replies import NodeTimeout
-from .verdicts import CONTENDED, EXPIRED, NO_QUORUM, REFUSED, AttemptFailed, KindRefusal
+from .verdicts import CONTENDED, EXPIRED, INVALID, NO_QUORUM, REFUSED, ArgumentRefusal, AttemptFailed, KindRefusal
 
 
 @dataclass(frozen=True)
@@ -125,9 +126,9 @@ def another_attempt(
     policy: Policy, error: AttemptFailed, out_of_time: bool, attempts: int, retries: int | None
 ) -> bool:
     """Whether a failed attempt is followed by another (after the retry pause): not when the kind
-    was refused, nor when a queued attempt was contended (it waited to the deadline), nor out of
+    or an argument was refused, nor when a queued attempt was contended (it waited to the deadline), nor out of
     time (the pause would end past the deadline) or of retries (`retries` None: unlimited)."""
-    if error.kind == REFUSED or (error.kind == CONTENDED and policy.queue):
+    if error.kind in (REFUSED, INVALID) or (error.kind == CONTENDED and policy.queue):
         return False
     return not out_of_time and (retries is None or attempts <= retries)
 
@@ -174,7 +175,8 @@ class Attempt:
         if round_ != self.round or node >= self.nodes:
             return self._act(self.machine.on(event), True)  # a stale grant is released
         if isinstance(outcome, KindRefusal):
-            return self._give_up(AttemptFailed(REFUSED, [outcome]))
+            refused = INVALID if isinstance(outcome, ArgumentRefusal) else REFUSED
+            return self._give_up(AttemptFailed(refused, [outcome]))
         self.outcomes[node] = outcome
         failed = isinstance(outcome, NodeFailure)
         if failed and self._ask_at_once(node):

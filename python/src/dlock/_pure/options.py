@@ -22,6 +22,9 @@ Duration = float | timedelta
 MAX_TTL_SECONDS = 86_400.0
 #: A TTL in seconds above this is more likely milliseconds typed by habit: it is warned about.
 LIKELY_MILLISECONDS = 3_600.0
+#: The longest duration the nodes take in any argument (WAIT's included): ten years, the module's
+#: LIMIT_MS. A longer wait is refused before it is sent, where every node would refuse it.
+MAX_WAIT_SECONDS = 315_360_000.0
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,10 @@ class Options:
             positive(self.extend_interval, "extend_interval")
         check_replica_ack(self.replica_ack)
         positive(self.ack_timeout, "ack_timeout")
+        if self.drift_factor >= 1:
+            raise ValueError(f"drift_factor must be below 1 (a share of the TTL), got {self.drift_factor!r}")
+        for name in ("timeout", "retry_delay", "retry_jitter", "max_hold", "extend_interval", "ack_timeout"):
+            at_most_ten_years(getattr(self, name), name)
 
 
 def number(value: object, name: str) -> float:
@@ -109,10 +116,54 @@ def check_ttl(ttl: object) -> int:
     return int(seconds * 1000)
 
 
+def at_most_ten_years(seconds: float | None, name: str) -> None:
+    """A duration the nodes are sent or the clock is moved by: at most MAX_WAIT_SECONDS."""
+    if seconds is not None and seconds > MAX_WAIT_SECONDS:
+        raise ValueError(
+            f"{name} must be at most 315360000000 ms (ten years, the longest the nodes take), got {seconds!r} s"
+        )
+
+
 def check_wait(wait: object) -> float:
-    if isinstance(wait, timedelta):
-        return not_negative(wait.total_seconds(), "wait")
-    return not_negative(wait, "wait")
+    seconds = not_negative(wait.total_seconds() if isinstance(wait, timedelta) else wait, "wait")
+    at_most_ten_years(seconds, "wait")
+    return seconds
+
+
+def check_lease(ttl: object, opts: Options) -> int:
+    """check_ttl, and a TTL that leaves some validity after the clock drift allowance (validity
+    is ttl - elapsed - drift: a shorter one is never valid, and asking for it would only retry
+    until the wait ran out). The message names the shortest."""
+    ttl_ms = check_ttl(ttl)
+    if _valid(ttl_ms, opts):
+        return ttl_ms
+    allowance = (
+        f"the clock drift allowance ({opts.drift_factor * 100:g}% of the TTL + {opts.drift_constant * 1000:g} ms)"
+    )
+    shortest = shortest_ttl_ms(opts)
+    if shortest is None:
+        raise ValueError(f"no ttl leaves any validity after {allowance}: lower the drift allowance")
+    raise ValueError(
+        f"ttl must be at least {shortest} ms: a shorter one leaves no validity after {allowance}, got {ttl_ms} ms"
+    )
+
+
+def _valid(ttl_ms: int, opts: Options) -> bool:
+    """timing.validity with nothing elapsed (timing imports this module, so it is restated)."""
+    return ttl_ms / 1000 - (ttl_ms / 1000 * opts.drift_factor + opts.drift_constant) > 1e-9
+
+
+def shortest_ttl_ms(opts: Options) -> int | None:
+    """The shortest whole-millisecond TTL with some validity after the drift allowance."""
+    if opts.drift_factor >= 1:
+        return None
+    # ttl * (1 - factor) > constant; the loop settles what floating point leaves in doubt.
+    ms = max(1, math.floor(opts.drift_constant * 1000 / (1 - opts.drift_factor)) - 1)
+    while ms <= MAX_TTL_SECONDS * 1000:
+        if _valid(ms, opts):
+            return ms
+        ms += 1
+    return None
 
 
 def _caller() -> int:
@@ -127,7 +178,7 @@ def check_resource(resource: object) -> str:
     if not isinstance(resource, str):
         raise TypeError(f"resource must be a str, got {type(resource).__name__}")
     if not resource:
-        raise ValueError("resource must not be empty")
+        raise ValueError("the resource name must not be empty")
     return resource
 
 

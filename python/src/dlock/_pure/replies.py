@@ -11,7 +11,7 @@ from ..errors import NodeFailure
 from . import ack as _ack
 from .commands import Args
 from .diagnosis import diagnose
-from .verdicts import KindRefusal, kind_refusal
+from .verdicts import ArgumentRefusal, KindRefusal, argument_refusal, kind_refusal
 
 
 def error_codes() -> dict[type, str]:
@@ -49,6 +49,14 @@ def reason(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
 
 
+def refusal(request: Args, said: str) -> type[NodeFailure]:
+    """What an error reply to `request` is: a refusal that asking again cannot change (the kind,
+    an argument), or a node's failure."""
+    if kind_refusal(request, said):
+        return KindRefusal
+    return ArgumentRefusal if argument_refusal(request, said) else NodeFailure
+
+
 def answer(node: str, request: Args, replies: Sequence[object], ack: _ack.Ack | None, via: str = "") -> object:
     """The node's answer to `request` from the replies to what was written for it (the request,
     then its WAIT): the reply, or a NodeFailure for an error reply (`via` names the cluster's
@@ -57,7 +65,7 @@ def answer(node: str, request: Args, replies: Sequence[object], ack: _ack.Ack | 
     first = replies[0] if replies else None
     if isinstance(first, redis.ResponseError):
         said = reason(first)
-        failure = KindRefusal if kind_refusal(request, said) else NodeFailure
+        failure = refusal(request, said)
         return failure(node, f"{via}{said}")
     why = _ack.shortfall(request, replies, ack)
     return first if why is None else NodeFailure(node, why)

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..errors import (
+    ArgumentRefused,
     DlockError,
     KindRefused,
     LockContended,
@@ -25,10 +26,23 @@ CONTENDED = "contended"
 NO_QUORUM = "no quorum"
 EXPIRED = "validity expired"
 REFUSED = "kind refused"  # never retried: asking again cannot change it
+INVALID = "argument refused"  # never retried either
 
 
 class KindRefusal(NodeFailure):
     """A node's error reply to ACQUIRE that refuses what it asks for (see kind_refusal)."""
+
+
+class ArgumentRefusal(KindRefusal):
+    """A node's error reply to ACQUIRE that refuses one of its arguments (see argument_refusal)."""
+
+
+def argument_refusal(request: Args, why: str) -> bool:
+    """Whether an error reply to `request` refuses an argument: `ERR <argument> must be <what it
+    takes>`, as every argument check of the module words it (src/wire/errors.rs; redis-py drops
+    the ERR). A node's `dlock.max-ttl-ms` set lower than the TTL asked, say: asking again cannot
+    change it, so the attempt ends as the caller's invalid argument."""
+    return bool(request) and request[0] == "DLOCK.ACQUIRE" and " must be " in why
 
 
 def kind_refusal(request: Args, why: str) -> bool:
@@ -59,6 +73,9 @@ class AttemptFailed(Exception):
             return LockTimeout(resource, attempts) if waited else LockContended(resource, attempts)
         if self.kind == NO_QUORUM:
             return NoQuorum(resource, needed, self.failures)
+        if self.kind == INVALID:
+            failure = self.failures[0]
+            return ArgumentRefused(resource, failure.node, failure.reason)
         if self.kind == REFUSED:
             failure = self.failures[0]
             wrong = "WRONGKIND " in failure.reason

@@ -14,7 +14,7 @@ import redis
 from redis import Redis
 
 from .._pure.kind import Kind
-from .._pure.options import Duration, check_ttl
+from .._pure.options import Duration, check_lease
 from .._pure.renewal import Extension, outcome, renew_margin, renewal
 from .._pure.verdicts import Grant
 from .._transport.sync.concurrency import Worker, shielded, within
@@ -113,7 +113,7 @@ class Lock:
         """Resets the TTL (default: the one acquired with) on all nodes. Raises NoQuorum when too
         few nodes answered, LockLost when a quorum answered and did not extend; either way
         `validity` still counts down from the last success."""
-        ttl_ms = self._ttl_ms if ttl is None else check_ttl(ttl)
+        ttl_ms = self._ttl_ms if ttl is None else check_lease(ttl, self._calls.opts)
         if self._lost.is_set():
             raise LockLost(self._resource)  # a newer holder exists: its lease is of no use
         result = self._calls.extend(self._resource, self._owner, ttl_ms, self._needed)

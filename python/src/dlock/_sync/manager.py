@@ -19,7 +19,7 @@ from .._pure.admin import NodeStatus, node_status
 from .._pure.attempt import QUEUE, Policy
 from .._pure.election import Leader, check_election
 from .._pure.kind import Kind, check_kind, check_limit
-from .._pure.options import Duration, Options, WaitMode, check_owner, check_resource, check_ttl, check_wait
+from .._pure.options import Duration, Options, WaitMode, check_lease, check_owner, check_resource, check_wait
 from .._pure.security import security
 from .._pure.top import NodeTop, Walk, check_rows
 from .._pure.urls import check_nodes
@@ -124,7 +124,7 @@ class LockManager:
         """One attempt with a fresh owner. Raises LockContended, NoQuorum, ValidityExpired or
         KindRefused (WrongKindError). `shared=True`: a shared hold; `limit=k`: a permit of a
         semaphore of limit k (not both); neither: exclusive."""
-        resource, ttl_ms, kind = check_resource(resource), check_ttl(ttl), check_kind(shared, limit)
+        resource, ttl_ms, kind = check_resource(resource), check_lease(ttl, self.options), check_kind(shared, limit)
         return self._try_lock(resource, ttl_ms, watchdog, kind)
 
     def lock(
@@ -142,7 +142,7 @@ class LockManager:
         LockContended) when others held it throughout, NoQuorum, ValidityExpired, or
         KindRefused (never retried: WrongKindError when held as another kind). `shared=True`:
         a shared hold of the lock; `limit=k`: a permit of a semaphore of limit k (not both)."""
-        resource, ttl_ms, wait = check_resource(resource), check_ttl(ttl), check_wait(wait)
+        resource, ttl_ms, wait = check_resource(resource), check_lease(ttl, self.options), check_wait(wait)
         kind = check_kind(shared, limit)
         return self._lock(resource, ttl_ms, wait, watchdog, kind)
 
@@ -188,7 +188,7 @@ class LockManager:
         extending every ttl/3. Waits as long as others lead; raises on anything but contention
         (NoQuorum, WrongKindError). docs/election.md."""
         name, value = check_election(name, value)
-        ttl_ms = check_ttl(ttl)
+        ttl_ms = check_lease(ttl, self.options)
         return campaign(self._calls, name, value, ttl_ms, QUEUE if self._queues() else self._no_wait())
 
     def leader(self, name: str) -> Leader | None:
@@ -236,7 +236,8 @@ class LockManager:
         """Extends `owner`'s lock on all nodes; the new validity in seconds. NoQuorum if too few
         nodes answered, LockLost if a quorum answered and did not extend (a majority; for a
         semaphore's permit, `limit=k`, its larger quorum)."""
-        resource, owner, ttl_ms = check_resource(resource), check_owner(owner), check_ttl(ttl)
+        resource, owner = check_resource(resource), check_owner(owner)
+        ttl_ms = check_lease(ttl, self.options)
         needed = self._calls.needed(Kind(limit=check_limit(limit)))
         result = self._calls.extend(resource, owner, ttl_ms, needed)
         if isinstance(result, float):

@@ -26,6 +26,7 @@ from .._pure.admin import Holder, LockInfo, NodeStatus
 from .._pure.election import Leader
 from .._pure.top import HeldLock, NodeTop, QueuedLock, TopHolder
 from ..errors import (
+    ArgumentRefused,
     DlockError,
     KindRefused,
     LockContended,
@@ -49,6 +50,7 @@ from ..errors import (
 # unasync: end
 
 __all__ = [
+    "ArgumentRefused",
     "DlockError",
     "HeldLock",
     "Holder",
