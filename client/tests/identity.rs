@@ -190,43 +190,66 @@ async fn a_sentinel_master_given_directly_too_is_refused_also_after_a_failover()
     .await;
 }
 
+/// `ACL SETUSER locker` with `rules` on `server`.
+fn acl(server: &Server, rules: &[&str]) {
+    redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg("locker")
+        .arg(rules)
+        .exec(&mut server.conn())
+        .expect("ACL SETUSER");
+}
+
+/// A least-privilege user: the lock commands (`commands`) and nothing else.
+fn locker(server: &Server, commands: &[&str]) -> LockManager {
+    acl(server, &["on", ">secret", "resetkeys", "~*", "-@all"]);
+    acl(server, commands);
+    LockManager::builder([server.url()])
+        .timeout(PATIENT)
+        .username("locker")
+        .password("secret")
+        .build()
+        .expect("valid URL")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_user_without_info_is_told_what_to_allow() {
+async fn a_user_without_dlock_runid_is_told_what_to_allow_and_needs_no_info() {
     within(Duration::from_secs(60), async {
         let server = Server::start();
-        let acl = |rules: &[&str]| {
-            redis::cmd("ACL")
-                .arg("SETUSER")
-                .arg("locker")
-                .arg(rules)
-                .exec(&mut server.conn())
-                .expect("ACL SETUSER");
-        };
-        acl(&[
-            "on",
-            ">secret",
-            "resetkeys",
-            "~*",
-            "-@all",
-            "+dlock.acquire",
-        ]);
-        acl(&["+dlock.release", "+dlock.fence", "+dlock.extend"]);
-        let locks = LockManager::builder([server.url()])
-            .timeout(PATIENT)
-            .username("locker")
-            .password("secret")
-            .build()
-            .expect("valid URL");
+        let commands = ["+dlock.acquire", "+dlock.release", "+dlock.fence"];
+        let locks = locker(&server, &commands);
         let error = locks.try_lock("res", TTL).await.unwrap_err().to_string();
+        let words = "cannot tell which server this is (DLOCK.RUNID refused: NOPERM";
+        assert!(error.contains(words), "{error}");
         assert!(
-            error.contains("cannot tell which server this is (INFO server refused: NOPERM"),
+            error.contains("allow the user DLOCK.RUNID (+dlock.runid"),
             "{error}"
         );
-        assert!(error.contains("allow the user INFO (+info)"), "{error}");
         assert!(!error.contains("secret"), "{error}");
-        acl(&["+info"]);
-        let guard = locks.try_lock("res", TTL).await.expect("with +info");
+        acl(&server, &["+dlock.runid"]); // not INFO: @dangerous stays out
+        let guard = locks.try_lock("res", TTL).await.expect("with +dlock.runid");
         guard.release().await.expect("released");
+    })
+    .await;
+}
+
+/// A server without DLOCK.RUNID (a module older than it; here none at all): its run_id is read
+/// with INFO server instead, so one server is still found twice, and a user without INFO is told
+/// to allow it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_dlock_runid_info_server_tells_servers_apart() {
+    within(Duration::from_secs(60), async {
+        let old = Server::builder().without_module().start();
+        let by_ip = format!("redis://127.0.0.1:{}", old.port());
+        let by_name = format!("redis://localhost:{}", old.port());
+        let locks = manager_of(&[by_ip.clone(), by_name.clone()]);
+        let error = locks.try_lock("res", TTL).await.unwrap_err();
+        refusal(error, &by_ip, &by_name);
+        let locks = locker(&old, &["+ping"]);
+        let error = locks.try_lock("res", TTL).await.unwrap_err().to_string();
+        let words = "cannot tell which server this is (INFO server refused: NOPERM";
+        assert!(error.contains(words), "{error}");
+        assert!(error.contains("allow the user INFO (+info)"), "{error}");
     })
     .await;
 }

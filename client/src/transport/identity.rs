@@ -4,15 +4,23 @@
 //! group's master and the same master given directly, two seeds of one Redis Cluster all name
 //! one process. Counted as two nodes, that one process made a quorum alone (issue 48: `--nodes
 //! A,A,X` let two processes hold one lock). So every new connection, before its first request,
-//! reads the server's `run_id` (`INFO server`: one per process, the same whatever address
-//! reached it, new after a restart) and claims it for its quorum node in the manager's
-//! [`Registry`]. A server another node already claimed is refused: the connection is dropped,
+//! reads the server's `run_id` (`DLOCK.RUNID`, or `INFO server` from a module older than that
+//! command: one per process, the same whatever address reached it, new after a restart) and
+//! claims it for its quorum node in the manager's [`Registry`]. A server another node already claimed is refused: the connection is dropped,
 //! the node's calls fail from then on without a request sent, and the manager refuses every
 //! acquisition with [`crate::Error::InvalidArgument`] naming both nodes.
 //!
 //! The cost is one round trip per new connection; connections are long-lived, and requests pay
-//! nothing. A server that cannot say its run_id (an ACL user without `INFO`, a renamed command)
-//! is refused too, with what to allow: a quorum that cannot be checked is not trusted.
+//! nothing. A server that cannot say its run_id (an ACL user without `DLOCK.RUNID`, or without
+//! `INFO` on an older module) is refused too, with what to allow: a quorum that cannot be
+//! checked is not trusted.
+//!
+//! A claim lasts as long as the manager: it moves only when its place (a URL's server, a
+//! sentinel group's master, a cluster master's address) shows another run_id — a restart, or the
+//! group's new master after a failover — and the old one is let go then. A server a node no
+//! longer uses (a master gone from a cluster's slot map) stays claimed: listing it as another
+//! node is refused. Every client keeps this one rule (docs/connecting.md); none relies on when a
+//! server object happens to be dropped.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -111,10 +119,6 @@ impl Registry {
         Ok(())
     }
 
-    fn release(&self, run_id: &str) {
-        release(&mut self.state(), run_id);
-    }
-
     /// The refusal's words: both nodes in the order given, whichever connected first.
     fn duplicate(&self, a: usize, b: usize, run_id: &str) -> String {
         let name = |i: usize| self.names.get(i).map_or("?", String::as_str);
@@ -136,13 +140,14 @@ fn release(state: &mut State, run_id: &str) {
     }
 }
 
-/// One server's place in the registry (a plain node's server, a cluster's master, the master
-/// a sentinel group names): the run_id its connections last showed, let go when it is dropped
-/// (a master forgotten after a failover).
+/// One place in the registry (a plain node's server, a cluster master's address, a sentinel
+/// group's master whichever server it is): the run_id its connections last showed. Clones share
+/// the place (every master a sentinel group names in turn); [`Identity::another`] makes a new one.
+#[derive(Clone)]
 pub struct Identity {
     registry: Arc<Registry>,
     member: usize,
-    seen: Mutex<Option<String>>,
+    seen: Arc<Mutex<Option<String>>>,
 }
 
 impl Identity {
@@ -150,7 +155,7 @@ impl Identity {
         Identity {
             registry: registry.clone(),
             member,
-            seen: Mutex::new(None),
+            seen: Arc::new(Mutex::new(None)),
         }
     }
 
@@ -164,10 +169,10 @@ impl Identity {
         Identity::new(&self.registry, self.member)
     }
 
-    /// Claims the server whose `INFO server` reply is `info` (read on a connection just made,
-    /// before any request on it); the reason to refuse the connection otherwise.
-    pub fn check(&self, info: &str) -> Result<(), String> {
-        let checked = match run_id(info) {
+    /// Claims the server whose run_id is `run_id` (read on a connection just made, before any
+    /// request on it; `None`: its `INFO server` had none); the reason to refuse it otherwise.
+    pub fn check(&self, run_id: Option<&str>) -> Result<(), String> {
+        let checked = match run_id.filter(|id| !id.is_empty()) {
             Some(run_id) => self.settle(run_id),
             None => Err("cannot tell which server this is: INFO server has no run_id".into()),
         };
@@ -187,17 +192,24 @@ impl Identity {
     }
 }
 
-impl Drop for Identity {
-    fn drop(&mut self) {
-        let seen = self.seen.get_mut().unwrap_or_else(|e| e.into_inner());
-        if let Some(run_id) = seen.take() {
-            self.registry.release(&run_id);
-        }
-    }
+/// Whether `said` (an error reply, code first) is the server not knowing the command: a module
+/// older than `DLOCK.RUNID` (or none), whose run_id `INFO server` still gives.
+pub fn unknown_command(said: &str) -> bool {
+    said.to_ascii_lowercase().starts_with("err unknown command")
 }
 
-/// Why a server that refused `INFO server` (`error`) is refused.
-pub fn unreadable(error: &impl std::fmt::Display) -> String {
+/// Why a server that refused `DLOCK.RUNID` (`error`: NOPERM, an ACL user without it) is refused.
+pub fn run_id_refused(error: &impl std::fmt::Display) -> String {
+    format!(
+        "cannot tell which server this is (DLOCK.RUNID refused: {error}): allow the user \
+         DLOCK.RUNID (+dlock.runid; +@dlock has it on Redis 7.2+), which dlock reads the \
+         server's run_id with"
+    )
+}
+
+/// Why a server that refused `INFO server` (`error`; a module older than `DLOCK.RUNID`) is
+/// refused.
+pub fn info_refused(error: &impl std::fmt::Display) -> String {
     format!(
         "cannot tell which server this is (INFO server refused: {error}): allow the user INFO \
          (+info), which dlock reads the server's run_id with"
@@ -270,15 +282,34 @@ mod tests {
     }
 
     #[test]
-    fn a_forgotten_server_is_let_go_but_an_alias_keeps_it() {
+    fn a_claim_outlives_its_server_and_moves_only_with_its_place() {
         let registry = registry();
-        let a = Identity::new(&registry, 0);
-        let alias = a.another();
-        assert_eq!(a.settle("one"), Ok(()));
-        assert_eq!(alias.settle("one"), Ok(()));
-        drop(a);
-        assert!(Identity::new(&registry, 1).settle("one").is_err());
-        drop(alias);
-        assert_eq!(Identity::new(&registry, 1).settle("one"), Ok(()));
+        let master = Identity::new(&registry, 0);
+        assert_eq!(master.settle("old"), Ok(()));
+        drop(master); // a cluster master gone from the slot map: still this node's
+        assert!(Identity::new(&registry, 1).settle("old").is_err());
+        let group = Identity::new(&registry, 0);
+        let (first, next) = (group.clone(), group.clone()); // a sentinel group's masters in turn
+        assert_eq!(first.settle("m1"), Ok(()));
+        assert_eq!(
+            next.settle("m2"),
+            Ok(()),
+            "a failover: the group's place moves"
+        );
+        assert_eq!(
+            Identity::new(&registry, 2).settle("m1"),
+            Ok(()),
+            "m1 let go"
+        );
+        assert!(Identity::new(&registry, 2).settle("m2").is_err());
+    }
+
+    #[test]
+    fn an_unknown_command_is_told_from_a_refusal() {
+        let unknown = "ERR unknown command 'DLOCK.RUNID', with args beginning with: ";
+        assert!(unknown_command(unknown));
+        assert!(!unknown_command(
+            "NOPERM User app has no permissions to run the 'dlock.runid' command"
+        ));
     }
 }

@@ -30,8 +30,8 @@ pub struct Sentinel {
     master_info: redis::ConnectionInfo,
     resolver: tokio::sync::Mutex<SentinelClient>,
     master: Mutex<Option<Arc<Server>>>,
-    /// This quorum node's identity: each master found claims its server with one of its own,
-    /// let go once that master is forgotten (after a failover).
+    /// This quorum node's identity: the master found claims its server, the next one found
+    /// (after a failover) takes the claim over.
     identity: Identity,
 }
 
@@ -101,7 +101,8 @@ impl Sentinel {
             other => format!("{other:?}"),
         };
         let info = self.master_info.clone().set_addr(address);
-        let identity = self.identity.another();
+        // The group's one place: a failover's new master moves it (identity.rs).
+        let identity = self.identity.clone();
         let node = Server::named(&name, info, (None, identity), &self.connect)
             .map_err(|e| self.failure(e.to_string()))?;
         let node = Arc::new(node);

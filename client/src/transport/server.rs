@@ -194,22 +194,42 @@ impl Server {
         connection: &mut MultiplexedConnection,
         cannot: impl Fn(redis::RedisError) -> Failed,
     ) -> Result<(), Failed> {
+        let asked = redis::cmd("DLOCK.RUNID")
+            .query_async::<String>(connection)
+            .await;
+        let run_id = match asked {
+            Ok(run_id) => Some(run_id),
+            // A module older than DLOCK.RUNID: INFO server shows the same run_id.
+            Err(e) if identity::unknown_command(&diagnosis::reply_error(&e, "")) => {
+                let info = redis::cmd("INFO")
+                    .arg("server")
+                    .query_async::<String>(connection)
+                    .await
+                    .map_err(|e| self.unidentified(e, &cannot, identity::info_refused))?;
+                identity::run_id(&info).map(str::to_string)
+            }
+            Err(e) => return Err(self.unidentified(e, &cannot, identity::run_id_refused)),
+        };
         let refused = |why: String| Failed::Refused(self.failure(why));
-        let info: String = redis::cmd("INFO")
-            .arg("server")
-            .query_async(connection)
-            .await
-            .map_err(|e| {
-                let why = diagnosis::reply_error(&e, &self.login_hint);
-                if is_broken(&e) {
-                    cannot(e)
-                } else if diagnosis::about_login(&e) {
-                    refused(why) // NOAUTH: no password given, as any first request says
-                } else {
-                    refused(identity::unreadable(&why))
-                }
-            })?;
-        self.identity.check(&info).map_err(refused)
+        self.identity.check(run_id.as_deref()).map_err(refused)
+    }
+
+    /// Why a connection whose server would not say its run_id (`e`) is not used: it broke, no
+    /// password was given (said as any first request says it), or `refusal` of what to allow.
+    fn unidentified(
+        &self,
+        e: redis::RedisError,
+        cannot: &impl Fn(redis::RedisError) -> Failed,
+        refusal: fn(&String) -> String,
+    ) -> Failed {
+        let why = diagnosis::reply_error(&e, &self.login_hint);
+        if is_broken(&e) {
+            cannot(e)
+        } else if diagnosis::about_login(&e) {
+            Failed::Refused(self.failure(why))
+        } else {
+            Failed::Refused(self.failure(refusal(&why)))
+        }
     }
 
     fn failure(&self, reason: String) -> NodeFailure {
