@@ -2,7 +2,8 @@
 apart by the server's run_id, not by their URLs' text. The same server as localhost and as
 127.0.0.1, through Sentinel and directly, or through two seeds of one Redis Cluster is refused
 with ValueError naming both nodes, in both flavours; distinct servers, and a server restarted (a
-new run_id), still work; a user without INFO is told what to allow."""
+new run_id), still work; a user without DLOCK.RUNID is told what to allow, and INFO server is read
+instead where the module has no DLOCK.RUNID."""
 
 from __future__ import annotations
 
@@ -11,13 +12,14 @@ import re
 from collections.abc import Iterator
 
 import pytest
-from cluster import Cluster, Server
+from cluster import Cluster, Server, launch
 from conftest import eventually, free_everywhere
 from secure import PASSWORD, USER
 from sentinel import SENTINEL_PASSWORD, SentinelDeployment
 
 import dlock
 import dlock.asyncio
+from dlock._pure.identity import unknown_command
 
 
 def said(first: str, second: str) -> str:
@@ -80,16 +82,50 @@ def test_a_url_given_twice_is_refused_when_the_manager_is_made() -> None:
             manager(["redis://127.0.0.1:1", "redis://127.0.0.1:1"])  # type: ignore[arg-type]
 
 
-def test_a_user_without_info_is_told_what_to_allow(one: Server) -> None:
-    rules = ["on", ">secret", "resetkeys", "~*", "-@all", "+dlock.acquire", "+dlock.release", "+dlock.fence"]
-    one.client().execute_command("ACL", "SETUSER", "locker", *rules)
+LOCKER = ["on", ">secret", "resetkeys", "~*", "-@all"]
+
+
+def test_a_user_without_dlock_runid_is_told_what_to_allow_and_needs_no_info(one: Server) -> None:
+    commands = ["+dlock.acquire", "+dlock.release", "+dlock.fence"]
+    one.client().execute_command("ACL", "SETUSER", "locker", *LOCKER, *commands)
     with dlock.LockManager([one.url], timeout=0.5, username="locker", password="secret") as locks:
+        with pytest.raises(dlock.NoQuorum) as refused:
+            locks.try_lock("r")
+        assert "cannot tell which server this is (DLOCK.RUNID refused: NOPERM" in str(refused.value)
+        assert "allow the user DLOCK.RUNID (+dlock.runid" in str(refused.value)
+        one.client().execute_command("ACL", "SETUSER", "locker", "+dlock.runid")  # not INFO
+        locks.try_lock("r").release()
+
+
+@pytest.fixture
+def old() -> Iterator[Server]:
+    """A server without DLOCK.RUNID (a module older than it; here none at all)."""
+    server = Server()
+    server.module = False
+    launch([server])
+    yield server
+    server.stop()
+
+
+def test_without_dlock_runid_info_server_tells_servers_apart(old: Server) -> None:
+    by_ip, by_name = names(old)
+    refusal = pytest.raises(ValueError, match=re.escape(said(by_ip, by_name)))
+    with dlock.LockManager([by_ip, by_name], timeout=0.5) as locks, refusal:
+        locks.try_lock("r")
+
+    async def refused() -> str:
+        async with dlock.asyncio.LockManager([by_ip, by_name], timeout=0.5) as locks:
+            with pytest.raises(ValueError) as caught:
+                await locks.try_lock("r")
+            return str(caught.value)
+
+    assert said(by_ip, by_name) in asyncio.run(refused())
+    old.client().execute_command("ACL", "SETUSER", "locker", *LOCKER, "+ping")
+    with dlock.LockManager([old.url], timeout=0.5, username="locker", password="secret") as locks:
         with pytest.raises(dlock.NoQuorum) as refused:
             locks.try_lock("r")
         assert "cannot tell which server this is (INFO server refused: NOPERM" in str(refused.value)
         assert "allow the user INFO (+info)" in str(refused.value)
-        one.client().execute_command("ACL", "SETUSER", "locker", "+info")
-        locks.try_lock("r").release()
 
 
 @pytest.fixture
@@ -112,3 +148,9 @@ def test_two_seeds_of_one_cluster_are_refused(redis_cluster: Cluster) -> None:
     locks = dlock.LockManager([first, second], timeout=0.5, replica_ack="off")
     with locks, pytest.raises(ValueError, match=re.escape(said(first, second))):
         locks.try_lock("r")
+
+
+def test_an_unknown_command_is_told_from_a_refusal() -> None:
+    for unknown in ("unknown command 'DLOCK.RUNID', with args beginning with: ", "ERR unknown command 'x'"):
+        assert unknown_command(unknown)
+    assert not unknown_command("NOPERM User app has no permissions to run the 'dlock.runid' command")

@@ -4,12 +4,18 @@
 A URL's text does not say which server it reaches: localhost and 127.0.0.1, a sentinel group's
 master and the same master given directly, two seeds of one Redis Cluster all name one process.
 Counted as two nodes, that one process made a quorum alone (issue 48). So every new connection,
-before its first request, reads the server's run_id (INFO server: one per process, the same
-whatever address reached it, new after a restart) and claims it for its quorum node in the
-manager's Registry. A server another node already claimed is refused: the connection fails, the
-node's calls fail from then on without a request sent, and every acquisition raises ValueError
-naming both nodes. A server that cannot say its run_id (an ACL user without INFO) is refused too,
-with what to allow: a quorum that cannot be checked is not trusted."""
+before its first request, reads the server's run_id (DLOCK.RUNID, or INFO server from a module
+older than that command: one per process, the same whatever address reached it, new after a
+restart) and claims it for its quorum node in the manager's Registry. A server another node
+already claimed is refused: the connection fails, the node's calls fail from then on without a
+request sent, and every acquisition raises ValueError naming both nodes. A server that cannot say
+its run_id (an ACL user without DLOCK.RUNID, or without INFO on an older module) is refused too,
+with what to allow: a quorum that cannot be checked is not trusted.
+
+A claim lasts as long as the manager: it moves only when its place (a URL's server, a sentinel
+group's master, a cluster master's address) shows another run_id (a restart, or the group's new
+master after a failover), and the old one is let go then. A server a node no longer uses (a master
+gone from a cluster's slot map) stays claimed, as in every client (docs/connecting.md)."""
 
 from __future__ import annotations
 
@@ -82,8 +88,8 @@ class Registry:
 
 
 class Identity:
-    """One server's place in the registry (a plain node's server, a cluster's master, the master a
-    sentinel group names): the run_id its connections last showed."""
+    """One place in the registry (a plain node's server, a cluster master's address, a sentinel
+    group's master whichever server it is): the run_id its connections last showed."""
 
     def __init__(self, registry: Registry, node: int) -> None:
         self.registry = registry
@@ -94,12 +100,12 @@ class Identity:
         """The same node's identity for another of its servers (a cluster's other masters)."""
         return Identity(self.registry, self.node)
 
-    def check(self, info: object) -> None:
-        """Claims the server whose INFO server reply is `info` (read on a connection just made,
-        before any request on it); Explained saying why the connection is refused otherwise."""
+    def check(self, found: str | None) -> None:
+        """Claims the server whose run_id is `found` (read on a connection just made, before any
+        request on it; None: its INFO server had none); Explained saying why the connection is
+        refused otherwise."""
         try:
-            found = run_id(info)
-            if found is None:
+            if not found:
                 raise Explained("cannot tell which server this is: INFO server has no run_id")
             if found != self.seen:
                 self.registry.claim(self.node, found, self.seen)
@@ -108,17 +114,36 @@ class Identity:
             self.registry.met(self.node)
 
 
+def text(reply: object) -> str:
+    """A reply as text (bytes, or already decoded by a ready-made client's connection)."""
+    return reply.decode("utf-8", "replace") if isinstance(reply, bytes) else str(reply)
+
+
 def run_id(info: object) -> str | None:
     """The run_id field of an INFO server reply (bytes or text)."""
-    text = info.decode("utf-8", "replace") if isinstance(info, bytes) else str(info)
-    for line in text.splitlines():
+    for line in text(info).splitlines():
         if line.startswith("run_id:"):
             return line[len("run_id:") :].strip() or None
     return None
 
 
-def unreadable(said: str) -> str:
-    """Why a server that refused INFO server (it `said` so) is refused."""
+def unknown_command(said: str) -> bool:
+    """Whether `said` (an error reply, its ERR code kept or not) is the server not knowing the
+    command: a module older than DLOCK.RUNID (or none), whose run_id INFO server still gives."""
+    return said.lower().removeprefix("err ").startswith("unknown command")
+
+
+def run_id_refused(said: str) -> str:
+    """Why a server that refused DLOCK.RUNID (it `said` so: NOPERM, a user without it) is refused."""
+    return (
+        f"cannot tell which server this is (DLOCK.RUNID refused: {said}): allow the user DLOCK.RUNID"
+        " (+dlock.runid; +@dlock has it on Redis 7.2+), which dlock reads the server's run_id with"
+    )
+
+
+def info_refused(said: str) -> str:
+    """Why a server that refused INFO server (it `said` so; a module older than DLOCK.RUNID) is
+    refused."""
     return (
         f"cannot tell which server this is (INFO server refused: {said}): allow the user INFO (+info),"
         " which dlock reads the server's run_id with"

@@ -20,7 +20,7 @@ from redis.backoff import NoBackoff
 from ..._pure import urls as ends
 from ..._pure.cluster import Seed
 from ..._pure.diagnosis import PLAIN_TO_TLS, REFUSED_AFTER_HANDSHAKE, Explained, NamesEarlyClose
-from ..._pure.identity import Identity, unreadable
+from ..._pure.identity import Identity, info_refused, run_id, run_id_refused, text, unknown_command
 from ..._pure.replies import reason
 from ..._pure.security import Security
 from ..._pure.sentinel import master_address, not_a_master
@@ -111,16 +111,26 @@ def identified(identity: Identity) -> Callable[[Connection], Awaitable[None]]:
 
     async def set_up(connection: Connection) -> None:
         await connection.on_connect()
-        await connection.send_command("INFO", "server", check_health=False)  # type: ignore[no-untyped-call, unused-ignore]
         try:
-            info = await connection.read_response()  # type: ignore[no-untyped-call, unused-ignore]
+            found: str | None = text(await ask(connection, "DLOCK.RUNID"))
         except redis.AuthenticationError:
             raise  # NOAUTH: no password given, said as any first request says it
         except redis.ResponseError as e:
-            raise Explained(unreadable(reason(e))) from e
-        identity.check(info)
+            if not unknown_command(reason(e)):
+                raise Explained(run_id_refused(reason(e))) from e
+            try:  # a module older than DLOCK.RUNID: INFO server shows the same run_id
+                found = run_id(await ask(connection, "INFO", "server"))
+            except redis.ResponseError as refused:
+                raise Explained(info_refused(reason(refused))) from refused
+        identity.check(found)
 
     return set_up
+
+
+async def ask(connection: Connection, *args: str) -> object:
+    """One request on a connection being set up, before the pool hands it out."""
+    await connection.send_command(*args, check_health=False)  # type: ignore[no-untyped-call, unused-ignore]
+    return await connection.read_response()  # type: ignore[no-untyped-call, unused-ignore]
 
 
 def base(timeout: float) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from redis.sentinel import MasterNotFoundError, Sentinel, SentinelManagedConnect
 from ..._pure import urls as ends
 from ..._pure.cluster import Seed
 from ..._pure.diagnosis import PLAIN_TO_TLS, REFUSED_AFTER_HANDSHAKE, Explained, NamesEarlyClose
-from ..._pure.identity import Identity, unreadable
+from ..._pure.identity import Identity, info_refused, run_id, run_id_refused, text, unknown_command
 from ..._pure.replies import reason
 from ..._pure.security import Security
 from ..._pure.sentinel import master_address, not_a_master
@@ -128,20 +128,31 @@ class Sentinels(Sentinel):
 
 def identified(identity: Identity) -> Callable[[Connection], None]:
     """redis-py's setup of a new connection (login, database, name), then the server's run_id
-    claimed for `identity`'s node before any request (_pure/identity.py)."""
+    claimed for `identity`'s node before any request (_pure/identity.py): DLOCK.RUNID, or INFO
+    server where the module is older than that command."""
 
     def set_up(connection: Connection) -> None:
         connection.on_connect()  # type: ignore[no-untyped-call, unused-ignore]
-        connection.send_command("INFO", "server", check_health=False)  # type: ignore[no-untyped-call, unused-ignore]
         try:
-            info = connection.read_response()  # type: ignore[no-untyped-call, unused-ignore]
+            found: str | None = text(ask(connection, "DLOCK.RUNID"))
         except redis.AuthenticationError:
             raise  # NOAUTH: no password given, said as any first request says it
         except redis.ResponseError as e:
-            raise Explained(unreadable(reason(e))) from e
-        identity.check(info)
+            if not unknown_command(reason(e)):
+                raise Explained(run_id_refused(reason(e))) from e
+            try:  # a module older than DLOCK.RUNID: INFO server shows the same run_id
+                found = run_id(ask(connection, "INFO", "server"))
+            except redis.ResponseError as refused:
+                raise Explained(info_refused(reason(refused))) from refused
+        identity.check(found)
 
     return set_up
+
+
+def ask(connection: Connection, *args: str) -> object:
+    """One request on a connection being set up, before the pool hands it out."""
+    connection.send_command(*args, check_health=False)  # type: ignore[no-untyped-call, unused-ignore]
+    return connection.read_response()  # type: ignore[no-untyped-call, unused-ignore]
 
 
 def base(timeout: float) -> dict[str, Any]:
