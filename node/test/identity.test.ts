@@ -2,8 +2,9 @@
  * One server never counts twice (issue 48, finding 6; client/tests/identity.rs): nodes are told
  * apart by the server's run_id, not by their URLs' text. The same server as localhost and as
  * 127.0.0.1 is refused with a RangeError naming both nodes, and nothing is left held; distinct
- * servers, and a server restarted (a new run_id), still work; a user without INFO is told what to
- * allow. (Sentinel and cluster: sentinel.test.ts, cluster.test.ts.)
+ * servers, and a server restarted (a new run_id), still work; a user without DLOCK.RUNID is told
+ * what to allow, and INFO server is read instead where the module has no DLOCK.RUNID. (Sentinel
+ * and cluster: sentinel.test.ts, cluster.test.ts.)
  */
 import "./timeout.js";
 import assert from "node:assert/strict";
@@ -79,18 +80,44 @@ test("distinct servers still make a quorum, and a restarted server is not a dupl
   }
 });
 
-test("a user without INFO is told what to allow", async () => {
+test("a user without DLOCK.RUNID is told what to allow, and needs no INFO", async () => {
   const server = servers[2]!;
   await server.command("ACL", "SETUSER", "locker", "on", ">secret", "resetkeys", "~*", "-@all", "+dlock.acquire", "+dlock.release", "+dlock.fence");
   const locks = new LockManager([server.url], { timeout: 500, username: "locker", password: "secret" });
   try {
     const error = await locks.acquire("acl", { ttl: 10_000 }).catch((e: unknown) => e);
     assert.ok(error instanceof NoQuorumError, String(error));
-    assert.ok(error.message.includes("cannot tell which server this is (INFO server refused: NOPERM"), error.message);
-    assert.ok(error.message.includes("allow the user INFO (+info)"), error.message);
-    await server.command("ACL", "SETUSER", "locker", "+info");
+    assert.ok(error.message.includes("cannot tell which server this is (DLOCK.RUNID refused: NOPERM"), error.message);
+    assert.ok(error.message.includes("allow the user DLOCK.RUNID (+dlock.runid"), error.message);
+    await server.command("ACL", "SETUSER", "locker", "+dlock.runid"); // not INFO
     await (await locks.acquire("acl", { ttl: 10_000 })).release();
   } finally {
     await locks.close();
+  }
+});
+
+test("without DLOCK.RUNID (an older module; here none), INFO server tells servers apart", async () => {
+  const [old] = await start(1, { module: false });
+  try {
+    const [byIp, byName] = [`redis://127.0.0.1:${old!.port}`, `redis://localhost:${old!.port}`];
+    const locks = new LockManager([byIp, byName], { timeout: 500 });
+    try {
+      const error = await locks.acquire("r", { ttl: 10_000 }).catch((e: unknown) => e);
+      assert.ok(error instanceof RangeError && error.message.includes(said(byIp, byName)), String(error));
+    } finally {
+      await locks.close();
+    }
+    await old!.command("ACL", "SETUSER", "locker", "on", ">secret", "resetkeys", "~*", "-@all", "+ping");
+    const user = new LockManager([old!.url], { timeout: 500, username: "locker", password: "secret" });
+    try {
+      const error = await user.acquire("acl", { ttl: 10_000 }).catch((e: unknown) => e);
+      assert.ok(error instanceof NoQuorumError, String(error));
+      assert.ok(error.message.includes("cannot tell which server this is (INFO server refused: NOPERM"), error.message);
+      assert.ok(error.message.includes("allow the user INFO (+info)"), error.message);
+    } finally {
+      await user.close();
+    }
+  } finally {
+    stopAll([old!]);
   }
 });

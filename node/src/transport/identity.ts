@@ -5,12 +5,18 @@
  * A URL's text does not say which server it reaches: localhost and 127.0.0.1, a sentinel group's
  * master and the same master given directly, two seeds of one Redis Cluster all name one process.
  * Counted as two nodes, that one process made a quorum alone (issue 48). So every new connection,
- * before its first request, reads the server's run_id (INFO server: one per process, the same
- * whatever address reached it, new after a restart) and claims it for its quorum node in the
- * manager's Registry. A server another node already claimed is refused: the connection is not
+ * before its first request, reads the server's run_id (DLOCK.RUNID, or INFO server from a module
+ * older than that command: one per process, the same whatever address reached it, new after a
+ * restart) and claims it for its quorum node in the manager's Registry. A server another node already claimed is refused: the connection is not
  * used, the node's calls fail from then on without a request sent, and every acquisition rejects
  * with a RangeError naming both nodes. A server that cannot say its run_id (an ACL user without
- * INFO) is refused too, with what to allow: a quorum that cannot be checked is not trusted.
+ * DLOCK.RUNID, or without INFO on an older module) is refused too, with what to allow: a quorum
+ * that cannot be checked is not trusted.
+ *
+ * A claim lasts as long as the manager: it moves only when its place (a URL's server, a sentinel
+ * group's master, a cluster master's address) shows another run_id (a restart, or the group's new
+ * master after a failover), and the old one is let go then. A server a node no longer uses (a
+ * master gone from a cluster's slot map) stays claimed, as in every client (docs/connecting.md).
  */
 
 /** Which quorum node reaches each server, for one manager. */
@@ -85,8 +91,9 @@ export class Registry {
 }
 
 /**
- * One server's place in the registry (a plain node's server, a cluster's master, the master a
- * sentinel group names): the run_id its connections last showed.
+ * One place in the registry (a plain node's server, a cluster master's address, a sentinel group's
+ * master whichever server it is): the run_id its connections last showed. A sentinel group's
+ * masters share their node's one Identity; `another()` makes a new place.
  */
 export class Identity {
   #seen: string | undefined;
@@ -102,13 +109,12 @@ export class Identity {
   }
 
   /**
-   * Claims the server whose INFO server reply is `info` (read on a connection just made, before
-   * any request on it); why the connection is refused otherwise.
+   * Claims the server whose run_id is `found` (read on a connection just made, before any request
+   * on it; undefined: its INFO server had none); why the connection is refused otherwise.
    */
-  check(info: unknown): string | undefined {
+  check(found: string | undefined): string | undefined {
     try {
-      const found = runId(info);
-      if (found === undefined) return "cannot tell which server this is: INFO server has no run_id";
+      if (!found) return "cannot tell which server this is: INFO server has no run_id";
       if (found === this.#seen) return undefined;
       const why = this.registry.claim(this.node, found, this.#seen);
       if (why === undefined) this.#seen = found;
@@ -128,7 +134,20 @@ export function runId(info: unknown): string | undefined {
   return id ? id : undefined;
 }
 
-/** Why a server that refused INFO server (it `said` so) is refused. */
-export function unreadable(said: string): string {
+/**
+ * Whether `said` (an error reply, code first) is the server not knowing the command: a module older
+ * than DLOCK.RUNID (or none), whose run_id INFO server still gives.
+ */
+export function unknownCommand(said: string): boolean {
+  return /^(ERR )?unknown command/i.test(said);
+}
+
+/** Why a server that refused DLOCK.RUNID (it `said` so: NOPERM, a user without it) is refused. */
+export function runIdRefused(said: string): string {
+  return `cannot tell which server this is (DLOCK.RUNID refused: ${said}): allow the user DLOCK.RUNID (+dlock.runid; +@dlock has it on Redis 7.2+), which dlock reads the server's run_id with`;
+}
+
+/** Why a server that refused INFO server (it `said` so; a module older than DLOCK.RUNID) is refused. */
+export function infoRefused(said: string): string {
   return `cannot tell which server this is (INFO server refused: ${said}): allow the user INFO (+info), which dlock reads the server's run_id with`;
 }

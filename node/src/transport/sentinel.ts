@@ -52,7 +52,7 @@ export class Sentinel {
     readonly connection: Connection,
     readonly sentinelLogin: SentinelLogin,
     readonly connectTimeout: number,
-    /** This node's identity: each master found claims its server with one of its own. */
+    /** This node's identity: the master found claims its server, the next one takes it over. */
     readonly identity?: Identity,
   ) {
     this.#sentinels = [...sentinels];
@@ -111,7 +111,8 @@ export class Sentinel {
       const [mHost, mPort] = answer;
       const address = mHost.includes(":") ? `[${mHost}]:${mPort}` : `${mHost}:${mPort}`;
       const url = `${this.tls ? "rediss" : "redis"}://${address}`;
-      const node = new Server(`${this.name} (master ${address})`, url, this.connection, this.connectTimeout, this.identity?.another());
+      // The group's one place: a failover's new master takes the claim over (identity.ts).
+      const node = new Server(`${this.name} (master ${address})`, url, this.connection, this.connectTimeout, this.identity);
       const role = await node.call(["ROLE"], within).catch((e: unknown) => e);
       const kind = Array.isArray(role) ? String(role[0]) : undefined;
       if (kind === "master") {

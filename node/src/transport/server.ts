@@ -6,7 +6,7 @@
  */
 import { createClient, RESP_TYPES } from "@redis/client";
 import type { NodeFailure } from "../errors.js";
-import { type Identity, unreadable } from "./identity.js";
+import { type Identity, infoRefused, runId, runIdRefused, unknownCommand } from "./identity.js";
 
 /** TLS settings for `rediss://` nodes (node's tls.connect options). */
 export interface TlsOptions {
@@ -195,19 +195,30 @@ export class Server {
     await check;
   }
 
+  /** DLOCK.RUNID, or INFO server where the module is older than that command; then the claim. */
   async #identify(client: Client, identity: Identity, within: number): Promise<void> {
-    let info: Reply;
+    let found: string | undefined;
     try {
-      info = await this.#send(client, ["INFO", "server"], within);
+      found = String(await this.#send(client, ["DLOCK.RUNID"], within));
     } catch (e) {
-      const failure = e instanceof Failed ? e.failure : { node: this.name, reason: String(e) };
-      // INFO refused (an ACL user without it, a renamed command): say what to allow. Anything
-      // else (NOAUTH: no password given; a broken connection) as any first request says it.
-      if (/^(NOPERM|ERR)\b/.test(failure.reason)) throw this.#fail(unreadable(failure.reason));
-      throw e;
+      if (!unknownCommand(e instanceof Failed ? e.failure.reason : "")) throw this.#unidentified(e, runIdRefused);
+      const info = await this.#send(client, ["INFO", "server"], within).catch((refused: unknown) => {
+        throw this.#unidentified(refused, infoRefused);
+      });
+      found = runId(info);
     }
-    const why = identity.check(info);
+    const why = identity.check(found);
     if (why !== undefined) throw this.#fail(why);
+  }
+
+  /**
+   * Why a server would not say its run_id: refused (NOPERM, a renamed command), with what to allow
+   * (`say`); anything else (NOAUTH: no password given; a broken connection) as any first request
+   * says it.
+   */
+  #unidentified(e: unknown, say: (said: string) => string): unknown {
+    const reason = e instanceof Failed ? e.failure.reason : String(e);
+    return /^(NOPERM|ERR)\b/.test(reason) ? this.#fail(say(reason)) : e;
   }
 
   async #send(client: Client, args: string[], within: number): Promise<Reply> {
