@@ -4,8 +4,8 @@ package dlock_test
 // apart by the server's run_id, not by their URLs' text. The same server as localhost and as
 // 127.0.0.1, through two application pools, through Sentinel and directly, or through two
 // seeds of one Redis Cluster is refused with ErrInvalidArgument naming both nodes; distinct
-// servers, and a server restarted (a new run_id), still work; a user without INFO is told what
-// to allow.
+// servers, and a server restarted (a new run_id), still work; a user without DLOCK.RUNID is told
+// what to allow, and INFO server is read instead where the module has no DLOCK.RUNID.
 
 import (
 	"errors"
@@ -113,27 +113,63 @@ func TestDistinctServersStillMakeAQuorumAndARestartIsNotADuplicate(t *testing.T)
 	_ = lock.Release(ctx)
 }
 
-func TestAUserWithoutInfoIsToldWhatToAllow(t *testing.T) {
-	s := servers.Start(t, 1, servers.Flavour{})[0]
-	if _, err := s.Do("ACL", "SETUSER", "locker", "on", ">secret", "resetkeys", "~*", "-@all", "+dlock.acquire", "+dlock.release", "+dlock.fence"); err != nil {
+// locker is a least-privilege ACL user on s: no command but those given.
+func locker(t *testing.T, s *servers.Server, commands ...string) *dlock.Manager {
+	t.Helper()
+	rules := append([]interface{}{"SETUSER", "locker", "on", ">secret", "resetkeys", "~*", "-@all"}, toArgs(commands)...)
+	if _, err := s.Do("ACL", rules...); err != nil {
 		t.Fatal(err)
 	}
-	m := connect(t, []string{s.URL()}, dlock.WithTimeout(500*time.Millisecond), dlock.WithCredentials("locker", "secret"))
+	return connect(t, []string{s.URL()}, dlock.WithTimeout(500*time.Millisecond), dlock.WithCredentials("locker", "secret"))
+}
+
+func toArgs(words []string) []interface{} {
+	args := make([]interface{}, len(words))
+	for i, w := range words {
+		args[i] = w
+	}
+	return args
+}
+
+func TestAUserWithoutDlockRunIDIsToldWhatToAllowAndNeedsNoInfo(t *testing.T) {
+	s := servers.Start(t, 1, servers.Flavour{})[0]
+	m := locker(t, s, "+dlock.acquire", "+dlock.release", "+dlock.fence")
 	defer m.Close()
 	ctx := deadline(t, 30*time.Second)
 	_, err := m.Acquire(ctx, "r", 10*time.Second)
-	if !errors.Is(err, dlock.ErrNoQuorum) || !strings.Contains(err.Error(), "cannot tell which server this is (INFO server refused: NOPERM") ||
-		!strings.Contains(err.Error(), "allow the user INFO (+info)") {
-		t.Fatalf("not told to allow INFO: %v", err)
+	if !errors.Is(err, dlock.ErrNoQuorum) || !strings.Contains(err.Error(), "cannot tell which server this is (DLOCK.RUNID refused: NOPERM") ||
+		!strings.Contains(err.Error(), "allow the user DLOCK.RUNID (+dlock.runid") {
+		t.Fatalf("not told to allow DLOCK.RUNID: %v", err)
 	}
-	if _, err := s.Do("ACL", "SETUSER", "locker", "+info"); err != nil {
+	if _, err := s.Do("ACL", "SETUSER", "locker", "+dlock.runid"); err != nil { // not INFO
 		t.Fatal(err)
 	}
 	lock, err := m.Acquire(ctx, "r", 10*time.Second)
 	if err != nil {
-		t.Fatalf("with +info: %v", err)
+		t.Fatalf("with +dlock.runid: %v", err)
 	}
 	_ = lock.Release(ctx)
+}
+
+// A server without DLOCK.RUNID (a module older than it; here none at all): INFO server is read
+// instead, so one server is still found twice, and a user without INFO is told to allow it.
+func TestWithoutDlockRunIDInfoServerTellsServersApart(t *testing.T) {
+	old := servers.Start(t, 1, servers.Flavour{NoModule: true})[0]
+	ctx := deadline(t, 30*time.Second)
+	byIP, byName := fmt.Sprintf("redis://127.0.0.1:%d", old.Port), fmt.Sprintf("redis://localhost:%d", old.Port)
+	m := connect(t, []string{byIP, byName}, dlock.WithTimeout(500*time.Millisecond))
+	defer m.Close()
+	_, err := m.Acquire(ctx, "r", 10*time.Second)
+	if !errors.Is(err, dlock.ErrInvalidArgument) || !strings.Contains(err.Error(), "nodes "+byIP+" and "+byName+" are the same server") {
+		t.Fatalf("not refused as one server: %v", err)
+	}
+	user := locker(t, old, "+ping")
+	defer user.Close()
+	_, err = user.Acquire(ctx, "r", 10*time.Second)
+	if !errors.Is(err, dlock.ErrNoQuorum) || !strings.Contains(err.Error(), "cannot tell which server this is (INFO server refused: NOPERM") ||
+		!strings.Contains(err.Error(), "allow the user INFO (+info)") {
+		t.Fatalf("not told to allow INFO: %v", err)
+	}
 }
 
 func TestASentinelMasterGivenDirectlyTooIsRefused(t *testing.T) {

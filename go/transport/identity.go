@@ -16,12 +16,19 @@ import (
 // A URL's text does not say which server it reaches: localhost and 127.0.0.1, a sentinel
 // group's master and the same master given directly, two seeds of one Redis Cluster all name
 // one process. Counted as two nodes, that one process made a quorum alone (issue 48). So every
-// new connection, before its first request, reads the server's run_id (INFO server: one per
-// process, the same whatever address reached it, new after a restart) and claims it for its
-// quorum node in the manager's Registry. A server another node already claimed is refused: the
+// new connection, before its first request, reads the server's run_id (DLOCK.RUNID, or INFO
+// server from a module older than that command: one per process, the same whatever address
+// reached it, new after a restart) and claims it for its quorum node in the manager's Registry. A server another node already claimed is refused: the
 // connection is closed, the node's calls fail from then on without a request sent, and every
 // acquisition fails with ErrInvalidArgument naming both nodes. A server that cannot say its
-// run_id (an ACL user without INFO) is refused too, with what to allow.
+// run_id (an ACL user without DLOCK.RUNID, or without INFO on an older module) is refused too,
+// with what to allow.
+//
+// A claim lasts as long as the manager: it moves only when its place (a URL's server, a
+// sentinel group's master, a cluster master's address) shows another run_id (a restart, or the
+// group's new master after a failover), and the old one is let go then. A server a node no
+// longer uses (a master gone from a cluster's slot map) stays claimed, as in every client
+// (docs/connecting.md).
 
 // Registry is which quorum node reaches each server, for one manager.
 type Registry struct {
@@ -114,9 +121,10 @@ func (r *Registry) duplicate(a, b int, runID string) string {
 	return fmt.Sprintf("nodes %s and %s are the same server (run_id %s): list each server once", r.names[a], r.names[b], runID)
 }
 
-// Identity is one server's place in the registry (a plain node's server, a cluster's master,
-// the master a sentinel group names): the run_id its connections last showed. nil checks
-// nothing.
+// Identity is one place in the registry (a plain node's server, a cluster master's address, a
+// sentinel group's master whichever server it is): the run_id its connections last showed. A
+// sentinel group's masters share their node's one Identity; Another makes a new place. nil
+// checks nothing.
 type Identity struct {
 	registry *Registry
 	node     int
@@ -147,34 +155,70 @@ func (r Refusal) Error() string { return string(r) }
 // identify reads the server's run_id on c, a connection just made, before any request on it,
 // and claims it; the error to refuse the connection with otherwise.
 func (i *Identity) identify(c redis.Conn) error {
+	return i.identifyBy(func(args ...string) (string, error) {
+		rest := make([]interface{}, 0, len(args)-1)
+		for _, a := range args[1:] {
+			rest = append(rest, a)
+		}
+		return redis.String(c.Do(args[0], rest...))
+	})
+}
+
+// Ask is one request on a connection being set up: its text reply, or an error (an error reply
+// as redis.Error or Error; anything else, the connection failed).
+type Ask func(args ...string) (string, error)
+
+// identifyBy reads the server's run_id with ask (DLOCK.RUNID, or INFO server where the module
+// is older than that command) and claims it; the error to refuse the connection with otherwise.
+func (i *Identity) identifyBy(ask Ask) error {
 	if i == nil {
 		return nil
 	}
-	info, err := redis.String(c.Do("INFO", "server"))
-	var reply redis.Error
-	if errors.As(err, &reply) {
-		return i.refused(string(reply), err)
-	}
-	if err != nil {
+	id, err := ask("DLOCK.RUNID")
+	if said, ok := replyOf(err); ok && UnknownCommand(said) {
+		// A module older than DLOCK.RUNID: INFO server shows the same run_id.
+		info, err := ask("INFO", "server")
+		if said, ok := replyOf(err); ok {
+			return i.refused(said, err, infoRefused)
+		} else if err != nil {
+			return err
+		}
+		return i.check(RunID(info))
+	} else if ok {
+		return i.refused(said, err, runIDRefused)
+	} else if err != nil {
 		return err
 	}
-	return i.check(info)
+	return i.check(id)
 }
 
-// refused: INFO server answered the error reply said (err): a login refused is said as any
-// first request says it (NOAUTH: no password given); anything else is what to allow.
-func (i *Identity) refused(said string, err error) error {
+// replyOf is the error reply err is, if it is one (redigo's, or an application pool's).
+func replyOf(err error) (string, bool) {
+	var r redis.Error
+	if errors.As(err, &r) {
+		return string(r), true
+	}
+	var e Error
+	if errors.As(err, &e) {
+		return string(e), true
+	}
+	return "", false
+}
+
+// refused: the server answered the error reply said (err) instead of its run_id: a login
+// refused is said as any first request says it (NOAUTH: no password given); anything else is
+// what to allow (say).
+func (i *Identity) refused(said string, err error, say func(string) string) error {
 	defer i.registry.Met(i.node)
 	if _, login := refusedLogin(said); login {
 		return err
 	}
-	return Refusal(unreadable(said))
+	return Refusal(say(said))
 }
 
-// check claims the server whose INFO server reply is info.
-func (i *Identity) check(info string) error {
+// check claims the server whose run_id is id ("": its INFO server had none).
+func (i *Identity) check(id string) error {
 	defer i.registry.Met(i.node)
-	id := RunID(info)
 	if id == "" {
 		return Refusal("cannot tell which server this is: INFO server has no run_id")
 	}
@@ -200,7 +244,20 @@ func RunID(info string) string {
 	return ""
 }
 
-// unreadable: why a server that refused INFO server (it said so) is refused.
-func unreadable(said string) string {
+// UnknownCommand: said (an error reply, code first) is the server not knowing the command: a
+// module older than DLOCK.RUNID (or none), whose run_id INFO server still gives.
+func UnknownCommand(said string) bool {
+	return strings.HasPrefix(strings.ToLower(strings.TrimPrefix(said, "ERR ")), "unknown command")
+}
+
+// runIDRefused: why a server that refused DLOCK.RUNID (it said so: NOPERM, a user without it)
+// is refused.
+func runIDRefused(said string) string {
+	return "cannot tell which server this is (DLOCK.RUNID refused: " + said + "): allow the user DLOCK.RUNID (+dlock.runid; +@dlock has it on Redis 7.2+), which dlock reads the server's run_id with"
+}
+
+// infoRefused: why a server that refused INFO server (it said so; a module older than
+// DLOCK.RUNID) is refused.
+func infoRefused(said string) string {
 	return "cannot tell which server this is (INFO server refused: " + said + "): allow the user INFO (+info), which dlock reads the server's run_id with"
 }

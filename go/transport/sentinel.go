@@ -30,7 +30,7 @@ type Sentinel struct {
 	sentinels []HostPort
 	current   *Server
 	closed    bool
-	identity  *Identity // each master found claims its server with one of its own
+	identity  *Identity // the master found claims its server; the next one takes it over
 }
 
 func newSentinel(u URL, conf Config, identity *Identity) *Sentinel {
@@ -121,7 +121,8 @@ func (s *Sentinel) resolve(ctx context.Context, within time.Duration) (*Server, 
 		}
 		s.first(i)
 		u := URL{TLS: s.tls}
-		m := newDialServer("master "+addr, "tcp", addr, s.tls, dialOptions(s.conf, u, s.master), s.identity.Another())
+		// The group's one place: a failover's new master takes the claim over (identity.go).
+		m := newDialServer("master "+addr, "tcp", addr, s.tls, dialOptions(s.conf, u, s.master), s.identity)
 		role, f := m.Call(ctx, within, within, [][]string{{"ROLE"}})
 		if f == nil {
 			if r, ok := role[0].([]interface{}); ok && len(r) > 0 && r[0] == "master" {

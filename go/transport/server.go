@@ -203,18 +203,19 @@ func (s *Server) once(ctx context.Context, pool Pool, start time.Time, connect, 
 
 // identifyPooled claims the server behind an application's pool (see Server.identified).
 func (s *Server) identifyPooled(ctx context.Context, conn Conn) error {
-	replies, err := conn.Do(ctx, []string{"INFO", "server"})
-	if err != nil {
-		return err
-	}
-	switch r := replies[0].(type) {
-	case Error:
-		err = s.identity.refused(string(r), r)
-	case string:
-		err = s.identity.check(r)
-	default:
-		err = Refusal("cannot tell which server this is: INFO server answered " + fmt.Sprint(r))
-	}
+	err := s.identity.identifyBy(func(args ...string) (string, error) {
+		replies, err := conn.Do(ctx, args)
+		if err != nil {
+			return "", err
+		}
+		switch r := replies[0].(type) {
+		case Error:
+			return "", r
+		case string:
+			return r, nil
+		}
+		return "", Refusal(fmt.Sprintf("cannot tell which server this is: %s answered %v", args[0], replies[0]))
+	})
 	s.identified.Store(err == nil)
 	return err
 }
