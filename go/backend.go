@@ -13,11 +13,12 @@ import (
 // options, one call to a node (with its replica acknowledgement), the work left running in the
 // background, the retry pause and validity.
 type backend struct {
-	nodes  []transport.Node
-	cfg    config
-	ack    *transport.Ack
-	queue  bool // waits queue on the nodes (else retry mode)
-	shared *shared
+	nodes    []transport.Node
+	registry *transport.Registry // which node reaches which server: one never counts twice
+	cfg      config
+	ack      *transport.Ack
+	queue    bool // waits queue on the nodes (else retry mode)
+	shared   *shared
 }
 
 // shared is what every view of a backend has in common (a Mutex's own options make a view).
@@ -69,14 +70,14 @@ func (w *workers) loop(work func()) {
 	}
 }
 
-func newBackend(nodes []transport.Node, cfg config) *backend {
+func newBackend(nodes []transport.Node, registry *transport.Registry, cfg config) *backend {
 	w := workers{idle: make(chan func()), stop: make(chan struct{})}
-	return (&backend{nodes: nodes, shared: &shared{workers: w}}).with(cfg)
+	return (&backend{nodes: nodes, registry: registry, shared: &shared{workers: w}}).with(cfg)
 }
 
 // with is a view of the same nodes under other options.
 func (b *backend) with(cfg config) *backend {
-	view := &backend{nodes: b.nodes, cfg: cfg, shared: b.shared}
+	view := &backend{nodes: b.nodes, registry: b.registry, cfg: cfg, shared: b.shared}
 	view.queue = cfg.waitMode == Queue && (cfg.fencing || len(b.nodes) == 1)
 	switch {
 	case cfg.ack.replicas > 0:
@@ -124,6 +125,10 @@ func (b *backend) validity(ttl time.Duration, since time.Time) (time.Duration, b
 // blocking is how long the server may hold the reply (a queued wait). Its reply, or why none.
 func (b *backend) call(node int, cmd []string, acked bool, blocking time.Duration) (interface{}, *NodeFailure) {
 	n := b.nodes[node]
+	if why := b.registry.Refused(node); why != "" {
+		return nil, &NodeFailure{Node: n.Name(), Reason: why} // never asked again
+	}
+	defer b.registry.Met(node)
 	cmds := [][]string{cmd}
 	whole := b.cfg.timeout + blocking
 	ack := acked && b.ack.On(n)
@@ -144,6 +149,17 @@ func (b *backend) call(node int, cmd []string, acked bool, blocking time.Duratio
 		}
 	}
 	return replies[0], nil
+}
+
+// refusal is why every acquisition is refused: two nodes reach one server ("" while none do).
+func (b *backend) refusal() string { return b.registry.Refusal() }
+
+// meetAll waits, at most within, until every node was met once (transport/identity.go): only
+// a manager's first lock waits.
+func (b *backend) meetAll(within time.Duration) {
+	for until := time.Now().Add(within); !b.registry.AllMet() && time.Now().Before(until); {
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // tokenOf reads a grant's token (integers only: tokens pass 2^53).

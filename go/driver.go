@@ -83,16 +83,31 @@ func (a *acquirer) labelled(value string) *acquirer {
 }
 
 // run makes attempts until one holds (at most one when once): the lock, or why not and how many
-// attempts were made.
+// attempts were made. ErrInvalidArgument once two nodes turn out to reach one server
+// (transport/identity.go): before any node is asked, or found meanwhile, whatever the nodes
+// said (a lock won is given back).
 func (a *acquirer) run(once bool) (*granted, *attemptError, int) {
+	b := a.calls.b
 	for attempts := 1; ; attempts++ {
+		if refused := a.refused(); refused != nil {
+			return nil, refused, attempts
+		}
 		base, err := a.owners()
 		if err != nil {
 			return nil, &attemptError{kind: err}, attempts
 		}
 		won, failure := newRunning(a, base).run()
 		if failure == nil {
+			b.meetAll(b.cfg.timeout) // a manager's first lock only
+			if refused := a.refused(); refused != nil {
+				won.stale.raise()
+				a.calls.release(won.owner, b.everywhere())
+				return nil, refused, attempts
+			}
 			return won, nil, attempts
+		}
+		if refused := a.refused(); refused != nil {
+			return nil, refused, attempts // no other attempt can change it
 		}
 		pause := a.calls.b.retryPause()
 		outOfTime := time.Now().Add(pause).After(a.deadline)
@@ -109,6 +124,15 @@ func (a *acquirer) run(once bool) (*granted, *attemptError, int) {
 			return nil, failure, attempts
 		}
 	}
+}
+
+// refused is the failure of every acquisition once two nodes turned out to reach one server:
+// an invalid argument (the node list), returned as it is by toError.
+func (a *acquirer) refused() *attemptError {
+	if why := a.calls.b.refusal(); why != "" {
+		return &attemptError{kind: invalid(why)}
+	}
+	return nil
 }
 
 // lease: held; what the lease comes to (attempt.go lease), counted from the request that last
@@ -183,10 +207,24 @@ func (r *running) run() (*granted, *attemptError) {
 	}
 }
 
+// end: the attempt is over. Replies that came in meanwhile and were not fed (during the
+// withdrawal of its round, say) go to onLate, as later ones do: a grant among them is released.
 func (r *running) end() {
 	r.mu.Lock()
 	r.over = true
+	pending := r.inputs
+	r.inputs = nil
+	var late []action
+	for _, in := range pending {
+		if in.kind == actAsk {
+			late = append(late, r.core.onLate(in.node, in.round, in.reply, r.stale.raised())...)
+		}
+	}
 	r.mu.Unlock()
+	for _, act := range late {
+		owner, nodes := r.owner(act.round), act.nodes
+		r.a.calls.b.spawn(func() { r.a.calls.release(owner, nodes) })
+	}
 }
 
 func (r *running) owner(round int) string { return roundOwner(r.base, round) + r.a.label }
@@ -328,6 +366,15 @@ func (r *running) next(endAt time.Time, timer *time.Timer) []action {
 }
 
 func (r *running) feed(in input) []action {
+	if r.a.calls.b.refusal() != "" {
+		// Two nodes reach one server: no reply counts, a grant brought is given back, and the
+		// round is withdrawn everywhere, as at the deadline.
+		var late []action
+		if in.kind == actAsk {
+			late = r.core.onLate(in.node, in.round, in.reply, false)
+		}
+		return append(late, r.core.onDeadline()...)
+	}
 	switch in.kind {
 	case actAsk:
 		return r.core.onReply(in.node, in.round, in.reply, !time.Now().Before(r.a.deadline))

@@ -23,7 +23,7 @@ import (
 type errorCase struct {
 	Situation string            `json:"situation"`
 	Server    string            `json:"server"`
-	URL       string            `json:"url"`
+	URL       json.RawMessage   `json:"url"` // one URL, or a list of them (the nodes, in order)
 	Password  *string           `json:"password"`
 	TimeoutMS int               `json:"timeout_ms"`
 	WaitMS    *int              `json:"wait_ms"`
@@ -127,10 +127,27 @@ func askedOf(t *testing.T, c errorCase) asked {
 	return a
 }
 
+// urlsOf is the case's nodes, {port} filled in.
+func urlsOf(t *testing.T, c errorCase, port string) []string {
+	var urls []string
+	if err := json.Unmarshal(c.URL, &urls); err != nil {
+		var one string
+		if err := json.Unmarshal(c.URL, &one); err != nil {
+			t.Fatalf("url is neither a URL nor a list: %s", c.URL)
+		}
+		urls = []string{one}
+	}
+	for i := range urls {
+		urls[i] = strings.ReplaceAll(urls[i], "{port}", port)
+	}
+	return urls
+}
+
 // failure is what the call fails with (or how Connect refuses the manager); setup is what went
 // wrong before it (the lock held first, or taken when it should not be).
-func failure(ctx context.Context, a asked, url string) (err, setup error) {
-	m, err := dlock.Connect([]string{url}, a.options...)
+func failure(ctx context.Context, a asked, urls []string) (err, setup error) {
+	url := urls[0]
+	m, err := dlock.Connect(urls, a.options...)
 	if err != nil {
 		return err, nil
 	}
@@ -153,13 +170,13 @@ func failure(ctx context.Context, a asked, url string) (err, setup error) {
 }
 
 // within runs the case's call, failing the test if it gives no answer in time.
-func within(t *testing.T, d time.Duration, c errorCase, url string) error {
+func within(t *testing.T, d time.Duration, c errorCase, urls []string) error {
 	a := askedOf(t, c)
 	ctx := deadline(t, d)
 	type answer struct{ err, setup error }
 	answers := make(chan answer, 1)
 	go func() {
-		err, setup := failure(ctx, a, url)
+		err, setup := failure(ctx, a, urls)
 		answers <- answer{err, setup}
 	}()
 	select {
@@ -187,8 +204,9 @@ func TestEveryClientSaysTheSameAboutEachFailure(t *testing.T) {
 				t.Fatalf("a class the runner does not know: %q", c.Error)
 			}
 			port := strconv.Itoa(serve(t, c))
-			url := strings.ReplaceAll(c.URL, "{port}", port)
-			err := within(t, 30*time.Second, c, url)
+			urls := urlsOf(t, c, port)
+			url := urls[0]
+			err := within(t, 30*time.Second, c, urls)
 			if !errors.Is(err, class) {
 				t.Fatalf("not %s: %v", c.Error, err)
 			}

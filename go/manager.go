@@ -42,13 +42,18 @@ func NewManager(pools []Pool, options ...Option) (*Manager, error) {
 		return nil, invalid("no pools: a lock needs at least one node")
 	}
 	nodes := make([]transport.Node, len(pools))
+	names := make([]string, len(pools))
+	for i := range pools {
+		names[i] = fmt.Sprintf("pool %d", i)
+	}
+	registry := transport.NewRegistry(names)
 	for i, p := range pools {
 		if p == nil {
 			return nil, invalid(fmt.Sprintf("pool %d is nil", i))
 		}
-		nodes[i] = transport.NewServer(fmt.Sprintf("pool %d", i), p)
+		nodes[i] = transport.NewServer(names[i], p, transport.NewIdentity(registry, i))
 	}
-	return newManager(nodes, options)
+	return newManager(nodes, registry, options)
 }
 
 // Connect is a manager over node URLs (docs/connecting.md): redis://, rediss://, unix://,
@@ -68,26 +73,32 @@ func Connect(urls []string, options ...Option) (*Manager, error) {
 		if parsed[i], err = transport.Parse(raw); err != nil {
 			return nil, invalid(err.Error())
 		}
+		// Different texts can reach one server too: transport/identity.go checks what each reaches.
 		if seen[parsed[i].Name] {
-			return nil, invalid(fmt.Sprintf("node URLs must be distinct, %s is given twice", parsed[i].Name))
+			return nil, invalid(fmt.Sprintf("node %s is given twice: list each server once", parsed[i].Name))
 		}
 		seen[parsed[i].Name] = true
 	}
 	conf := transport.Config{Timeout: cfg.timeout, TLS: cfg.tls, Username: cfg.user, Password: cfg.password,
 		SentinelUsername: cfg.sentinelUser, SentinelPassword: cfg.sentinelPass}
+	names := make([]string, len(parsed))
+	for i, u := range parsed {
+		names[i] = u.Name
+	}
+	registry := transport.NewRegistry(names)
 	nodes := make([]transport.Node, len(parsed))
 	for i, u := range parsed {
-		nodes[i] = transport.Open(u, conf)
+		nodes[i] = transport.Open(u, conf, transport.NewIdentity(registry, i))
 	}
-	return &Manager{b: newBackend(nodes, cfg)}, nil
+	return &Manager{b: newBackend(nodes, registry, cfg)}, nil
 }
 
-func newManager(nodes []transport.Node, options []Option) (*Manager, error) {
+func newManager(nodes []transport.Node, registry *transport.Registry, options []Option) (*Manager, error) {
 	cfg, err := resolve(defaults(), options)
 	if err != nil {
 		return nil, err
 	}
-	return &Manager{b: newBackend(nodes, cfg)}, nil
+	return &Manager{b: newBackend(nodes, registry, cfg)}, nil
 }
 
 // Nodes are the nodes' names, as errors name them (passwords hidden).

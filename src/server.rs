@@ -114,26 +114,42 @@ pub fn slot_migration(ctx: &Context) -> SlotMigration {
 }
 
 fn server_name(ctx: &Context) -> Option<String> {
+    server_field(ctx, c"server_name")
+}
+
+/// The server's run id (`INFO server`'s `run_id`): random per process and constant for its
+/// life, so it is read once and kept. Clients tell servers apart by it (`DLOCK.RUNID`).
+pub fn run_id(ctx: &Context) -> Option<&'static str> {
+    static RUN_ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    if let Some(known) = RUN_ID.get() {
+        return Some(known);
+    }
+    let read = server_field(ctx, c"run_id").filter(|id| !id.is_empty())?;
+    Some(RUN_ID.get_or_init(|| read))
+}
+
+/// One field of `INFO server`, read in-process (no ACL check, unlike a client's INFO).
+fn server_field(ctx: &Context, name: &std::ffi::CStr) -> Option<String> {
     let (get, field, free) = (
         crate::api!(RedisModule_GetServerInfo)?,
         crate::api!(RedisModule_ServerInfoGetFieldC)?,
         crate::api!(RedisModule_FreeServerInfo)?,
     );
     // SAFETY: a live context; the info is freed below, after its field was copied out, and the
-    // names are static NUL-terminated strings.
+    // names are NUL-terminated strings.
     unsafe {
         let info = get(ctx.ctx, c"server".as_ptr());
         if info.is_null() {
             return None;
         }
-        let name = field(info, c"server_name".as_ptr());
-        let name = (!name.is_null()).then(|| {
-            std::ffi::CStr::from_ptr(name)
+        let value = field(info, name.as_ptr());
+        let value = (!value.is_null()).then(|| {
+            std::ffi::CStr::from_ptr(value)
                 .to_string_lossy()
                 .into_owned()
         });
         free(ctx.ctx, info);
-        name
+        value
     }
 }
 

@@ -82,6 +82,7 @@ const WRONG_ARITY: &[&[&str]] = &[
     &["DLOCK.STATUS"],
     &["DLOCK.FORCERELEASE"],
     &["DLOCK.COUNTER", "x"],
+    &["DLOCK.RUNID", "x"],
     &["DLOCK.APPLY", "k", "o", "5"],
 ];
 
@@ -286,6 +287,7 @@ fn random_garbage_never_takes_the_server_down() {
         "DLOCK.STATUS",
         "DLOCK.FORCERELEASE",
         "DLOCK.COUNTER",
+        "DLOCK.RUNID",
         "DLOCK.RAISE",
         "DLOCK.APPLY",
         "DLOCK.PROCLAIM",

@@ -225,6 +225,7 @@ fn the_acl_recipe_for_application_users() {
         &["DLOCK.STATUS", "lock:1"][..],
         &["DLOCK.EXTEND", "lock:1", "o", "60000"],
         &["DLOCK.COUNTER"],
+        &["DLOCK.RUNID"],
         &["SET", "app:data", "1"],
         &["GET", "app:data"],
     ] {

@@ -28,6 +28,7 @@ mod proclaim;
 mod replication;
 mod restore;
 mod restore_fuzz;
+mod run_id;
 mod shared;
 mod shared_durability;
 mod slot_migration;

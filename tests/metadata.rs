@@ -166,6 +166,7 @@ fn the_dlock_acl_category_on_servers_that_have_module_categories() {
             "dlock.observe",
             "dlock.proclaim",
             "dlock.release",
+            "dlock.runid",
             "dlock.status",
             "dlock.waiters",
         ];

@@ -11,7 +11,7 @@ use dlock_testkit::{error_cases, ErrorCase, Setup};
 fn dlock(setup: &Setup, case: &ErrorCase, args: &[&str], password: Option<&str>) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_dlock"));
     command
-        .env("DLOCK_NODES", &setup.url)
+        .env("DLOCK_NODES", setup.urls.join(","))
         .env("DLOCK_TIMEOUT", format!("{}ms", case.timeout.as_millis()))
         .env_remove("DLOCK_PASSWORD")
         .args(args)

@@ -173,7 +173,8 @@ fn an_acl_user_with_its_password_from_the_environment_or_a_file_never_from_argv(
     let servers = nodes(3);
     for server in &servers {
         // The least a dlock user needs (docs/connecting.md), by command name (Redis 7.0 has no
-        // module ACL categories).
+        // module ACL categories); DLOCK.RUNID for the server's run_id (one server never counts
+        // twice), not INFO.
         let rules = [
             "on",
             ">s3cret-pass",
@@ -187,6 +188,7 @@ fn an_acl_user_with_its_password_from_the_environment_or_a_file_never_from_argv(
             "+dlock.status",
             "+dlock.waiters",
             "+wait",
+            "+dlock.runid",
         ];
         redis::cmd("ACL")
             .arg("SETUSER")

@@ -9,7 +9,6 @@ use crate::backend::{check_ttl, MAX_TTL};
 use crate::errors::Error;
 use crate::options::Options;
 use crate::timing::{validity, Drift};
-use crate::transport::Transport;
 
 /// The longest duration a node takes in any argument (`WAIT timeout-ms` included): ten years,
 /// the module's `LIMIT_MS` (src/wire/limits.rs). A longer wait is refused before it is sent,
@@ -111,21 +110,6 @@ pub fn check_options(opts: &Options) -> Result<(), Error> {
         return Err(Error::InvalidArgument(format!(
             "drift_factor must be at least 0 and below 1 (a share of the TTL), got {factor}"
         )));
-    }
-    Ok(())
-}
-
-/// Each node once: the same URL twice would count one server's grant twice towards a quorum.
-/// (Names are the URLs with schemes in lower case and passwords hidden, so two spellings of
-/// one URL that differ only there are caught too.)
-pub fn check_distinct(transport: &dyn Transport) -> Result<(), Error> {
-    let names: Vec<&str> = (0..transport.nodes()).map(|i| transport.name(i)).collect();
-    for (i, name) in names.iter().enumerate() {
-        if names[..i].contains(name) {
-            return Err(Error::InvalidArgument(format!(
-                "node URL {name:?} is given more than once: each node counts once in the quorum"
-            )));
-        }
     }
     Ok(())
 }

@@ -124,6 +124,10 @@ impl Acquire {
         }
     }
 
+    pub fn calls(&self) -> &Calls {
+        &self.calls
+    }
+
     /// Attempts until one holds (at most one when `once`); on failure why, and how many.
     pub async fn run(self: &Arc<Self>, once: bool) -> Result<Acquired, (AttemptError, u32)> {
         let backend = self.calls.backend();
@@ -137,7 +141,8 @@ impl Acquire {
             let pause = backend.retry_pause();
             let out_of_time = backend.clock.now() + pause > self.deadline;
             let retries = (attempts, backend.opts.retry_count);
-            if once || !another_attempt(self.policy, &error, out_of_time, retries) {
+            let refused = backend.transport.refusal().is_some(); // no attempt can change it
+            if once || refused || !another_attempt(self.policy, &error, out_of_time, retries) {
                 return Err((error, attempts));
             }
             tokio::time::sleep(pause).await;
@@ -163,7 +168,10 @@ impl Acquire {
                 continue;
             }
             actions = tokio::select! {
-                Some(input) = run.inflight.next() => run.feed(input),
+                Some(input) = run.inflight.next() => match backend.transport.refusal() {
+                    None => run.feed(input),
+                    Some(_) => run.refuse(input),
+                },
                 _ = &mut out_of_time, if self.policy == Policy::Queue => {
                     run.timed_out = true;
                     run.core.on_deadline()
@@ -230,6 +238,9 @@ struct Running<'a> {
     lease_from: Instant,
     /// Ended by its deadline: its round is withdrawn in the background.
     timed_out: bool,
+    /// Ended because two nodes reach one server: withdrawn in the background too, since a
+    /// request still out may hold a connection the withdrawal needs (a commit connecting).
+    refused: bool,
     /// Held, or its round already withdrawn: nothing for `Drop` to withdraw.
     settled: bool,
     /// Cancelled when the holder releases (or the lock is given up).
@@ -245,6 +256,7 @@ impl<'a> Running<'a> {
             core,
             inflight: FuturesUnordered::new(),
             timed_out: false,
+            refused: false,
             settled: false,
             released: CancellationToken::new(),
         }
@@ -284,7 +296,7 @@ impl<'a> Running<'a> {
                 Action::Release { round, nodes } => {
                     // No quorum possible: release before answering; at the deadline, after.
                     let release = self.release(round, nodes);
-                    if failing && !self.timed_out {
+                    if failing && !self.timed_out && !self.refused {
                         release.await;
                     } else {
                         self.acquire.calls.backend().spawn(release);
@@ -360,6 +372,18 @@ impl<'a> Running<'a> {
             }
             Input::Paused { node, round } => self.core.on_pause_over(node, round),
         }
+    }
+
+    /// Two nodes turned out to reach one server: no reply counts, a grant brought is given
+    /// back, and the round is withdrawn everywhere, as at the deadline.
+    fn refuse(&mut self, input: Input) -> Vec<Action> {
+        self.refused = true;
+        let mut actions = match input {
+            Input::Replied { node, round, reply } => self.core.on_late(node, round, reply, false),
+            _ => Vec::new(),
+        };
+        actions.extend(self.core.on_deadline());
+        actions
     }
 
     async fn finish(mut self, end: End) -> Result<Acquired, AttemptError> {

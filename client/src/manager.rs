@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use crate::attempt::Policy;
 use crate::backend::Backend;
 use crate::calls::{attempt_error, Calls};
-use crate::checks::{check_distinct, check_lease, check_name, check_options, check_wait};
+use crate::checks::{check_lease, check_name, check_options, check_wait};
 use crate::connect::{Connect, Tls};
 use crate::driver::Acquire;
 use crate::errors::Error;
@@ -132,7 +132,6 @@ impl LockManagerBuilder {
     pub fn build(self) -> Result<LockManager, Error> {
         check_options(&self.opts)?;
         let transport = RedisTransport::new(&self.urls, self.opts.replica_ack, &self.connect)?;
-        check_distinct(&transport)?;
         Ok(LockManager::with_transport(
             Box::new(transport),
             self.opts,
@@ -281,7 +280,25 @@ impl LockManager {
         acquire: Arc<Acquire>,
         once: bool,
     ) -> Result<LockGuard, Error> {
-        match acquire.run(once).await {
+        let refused = || self.backend.transport.refusal().map(Error::InvalidArgument);
+        if let Some(error) = refused() {
+            return Err(error); // two nodes reach one server: nothing is asked
+        }
+        let outcome = acquire.run(once).await;
+        if outcome.is_ok() {
+            let transport = &self.backend.transport;
+            transport.meet_all(self.backend.call_bound()).await; // the first call only
+        }
+        // Found during this call (a connection opened by it): whatever the nodes said, the
+        // quorum was not one of distinct servers, and a lock won is given back.
+        if let Some(error) = refused() {
+            if let Ok(won) = outcome {
+                won.released.cancel();
+                acquire.calls().release(&won.owner).await;
+            }
+            return Err(error);
+        }
+        match outcome {
             Ok(won) => {
                 let guard = LockGuard::new(self.backend.clone(), resource, &won.owner, won.granted);
                 Ok(guard.signalling(won.released))

@@ -145,7 +145,10 @@ fn the_same_node_twice_is_refused() {
     ] {
         let refused = LockManager::new(urls).err().map(|e| e.to_string());
         let said = refused.unwrap_or_default();
-        assert!(said.contains("is given more than once"), "{urls:?}: {said}");
+        assert!(
+            said.contains("is given twice: list each server once"),
+            "{urls:?}: {said}"
+        );
         assert!(!said.contains("one@") && !said.contains("two@"), "{said}");
     }
     assert!(LockManager::new(["redis://127.0.0.1:6379", "redis://127.0.0.1:6380"]).is_ok());

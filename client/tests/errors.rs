@@ -15,7 +15,7 @@ fn resource(name: &str, kind: Option<u32>) -> Resource<'_> {
 
 /// What the case's call fails with (or how the manager refuses to be made).
 async fn failure(case: &ErrorCase, setup: &Setup) -> Error {
-    let mut builder = LockManager::builder([&setup.url]).timeout(case.timeout);
+    let mut builder = LockManager::builder(&setup.urls).timeout(case.timeout);
     if let Some(password) = &case.password {
         builder = builder.password(password);
     }

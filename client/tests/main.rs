@@ -8,6 +8,7 @@ mod cluster;
 mod election;
 mod errors;
 mod guarded;
+mod identity;
 mod lease;
 mod observe;
 mod queue_mode;

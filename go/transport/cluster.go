@@ -25,26 +25,31 @@ type Cluster struct {
 
 	refreshing sync.Mutex // one CLUSTER SLOTS at a time
 	mu         sync.Mutex
-	mapped     bool // the slot map was read and no master was found down since
+	mapped     bool      // the slot map was read and no master was found down since
+	asked      *Identity // the servers of ASK targets, dialled directly
 }
 
 // maxRedirects bounds the MOVED / ASK a request follows.
 const maxRedirects = 5
 
-func newCluster(u URL, conf Config) *Cluster {
+func newCluster(u URL, conf Config, identity *Identity) *Cluster {
 	opts := dialOptions(conf, URL{TLS: u.TLS}, loginOf(conf, u))
 	c := &redisc.Cluster{
 		StartupNodes: []string{u.Addrs[0].String()},
 		DialOptions:  opts,
+		// One pool per master address, each connection's server claimed for this node.
 		CreatePool: func(addr string, o ...redis.DialOption) (*redis.Pool, error) {
+			master := identity.Another()
 			return &redis.Pool{
-				Dial:        func() (redis.Conn, error) { return redis.Dial("tcp", addr, o...) },
+				DialContext: func(ctx context.Context) (redis.Conn, error) {
+					return dialIdentified(ctx, "tcp", addr, o, master)
+				},
 				MaxIdle:     idleConns,
 				IdleTimeout: time.Minute,
 			}, nil
 		},
 	}
-	return &Cluster{name: u.Name, c: c, opts: opts}
+	return &Cluster{name: u.Name, c: c, opts: opts, asked: identity.Another()}
 }
 
 // KeySlot is the Redis Cluster hash slot of key (of its hash tag, when it has one).
@@ -123,7 +128,7 @@ func (c *Cluster) send(ctx context.Context, key, ask string, deadline time.Time,
 	dctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	if ask != "" {
-		conn, err := redis.DialContext(dctx, "tcp", ask, c.opts...)
+		conn, err := dialIdentified(dctx, "tcp", ask, c.opts, c.asked)
 		if err != nil {
 			return nil, ask, err
 		}

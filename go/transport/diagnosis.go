@@ -54,6 +54,10 @@ func broken(err error, tls, fresh bool) string {
 
 // explain is what to do about a failure a user can fix, if err is one.
 func explain(err error, tls bool, within time.Duration) (string, bool) {
+	var refusal Refusal // one server reached by two nodes, or one that cannot say which it is
+	if errors.As(err, &refusal) {
+		return string(refusal), true
+	}
 	if why, ok := refusedLogin(err.Error()); ok {
 		return why, true
 	}
@@ -78,6 +82,10 @@ func explain(err error, tls bool, within time.Duration) (string, bool) {
 // clusterFailure says why a cluster's master gave no answer: a refused connection or login as
 // everywhere, anything else as it came (a broken connection is likely a failover).
 func clusterFailure(err error, within time.Duration) string {
+	var refusal Refusal
+	if errors.As(err, &refusal) {
+		return string(refusal)
+	}
 	if why, ok := refusedLogin(err.Error()); ok {
 		return why
 	}

@@ -77,13 +77,14 @@ type Config struct {
 	SentinelUsername, SentinelPassword string
 }
 
-// Open makes the node a parsed URL names; nothing connects until the first call.
-func Open(u URL, conf Config) Node {
+// Open makes the node a parsed URL names, its servers claimed for identity's node
+// (identity.go); nothing connects until the first call.
+func Open(u URL, conf Config, identity *Identity) Node {
 	switch u.Form {
 	case FormCluster:
-		return newCluster(u, conf)
+		return newCluster(u, conf, identity)
 	case FormSentinel:
-		return newSentinel(u, conf)
+		return newSentinel(u, conf, identity)
 	}
-	return newURLServer(u, conf)
+	return newURLServer(u, conf, identity)
 }

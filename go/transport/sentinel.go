@@ -30,11 +30,12 @@ type Sentinel struct {
 	sentinels []HostPort
 	current   *Server
 	closed    bool
+	identity  *Identity // the master found claims its server; the next one takes it over
 }
 
-func newSentinel(u URL, conf Config) *Sentinel {
+func newSentinel(u URL, conf Config, identity *Identity) *Sentinel {
 	return &Sentinel{name: u.Name, service: u.Service, tls: u.TLS, conf: conf,
-		master: loginOf(conf, u), sentinels: append([]HostPort(nil), u.Addrs...)}
+		master: loginOf(conf, u), sentinels: append([]HostPort(nil), u.Addrs...), identity: identity}
 }
 
 // Name is the URL, password hidden.
@@ -120,7 +121,8 @@ func (s *Sentinel) resolve(ctx context.Context, within time.Duration) (*Server, 
 		}
 		s.first(i)
 		u := URL{TLS: s.tls}
-		m := newDialServer("master "+addr, "tcp", addr, s.tls, dialOptions(s.conf, u, s.master))
+		// The group's one place: a failover's new master takes the claim over (identity.go).
+		m := newDialServer("master "+addr, "tcp", addr, s.tls, dialOptions(s.conf, u, s.master), s.identity)
 		role, f := m.Call(ctx, within, within, [][]string{{"ROLE"}})
 		if f == nil {
 			if r, ok := role[0].([]interface{}); ok && len(r) > 0 && r[0] == "master" {

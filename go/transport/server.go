@@ -3,8 +3,10 @@ package transport
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
@@ -24,33 +26,42 @@ type Server struct {
 	pool   Pool
 	close  func() error
 	closed bool
+
+	// identity: which server each connection reached (identity.go). A pool made here checks
+	// each connection as it is dialled; an application's pool cannot tell a new connection
+	// from an old one, so its server is identified on the first call and again after any call
+	// that failed (identified false).
+	identity   *Identity
+	identified atomic.Bool
 }
 
 // idleConns is how many idle connections a server keeps: enough for a burst of waits on one
 // node without dialling again.
 const idleConns = 64
 
-// NewServer is a node over an application's pool (New(pools...)).
-func NewServer(name string, pool Pool) *Server {
-	return &Server{name: name, pool: pool, close: func() error { return nil }}
+// NewServer is a node over an application's pool (New(pools...)), its server claimed for
+// identity's node (nil: not checked).
+func NewServer(name string, pool Pool, identity *Identity) *Server {
+	return &Server{name: name, pool: pool, close: func() error { return nil }, identity: identity}
 }
 
 // newURLServer is a node over a pool of redigo connections made from a single server's URL.
-func newURLServer(u URL, conf Config) *Server {
+func newURLServer(u URL, conf Config, identity *Identity) *Server {
 	network, address := "unix", u.Socket
 	if u.Socket == "" {
 		network, address = "tcp", u.Addrs[0].String()
 	}
-	return newDialServer(u.Name, network, address, u.TLS, dialOptions(conf, u, loginOf(conf, u)))
+	return newDialServer(u.Name, network, address, u.TLS, dialOptions(conf, u, loginOf(conf, u)), identity)
 }
 
-// newDialServer is a node over a pool of redigo connections to network/address.
-func newDialServer(name, network, address string, tls bool, opts []redis.DialOption) *Server {
-	s := &Server{name: name, tls: tls}
+// newDialServer is a node over a pool of redigo connections to network/address, each one's
+// server claimed for identity's node before its first request.
+func newDialServer(name, network, address string, tls bool, opts []redis.DialOption, identity *Identity) *Server {
+	s := &Server{name: name, tls: tls, identity: identity}
 	s.fresh = func() (Pool, func() error) {
 		p := &redis.Pool{
 			DialContext: func(ctx context.Context) (redis.Conn, error) {
-				return redis.DialContext(ctx, network, address, opts...)
+				return dialIdentified(ctx, network, address, opts, identity)
 			},
 			MaxIdle:     idleConns,
 			IdleTimeout: time.Minute,
@@ -97,6 +108,19 @@ func dialOptions(conf Config, u URL, who login) []redis.DialOption {
 		}
 	}
 	return opts
+}
+
+// dialIdentified dials network/address and claims its server for identity's node.
+func dialIdentified(ctx context.Context, network, address string, opts []redis.DialOption, identity *Identity) (redis.Conn, error) {
+	c, err := redis.DialContext(ctx, network, address, opts...)
+	if err != nil {
+		return nil, err
+	}
+	if err := identity.identify(c); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
 }
 
 // Name is the node's URL, password hidden.
@@ -156,16 +180,44 @@ func (s *Server) Call(ctx context.Context, connect, whole time.Duration, cmds []
 // once: one try; connected tells a call that got a connection.
 func (s *Server) once(ctx context.Context, pool Pool, start time.Time, connect, whole time.Duration, cmds [][]string) ([]interface{}, error, bool) {
 	cctx, cancel := context.WithDeadline(ctx, start.Add(connect))
+	defer cancel()
 	conn, err := pool.Get(cctx)
-	cancel()
+	if err == nil && s.fresh == nil && s.identity != nil && !s.identified.Load() {
+		err = s.identifyPooled(cctx, conn)
+	}
 	if err != nil {
+		if conn != nil {
+			conn.Close()
+		}
 		return nil, err, false
 	}
 	defer conn.Close()
 	dctx, cancel := context.WithDeadline(ctx, start.Add(whole))
 	defer cancel()
 	replies, err := conn.Do(dctx, cmds...)
+	if err != nil {
+		s.identified.Store(false) // maybe another server behind the application's pool now
+	}
 	return replies, err, true
+}
+
+// identifyPooled claims the server behind an application's pool (see Server.identified).
+func (s *Server) identifyPooled(ctx context.Context, conn Conn) error {
+	err := s.identity.identifyBy(func(args ...string) (string, error) {
+		replies, err := conn.Do(ctx, args)
+		if err != nil {
+			return "", err
+		}
+		switch r := replies[0].(type) {
+		case Error:
+			return "", r
+		case string:
+			return r, nil
+		}
+		return "", Refusal(fmt.Sprintf("cannot tell which server this is: %s answered %v", args[0], replies[0]))
+	})
+	s.identified.Store(err == nil)
+	return err
 }
 
 // Close closes the pool's connections (one of an application's is left to it).

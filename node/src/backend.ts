@@ -9,6 +9,7 @@ import { type Kind, quorum } from "./kind.js";
 import { type Settings, TIMEOUT_RESOLUTION } from "./options.js";
 import { now, validity } from "./timing.js";
 import { Cluster } from "./transport/cluster.js";
+import type { Registry } from "./transport/identity.js";
 import { Sentinel } from "./transport/sentinel.js";
 import { Failed, Server, type Reply } from "./transport/server.js";
 
@@ -57,8 +58,21 @@ export class Backend {
   constructor(
     readonly nodes: ReadonlyArray<Server | Sentinel | Cluster>,
     readonly opts: Settings,
+    /** Which node reaches which server: one server never counts twice (transport/identity.ts). */
+    readonly registry: Registry,
   ) {
     this.needed = (kind) => quorum(nodes.length, kind);
+  }
+
+  /** Why every acquisition is refused: two nodes reach one server (undefined while none do). */
+  get refusal(): string | undefined {
+    return this.registry.refusal;
+  }
+
+  /** Waits, at most `within` ms, until every node was met once (identity.ts): only a manager's first lock waits. */
+  async meetAll(within: number): Promise<void> {
+    const until = performance.now() + within;
+    while (!this.registry.allMet && performance.now() < until) await sleep(1);
   }
 
   /** Keeps a background promise until it settles (close() waits for them). */
@@ -71,6 +85,16 @@ export class Backend {
   /** One command on one node, with its replica acknowledgement when it writes; a blocking one ends early when `signal` aborts. */
   async call(node: number, args: string[], { acked = false, blocking = 0, signal }: { acked?: boolean; blocking?: number; signal?: AbortSignal } = {}): Promise<Outcome> {
     const n = this.nodes[node]!;
+    const refused = this.registry.refused(node);
+    if (refused !== undefined) return { failure: { node: n.name, reason: refused } }; // never asked again
+    try {
+      return await this.#call(n, args, { acked, blocking, signal });
+    } finally {
+      this.registry.met(node);
+    }
+  }
+
+  async #call(n: Server | Sentinel | Cluster, args: string[], { acked, blocking, signal }: { acked: boolean; blocking: number; signal: AbortSignal | undefined }): Promise<Outcome> {
     const ack = acked && (this.opts.ack?.everywhere || !(n instanceof Server)) ? this.opts.ack : undefined;
     const extra = ack ? ack.timeout + TIMEOUT_RESOLUTION : 0;
     try {

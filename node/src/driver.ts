@@ -58,12 +58,27 @@ export class Acquire {
     return this.#ticket;
   }
 
-  /** Attempts until one holds (at most one when `once`), or why not and how many were made. */
+  /**
+   * Attempts until one holds (at most one when `once`), or why not and how many were made. A
+   * RangeError once two nodes turn out to reach one server (transport/identity.ts): before any node
+   * is asked, or found meanwhile, whatever the nodes said (a lock won is given back).
+   */
   async run(once: boolean): Promise<Outcome> {
-    const opts = this.calls.backend.opts;
+    const backend = this.calls.backend;
+    const opts = backend.opts;
+    this.#refuse();
     for (let attempts = 1; ; attempts++) {
       const result = await new Running(this, newOwner()).run();
-      if (result.ok) return result;
+      if (result.ok) {
+        await backend.meetAll(backend.opts.timeout); // a manager's first lock only
+        if (backend.refusal !== undefined) {
+          result.granted.stale.abort();
+          await this.calls.release(result.granted.owner);
+        }
+        this.#refuse();
+        return result;
+      }
+      this.#refuse(); // no other attempt can change it
       const pause = this.calls.backend.retryPause();
       const outOfTime = now() + pause > this.deadline;
       if (once || this.signal?.aborted || !anotherAttempt(this.policy, result.error, outOfTime, attempts, opts.retryCount)) {
@@ -71,6 +86,12 @@ export class Acquire {
       }
       await sleep(pause);
     }
+  }
+
+  /** A RangeError (a bad node list) once two nodes turned out to reach one server. */
+  #refuse(): void {
+    const refusal = this.calls.backend.refusal;
+    if (refusal !== undefined) throw new RangeError(refusal);
   }
 
   /** Held: what the lease comes to (attempt.ts lease), counted from the request that last set the TTL. */
@@ -128,6 +149,9 @@ class Running {
       this.#over = true;
       clearTimeout(timer);
       a.signal?.removeEventListener("abort", onAbort);
+      // Replies that came in and were not fed (during the withdrawal of the round, say) go to
+      // onLate, as later ones do: a grant among them is released.
+      for (const input of this.#inputs.splice(0)) this.#late(input);
     }
   }
 
@@ -182,12 +206,17 @@ class Running {
         this.#wake();
         return;
       }
-      if (input.input !== "reply") return;
-      for (const late of this.#core.onLate(input.node, input.round, input.reply, this.#stale.signal.aborted)) {
-        if (late.action === "release") this.acquire.calls.backend.spawn(this.acquire.calls.release(this.#owner(late.round), late.nodes));
-      }
+      this.#late(input);
     });
     this.acquire.calls.backend.spawn(handled);
+  }
+
+  /** An input once the attempt is over: a grant it brings is released unless it is the holder's. */
+  #late(input: Input): void {
+    if (input.input !== "reply") return;
+    for (const late of this.#core.onLate(input.node, input.round, input.reply, this.#stale.signal.aborted)) {
+      if (late.action === "release") this.acquire.calls.backend.spawn(this.acquire.calls.release(this.#owner(late.round), late.nodes));
+    }
   }
 
   /** ACQUIRE (with WAIT ... [TICKET] in queue mode) on `node` as the owner of `round`. */
@@ -221,6 +250,12 @@ class Running {
 
   #feed(input: Input): Action[] {
     const a = this.acquire;
+    if (a.calls.backend.refusal !== undefined) {
+      // Two nodes reach one server: no reply counts, a grant brought is given back, and the
+      // round is withdrawn everywhere, as at the deadline.
+      const late = input.input === "reply" ? this.#core.onLate(input.node, input.round, input.reply, false) : [];
+      return [...late, ...this.#core.onDeadline()];
+    }
     if (input.input === "reply") return this.#core.onReply(input.node, input.round, input.reply, now() >= a.deadline);
     if (input.input === "fenced") {
       const valid = a.calls.backend.validity(a.ttl, this.#leaseFrom) !== undefined;

@@ -16,6 +16,7 @@ import { type AcquireOptions, type CampaignOptions, type LockManagerOptions, atM
 import { Calls } from "./calls.js";
 import { now } from "./timing.js";
 import { Cluster } from "./transport/cluster.js";
+import { Identity, Registry } from "./transport/identity.js";
 import { Sentinel } from "./transport/sentinel.js";
 import { Server } from "./transport/server.js";
 import { parseNode } from "./transport/urls.js";
@@ -38,21 +39,25 @@ export class LockManager {
     if (nodes.length === 0) throw new RangeError("nodes must name at least one Redis URL");
     const parsed = nodes.map((node) => parseNode(checkScheme(node)));
     const names = parsed.map((p) => p.name);
-    if (new Set(names).size !== names.length) throw new RangeError(`node URLs must be distinct, got ${names.join(", ")}`);
+    // Different texts can reach one server too: transport/identity.ts checks what each reaches.
+    const twice = names.find((name, i) => names.indexOf(name) !== i);
+    if (twice !== undefined) throw new RangeError(`node ${twice} is given twice: list each server once`);
     const opts = settings(options, nodes.length);
     const connection = { username: options.username, password: options.password, tls: options.tls };
     const sentinelLogin = { username: options.sentinelUsername, password: options.sentinelPassword };
-    const made = parsed.map((p) => {
-      if (p.form === "single") return new Server(p.name, p.url, connection, opts.timeout);
+    const registry = new Registry(names);
+    const made = parsed.map((p, i) => {
+      const identity = new Identity(registry, i);
+      if (p.form === "single") return new Server(p.name, p.url, connection, opts.timeout, identity);
       if (p.form === "sentinel") {
         // The URL's login is the master's; without one, the manager's.
         const master = p.login.password !== undefined ? { tls: options.tls, ...p.login } : connection;
-        return new Sentinel(p.name, p.sentinels, p.service, p.tls, master, sentinelLogin, opts.timeout);
+        return new Sentinel(p.name, p.sentinels, p.service, p.tls, master, sentinelLogin, opts.timeout, identity);
       }
       const masters = p.login.password !== undefined ? { tls: options.tls, ...p.login } : connection;
-      return new Cluster(p.name, p.host, p.port, p.tls, masters, opts.timeout);
+      return new Cluster(p.name, p.host, p.port, p.tls, masters, opts.timeout, identity);
     });
-    this.#backend = new Backend(made, opts);
+    this.#backend = new Backend(made, opts, registry);
   }
 
   /** The nodes, as named in errors (passwords hidden). */
@@ -148,7 +153,11 @@ export class LockManager {
     this.#backend.closing.abort(); // observers stop
     const bound = Math.max(4 * this.#backend.opts.timeout, 250);
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([Promise.all(this.#backend.background), new Promise((resolve) => (timer = setTimeout(resolve, bound)))]);
+    const out = new Promise((resolve) => (timer = setTimeout(resolve, bound)));
+    let timedOut = false;
+    void out.then(() => (timedOut = true));
+    // Background work may start more (a late grant's release): wait for that too, within the bound.
+    while (this.#backend.background.size > 0 && !timedOut) await Promise.race([Promise.all(this.#backend.background), out]);
     clearTimeout(timer);
     for (const node of this.#backend.nodes) node.close();
   }

@@ -148,6 +148,18 @@ describe("redis+cluster://", () => {
     }
   });
 
+  test("two seeds of one cluster are refused as one server counted twice", async () => {
+    const [first, second] = [`redis+cluster://127.0.0.1:${nodes[0]!.port}`, `redis+cluster://127.0.0.1:${nodes[1]!.port}`];
+    const locks = new LockManager([first, second], { timeout: 1_000, replicaAck: "off" });
+    try {
+      const error = await locks.acquire("twice", { ttl: 10_000 }).catch((e: unknown) => e);
+      assert.ok(error instanceof RangeError, String(error));
+      assert.ok(error.message.includes(`nodes ${first} and ${second} are the same server (run_id `), error.message);
+    } finally {
+      await locks.close();
+    }
+  });
+
   test("a replica as the seed still finds the masters", async () => {
     const { replica } = await holders("moved");
     const locks = new LockManager([`redis+cluster://127.0.0.1:${replica.port}`], { timeout: 1_000, ackTimeout: 2_000 });

@@ -42,11 +42,12 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 
 const kindOf = (value: unknown): { limit?: number } => (typeof value === "object" && value !== null ? { limit: (value as { limit: number }).limit } : {});
 
-async function failure(c: Case, url: string): Promise<unknown> {
+async function failure(c: Case, urls: string[]): Promise<unknown> {
   let locks: LockManager | undefined;
+  const url = urls[0]!;
   const other = c.held !== undefined ? new LockManager([url]) : undefined;
   try {
-    locks = new LockManager([url], { timeout: c.timeout_ms, ...(c.password !== undefined ? { password: c.password } : {}) });
+    locks = new LockManager(urls, { timeout: c.timeout_ms, ...(c.password !== undefined ? { password: c.password } : {}) });
     const resource: string = c.resource ?? "r";
     if (other !== undefined) await other.acquire(resource, { ttl: 30_000, ...kindOf(c.held) });
     await locks.acquire(resource, { ttl: c.ttl_ms ?? 10_000, ...(c.wait_ms !== null ? { wait: c.wait_ms } : {}), ...kindOf(c.ask) });
@@ -66,11 +67,13 @@ for (const c of CASES) {
       if (c.server === "password") await servers[0]!.command("CONFIG", "SET", "requirepass", PASSWORD);
       for (const [name, value] of Object.entries((c.config ?? {}) as Record<string, string>)) await servers[0]!.command("CONFIG", "SET", name, value);
       const port = servers[0]?.port ?? (await freePort());
-      const url = String(c.url).replace("{port}", String(port));
-      const error = await failure(c, url);
+      // `url` is one URL or a list of them (the nodes, in order); {node} is the first.
+      const urls = (Array.isArray(c.url) ? c.url : [c.url]).map((u: string) => u.replaceAll("{port}", String(port)));
+      const url = urls[0]!;
+      const error = await failure(c, urls);
       assert.ok(CLASSES[c.error]!(error), `${c.situation}: ${String(error)}`);
       const said = (error as Error).message;
-      const fill = (w: string): string => w.replace("{node}", url).replace("{port}", String(port));
+      const fill = (w: string): string => w.replaceAll("{node}", url).replaceAll("{port}", String(port));
       for (const word of c.words as string[]) assert.ok(said.includes(fill(word)), `${fill(word)} not in: ${said}`);
       for (const word of (c.absent ?? []) as string[]) assert.ok(!said.includes(fill(word)), `${fill(word)} in: ${said}`);
     } finally {

@@ -138,4 +138,17 @@ describe("redis+sentinel://", () => {
       await locks.close();
     }
   });
+
+  test("the master the sentinels name, given directly too, is refused as one server counted twice", async () => {
+    const named = (await ask(sentinels[0]!.port, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", SERVICE)) as string[];
+    const direct = `redis://127.0.0.1:${named[1]}`;
+    const locks = new LockManager([url, direct], { timeout: 1_000, ackTimeout: 2_000, sentinelPassword: SENTINEL_PASSWORD });
+    try {
+      const error = await locks.acquire("twice", { ttl: 10_000 }).catch((e: unknown) => e);
+      assert.ok(error instanceof RangeError, String(error));
+      assert.ok(error.message.includes(`nodes ${url} and ${direct} are the same server (run_id `), error.message);
+    } finally {
+      await locks.close();
+    }
+  });
 });

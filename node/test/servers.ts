@@ -34,6 +34,8 @@ export interface Flavour {
   readonly url?: (port: number, dir: string) => string;
   /** More server arguments. */
   readonly args?: readonly string[];
+  /** false: a plain redis-server, as one whose module is older than a command (default true). */
+  readonly module?: boolean;
   /** What the tests' own connections need (TLS material, the password). */
   readonly client?: { readonly tls?: { ca: string; cert: string; key: string }; readonly password?: string };
 }
@@ -54,7 +56,7 @@ export class Server {
     const listen = this.flavour.listen?.(this.port, this.dir) ?? ["--port", String(this.port)];
     this.process = spawn(
       SERVER,
-      [...listen, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", this.dir, "--logfile", "redis.log", ...(this.flavour.args ?? []), "--loadmodule", MODULE],
+      [...listen, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", this.dir, "--logfile", "redis.log", ...(this.flavour.args ?? []), ...(this.flavour.module === false ? [] : ["--loadmodule", MODULE])],
       { stdio: "ignore" },
     );
   }
@@ -112,7 +114,7 @@ export class Server {
   }
 }
 
-/** `count` fresh masters with the module. */
+/** `count` fresh masters with the module (`flavour.module` false: without it). */
 export async function start(count: number, flavour: Flavour = {}): Promise<Server[]> {
   if (!existsSync(MODULE)) throw new Error(`${MODULE} is missing: run \`cargo build --release -p dlock\` (or set DLOCK_MODULE)`);
   const servers: Server[] = [];

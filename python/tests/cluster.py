@@ -53,6 +53,7 @@ class Server:
         self.module_args = module_args  # after the module path: `quarantine-ms 5000`, ...
         self.config = config  # server options: `--cluster-enabled yes`, ...
         self.conf_lines = conf_lines
+        self.module = True  # False: a plain redis-server (as one with a module older than a command)
         self.dir = tempfile.mkdtemp(prefix="dlock-py-")
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
@@ -89,9 +90,7 @@ class Server:
             "--logfile",
             "redis.log",
             *self.config,
-            "--loadmodule",
-            module_path(),
-            *self.module_args,
+            *(["--loadmodule", module_path(), *self.module_args] if self.module else []),
         ]
         self.process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 

@@ -27,7 +27,7 @@ NOWHERE = [f"redis://127.0.0.1:{free_port()}"]
         (["redis+sentinel://127.0.0.1:26379"], ValueError, "the master's name is required"),
         (["redis+cluster://127.0.0.1:7000?x=1"], ValueError, "query parameters are not supported"),
         (["redis+cluster://:7000"], ValueError, "a host is required"),
-        (["redis://a:1", "redis://a:1"], ValueError, "distinct"),
+        (["redis://a:1", "redis://a:1"], ValueError, "node redis://a:1 is given twice: list each server once"),
     ],
 )
 def test_bad_node_lists_are_refused(nodes: object, error: type[Exception], message: str) -> None:

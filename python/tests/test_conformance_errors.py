@@ -64,15 +64,22 @@ def check(case: dict[str, Any], url: str, port: int, error: BaseException) -> No
         assert word.replace("{node}", url).replace("{port}", str(port)) not in said, said
 
 
+def urls_of(case: dict[str, Any], port: int) -> list[str]:
+    """The case's nodes: `url` is one URL or a list of them."""
+    given = case["url"] if isinstance(case["url"], list) else [case["url"]]
+    return [url.replace("{port}", str(port)) for url in given]
+
+
 def asked(case: dict[str, Any]) -> tuple[str, float]:
     """The resource and TTL (seconds) the case asks for."""
     return case.get("resource", "r"), case.get("ttl_ms", 10_000) / 1000
 
 
-def fail_sync(case: dict[str, Any], url: str) -> BaseException:
+def fail_sync(case: dict[str, Any], urls: list[str]) -> BaseException:
     password = {"password": case["password"]} if "password" in case else {}
+    url = urls[0]
     try:
-        locks = dlock.LockManager([url], timeout=case["timeout_ms"] / 1000, **password)
+        locks = dlock.LockManager(urls, timeout=case["timeout_ms"] / 1000, **password)
         held = case.get("held")
         with dlock.LockManager([url]) as other:
             resource, ttl = asked(case)
@@ -88,10 +95,11 @@ def fail_sync(case: dict[str, Any], url: str) -> BaseException:
     raise AssertionError(f"{case['situation']}: taken")
 
 
-async def fail_async(case: dict[str, Any], url: str) -> BaseException:
+async def fail_async(case: dict[str, Any], urls: list[str]) -> BaseException:
     password = {"password": case["password"]} if "password" in case else {}
+    url = urls[0]
     try:
-        locks = dlock.asyncio.LockManager([url], timeout=case["timeout_ms"] / 1000, **password)
+        locks = dlock.asyncio.LockManager(urls, timeout=case["timeout_ms"] / 1000, **password)
         async with dlock.asyncio.LockManager([url]) as other:
             held = case.get("held")
             resource, ttl = asked(case)
@@ -113,8 +121,8 @@ async def fail_async(case: dict[str, Any], url: str) -> BaseException:
 @pytest.mark.parametrize("case", CASES, ids=[c["situation"] for c in CASES])
 def test_every_client_says_the_same_about_each_failure(case: dict[str, Any], pki: Pki) -> None:
     with server_for(case, pki) as port:
-        url = case["url"].replace("{port}", str(port))
-        check(case, url, port, fail_sync(case, url))
+        urls = urls_of(case, port)
+        check(case, urls[0], port, fail_sync(case, urls))
     with server_for(case, pki) as port:
-        url = case["url"].replace("{port}", str(port))
-        check(case, url, port, asyncio.run(fail_async(case, url)))
+        urls = urls_of(case, port)
+        check(case, urls[0], port, asyncio.run(fail_async(case, urls)))

@@ -114,5 +114,5 @@ def test_a_client_of_the_other_flavour_or_a_cluster_client_is_refused() -> None:
         with pytest.raises(TypeError, match=r"give its URL as redis\+cluster://host:port"):
             manager([cluster])  # type: ignore[list-item]
     client = redis.Redis(port=1)
-    with pytest.raises(ValueError, match="must be distinct"):
+    with pytest.raises(ValueError, match="is given twice"):
         dlock.LockManager([client, "redis://localhost:1"])

@@ -132,6 +132,10 @@ pub static COMMANDS: &[Command] = &[
         usage: "",
         summary: "Replies the node's fencing counter: the highest token issued, fenced or loaded.",
         args: args![] },
+    Command { name: "dlock.runid", handler: node::run_id, flags: "readonly fast", key: KeyUse::None, arity: 1, since: "0.4.0", complexity: "O(1)", audience: App,
+        usage: "",
+        summary: "Replies the server's run id (INFO server's run_id, new with each server process). Clients tell servers apart by it, so one server reached by two nodes never counts twice in a quorum.",
+        args: args![] },
     Command { name: "dlock.forcerelease", handler: holders::force_release, flags: "write", key: KeyUse::Delete, arity: 2, since: "0.1.0", complexity: "O(1) for a plain lock; O(N) to free N holders (on Redis's lazyfree thread with lazyfree-lazy-server-del yes)", audience: Operator,
         usage: "key",
         summary: "Removes whatever lock the key holds (operator escape hatch). Replies 1 if a lock was held, else 0.",
@@ -223,9 +227,10 @@ extern "C" fn call<const I: usize>(
     unsafe { dispatch(ctx, argv, argc, I) }
 }
 
-static CALLBACKS: [Callback; 16] = [
+static CALLBACKS: [Callback; 17] = [
     call::<0>, call::<1>, call::<2>, call::<3>, call::<4>, call::<5>, call::<6>, call::<7>,
     call::<8>, call::<9>, call::<10>, call::<11>, call::<12>, call::<13>, call::<14>, call::<15>,
+    call::<16>,
 ];
 
 #[cfg(test)]

@@ -28,6 +28,14 @@ pub fn counter(_ctx: &Context, _argv: &[Arg]) -> RedisResult {
     ))
 }
 
+/// `DLOCK.RUNID` -> the server's run id, the one `INFO server` shows. Clients read it on each
+/// new connection to tell servers apart (one server reached by two nodes must not count twice);
+/// as an @dlock command it needs no INFO, which ACLs file under @dangerous.
+pub fn run_id(ctx: &Context, _argv: &[Arg]) -> RedisResult {
+    let id = server::run_id(ctx).ok_or_else(errors::no_run_id)?;
+    Ok(RedisValue::BulkString(id.to_string()))
+}
+
 /// Commands from the master or the AOF are effects this node already agreed to.
 fn trusted(ctx: &Context) -> bool {
     let flags = server::context_flags(ctx.ctx);

@@ -26,6 +26,11 @@ pub fn ttl(name: &str, got: &[u8], max_ttl_ms: i64) -> RedisError {
     ))
 }
 
+/// `DLOCK.RUNID` on a server that gives modules no `INFO server` fields.
+pub fn no_run_id() -> RedisError {
+    err("ERR this server gives modules no run_id".to_string())
+}
+
 pub fn top_count(got: &[u8], max: u64) -> RedisError {
     err(format!(
         "ERR COUNT must be an integer from 1 to {max}, got '{}'",

@@ -16,7 +16,8 @@ pub const PASSWORD: &str = "right-password";
 pub struct ErrorCase {
     pub situation: String,
     server: String,
-    url: String,
+    /// The nodes' URLs, in order (the table's `url`: one URL, or a list of them).
+    urls: Vec<String>,
     pub timeout: Duration,
     pub wait: Option<Duration>,
     /// The resource asked for (and held first): `r` unless the case names another.
@@ -39,7 +40,10 @@ pub struct ErrorCase {
 
 /// A case's server, running until dropped, and what its placeholders stand for.
 pub struct Setup {
+    /// The first node's URL (`{node}`).
     pub url: String,
+    /// Every node's URL, in order.
+    pub urls: Vec<String>,
     port: u16,
     _server: Option<Server>,
     _certificates: Option<Certificates>,
@@ -89,7 +93,10 @@ impl ErrorCase {
         ErrorCase {
             situation: text("situation"),
             server: text("server"),
-            url: text("url"),
+            urls: match case["url"].as_array() {
+                Some(_) => strings(&case["url"]),
+                None => vec![text("url")],
+            },
             timeout: millis("timeout_ms").expect("timeout_ms"),
             wait: millis("wait_ms"),
             resource: case["resource"].as_str().unwrap_or("r").to_string(),
@@ -138,9 +145,12 @@ impl ErrorCase {
             }
             other => panic!("{}: unknown server {other:?}", self.situation),
         };
-        let url = self.url.replace("{port}", &port.to_string());
+        let urls: Vec<String> = (self.urls.iter())
+            .map(|url| url.replace("{port}", &port.to_string()))
+            .collect();
         Some(Setup {
-            url,
+            url: urls.first().cloned().unwrap_or_default(),
+            urls,
             port,
             _server: server,
             _certificates: certificates,

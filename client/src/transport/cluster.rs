@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use redis::{ConnectionAddr, ConnectionInfo, Pipeline, Value};
 
+use super::identity::Identity;
 use super::server::{Failed, Server};
 use super::slots::{key_slot, SlotMap};
 use crate::connect::Connect;
@@ -33,6 +34,8 @@ pub struct Cluster {
     masters: Mutex<HashMap<String, Arc<Server>>>,
     /// One topology refresh at a time; the others wait for its result.
     refreshing: tokio::sync::Mutex<()>,
+    /// This quorum node's identity: each master claims its server with one of its own.
+    identity: Identity,
 }
 
 /// How a request goes to one master.
@@ -48,8 +51,15 @@ pub struct Bounds {
 
 impl Cluster {
     /// A cluster reached through `seed` (`tls`: every master over TLS), called `name` in
-    /// errors; connects lazily, like a single server.
-    pub fn new(name: &str, seed: ConnectionInfo, tls: bool, connect: &Connect) -> Cluster {
+    /// errors, its masters' servers claimed for `identity`'s node; connects lazily, like a
+    /// single server.
+    pub fn new(
+        name: &str,
+        seed: ConnectionInfo,
+        tls: bool,
+        connect: &Connect,
+        identity: Identity,
+    ) -> Cluster {
         Cluster {
             url: name.to_string(),
             seed,
@@ -58,6 +68,7 @@ impl Cluster {
             slots: RwLock::new(None),
             masters: Mutex::new(HashMap::new()),
             refreshing: tokio::sync::Mutex::new(()),
+            identity,
         }
     }
 
@@ -196,7 +207,8 @@ impl Cluster {
             return Ok(node.clone());
         }
         let info = self.info_for(address)?;
-        let node = Server::named(address, info, None, &self.connect)
+        let identity = self.identity.another();
+        let node = Server::named(address, info, (None, identity), &self.connect)
             .map_err(|e| self.failure(e.to_string()))?;
         let node = Arc::new(node);
         masters.insert(address.to_string(), node.clone());
@@ -265,7 +277,9 @@ mod tests {
         else {
             panic!("not a cluster URL: {url}");
         };
-        Cluster::new(url, seed, tls, &Connect::default())
+        let registry = super::super::identity::Registry::new(vec![url.to_string()]);
+        let identity = Identity::new(&registry, 0);
+        Cluster::new(url, seed, tls, &Connect::default(), identity)
     }
 
     #[test]

@@ -47,6 +47,11 @@ pub fn reply_error(e: &RedisError, login: &str) -> String {
     }
 }
 
+/// Whether `e` is about logging in (a missing or wrong password).
+pub fn about_login(e: &RedisError) -> bool {
+    authentication(e, "").is_some()
+}
+
 /// A wrong or a missing password, with how to give one.
 fn authentication(e: &RedisError, login: &str) -> Option<String> {
     let code = e.code().unwrap_or_default();

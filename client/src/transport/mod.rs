@@ -6,6 +6,7 @@
 mod ack;
 mod cluster;
 mod diagnosis;
+mod identity;
 mod nodes;
 mod sentinel;
 mod server;
@@ -38,6 +39,19 @@ pub trait Transport: Send + Sync + 'static {
         request: Request<'a>,
         timeout: Duration,
     ) -> BoxFuture<'a, Result<Value, NodeFailure>>;
+
+    /// Why every acquisition is refused: two nodes turned out to reach one server (it would
+    /// count twice towards a quorum). `None` while no such pair was found.
+    fn refusal(&self) -> Option<String> {
+        None
+    }
+
+    /// Waits, at most `within`, until every node's server has been identified once, or a call
+    /// of that node ended (identity.rs: a manager's first lock must not beat the check).
+    fn meet_all(&self, within: Duration) -> BoxFuture<'_, ()> {
+        let _ = within;
+        Box::pin(async {})
+    }
 }
 
 #[cfg(test)]

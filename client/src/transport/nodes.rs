@@ -3,6 +3,7 @@
 //! group of sentinels names ([`Sentinel`], `redis+sentinel://`), each with its replica
 //! acknowledgement.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -10,6 +11,7 @@ use redis::{Pipeline, Value};
 
 use super::ack::{self, Ack};
 use super::cluster::{Bounds, Cluster};
+use super::identity::{Identity, Registry};
 use super::sentinel::Sentinel;
 use super::server::Server;
 use super::urls::{self, NodeUrl};
@@ -20,10 +22,13 @@ use crate::options::ReplicaAck;
 
 pub struct RedisTransport {
     nodes: Vec<Member>,
+    /// Which node reaches which server: one server never counts twice (identity.rs).
+    registry: Arc<Registry>,
 }
 
 /// One quorum node.
 struct Member {
+    index: usize,
     /// Its URL, the password hidden.
     name: String,
     reached: Reached,
@@ -38,7 +43,8 @@ enum Reached {
 }
 
 impl RedisTransport {
-    /// Checks every URL; connects lazily (nodes may be down now and come up later).
+    /// Checks every URL, and that none is given twice; connects lazily (nodes may be down now
+    /// and come up later).
     pub fn new(
         urls: &[String],
         replica_ack: ReplicaAck,
@@ -47,30 +53,63 @@ impl RedisTransport {
         if urls.is_empty() {
             return Err(Error::InvalidArgument("no nodes given".into()));
         }
-        let nodes = urls
-            .iter()
-            .map(|url| Member::new(url, replica_ack, connect))
+        let names: Vec<String> = urls.iter().map(|url| name_of(url)).collect();
+        if let Some(twice) = given_twice(&names) {
+            return Err(Error::InvalidArgument(format!(
+                "node {twice} is given twice: list each server once"
+            )));
+        }
+        let registry = Registry::new(names);
+        let nodes = (urls.iter().enumerate())
+            .map(|(index, url)| {
+                let identity = Identity::new(&registry, index);
+                Member::new(url, replica_ack, connect, identity)
+            })
             .collect::<Result<_, _>>()?;
-        Ok(RedisTransport { nodes })
+        Ok(RedisTransport { nodes, registry })
     }
 }
 
+/// How a node is named: its URL, the scheme in lower case and the password hidden.
+fn name_of(url: &str) -> String {
+    urls::redact(&urls::lowercase_scheme(url))
+}
+
+/// The first name given twice (URLs that differ only in their password name one server too).
+fn given_twice(names: &[String]) -> Option<&str> {
+    let mut seen = std::collections::HashSet::new();
+    names
+        .iter()
+        .find(|name| !seen.insert(name.as_str()))
+        .map(String::as_str)
+}
+
 impl Member {
-    fn new(url: &str, replica_ack: ReplicaAck, connect: &Connect) -> Result<Member, Error> {
-        let name = urls::redact(&urls::lowercase_scheme(url));
+    fn new(
+        url: &str,
+        replica_ack: ReplicaAck,
+        connect: &Connect,
+        identity: Identity,
+    ) -> Result<Member, Error> {
+        let name = name_of(url);
+        let index = identity.member();
         let reached = match urls::parse(url).map_err(Error::InvalidArgument)? {
-            NodeUrl::Single { info, client_name } => {
-                Reached::Server(Server::named(&name, info, client_name, connect)?)
-            }
+            NodeUrl::Single { info, client_name } => Reached::Server(Server::named(
+                &name,
+                info,
+                (client_name, identity),
+                connect,
+            )?),
             NodeUrl::Cluster { seed, tls } => {
-                Reached::Cluster(Cluster::new(&name, seed, tls, connect))
+                Reached::Cluster(Cluster::new(&name, seed, tls, connect, identity))
             }
             NodeUrl::Sentinel(parts) => {
-                Reached::Sentinel(Box::new(Sentinel::new(&name, &parts, connect)?))
+                Reached::Sentinel(Box::new(Sentinel::new(&name, &parts, connect, identity)?))
             }
         };
         let failover = !matches!(reached, Reached::Server(_));
         Ok(Member {
+            index,
             name,
             reached,
             ack: Ack::for_node(replica_ack, failover),
@@ -138,7 +177,21 @@ impl Transport for RedisTransport {
             let Some(member) = self.nodes.get(node) else {
                 return Err(NodeFailure::new(format!("node {node}"), "no such node"));
             };
-            member.call(request, timeout).await
+            // A node found to reach another node's server is never asked again.
+            if let Some(why) = self.registry.refused(member.index) {
+                return Err(NodeFailure::new(&member.name, why));
+            }
+            let reply = member.call(request, timeout).await;
+            self.registry.met(member.index);
+            reply
         })
+    }
+
+    fn refusal(&self) -> Option<String> {
+        self.registry.refusal()
+    }
+
+    fn meet_all(&self, within: Duration) -> BoxFuture<'_, ()> {
+        Box::pin(self.registry.meet_all(within))
     }
 }

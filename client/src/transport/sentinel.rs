@@ -17,6 +17,7 @@ use redis::sentinel::{SentinelClient, SentinelClientBuilder, SentinelServerType}
 use redis::{ConnectionAddr, IntoConnectionInfo, Pipeline, TlsMode, Value};
 
 use super::cluster::Bounds;
+use super::identity::Identity;
 use super::server::{Failed, Server};
 use super::urls::SentinelUrl;
 use crate::connect::Connect;
@@ -29,12 +30,20 @@ pub struct Sentinel {
     master_info: redis::ConnectionInfo,
     resolver: tokio::sync::Mutex<SentinelClient>,
     master: Mutex<Option<Arc<Server>>>,
+    /// This quorum node's identity: the master found claims its server, the next one found
+    /// (after a failover) takes the claim over.
+    identity: Identity,
 }
 
 impl Sentinel {
     /// The master `parts` name, called `name` in errors; asks the sentinels only when first
     /// used.
-    pub fn new(name: &str, parts: &SentinelUrl, connect: &Connect) -> Result<Sentinel, Error> {
+    pub fn new(
+        name: &str,
+        parts: &SentinelUrl,
+        connect: &Connect,
+        identity: Identity,
+    ) -> Result<Sentinel, Error> {
         let bad = |why: String| Error::InvalidArgument(format!("sentinel URL {name:?}: {why}"));
         let master_info = format!("redis://{}127.0.0.1/", parts.credentials)
             .into_connection_info()
@@ -46,6 +55,7 @@ impl Sentinel {
             master_info,
             resolver: tokio::sync::Mutex::new(resolver),
             master: Mutex::new(None),
+            identity,
         })
     }
 
@@ -91,7 +101,9 @@ impl Sentinel {
             other => format!("{other:?}"),
         };
         let info = self.master_info.clone().set_addr(address);
-        let node = Server::named(&name, info, None, &self.connect)
+        // The group's one place: a failover's new master moves it (identity.rs).
+        let identity = self.identity.clone();
+        let node = Server::named(&name, info, (None, identity), &self.connect)
             .map_err(|e| self.failure(e.to_string()))?;
         let node = Arc::new(node);
         *self.lock_master() = Some(node.clone());

@@ -14,6 +14,7 @@ use redis::{AsyncConnectionConfig, Client, ConnectionInfo, ErrorKind, Pipeline, 
 use tokio::sync::Mutex;
 
 use super::diagnosis;
+use super::identity::{self, Identity};
 use crate::connect::Connect;
 use crate::errors::{Error, NodeFailure};
 
@@ -29,15 +30,17 @@ pub struct Server {
     client_name: Option<String>,
     /// How the caller gives a user and password, for the failures that need one.
     login_hint: String,
+    /// Which server each new connection reached, checked before its first request.
+    identity: Identity,
 }
 
 impl Server {
     /// A server reached by `info` with `connect`'s TLS and credentials, called `name` in errors
-    /// (a URL without its password, or an address).
+    /// (a URL without its password, or an address), its connections checked by `identity`.
     pub fn named(
         name: &str,
         info: ConnectionInfo,
-        client_name: Option<String>,
+        (client_name, identity): (Option<String>, Identity),
         connect: &Connect,
     ) -> Result<Server, Error> {
         let client = connect
@@ -50,6 +53,7 @@ impl Server {
             idle_for_waits: std::sync::Mutex::new(Vec::new()),
             client_name,
             login_hint: connect.login_hint().to_string(),
+            identity,
         })
     }
 
@@ -178,7 +182,54 @@ impl Server {
                 .await
                 .map_err(cannot)?;
         }
+        // Before any request: a server another node reaches must not count twice.
+        self.identify(&mut connection, cannot).await?;
         Ok(connection)
+    }
+
+    /// Reads the server's run_id on a connection just made and claims it (identity.rs), or
+    /// says why the connection is refused (`cannot`: it broke meanwhile).
+    async fn identify(
+        &self,
+        connection: &mut MultiplexedConnection,
+        cannot: impl Fn(redis::RedisError) -> Failed,
+    ) -> Result<(), Failed> {
+        let asked = redis::cmd("DLOCK.RUNID")
+            .query_async::<String>(connection)
+            .await;
+        let run_id = match asked {
+            Ok(run_id) => Some(run_id),
+            // A module older than DLOCK.RUNID: INFO server shows the same run_id.
+            Err(e) if identity::unknown_command(&diagnosis::reply_error(&e, "")) => {
+                let info = redis::cmd("INFO")
+                    .arg("server")
+                    .query_async::<String>(connection)
+                    .await
+                    .map_err(|e| self.unidentified(e, &cannot, identity::info_refused))?;
+                identity::run_id(&info).map(str::to_string)
+            }
+            Err(e) => return Err(self.unidentified(e, &cannot, identity::run_id_refused)),
+        };
+        let refused = |why: String| Failed::Refused(self.failure(why));
+        self.identity.check(run_id.as_deref()).map_err(refused)
+    }
+
+    /// Why a connection whose server would not say its run_id (`e`) is not used: it broke, no
+    /// password was given (said as any first request says it), or `refusal` of what to allow.
+    fn unidentified(
+        &self,
+        e: redis::RedisError,
+        cannot: &impl Fn(redis::RedisError) -> Failed,
+        refusal: fn(&String) -> String,
+    ) -> Failed {
+        let why = diagnosis::reply_error(&e, &self.login_hint);
+        if is_broken(&e) {
+            cannot(e)
+        } else if diagnosis::about_login(&e) {
+            Failed::Refused(self.failure(why))
+        } else {
+            Failed::Refused(self.failure(refusal(&why)))
+        }
     }
 
     fn failure(&self, reason: String) -> NodeFailure {

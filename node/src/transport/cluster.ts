@@ -6,6 +6,7 @@
  * makes the next call read the map again (a failover).
  */
 import type { NodeFailure } from "../errors.js";
+import type { Identity } from "./identity.js";
 import { type Connection, Failed, Server, type Reply } from "./server.js";
 
 const SLOTS = 16384;
@@ -66,12 +67,15 @@ export class Cluster {
     readonly tls: boolean,
     readonly connection: Connection,
     readonly connectTimeout: number,
+    /** This node's identity: each master claims its server with one of its own. */
+    readonly identity?: Identity,
   ) {
     this.#seed = this.#node(address(seedHost, seedPort));
   }
 
   #node(at: string): Server {
-    return new Server(`${this.name} (master ${at})`, `${this.tls ? "rediss" : "redis"}://${at}`, this.connection, this.connectTimeout);
+    const url = `${this.tls ? "rediss" : "redis"}://${at}`;
+    return new Server(`${this.name} (master ${at})`, url, this.connection, this.connectTimeout, this.identity?.another());
   }
 
   #fail(reason: string): Failed {

@@ -9,6 +9,7 @@
  */
 import { createClient } from "@redis/client";
 import type { NodeFailure } from "../errors.js";
+import type { Identity } from "./identity.js";
 import { type Connection, Failed, Server, type Reply } from "./server.js";
 
 /** A sentinel's flags that say the master it watches is down. */
@@ -51,6 +52,8 @@ export class Sentinel {
     readonly connection: Connection,
     readonly sentinelLogin: SentinelLogin,
     readonly connectTimeout: number,
+    /** This node's identity: the master found claims its server, the next one takes it over. */
+    readonly identity?: Identity,
   ) {
     this.#sentinels = [...sentinels];
   }
@@ -107,7 +110,9 @@ export class Sentinel {
       this.#sentinels = [this.#sentinels[i]!, ...this.#sentinels.filter((_, j) => j !== i)]; // ask it first next time
       const [mHost, mPort] = answer;
       const address = mHost.includes(":") ? `[${mHost}]:${mPort}` : `${mHost}:${mPort}`;
-      const node = new Server(`${this.name} (master ${address})`, `${this.tls ? "rediss" : "redis"}://${address}`, this.connection, this.connectTimeout);
+      const url = `${this.tls ? "rediss" : "redis"}://${address}`;
+      // The group's one place: a failover's new master takes the claim over (identity.ts).
+      const node = new Server(`${this.name} (master ${address})`, url, this.connection, this.connectTimeout, this.identity);
       const role = await node.call(["ROLE"], within).catch((e: unknown) => e);
       const kind = Array.isArray(role) ? String(role[0]) : undefined;
       if (kind === "master") {

@@ -6,6 +6,7 @@
  */
 import { createClient, RESP_TYPES } from "@redis/client";
 import type { NodeFailure } from "../errors.js";
+import { type Identity, infoRefused, runId, runIdRefused, unknownCommand } from "./identity.js";
 
 /** TLS settings for `rediss://` nodes (node's tls.connect options). */
 export interface TlsOptions {
@@ -40,6 +41,12 @@ const TYPES = { [RESP_TYPES.NUMBER]: String } as const;
 const OPTIONS = { typeMapping: TYPES, timeout: 0 };
 const IDLE_BLOCKING = 4;
 const lastError = new WeakMap<object, string>();
+/**
+ * Each client's identity check (identity.ts) for its current connection: forgotten at each
+ * 'ready' (node-redis reconnects on its own), so a new connection is checked before its first
+ * request.
+ */
+const identified = new WeakMap<object, Promise<void> | true>();
 
 type Client = ReturnType<typeof makeClient>;
 
@@ -91,9 +98,13 @@ function makeClient(url: string, connection: Connection, connectTimeout: number)
   return client;
 }
 
-/** Every failure reaches its caller; an 'error' event nobody hears would crash the process. */
-function listen<C extends { on(event: "error", listener: (e: unknown) => void): unknown }>(client: C): C {
+/**
+ * Every failure reaches its caller; an 'error' event nobody hears would crash the process. Each
+ * new connection ('ready') is identified again before its first request.
+ */
+function listen<C extends { on(event: "error" | "ready", listener: (e: unknown) => void): unknown }>(client: C): C {
   client.on("error", (e: unknown) => lastError.set(client, e instanceof Error ? e.message : String(e)));
+  client.on("ready", () => identified.delete(client));
   return client;
 }
 
@@ -117,6 +128,8 @@ export class Server {
     readonly url: string,
     readonly connection: Connection,
     connectTimeout: number,
+    /** Which server each connection reached, checked before its first request (identity.ts). */
+    readonly identity?: Identity,
   ) {
     this.#client = makeClient(url, connection, connectTimeout);
   }
@@ -127,7 +140,7 @@ export class Server {
 
   async #ready(client: Client, within: number): Promise<void> {
     if (this.#closed) throw this.#fail("the lock manager is closed");
-    if (client.isReady) return;
+    if (client.isReady) return this.#identified(client, within);
     if (!client.isOpen) {
       const connecting = client.connect().then(
         () => undefined,
@@ -162,6 +175,50 @@ export class Server {
       client.off("ready", onReady);
       client.off("error", onError);
     }
+    await this.#identified(client, within);
+  }
+
+  /** The connection's server claimed for this node (identity.ts), once per connection. */
+  async #identified(client: Client, within: number): Promise<void> {
+    if (this.identity === undefined) return;
+    let check = identified.get(client);
+    if (check === true) return; // this connection's server is known: requests pay nothing
+    if (check === undefined) {
+      const pending = this.#identify(client, this.identity, within);
+      identified.set(client, pending);
+      pending.then(
+        () => identified.get(client) === pending && identified.set(client, true),
+        () => identified.get(client) === pending && identified.delete(client), // asked again next call
+      );
+      check = pending;
+    }
+    await check;
+  }
+
+  /** DLOCK.RUNID, or INFO server where the module is older than that command; then the claim. */
+  async #identify(client: Client, identity: Identity, within: number): Promise<void> {
+    let found: string | undefined;
+    try {
+      found = String(await this.#send(client, ["DLOCK.RUNID"], within));
+    } catch (e) {
+      if (!unknownCommand(e instanceof Failed ? e.failure.reason : "")) throw this.#unidentified(e, runIdRefused);
+      const info = await this.#send(client, ["INFO", "server"], within).catch((refused: unknown) => {
+        throw this.#unidentified(refused, infoRefused);
+      });
+      found = runId(info);
+    }
+    const why = identity.check(found);
+    if (why !== undefined) throw this.#fail(why);
+  }
+
+  /**
+   * Why a server would not say its run_id: refused (NOPERM, a renamed command), with what to allow
+   * (`say`); anything else (NOAUTH: no password given; a broken connection) as any first request
+   * says it.
+   */
+  #unidentified(e: unknown, say: (said: string) => string): unknown {
+    const reason = e instanceof Failed ? e.failure.reason : String(e);
+    return /^(NOPERM|ERR)\b/.test(reason) ? this.#fail(say(reason)) : e;
   }
 
   async #send(client: Client, args: string[], within: number): Promise<Reply> {

@@ -77,19 +77,36 @@ class Acquire:
         self.label = label  # appended to every round's owner: empty, or a campaign's ` <value>`
 
     async def run(self, once: bool) -> tuple[Won | AttemptFailed, int]:
-        """Attempts until one holds (at most one when `once`): what it came to, and how many."""
+        """Attempts until one holds (at most one when `once`): what it came to, and how many.
+        ValueError once two nodes turn out to reach one server (_pure/identity.py): before any
+        node is asked, or found meanwhile, whatever the nodes said (a lock won is given back)."""
+        self.refuse()
         attempts = 0
         opts = self.calls.opts
         while True:
             attempts += 1
             try:
-                return await Running(self, new_owner()).run(), attempts
+                won = await Running(self, new_owner()).run()
             except AttemptFailed as failure:
+                self.refuse()  # no other attempt can change it
                 pause = retry_pause(opts)
                 out_of_time = time.monotonic() + pause > self.deadline
                 if once or not another_attempt(self.policy, failure, out_of_time, attempts, opts.retry_count):
                     return failure, attempts
                 await sleep(pause)
+            else:
+                await self.calls.nodes.meet_all(self.calls.nodes.call_bound)  # a manager's first lock only
+                if self.calls.nodes.refusal() is not None:
+                    won.released.set()
+                    await self.withdraw(won.owner)
+                self.refuse()
+                return won, attempts
+
+    def refuse(self) -> None:
+        """ValueError (a bad argument: the node list) once two nodes turned out to reach one server."""
+        refusal = self.calls.nodes.refusal()
+        if refusal is not None:
+            raise ValueError(refusal)
 
     async def withdraw(self, owner: str) -> None:
         """RELEASE of `owner` on every node, which an interruption cannot stop halfway."""
@@ -243,6 +260,11 @@ class Running:
         """One input, into the core."""
         what, node, round_, value = item
         a = self.acquire
+        if a.calls.nodes.refusal() is not None:
+            # Two nodes reach one server: no reply counts, a grant brought is given back, and
+            # the round is withdrawn everywhere, as at the deadline.
+            late = self.core.on_late(node, round_, value, False) if what == "reply" else []
+            return [*late, *self.core.on_deadline()]
         if what == "reply":
             reply = ask_reply(a.calls.nodes.names[node], value)
             return self.core.on_reply(node, round_, reply, time.monotonic() >= a.deadline)

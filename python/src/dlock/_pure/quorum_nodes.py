@@ -1,6 +1,7 @@
 """The quorum nodes as both transports hold them (_transport/sync/nodes.py, _transport/aio/nodes.py): in the
 order given, each a plain master, a whole Redis Cluster or a sentinel-managed master, with its
-replica acknowledgement. The transports add only the talking."""
+replica acknowledgement and its identity (which servers it reaches: _pure/identity.py). The
+transports add only the talking."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Generic, Protocol, TypeVar
 from . import ack as _ack
 from .cluster import Seed
 from .commands import Args
+from .identity import Identity, Registry
 from .options import Options
 from .security import Security
 from .urls import Endpoint
@@ -24,7 +26,8 @@ class Acknowledging(Protocol):
 
 M = TypeVar("M", bound=Acknowledging)
 
-#: A transport's class of quorum node: (endpoint, timeout, security, acknowledgement) -> node.
+#: A transport's class of quorum node: (endpoint, timeout, security, acknowledgement, identity)
+#: -> node.
 Kind = Callable[..., M]
 
 
@@ -36,11 +39,12 @@ class QuorumNodes(Generic[M]):
         master, cluster = kinds
         self.timeout = opts.timeout
         self.names = [e.name for e in endpoints]
+        self.registry = Registry(self.names)  # one server never counts twice
         self.members: list[M] = []
-        for e in endpoints:  # each with its replica acknowledgement
+        for i, e in enumerate(endpoints):  # each with its replica acknowledgement
             ack = _ack.for_node(opts.replica_ack, opts.ack_timeout, e.replicated)
             kind = cluster if isinstance(e, Seed) else master
-            self.members.append(kind(e, opts.timeout, security, ack))
+            self.members.append(kind(e, opts.timeout, security, ack, Identity(self.registry, i)))
 
     @property
     def call_bound(self) -> float:
@@ -49,6 +53,11 @@ class QuorumNodes(Generic[M]):
 
     def __len__(self) -> int:
         return len(self.members)
+
+    def refusal(self) -> str | None:
+        """Why every acquisition is refused: two nodes reach one server (None while no such pair
+        was found)."""
+        return self.registry.refusal()
 
     def allowed(self, node: int, request: Args, timeout: float) -> float:
         """How long a call may take: `timeout`, plus the replica acknowledgement's time."""

@@ -12,6 +12,7 @@ import redis
 from ..._pure import ack as _ack
 from ..._pure.cluster import CLUSTER_SLOTS, MAX_REDIRECTS, Seed, SlotMap, Topology, host_of, redirect, with_asking
 from ..._pure.commands import Args
+from ..._pure.identity import Identity
 from ..._pure.replies import NodeTimeout, answer, reason
 from ..._pure.security import Security
 from ...errors import NodeFailure
@@ -20,12 +21,17 @@ from .server import Server
 
 
 class Cluster:
-    def __init__(self, seed: Seed, timeout: float, security: Security, ack: _ack.Ack | None) -> None:
+    def __init__(
+        self, seed: Seed, timeout: float, security: Security, ack: _ack.Ack | None, identity: Identity
+    ) -> None:
         self.name = seed.name
         self.ack = ack
         self.timeout = timeout
         self.topology = Topology(
-            seed, lambda address: Server(address, cluster_master_clients(seed, address, timeout, security))
+            seed,
+            lambda address: Server(
+                address, cluster_master_clients(seed, address, timeout, security, identity.another())
+            ),
         )
         self.refreshing: asyncio.Lock | None = None  # one slot-map read at a time; made in the loop
 

@@ -1,12 +1,13 @@
 """How the asyncio transport connects (the twin of dlock/_transport/sync/connect.py, which says why each
 part is there): the redis.asyncio clients of each server, made with dlock's connection classes
 (a connection closed before its first reply Explained; TLS with the manager's one context;
-sentinel-managed masters checked with ROLE), or with a ready-made client's class and arguments."""
+sentinel-managed masters checked with ROLE), or with a ready-made client's class and arguments;
+every connection's server claimed for its quorum node before any request (_pure/identity.py)."""
 
 from __future__ import annotations
 
 import ssl
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import redis
@@ -18,7 +19,8 @@ from redis.backoff import NoBackoff
 
 from ..._pure import urls as ends
 from ..._pure.cluster import Seed
-from ..._pure.diagnosis import PLAIN_TO_TLS, REFUSED_AFTER_HANDSHAKE, NamesEarlyClose
+from ..._pure.diagnosis import PLAIN_TO_TLS, REFUSED_AFTER_HANDSHAKE, Explained, NamesEarlyClose
+from ..._pure.identity import Identity, info_refused, run_id, run_id_refused, text, unknown_command
 from ..._pure.replies import reason
 from ..._pure.security import Security
 from ..._pure.sentinel import master_address, not_a_master
@@ -103,6 +105,34 @@ class Sentinels(Sentinel):
         raise MasterNotFoundError(f"no sentinel names a master for {service_name!r} ({'; '.join(failures)})")
 
 
+def identified(identity: Identity) -> Callable[[Connection], Awaitable[None]]:
+    """redis-py's setup of a new connection, then the server's run_id claimed for `identity`'s
+    node before any request (see _transport/sync/connect.identified)."""
+
+    async def set_up(connection: Connection) -> None:
+        await connection.on_connect()
+        try:
+            found: str | None = text(await ask(connection, "DLOCK.RUNID"))
+        except redis.AuthenticationError:
+            raise  # NOAUTH: no password given, said as any first request says it
+        except redis.ResponseError as e:
+            if not unknown_command(reason(e)):
+                raise Explained(run_id_refused(reason(e))) from e
+            try:  # a module older than DLOCK.RUNID: INFO server shows the same run_id
+                found = run_id(await ask(connection, "INFO", "server"))
+            except redis.ResponseError as refused:
+                raise Explained(info_refused(reason(refused))) from refused
+        identity.check(found)
+
+    return set_up
+
+
+async def ask(connection: Connection, *args: str) -> object:
+    """One request on a connection being set up, before the pool hands it out."""
+    await connection.send_command(*args, check_health=False)  # type: ignore[no-untyped-call, unused-ignore]
+    return await connection.read_response()  # type: ignore[no-untyped-call, unused-ignore]
+
+
 def base(timeout: float) -> dict[str, Any]:
     """Connecting (the TLS handshake included) bounded by the per-node timeout; reads are bounded
     by the caller (asyncio.wait_for), a server-side wait's being longer. RESP2."""
@@ -118,32 +148,36 @@ def client(connection_class: type[Any], **kwargs: Any) -> aioredis.Redis:
     return aioredis.Redis(connection_pool=ConnectionPool(connection_class=connection_class, **kwargs))
 
 
-def clients(node: ends.Endpoint, timeout: float, security: Security) -> ClientMaker:
+def clients(node: ends.Endpoint, timeout: float, security: Security, identity: Identity) -> ClientMaker:
     """How to make a client of a single server, a sentinel-managed master or a ready-made
-    client's server."""
+    client's server, each connection's server claimed for `identity`'s node."""
+    checked = {"redis_connect_func": identified(identity)}
     if isinstance(node, ends.Single):
-        kwargs = {**ends.single_kwargs(node, security), **base(timeout)}
+        kwargs = {**ends.single_kwargs(node, security), **base(timeout), **checked}
         if "path" in kwargs:
             return lambda: client(UnixDomainSocketConnection, **kwargs)
         if node.tls:
             return lambda: client(TLSConnection, **kwargs, **tls(security))
         return lambda: client(PlainConnection, **kwargs)
     if isinstance(node, ends.SentinelGroup):
-        return sentinel_clients(node, timeout, security)
+        return sentinel_clients(node, timeout, security, identity)
     if isinstance(node, ends.ReadyClient):
-        ready = {**ends.ready_kwargs(node.client), **base(timeout), "retry": Retry(NoBackoff(), 0)}
+        ready = {**ends.ready_kwargs(node.client), **base(timeout), "retry": Retry(NoBackoff(), 0), **checked}
         return lambda: client(node.client.connection_pool.connection_class, **ready)
     raise TypeError(f"not a single server: {node!r}")
 
 
-def cluster_master_clients(seed: Seed, master: str, timeout: float, security: Security) -> ClientMaker:
-    kwargs = {**ends.cluster_master_kwargs(seed, master, security), **base(timeout)}
+def cluster_master_clients(
+    seed: Seed, master: str, timeout: float, security: Security, identity: Identity
+) -> ClientMaker:
+    checked = {"redis_connect_func": identified(identity)}
+    kwargs = {**ends.cluster_master_kwargs(seed, master, security), **base(timeout), **checked}
     if seed.tls:
         return lambda: client(TLSConnection, **kwargs, **tls(security))
     return lambda: client(PlainConnection, **kwargs)
 
 
-def sentinel_clients(group: ends.SentinelGroup, timeout: float, security: Security) -> ClientMaker:
+def sentinel_clients(group: ends.SentinelGroup, timeout: float, security: Security, identity: Identity) -> ClientMaker:
     """Clients of the master from redis-py's Sentinel (see _transport/sync/connect.sentinel_pool)."""
     connection: type[Connection] = TLSConnection if group.tls else PlainConnection
     extra = tls(security) if group.tls else {}
@@ -152,4 +186,5 @@ def sentinel_clients(group: ends.SentinelGroup, timeout: float, security: Securi
     sentinels.sentinels = [client(connection, host=host, port=port, **asking) for host, port in group.sentinels]
     master = {"connection_class": SentinelTLS if group.tls else SentinelPlain, **base(timeout), **extra}
     master.update(ends.sentinel_master_login(group, security))
+    master["redis_connect_func"] = identified(identity)  # each master found claims its server
     return lambda: sentinels.master_for(group.service, redis_class=aioredis.Redis, **master)

@@ -19,6 +19,7 @@ import redis.asyncio as aioredis
 
 from ..._pure import ack as _ack
 from ..._pure.commands import Args
+from ..._pure.identity import Identity
 from ..._pure.options import Options
 from ..._pure.quorum_nodes import QuorumNodes
 from ..._pure.replies import NodeTimeout, answer, reason
@@ -44,10 +45,12 @@ class Member(Protocol):
 class Master:
     """A quorum node that is one master: named by a URL, by sentinels, or a ready-made client's."""
 
-    def __init__(self, node: Endpoint, timeout: float, security: Security, ack: _ack.Ack | None) -> None:
+    def __init__(
+        self, node: Endpoint, timeout: float, security: Security, ack: _ack.Ack | None, identity: Identity
+    ) -> None:
         self.name = node.name
         self.ack = ack
-        self.server = Server(node.name, clients(node, timeout, security))
+        self.server = Server(node.name, clients(node, timeout, security, identity))
         # A sentinel-managed master's connection to a master since demoted fails (redis-py turns
         # READONLY into a connection error): the request is made once more, on a new connection,
         # which asks the sentinels again. (A plain master's pool replaces a connection found
@@ -95,8 +98,23 @@ class Nodes(QuorumNodes[Member]):
 
     async def call(self, node: int, args: Args, timeout: float, blocking: bool = False) -> object:
         """One request within `timeout` (plus its acknowledgement's time); its reply, or a
-        NodeFailure naming the node and why."""
-        return await self.members[node].call(args, blocking, self.allowed(node, args, timeout))
+        NodeFailure naming the node and why. A node found to reach another node's server is
+        never asked again."""
+        refused = self.registry.refused(node)
+        if refused is not None:
+            return NodeFailure(self.names[node], refused)
+        try:
+            return await self.members[node].call(args, blocking, self.allowed(node, args, timeout))
+        finally:
+            self.registry.met(node)
+
+    async def meet_all(self, within: float) -> None:
+        """Waits, at most `within` seconds, until every node was met once (_pure/identity.py):
+        only a manager's first lock waits. Polled: the nodes' connections say so as they are
+        made, in the loop's own tasks."""
+        deadline = time.monotonic() + within
+        while not self.registry.all_met() and time.monotonic() < deadline:
+            await asyncio.sleep(0.001)
 
     async def fan_out(self, calls: Sequence[tuple[int, Args]], timeout: float | None = None) -> list[object]:
         """Sends each (node, command) in parallel, each within `timeout` (default: the per-node

@@ -10,6 +10,7 @@ import time
 from ..._pure import ack as _ack
 from ..._pure.cluster import CLUSTER_SLOTS, MAX_REDIRECTS, Seed, SlotMap, Topology, host_of, redirect, with_asking
 from ..._pure.commands import Args
+from ..._pure.identity import Identity
 from ..._pure.replies import NodeTimeout, answer, reason
 from ..._pure.security import Security
 from ...errors import NodeFailure
@@ -21,12 +22,16 @@ class Cluster:
     """Thread-safe: the topology is shared by the caller, watchdogs and drain threads; one
     slot-map read at a time (the others wait for its result)."""
 
-    def __init__(self, seed: Seed, timeout: float, security: Security, ack: _ack.Ack | None) -> None:
+    def __init__(
+        self, seed: Seed, timeout: float, security: Security, ack: _ack.Ack | None, identity: Identity
+    ) -> None:
         self.name = seed.name
         self.ack = ack
         self.timeout = timeout
+        self.identity = identity
         self.topology = Topology(
-            seed, lambda address: Server(address, cluster_master_pool(seed, address, timeout, security))
+            seed,
+            lambda address: Server(address, cluster_master_pool(seed, address, timeout, security, identity.another())),
         )
         self.lock = threading.Lock()
 

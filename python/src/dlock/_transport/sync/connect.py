@@ -9,12 +9,15 @@ with the pool's class and arguments.
   Sentinel, with dlock's messages) and check with ROLE that it is one; redis-py turns a READONLY
   reply into a connection error, so the request is repeated on a fresh connection, which asks
   the sentinels again.
-- A ready-made client's connections have its class and arguments, with dlock's timeouts."""
+- A ready-made client's connections have its class and arguments, with dlock's timeouts.
+- Every connection, once set up, reads the server's run_id and claims it for its quorum node
+  (_pure/identity.py) before any request: one server never counts twice."""
 
 from __future__ import annotations
 
 import socket
 import ssl
+from collections.abc import Callable
 from typing import Any
 
 import redis
@@ -25,7 +28,8 @@ from redis.sentinel import MasterNotFoundError, Sentinel, SentinelManagedConnect
 
 from ..._pure import urls as ends
 from ..._pure.cluster import Seed
-from ..._pure.diagnosis import PLAIN_TO_TLS, REFUSED_AFTER_HANDSHAKE, NamesEarlyClose
+from ..._pure.diagnosis import PLAIN_TO_TLS, REFUSED_AFTER_HANDSHAKE, Explained, NamesEarlyClose
+from ..._pure.identity import Identity, info_refused, run_id, run_id_refused, text, unknown_command
 from ..._pure.replies import reason
 from ..._pure.security import Security
 from ..._pure.sentinel import master_address, not_a_master
@@ -122,6 +126,35 @@ class Sentinels(Sentinel):
         raise MasterNotFoundError(f"no sentinel names a master for {service_name!r} ({'; '.join(failures)})")
 
 
+def identified(identity: Identity) -> Callable[[Connection], None]:
+    """redis-py's setup of a new connection (login, database, name), then the server's run_id
+    claimed for `identity`'s node before any request (_pure/identity.py): DLOCK.RUNID, or INFO
+    server where the module is older than that command."""
+
+    def set_up(connection: Connection) -> None:
+        connection.on_connect()  # type: ignore[no-untyped-call, unused-ignore]
+        try:
+            found: str | None = text(ask(connection, "DLOCK.RUNID"))
+        except redis.AuthenticationError:
+            raise  # NOAUTH: no password given, said as any first request says it
+        except redis.ResponseError as e:
+            if not unknown_command(reason(e)):
+                raise Explained(run_id_refused(reason(e))) from e
+            try:  # a module older than DLOCK.RUNID: INFO server shows the same run_id
+                found = run_id(ask(connection, "INFO", "server"))
+            except redis.ResponseError as refused:
+                raise Explained(info_refused(reason(refused))) from refused
+        identity.check(found)
+
+    return set_up
+
+
+def ask(connection: Connection, *args: str) -> object:
+    """One request on a connection being set up, before the pool hands it out."""
+    connection.send_command(*args, check_health=False)  # type: ignore[no-untyped-call, unused-ignore]
+    return connection.read_response()  # type: ignore[no-untyped-call, unused-ignore]
+
+
 def base(timeout: float) -> dict[str, Any]:
     """Connecting, the TLS handshake and every read bounded by the per-node timeout; RESP2."""
     return {"socket_connect_timeout": timeout, "socket_timeout": timeout, **ends.connection_options()}
@@ -132,31 +165,36 @@ def tls(security: Security) -> dict[str, Any]:
     return {"tls_context": security.tls}
 
 
-def pool(node: ends.Endpoint, timeout: float, security: Security) -> ConnectionPool:
-    """How to reach a single server, a sentinel-managed master or a ready-made client's server."""
+def pool(node: ends.Endpoint, timeout: float, security: Security, identity: Identity) -> ConnectionPool:
+    """How to reach a single server, a sentinel-managed master or a ready-made client's server,
+    each connection's server claimed for `identity`'s node."""
+    checked = {"redis_connect_func": identified(identity)}
     if isinstance(node, ends.Single):
-        kwargs = {**ends.single_kwargs(node, security), **base(timeout)}
+        kwargs = {**ends.single_kwargs(node, security), **base(timeout), **checked}
         if "path" in kwargs:
             return ConnectionPool(connection_class=UnixDomainSocketConnection, **kwargs)
         if node.tls:
             return ConnectionPool(connection_class=TLSConnection, **kwargs, **tls(security))
         return ConnectionPool(connection_class=PlainConnection, **kwargs)
     if isinstance(node, ends.SentinelGroup):
-        return sentinel_pool(node, timeout, security)
+        return sentinel_pool(node, timeout, security, identity)
     if isinstance(node, ends.ReadyClient):
-        kwargs = {**ends.ready_kwargs(node.client), **base(timeout), "retry": Retry(NoBackoff(), 0)}
+        kwargs = {**ends.ready_kwargs(node.client), **base(timeout), "retry": Retry(NoBackoff(), 0), **checked}
         return ConnectionPool(connection_class=node.client.connection_pool.connection_class, **kwargs)
     raise TypeError(f"not a single server: {node!r}")
 
 
-def cluster_master_pool(seed: Seed, master: str, timeout: float, security: Security) -> ConnectionPool:
-    kwargs = {**ends.cluster_master_kwargs(seed, master, security), **base(timeout)}
+def cluster_master_pool(
+    seed: Seed, master: str, timeout: float, security: Security, identity: Identity
+) -> ConnectionPool:
+    checked = {"redis_connect_func": identified(identity)}
+    kwargs = {**ends.cluster_master_kwargs(seed, master, security), **base(timeout), **checked}
     if seed.tls:
         return ConnectionPool(connection_class=TLSConnection, **kwargs, **tls(security))
     return ConnectionPool(connection_class=PlainConnection, **kwargs)
 
 
-def sentinel_pool(group: ends.SentinelGroup, timeout: float, security: Security) -> ConnectionPool:
+def sentinel_pool(group: ends.SentinelGroup, timeout: float, security: Security, identity: Identity) -> ConnectionPool:
     """The master's pool from redis-py's Sentinel; the sentinels are asked with the sentinels'
     login, TLS as the master (rediss+sentinel://), no retries (the next sentinel is asked)."""
     connection: type[Connection] = TLSConnection if group.tls else PlainConnection
@@ -168,6 +206,7 @@ def sentinel_pool(group: ends.SentinelGroup, timeout: float, security: Security)
         for host, port in group.sentinels
     ]
     master: dict[str, Any] = {"connection_class": SentinelTLS if group.tls else SentinelPlain, **base(timeout)}
+    master["redis_connect_func"] = identified(identity)  # each master found claims its server
     master.update(extra, **ends.sentinel_master_login(group, security))
     client = sentinels.master_for(group.service, **master)  # type: ignore[no-untyped-call, unused-ignore]
     master_pool: ConnectionPool = client.connection_pool

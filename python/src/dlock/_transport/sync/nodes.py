@@ -18,6 +18,7 @@ import redis
 
 from ..._pure import ack as _ack
 from ..._pure.commands import Args
+from ..._pure.identity import Identity
 from ..._pure.options import Options
 from ..._pure.quorum_nodes import QuorumNodes
 from ..._pure.replies import NodeTimeout, answer
@@ -51,10 +52,12 @@ class Member(Protocol):
 class Master:
     """A quorum node that is one master: named by a URL, by sentinels, or a ready-made client's."""
 
-    def __init__(self, node: Endpoint, timeout: float, security: Security, ack: _ack.Ack | None) -> None:
+    def __init__(
+        self, node: Endpoint, timeout: float, security: Security, ack: _ack.Ack | None, identity: Identity
+    ) -> None:
         self.name = node.name
         self.ack = ack
-        self.server = Server(node.name, pool(node, timeout, security))
+        self.server = Server(node.name, pool(node, timeout, security, identity))
         self.follows_failovers = node.replicated  # a sentinel-managed master
 
     def connected(self, request: Args, blocking: bool) -> bool:
@@ -131,7 +134,7 @@ class Nodes(QuorumNodes[Member]):
 
         def send(call: int) -> None:
             node, args = calls[call]
-            sent[call] = self.members[node].send(args, False, packed, started + allowed[call])
+            sent[call] = self.send(node, args, False, packed, started + allowed[call])
 
         at_hand = [self.members[node].connected(args, False) for node, args in calls]
         for call in (call for call, ready in enumerate(at_hand) if ready):
@@ -141,6 +144,21 @@ class Nodes(QuorumNodes[Member]):
             self.finish(node, args, out, started + bound, bound)
             for (node, args), out, bound in zip(calls, sent, allowed, strict=True)
         ]
+
+    def send(self, node: int, request: Args, blocking: bool, packed: Packed, deadline: float) -> Sent | NodeFailure:
+        """Writes `request` to `node` (connecting first if need be: its server then identified,
+        _pure/identity.py). A node found to reach another node's server is never asked again."""
+        refused = self.registry.refused(node)
+        if refused is not None:
+            return NodeFailure(self.names[node], refused)
+        try:
+            return self.members[node].send(request, blocking, packed, deadline)
+        finally:
+            self.registry.met(node)  # connected (or not) by now: sending connects first
+
+    def meet_all(self, within: float) -> None:
+        """Every node was met by the time its request was written (sending connects first): a
+        manager's first lock has nothing to wait for here, unlike the asyncio flavour's."""
 
     def finish(self, node: int, request: Args, sent: object, deadline: float, allowed: float) -> object:
         """Reads until `request` is answered (fresh connections and redirects followed)."""
@@ -156,7 +174,7 @@ class Nodes(QuorumNodes[Member]):
         the acknowledgement's time)."""
         allowed = self.allowed(node, args, timeout)
         deadline = time.monotonic() + allowed
-        sent = self.members[node].send(args, True, {}, deadline)
+        sent = self.send(node, args, True, {}, deadline)
         return self.finish(node, args, sent, deadline, allowed)
 
     def close(self) -> None:

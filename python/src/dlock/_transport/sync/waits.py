@@ -47,7 +47,7 @@ class Waits:
         could not be sent."""
         allowed = self.nodes.allowed(node, request, allowed)
         expires = time.monotonic() + allowed
-        sent = self.nodes.members[node].send(request, True, {}, expires)
+        sent = self.nodes.send(node, request, True, {}, expires)
         if isinstance(sent, NodeFailure):
             return sent
         return self.watch(Pending(node, round_, request, sent, expires, allowed))
