@@ -113,6 +113,15 @@ pub fn slot_migration(ctx: &Context) -> SlotMigration {
     }
 }
 
+/// Valkey 8 selects the database of a keyspace notification on the client whose command sent it
+/// and leaves it there (fixed in Valkey 9): with any module listening, `MOVE` and `COPY ... DB`
+/// would leave their client in the other database, and a lazy expiry or eviction in another
+/// database would too. On such a server the module listens to nothing.
+pub fn notifications_switch_databases(ctx: &Context) -> bool {
+    let major = version() >> 16;
+    major < 9 && server_name(ctx).as_deref() == Some("valkey")
+}
+
 fn server_name(ctx: &Context) -> Option<String> {
     server_field(ctx, c"server_name")
 }

@@ -20,7 +20,7 @@ pub static WAIT_TIMEOUTS: AtomicU64 = AtomicU64::new(0);
 pub static REVOCATIONS: AtomicU64 = AtomicU64::new(0);
 /// Values a RESTORE or a load refused (malformed, out of bounds).
 pub static REFUSED_VALUES: AtomicU64 = AtomicU64::new(0);
-/// Gates that expired or were evicted and were stored again.
+/// Gates that were evicted (or expired: a TTL from an older release) and were stored again.
 pub static GATES_REVIVED: AtomicU64 = AtomicU64::new(0);
 static CREATED: AtomicU64 = AtomicU64::new(0);
 static FREED: AtomicU64 = AtomicU64::new(0);

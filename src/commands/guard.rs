@@ -160,7 +160,7 @@ fn store(ctx: &Context, name: &Arg, risen: Gate) -> Result<(), RedisError> {
     Ok(())
 }
 
-/// Stores again a gate that expired or was evicted ([`ghosts`]), from their timer: under its
+/// Stores again a gate that was evicted ([`ghosts`]), from their timer: under its
 /// key, unless something was stored there since (a gate at least as high, or another value,
 /// which is an overwrite, as `SET` over a gate is).
 pub fn revive(ctx: &Context, db: i32, name: &[u8], token: u64) {

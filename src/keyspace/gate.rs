@@ -10,8 +10,8 @@
 //! stands at least as high as any gate of this node ever stood, and every token issued after the
 //! move passes it. The floor is written into the value (its *place*, a fingerprint of database
 //! and key, says where it stands), so every reader — GUARD, CHECK, RAISEGATE, the AOF rewrite,
-//! a replica — sees the same gate. A gate that expires (a TTL set by hand) or is evicted comes
-//! back ([`super::ghosts`]); `DEL` / `UNLINK` (and FLUSHDB / FLUSHALL) is the reset; `SET` over
+//! a replica — sees the same gate. A gate never keeps a TTL ([`super::gate_watch`]); one that is
+//! evicted comes back ([`super::ghosts`]); `DEL` / `UNLINK` (and FLUSHDB / FLUSHALL) is the reset; `SET` over
 //! a gate leaves a string that GUARD refuses (WRONGTYPE); COPY of a gate is refused. Loading the
 //! node's own RDB or AOF, or its master's, trusts the values (the counter comes back with them).
 //!
@@ -115,6 +115,24 @@ pub fn mark_moved(key: NonNull<raw::RedisModuleKey>) {
     }
 }
 
+/// A gate that arrived with a TTL (a RESTORE's, or an older release's file) loses it: a gate
+/// never expires ([`super::gate_watch`]). Any other value is left alone.
+pub fn drop_ttl(key: NonNull<raw::RedisModuleKey>) {
+    let (Ok(Some(_)), Some(get), Some(set)) = (
+        read(key),
+        crate::api!(RedisModule_GetExpire),
+        crate::api!(RedisModule_SetExpire),
+    ) else {
+        return;
+    };
+    // SAFETY: a key the caller opened for writing.
+    unsafe {
+        if get(key.as_ptr()) != raw::REDISMODULE_NO_EXPIRE as i64 {
+            set(key.as_ptr(), raw::REDISMODULE_NO_EXPIRE as i64);
+        }
+    }
+}
+
 /// Stores `gate` in an open key (replacing what it held).
 pub fn set(key: NonNull<raw::RedisModuleKey>, gate: Gate) -> Result<(), RedisError> {
     let set = crate::api!(RedisModule_ModuleTypeSetValue).ok_or_else(errors::cannot_store)?;
@@ -123,7 +141,7 @@ pub fn set(key: NonNull<raw::RedisModuleKey>, gate: Gate) -> Result<(), RedisErr
     // gate it replaces leaves by our own hand: no unlink news for it.
     let stored = super::unlink::own_write(|| unsafe { set(key.as_ptr(), gate_type(), value) });
     if stored == raw::REDISMODULE_OK as c_int {
-        super::ghosts::watch();
+        super::gate_watch::watch();
         return Ok(());
     }
     // SAFETY: not stored, so still ours, from Box::into_raw above.
@@ -160,7 +178,8 @@ extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_voi
             place: here,
         }
     };
-    super::ghosts::watch();
+    super::gate_watch::watch();
+    super::arrivals::noted(io); // a TTL it came with goes once it is in (`drop_ttl`)
     Box::into_raw(Box::new(gate)).cast()
 }
 
@@ -197,7 +216,7 @@ extern "C" fn aof_rewrite(
 /// A gate leaves its key (DEL, UNLINK, expiry, eviction, an overwrite, or the old name of a
 /// RENAME or MOVE, which add the value under its new name first). It is floored here, since
 /// after a RENAME or MOVE it lives on under another key; every other unlink frees it right
-/// after. [`super::ghosts`] hears of it too, to bring back a gate that expired or was evicted.
+/// after. [`super::ghosts`] notes it too, to bring back a gate that was evicted.
 extern "C" fn unlink(ctx: *mut raw::RedisModuleKeyOptCtx, value: *const c_void) {
     let Some(gate) = NonNull::new(value.cast_mut().cast::<Gate>()) else {
         return;

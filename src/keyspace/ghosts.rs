@@ -1,47 +1,34 @@
-//! Gates that expire or are evicted come back. A gate is the memory of the highest token its data
-//! was written under: if it vanished, the next GUARD would find no gate and let any token through
-//! — a stale writer's included. `DEL` / `UNLINK` and the flushes are the deliberate reset; a TTL
-//! set by hand (`PEXPIRE gate 100`, a RESTORE with a TTL) or an eviction under an `allkeys-*`
-//! policy is not, so such a gate is put back, without a TTL, at the token it had.
+//! Gates that are evicted come back. A gate is the memory of the highest token its data was
+//! written under: if it vanished, the next GUARD would find no gate and let any token through —
+//! a stale writer's included. `DEL` / `UNLINK` and the flushes are the deliberate reset; an
+//! eviction under an `allkeys-*` policy is not, so such a gate is put back at the token it had.
+//! (A gate never keeps a TTL, [`super::gate_watch`]; one that expires all the same — a TTL
+//! loaded from an older release's file — comes back the same way.)
 //!
-//! How it is heard, without taxing other keys: a gate's `unlink` callback notes the gate that is
-//! leaving its key (it cannot tell why); Redis sends the `expired` or `evicted` keyspace
-//! notification right after, in the same call, for an expiry or an eviction only. The module
-//! subscribes to those two notifications once this node has stored a gate (a node without gates
-//! pays nothing; one with gates pays a callback per expired or evicted key, which returns at once
-//! unless a gate was just unlinked). The gate is then a *ghost*: readers (GUARD, CHECK,
+//! How it is heard: a gate's `unlink` callback notes the gate leaving its key (it cannot tell
+//! why); the next keyspace notification the module gets is the `evicted` (or `expired`) one of
+//! that very key if that is why, sent by Redis in the same call — any other notification, a
+//! `del` first of all, ends the note. The gate is then a *ghost*: readers (GUARD, CHECK,
 //! RAISEGATE) see it in place of the empty key, and a timer stores it again right after the
-//! command — replicated and written to the AOF as `DLOCK.RAISEGATE`, after the expiry's `DEL`.
-//! Storing from the notification itself is not allowed (Redis 7.2+), and on 7.0 its effect would
-//! reach replicas before the `DEL`.
+//! command, replicated and written to the AOF as `DLOCK.RAISEGATE` after the eviction's `DEL`
+//! (storing from the notification itself is not allowed on Redis 7.2+, and on 7.0 its effect
+//! would reach replicas before that `DEL`). A `DEL` of the key forgets its ghost.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
-use std::os::raw::{c_char, c_int};
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use redis_module::{raw, Context};
 
 use crate::server;
 
-/// A notification this soon after a gate's unlink is about that unlink: Redis sends it in the
-/// same call, microseconds later. A stale note (a DEL'd gate, then another key of the same name
-/// expiring later) is never matched.
-const SAME_DELETION: Duration = Duration::from_millis(1);
-
 /// How often the timer looks again while writes are paused (CLIENT PAUSE, a failover): a write
 /// replicated then would abort the server.
 const PAUSED_RETRY: Duration = Duration::from_millis(10);
 
-/// The gate last unlinked other than by a dlock command.
-struct Unlinked {
-    db: i32,
-    name: Vec<u8>,
-    token: u64,
-    at: Instant,
-}
+/// The gate last unlinked other than by a dlock command: its database, name and token.
+type Unlinked = (i32, Vec<u8>, u64);
 
 /// Ghosts by database, then key name: the token each gate had.
 type Ghosts = HashMap<i32, HashMap<Vec<u8>, u64>>;
@@ -52,9 +39,6 @@ thread_local! {
     static GHOSTS: RefCell<Ghosts> = RefCell::default();
     static SCHEDULED: Cell<bool> = const { Cell::new(false) };
 }
-
-/// Subscribed to `expired` and `evicted` (once, when the first gate is stored or loaded).
-static WATCHING: AtomicBool = AtomicBool::new(false);
 
 /// What stores a ghost again: installed at load by the layer that replicates (the command
 /// layer's gate writer), so that this layer does not depend on it.
@@ -68,68 +52,45 @@ pub fn revive_with(revive: Revive) {
     let _ = REVIVE.set(revive);
 }
 
-/// This node holds a gate: from now on, hear expiries and evictions.
-pub fn watch() {
-    if WATCHING.load(Relaxed) {
-        return;
-    }
-    let (Some(ctx), Some(subscribe)) = (
-        server::detached(),
-        crate::api!(RedisModule_SubscribeToKeyspaceEvents),
-    ) else {
-        return;
-    };
-    let types = (raw::REDISMODULE_NOTIFY_EXPIRED | raw::REDISMODULE_NOTIFY_EVICTED) as c_int;
-    WATCHING.store(true, Relaxed);
-    // SAFETY: the module's detached context, on the main thread; the callback is static.
-    if unsafe { subscribe(ctx.ctx, types, Some(on_gone)) } != raw::REDISMODULE_OK as c_int {
-        WATCHING.store(false, Relaxed);
-    }
-}
-
 /// A gate with `token` is leaving the key of `ctx` (the data type's unlink callback).
 pub fn unlinked(ctx: *mut raw::RedisModuleKeyOptCtx, token: u64) {
     if let Some((db, name)) = super::unlink::key_of(ctx) {
-        let at = Instant::now();
         let name = name.to_vec();
-        UNLINKED.set(Some(Unlinked {
-            db,
-            name,
-            token,
-            at,
-        }));
+        UNLINKED.set(Some((db, name, token)));
     }
 }
 
-/// `expired` or `evicted`: if it is the gate just unlinked, it becomes a ghost.
-extern "C" fn on_gone(
-    ctx: *mut raw::RedisModuleCtx,
-    _type: c_int,
-    _event: *const c_char,
-    key: *mut raw::RedisModuleString,
-) -> c_int {
-    let ok = raw::REDISMODULE_OK as c_int;
-    let Some(gone) = UNLINKED.take() else {
-        return ok; // any other key: nothing to do
+/// Takes the note of the last gate unlinked: every notification ends it.
+pub fn take_unlinked() -> Option<Unlinked> {
+    UNLINKED.take()
+}
+
+/// `evicted` or `expired` of `name` in `db`: if it is the gate just unlinked (`noted`), it
+/// becomes a ghost, stored again right after.
+pub fn gone(db: i32, name: &[u8], noted: Option<Unlinked>) {
+    let Some((noted_db, noted_name, token)) = noted else {
+        return; // any other key: nothing to do
     };
-    let Some(db_of) = crate::api!(RedisModule_GetSelectedDb) else {
-        return ok;
-    };
-    // SAFETY: the notification's context, selected on the key's database.
-    let db = unsafe { db_of(ctx) };
-    let name = redis_module::RedisString::string_as_slice(key);
-    if gone.db != db || gone.name != name || gone.at.elapsed() > SAME_DELETION {
-        return ok;
+    if noted_db != db || noted_name != name {
+        return;
     }
     GHOSTS.with_borrow_mut(|ghosts| {
-        let token = ghosts.entry(db).or_default().entry(gone.name).or_default();
-        *token = (*token).max(gone.token);
+        let ghost = ghosts.entry(db).or_default().entry(noted_name).or_default();
+        *ghost = (*ghost).max(token);
     });
     schedule(Duration::ZERO);
-    ok
 }
 
-/// The token of a gate that expired or was evicted under `name` in `db` and is not back yet.
+/// A `DEL` of `name` in `db`: the reset, ghost included.
+pub fn forget(db: i32, name: &[u8]) {
+    GHOSTS.with_borrow_mut(|ghosts| {
+        if let Some(names) = ghosts.get_mut(&db) {
+            names.remove(name);
+        }
+    });
+}
+
+/// The token of a gate evicted (or expired) under `name` in `db` and not back yet.
 pub fn ghost(db: i32, name: &[u8]) -> Option<u64> {
     GHOSTS.with_borrow(|ghosts| ghosts.get(&db)?.get(name).copied())
 }

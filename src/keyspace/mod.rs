@@ -17,6 +17,7 @@ pub mod compact;
 pub mod fields;
 pub mod gate;
 pub mod gate_codec;
+pub mod gate_watch;
 pub mod ghosts;
 pub mod key;
 pub mod moves;

@@ -71,6 +71,7 @@ pub fn settle_arrived(ctx: &Context, db: i32, name: &[u8]) {
             crate::node::node().raise_counter(unsafe { newest_token(value) });
         }
         settle(key, Align::Exactly);
+        super::gate::drop_ttl(key);
     });
 }
 

@@ -191,3 +191,21 @@ pub fn gate_token(c: &mut Connection, gate: &str) -> u64 {
     }
     high
 }
+
+/// Whether the module hears keyspace notifications on this server: everywhere but Valkey 8,
+/// which would switch a client's database on MOVE if a module listened (docs/compatibility.md).
+/// Where it does not, a TTL set on a gate stays and an evicted gate stays gone.
+pub fn gates_watched(c: &mut Connection) -> bool {
+    let info: String = redis::cmd("INFO")
+        .arg("server")
+        .query(c)
+        .expect("INFO server");
+    let field = |name: &str| {
+        info.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}:")))
+            .map(|v| v.trim().to_string())
+    };
+    let valkey_8 = field("server_name").as_deref() == Some("valkey")
+        && field("valkey_version").is_some_and(|v| v.starts_with("8."));
+    !valkey_8
+}
