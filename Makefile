@@ -5,7 +5,7 @@ CARGO        ?= cargo
 MODULE       := target/release/libdlock.so
 REDIS_PORT   ?= 6379
 
-.PHONY: all deps build run test model model-ci model-deep partitions partitions-ci partitions-quick partitions-deps bench-waiters bench-handoff bench-top bench-scale compat compat-servers memcheck chaos chaos-quick fuzz bench bench-quick bench-server bench-instructions bench-shared bench-capacity bench-handoff-limit bench-tax bench-elect cluster redis-cluster fmt lint clean
+.PHONY: all deps build run test model model-ci model-deep partitions partitions-ci partitions-quick partitions-deps bench-waiters bench-handoff bench-top bench-scale compat compat-servers memcheck chaos chaos-quick fuzz bench bench-quick bench-server bench-instructions bench-shared bench-capacity bench-handoff-limit bench-tax bench-gate-tax bench-elect cluster redis-cluster fmt lint clean
 
 all: build
 
@@ -307,6 +307,11 @@ bench-handoff-limit: build
 # What loading the module costs traffic that never touches a lock (docs/bench.md section 8): the
 # same server with the module and one lock against it without, on Redis 7.0 (the PATH's) and the
 # newest Redis and Valkey `make compat-servers` built. Needs valgrind; ~15 min per server.
+# What a node holding a gate pays on other keys' EXPIRE and DEL (it listens to generic keyspace
+# events once it stored a gate): bench/gate_tax.sh, ~30 s; docs/bench.md section 8.
+bench-gate-tax: build
+	bash bench/gate_tax.sh
+
 bench-tax: build
 	cd bench && python3 tax.py ../$(MODULE) $$(command -v redis-server) $$(grep -E 'redis-8|valkey-9' ../.compat/servers 2>/dev/null | sort -V | tail -n 2)
 
