@@ -196,6 +196,7 @@ pub extern "C" fn table_digest(md: *mut raw::RedisModuleDigest, value: *mut c_vo
 pub extern "C" fn compact_free(value: *mut c_void) {
     if let Some(ptr) = NonNull::new(value) {
         stats::lock_freed();
+        super::arrivals::arrived(value);
         // SAFETY: Redis gives the value back to be freed, once.
         drop(unsafe { OwnedCompact::from_raw(ptr) });
     }
@@ -206,6 +207,7 @@ pub extern "C" fn compact_free(value: *mut c_void) {
 pub extern "C" fn table_free(value: *mut c_void) {
     if !value.is_null() {
         stats::lock_freed();
+        super::arrivals::arrived(value);
         // SAFETY: Redis gives back a value it got from Box::into_raw, once.
         drop(unsafe { Box::from_raw(value.cast::<HolderTable>()) });
     }

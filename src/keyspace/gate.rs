@@ -39,7 +39,7 @@ impl Gate {
     pub fn at(self, place: u64) -> Gate {
         let token = match self.place == place || self.place == MOVED {
             true => self.token,
-            false => self.token.max(node().counter()),
+            false => self.token.max(super::arrivals::floor()),
         };
         Gate { token, place }
     }
@@ -47,7 +47,7 @@ impl Gate {
     /// The gate floored at the node's counter, as it stands once carried to another key.
     fn moved(self) -> Gate {
         Gate {
-            token: self.token.max(node().counter()),
+            token: self.token.max(super::arrivals::floor()),
             place: MOVED,
         }
     }
@@ -115,11 +115,22 @@ pub fn mark_moved(key: NonNull<raw::RedisModuleKey>) {
     }
 }
 
-/// A gate that arrived with a TTL (a RESTORE's, or an older release's file) loses it: a gate
-/// never expires ([`super::gate_watch`]). Any other value is left alone.
-pub fn drop_ttl(key: NonNull<raw::RedisModuleKey>) {
-    let (Ok(Some(_)), Some(get), Some(set)) = (
-        read(key),
+/// A gate that arrived (a RESTORE, a load) is in its key: the counter takes its token, and a
+/// TTL it came with (a RESTORE's, an older release's file) goes: a gate never expires
+/// ([`super::gate_watch`]). Any other value is left alone.
+pub fn settle_arrived(key: NonNull<raw::RedisModuleKey>) {
+    let Ok(Some((of_type, value))) = super::values::module_value(key) else {
+        return;
+    };
+    if of_type != gate_type() {
+        return;
+    }
+    // SAFETY: a gate in a key the caller opened, only read.
+    if let Some(gate) = unsafe { gate_of(value) } {
+        node().raise_counter(gate.token);
+    }
+    super::arrivals::arrived(value);
+    let (Some(get), Some(set)) = (
         crate::api!(RedisModule_GetExpire),
         crate::api!(RedisModule_SetExpire),
     ) else {
@@ -151,8 +162,9 @@ pub fn set(key: NonNull<raw::RedisModuleKey>, gate: Gate) -> Result<(), RedisErr
 
 /// Loads a gate. The node's own data (or its master's) raises the counter to it; a gate that
 /// names another key there was moved by a release that floored moves lazily, and is floored
-/// now. A RESTORE is floored at the counter and raises it (a token more than a year ahead of
-/// this node is refused, as for a lock's), so the node's next grant passes it.
+/// now. A RESTORE is floored at the counter (and the tokens still arriving) and raises it right
+/// after the command ([`super::arrivals`]; a token more than a year ahead of this node is
+/// refused, as for a lock's), so the node's next grant passes it.
 extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
     let gate = match decode(&mut super::types::RdbIn(io), encver) {
         Ok(gate) => gate,
@@ -172,15 +184,18 @@ extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_voi
         );
         return super::types::refuse(io, &why);
     } else {
-        node().raise_counter(gate.token);
         Gate {
-            token: gate.token.max(node().counter()),
+            token: gate.token.max(super::arrivals::floor()),
             place: here,
         }
     };
     super::gate_watch::watch();
-    super::arrivals::noted(io); // a TTL it came with goes once it is in (`drop_ttl`)
-    Box::into_raw(Box::new(gate)).cast()
+    let value = Box::into_raw(Box::new(gate)).cast();
+    if !server::is_loading() {
+        super::arrivals::arriving_token(value, gate.token); // the counter takes it once it is in
+    }
+    super::arrivals::noted(io); // and a TTL it came with goes (`drop_ttl`)
+    value
 }
 
 extern "C" fn rdb_save(io: *mut raw::RedisModuleIO, value: *mut c_void) {
@@ -253,6 +268,7 @@ extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
 }
 
 extern "C" fn free(value: *mut c_void) {
+    super::arrivals::arrived(value);
     if !value.is_null() {
         // SAFETY: Redis gives back a value it got from Box::into_raw, once.
         drop(unsafe { Box::from_raw(value.cast::<Gate>()) });

@@ -69,9 +69,10 @@ pub fn settle_arrived(ctx: &Context, db: i32, name: &[u8]) {
         if let Ok(Some(value)) = value_of(key) {
             // SAFETY: our value in the key just opened, only read.
             crate::node::node().raise_counter(unsafe { newest_token(value) });
+            super::arrivals::arrived(value.address());
         }
         settle(key, Align::Exactly);
-        super::gate::drop_ttl(key);
+        super::gate::settle_arrived(key);
     });
 }
 

@@ -151,16 +151,17 @@ fn acceptable(io: *mut raw::RedisModuleIO, newest: u64) -> bool {
     false
 }
 
-/// A value is loaded and about to enter its key: the node counter rises to the value's newest
-/// token now, and the key gets the key-TTL rule once it is in ([`super::arrivals`]). Now, not
-/// on the settling timer: a master and its replica must raise it at the same point of the
-/// command stream (a replica reads many commands before its timers run), or a gate RESTOREd
-/// or moved right after would be floored at two different counters. A value that fails its
-/// checks never gets here (a refused RESTORE changes nothing); one RESTOREd with a TTL already
-/// past is dropped by Redis after this, which leaves the counter raised on the master only
-/// (docs/fencing.md).
-fn arrived(io: *mut raw::RedisModuleIO, newest: u64) {
-    node().raise_counter(newest);
+/// A value is loaded (at `value`) and about to enter its key: the key gets the key-TTL rule
+/// once it is in ([`super::arrivals`]). While the server loads its own data the node counter
+/// rises to the value's newest token now (before any client is served); after a RESTORE, once
+/// Redis has kept the value (it may still refuse it: a refused RESTORE changes nothing), its
+/// token arriving meanwhile.
+fn arrived(io: *mut raw::RedisModuleIO, newest: u64, value: *const c_void) {
+    if server::is_loading() {
+        node().raise_counter(newest);
+    } else {
+        super::arrivals::arriving_token(value, newest);
+    }
     stats::lock_created();
     super::arrivals::noted(io);
 }
@@ -208,8 +209,9 @@ extern "C" fn compact_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mut c
         return std::ptr::null_mut();
     };
     lock.set_follows_key_ttl(decoded.deadline_ms.is_none());
-    arrived(io, decoded.token);
-    lock.into_raw()
+    let value = lock.into_raw();
+    arrived(io, decoded.token, value);
+    value
 }
 
 /// Loads one table, refusing anything malformed.
@@ -222,8 +224,10 @@ extern "C" fn table_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_v
     if !acceptable(io, table.newest_token()) {
         return std::ptr::null_mut();
     }
-    arrived(io, table.newest_token());
-    Box::into_raw(Box::new(table)).cast()
+    let newest = table.newest_token();
+    let value = Box::into_raw(Box::new(table)).cast();
+    arrived(io, newest, value);
+    value
 }
 
 /// The place of a version-1 lock, computed from the key the loader is filling.

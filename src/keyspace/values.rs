@@ -18,6 +18,15 @@ pub enum Value {
     Table(NonNull<c_void>),
 }
 
+impl Value {
+    /// Where the value lives (what [`super::arrivals`] knows it by).
+    pub fn address(self) -> *const c_void {
+        match self {
+            Value::Compact(ptr) | Value::Table(ptr) => ptr.as_ptr(),
+        }
+    }
+}
+
 /// The module value in an open key, with its type; `None` if the key is empty, WRONGTYPE for a
 /// value that is not a module's. What every reader of the module's types (locks, gates) asks.
 pub fn module_value(
