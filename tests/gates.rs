@@ -228,6 +228,28 @@ fn a_gate_never_keeps_a_ttl_and_del_still_resets_it() {
         .exec(&mut c)
         .unwrap();
     assert_eq!(pttl(&mut c, "g"), -1, "after a MULTI");
+    // A TTL set, then the gate moved in the same transaction or script: none on the new key
+    // (taken off where it was set, not after the transaction, when the gate is elsewhere).
+    redis::pipe()
+        .atomic()
+        .cmd("EXPIRE")
+        .arg(&["g", "2"])
+        .cmd("RENAME")
+        .arg(&["g", "h"])
+        .exec(&mut c)
+        .unwrap();
+    assert_eq!(pttl(&mut c, "h"), -1, "renamed in the MULTI that set a TTL");
+    let script =
+        "redis.call('PEXPIRE', KEYS[1], 5000); return redis.call('RENAME', KEYS[1], KEYS[2])";
+    redis::cmd("EVAL")
+        .arg(&[script, "2", "h", "g"])
+        .exec(&mut c)
+        .unwrap();
+    assert_eq!(
+        pttl(&mut c, "g"),
+        -1,
+        "renamed by the script that set a TTL"
+    );
     redis::cmd("DEBUG")
         .arg(&["SET-ACTIVE-EXPIRE", "0"])
         .exec(&mut c)
