@@ -1,6 +1,7 @@
 //! `dlock`: take a lock across N Redis masters running the dlock module, from the shell.
 
 mod connection;
+mod descendants;
 mod durations;
 mod elect;
 pub mod exit;

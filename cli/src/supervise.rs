@@ -26,6 +26,8 @@ use nix::sys::signal::{kill, raise, signal, SigHandler, SigSet, SigmaskHow, Sign
 use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
 use nix::unistd::{getpgrp, setpgid, tcgetpgrp, tcsetpgrp, Pid};
 use tokio::io::AsyncWriteExt;
+
+use crate::descendants;
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::signal::unix::{signal as listen, SignalKind};
 
@@ -98,6 +100,7 @@ pub fn guard() -> u8 {
 /// Starts `command` (already given its arguments and environment) supervised: in the guard's
 /// process group, killed by the kernel if dlock dies, and holding the terminal if dlock did.
 pub fn spawn(mut command: Command) -> std::io::Result<Supervised> {
+    crate::descendants::adopt_orphans();
     let mut guard = spawn_guard()?;
     let Some(group) = guard.process.id().map(|pid| Pid::from_raw(pid as i32)) else {
         return Err(std::io::Error::other("the guard exited at once"));
@@ -301,14 +304,18 @@ impl Supervised {
     /// SIGTERM to the command's whole group, then SIGKILL to what is left of it once the command
     /// exited or after [`GRACE`]; returns once no process of the group is left: nothing of it
     /// runs on without the lock, which the caller keeps extended until then.
+    /// Processes that left the group (`setsid`) get the same signals (`descendants`).
     pub async fn stop(mut self) {
+        let guard = self.guard.process.id().map(|pid| Pid::from_raw(pid as i32));
         let _ = kill(Pid::from_raw(-self.group.as_raw()), Signal::SIGTERM);
+        descendants::signal(Signal::SIGTERM, guard);
         let _ = tokio::time::timeout(GRACE, self.child.wait()).await;
         let _ = kill(Pid::from_raw(-self.group.as_raw()), Signal::SIGKILL);
         let _ = self.child.wait().await;
         // The guard leads the group: SIGKILLed with it, it is gone once reaped.
         let _ = self.guard.process.wait().await;
         group_ended(self.group).await;
+        descendants::ended(None).await;
         self.end(false).await;
     }
 
@@ -327,6 +334,8 @@ impl Supervised {
         }
         drop(self.guard.pipe);
         let _ = tokio::time::timeout(Duration::from_secs(1), self.guard.process.wait()).await;
+        let guard = self.guard.process.id().map(|pid| Pid::from_raw(pid as i32));
+        descendants::reap_adopted(guard);
     }
 }
 

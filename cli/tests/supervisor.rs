@@ -135,6 +135,46 @@ fn a_stopped_run_ends_grandchildren_that_ignore_sigterm() {
     assert!(gone, "a grandchild outlived the stop of its run");
 }
 
+/// A process that left the command's group (`setsid`, as a daemon does) is out of reach of the
+/// group's SIGKILL: a stopped run still ends it, and before dlock exits (releasing the lock).
+#[test]
+fn a_stopped_run_ends_what_left_the_group_before_it_releases() {
+    let servers = nodes(1);
+    let dir = tempfile::tempdir().unwrap();
+    let escaped_file = dir.path().join("escaped");
+    // Not a group leader in the subshell, setsid makes its session without forking: the pid
+    // written is the sleep's. It ignores SIGTERM; its parent (the subshell) has exited.
+    let script = format!(
+        "(trap '' TERM; exec setsid sleep 300) & echo $! > {}; wait",
+        escaped_file.display()
+    );
+    let mut dlock = dlock_run(
+        &servers,
+        &["--ttl", "300ms", "--max-hold", "600ms"],
+        &script,
+    )
+    .spawn()
+    .unwrap();
+    let escaped = pid_in(&escaped_file);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while group_of(escaped) != escaped && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(
+        group_of(escaped),
+        escaped,
+        "setsid gave it a group of its own"
+    );
+    let status = dlock.wait().unwrap();
+    let gone_at_exit = !running(escaped);
+    let _ = kill(escaped, Signal::SIGKILL);
+    assert_eq!(status.code(), Some(5));
+    assert!(
+        gone_at_exit,
+        "a process that left the group outlived its run"
+    );
+}
+
 /// The group's leader: field 5 of /proc/PID/stat.
 fn group_of(pid: Pid) -> Pid {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
