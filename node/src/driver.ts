@@ -20,7 +20,7 @@
 import { type Action, Attempt, type AttemptError, type Policy, type Reply, anotherAttempt, lease } from "./attempt.js";
 import type { NodeFailure } from "./errors.js";
 import type { Calls } from "./calls.js";
-import { drawTicket, newOwner, now, roundOwner } from "./timing.js";
+import { drawTicket, later, newOwner, now, roundOwner } from "./timing.js";
 
 /** A lock won: its owner, token and validity (ms), and the controller to abort on release. */
 export type Granted = { readonly owner: string; readonly token: bigint; readonly validity: number; readonly stale: AbortController };
@@ -146,7 +146,7 @@ class Running {
     const a = this.acquire;
     // A queued attempt gets at least one whole call, so a zero wait still asks once and hears the answer.
     const endAt = Math.max(a.deadline, now() + a.calls.backend.opts.timeout);
-    const timer = setTimeout(() => this.#wake(), Math.max(0, endAt - now()));
+    const cancelTimer = later(() => this.#wake(), endAt - now()); // years, maybe: no bare setTimeout
     const onAbort = (): void => this.#wake();
     a.signal?.addEventListener("abort", onAbort);
     try {
@@ -157,7 +157,7 @@ class Running {
       }
     } finally {
       this.#over = true;
-      clearTimeout(timer);
+      cancelTimer();
       a.signal?.removeEventListener("abort", onAbort);
       // Replies that came in and were not fed (during the withdrawal of the round, say) go to
       // onLate, as later ones do: a grant among them is released.

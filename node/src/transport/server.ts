@@ -6,6 +6,7 @@
  */
 import { createClient, RESP_TYPES } from "@redis/client";
 import type { NodeFailure } from "../errors.js";
+import { later } from "../timing.js";
 import { type Identity, infoRefused, runId, runIdRefused, unknownCommand } from "./identity.js";
 
 /** TLS settings for `rediss://` nodes (node's tls.connect options). */
@@ -126,12 +127,13 @@ function listen<C extends { on(event: "error" | "ready", listener: (e: unknown) 
   return client;
 }
 
+/** A promise of "timeout" after `ms` (a wait's may be years: timing.ts later). */
 function timer(ms: number): { promise: Promise<"timeout">; cancel: () => void } {
-  let handle: NodeJS.Timeout | undefined;
+  let cancel: () => void = () => {};
   const promise = new Promise<"timeout">((resolve) => {
-    handle = setTimeout(() => resolve("timeout"), Math.max(0, ms));
+    cancel = later(() => resolve("timeout"), ms);
   });
-  return { promise, cancel: () => clearTimeout(handle) };
+  return { promise, cancel };
 }
 
 export class Server {
