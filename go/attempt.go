@@ -1,6 +1,10 @@
 package dlock
 
-import "time"
+import (
+	"time"
+
+	"dlock.dev/dlock/transport"
+)
 
 // One attempt to take a lock, free of I/O (client/src/attempt.rs, ported): the acquisition
 // machine (acquisition.go) and every decision the driver takes around it. Replies go in,
@@ -62,6 +66,9 @@ type outcome struct {
 type attemptError struct {
 	kind     error // ErrContended, ErrNoQuorum, ErrWrongKind, ErrInvalidArgument, ErrValidityExpired
 	failures []NodeFailure
+	// final: nodes refused for the call (Failure.Refused) left a quorum out of reach: no other
+	// attempt.
+	final bool
 }
 
 type actionKind int
@@ -96,6 +103,8 @@ func classify(r reply, p policy, pastDeadline bool) outcome {
 		return outcome{kind: outGranted, token: r.token}
 	case r.failure == nil:
 		return outcome{kind: outBusy}
+	case r.failure.Refused == transport.RefusedDatabase:
+		return outcome{kind: outInvalid, failure: *r.failure}
 	case isWrongKind(*r.failure):
 		return outcome{kind: outWrongKind, failure: *r.failure}
 	case isRefusedArgument(*r.failure):
@@ -130,10 +139,11 @@ func lease(nodes int, left time.Duration, ok bool, ttl time.Duration, renewed bo
 }
 
 // anotherAttempt: whether a failed attempt is followed by another (after the retry pause): not
-// when the kind or an argument was refused, nor when a queued attempt was contended (it waited to the
+// when the kind or an argument was refused, nor when nodes refused for the call left a quorum
+// out of reach, nor when a queued attempt was contended (it waited to the
 // deadline), nor out of time (the pause would end past the deadline) or of retries.
 func anotherAttempt(p policy, err *attemptError, outOfTime bool, attempts, retryCount int) bool {
-	if err.kind == ErrWrongKind || err.kind == ErrInvalidArgument || (err.kind == ErrContended && p.queue) {
+	if err.final || err.kind == ErrWrongKind || err.kind == ErrInvalidArgument || (err.kind == ErrContended && p.queue) {
 		return false
 	}
 	return !outOfTime && attempts <= retryCount
@@ -147,7 +157,8 @@ type attempt struct {
 	outcomes    []outcome // this round, each node's last answer
 	askedAgain  []bool    // this round, asked again at once
 	uncommitted []NodeFailure
-	heldRound   int // -1 until held
+	heldRound   int          // -1 until held
+	final       map[int]bool // nodes whose connection setup met a refusal (Failure.Refused)
 }
 
 // startAttempt is round 0 of an attempt held once needed of nodes nodes committed.
@@ -159,7 +170,7 @@ func startAttempt(nodes, needed int, p policy) (*attempt, []action) {
 	} else {
 		machine, steps = startOnce(nodes, needed, p.commit)
 	}
-	a := &attempt{nodes: nodes, policy: p, machine: machine, heldRound: -1,
+	a := &attempt{nodes: nodes, policy: p, machine: machine, heldRound: -1, final: map[int]bool{},
 		outcomes: make([]outcome, nodes), askedAgain: make([]bool, nodes)}
 	return a, a.act(steps, true)
 }
@@ -187,6 +198,9 @@ func (a *attempt) onReply(node, round int, r reply, pastDeadline bool) []action 
 		return a.giveUp(&attemptError{kind: ErrInvalidArgument, failures: []NodeFailure{out.failure}})
 	}
 	a.outcomes[node] = out
+	if out.kind == outFailed && out.failure.Refused == transport.RefusedSetup {
+		return a.refusedForGood(node, ev)
+	}
 	failed := out.kind == outFailed
 	if failed && a.askAtOnce(node) {
 		return []action{{kind: actAskAgain, node: node, round: round}} // the repeat counts instead
@@ -196,6 +210,22 @@ func (a *attempt) onReply(node, round int, r reply, pastDeadline bool) []action 
 		actions = append(actions, action{kind: actAskAgain, node: node, round: round, afterPause: true})
 	}
 	return actions
+}
+
+// refusedForGood: a node whose connection setup met a refusal waiting cannot cure is never
+// asked again; once such nodes leave a quorum out of reach, the call ends at once.
+func (a *attempt) refusedForGood(node int, ev event) []action {
+	a.final[node] = true
+	if a.nodes-len(a.final) < a.machine.needed {
+		var failures []NodeFailure
+		for _, o := range a.outcomes {
+			if o.kind == outFailed {
+				failures = append(failures, o.failure)
+			}
+		}
+		return a.giveUp(&attemptError{kind: ErrNoQuorum, failures: failures, final: true})
+	}
+	return a.act(a.machine.On(ev), true)
 }
 
 // askAtOnce: a plain ACQUIRE that failed is repeated at once, once per round, unless a quorum

@@ -61,10 +61,14 @@ type acquirer struct {
 	ticket   uint64
 	owners   func() (string, error)
 	label    string // appended to every round's owner: empty, or " <value>" for a campaign
+	// final: nodes whose connection setup met a refusal waiting cannot cure (Failure.Refused):
+	// not connected to again within this call, their refusal the answer to every ask.
+	final map[int]NodeFailure
 }
 
 func newAcquirer(ctx context.Context, c *calls, ttl, wait time.Duration, p policy) *acquirer {
-	a := &acquirer{calls: c, ttl: ttl, deadline: time.Now().Add(wait), policy: p, ctx: ctx, owners: c.b.cfg.mutex.owner}
+	a := &acquirer{calls: c, ttl: ttl, deadline: time.Now().Add(wait), policy: p, ctx: ctx, owners: c.b.cfg.mutex.owner,
+		final: map[int]NodeFailure{}}
 	if p.queue && len(c.b.nodes) > 1 {
 		a.ticket = drawTicket()
 	}
@@ -101,7 +105,7 @@ func (a *acquirer) run(once bool) (*granted, *attemptError, int) {
 			b.meetAll(b.cfg.timeout) // a manager's first lock only
 			if refused := a.refused(); refused != nil {
 				won.stale.raise()
-				a.calls.release(won.owner, b.everywhere())
+				a.calls.release(won.owner, a.reachable(b.everywhere()))
 				return nil, refused, attempts
 			}
 			return won, nil, attempts
@@ -154,7 +158,7 @@ func (a *acquirer) lease(owner string, token uint64, leaseFrom time.Time, stale 
 		return &granted{owner: owner, token: token, validUntil: time.Now().Add(left), stale: stale}
 	}
 	stale.raise()
-	a.calls.release(owner, b.everywhere()) // before answering, as any failure before the deadline
+	a.calls.release(owner, a.reachable(b.everywhere())) // before answering, as any failure before the deadline
 	return nil
 }
 
@@ -257,7 +261,7 @@ func (r *running) perform(actions []action) (*granted, *attemptError, bool) {
 				r.fence(n, act.round, act.token)
 			}
 		case actRelease:
-			owner, nodes := r.owner(act.round), act.nodes
+			owner, nodes := r.owner(act.round), r.a.reachable(act.nodes)
 			if failing {
 				calls.release(owner, nodes)
 			} else {
@@ -270,6 +274,7 @@ func (r *running) perform(actions []action) (*granted, *attemptError, bool) {
 			}
 			return nil, &attemptError{kind: ErrValidityExpired}, true
 		case actFailed:
+			r.told(act.err)
 			r.end() // the core withdrew the round just before
 			return nil, act.err, true
 		}
@@ -308,6 +313,10 @@ func (r *running) track(request func() input) {
 
 // ask: ACQUIRE (with WAIT ... [TICKET] in queue mode) on node as the owner of round.
 func (r *running) ask(node, round int) {
+	if refused, ok := r.a.final[node]; ok {
+		r.track(func() input { return input{kind: actAsk, node: node, round: round, reply: reply{failure: &refused}} })
+		return
+	}
 	var wait *queued
 	if r.a.policy.queue {
 		wait = &queued{timeout: time.Until(r.a.deadline), ticket: r.a.ticket}
@@ -377,6 +386,9 @@ func (r *running) feed(in input) []action {
 	}
 	switch in.kind {
 	case actAsk:
+		if f := in.reply.failure; f != nil && f.Refused != "" {
+			r.a.final[in.node] = *f
+		}
 		return r.core.onReply(in.node, in.round, in.reply, !time.Now().Before(r.a.deadline))
 	case actFence:
 		_, valid := r.a.calls.b.validity(r.a.ttl, r.leaseFrom)

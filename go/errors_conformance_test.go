@@ -35,6 +35,8 @@ type errorCase struct {
 	Error     string            `json:"error"`
 	Words     []string          `json:"words"`
 	Absent    []string          `json:"absent"`
+	// WithinMS: the call must end within it, however long it may wait.
+	WithinMS *int `json:"within_ms"`
 }
 
 // rightPassword is the password of the `password` servers.
@@ -107,6 +109,7 @@ type asked struct {
 	holds       bool
 	resource    string
 	ttl         time.Duration
+	within      time.Duration // the call ends within it (0: no bound)
 }
 
 func askedOf(t *testing.T, c errorCase) asked {
@@ -121,6 +124,9 @@ func askedOf(t *testing.T, c errorCase) asked {
 		a.options = append(a.options, dlock.WithCredentials("", *c.Password))
 	}
 	a.holds, a.held, a.asked = len(c.Held) > 0, kind(t, c.Held), kind(t, c.Ask)
+	if c.WithinMS != nil {
+		a.within = time.Duration(*c.WithinMS) * time.Millisecond
+	}
 	if c.WaitMS != nil {
 		a.asked = append(a.asked, dlock.Wait(time.Duration(*c.WaitMS)*time.Millisecond))
 	}
@@ -162,7 +168,11 @@ func failure(ctx context.Context, a asked, urls []string) (err, setup error) {
 			return nil, fmt.Errorf("held first: %w", err)
 		}
 	}
+	started := time.Now()
 	lock, err := m.Acquire(ctx, a.resource, a.ttl, a.asked...)
+	if took := time.Since(started); a.within > 0 && took > a.within {
+		return nil, fmt.Errorf("the call took %v, more than %v: %v", took, a.within, err)
+	}
 	if err == nil {
 		return nil, fmt.Errorf("taken, token %d", lock.Token())
 	}
@@ -206,7 +216,7 @@ func TestEveryClientSaysTheSameAboutEachFailure(t *testing.T) {
 			port := strconv.Itoa(serve(t, c))
 			urls := urlsOf(t, c, port)
 			url := urls[0]
-			err := within(t, 30*time.Second, c, urls)
+			err := within(t, 90*time.Second, c, urls) // a case waits a minute at most
 			if !errors.Is(err, class) {
 				t.Fatalf("not %s: %v", c.Error, err)
 			}

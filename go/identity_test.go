@@ -151,6 +151,43 @@ func TestAUserWithoutDlockRunIDIsToldWhatToAllowAndNeedsNoInfo(t *testing.T) {
 	_ = lock.Release(ctx)
 }
 
+// A refusal waiting cannot cure ends the wait (conformance/README.md): the node is not connected
+// to again within the call, so the ACL log holds a refusal or two, not one a retry pause for a
+// minute (issue 48: ~50 a second). Redis folds like entries into one: their counts are summed.
+func TestAUserWithoutDlockRunIDWaitingAMinuteIsRefusedAtOnce(t *testing.T) {
+	s := servers.Start(t, 1, servers.Flavour{})[0]
+	m := locker(t, s, "+dlock.acquire", "+dlock.release")
+	defer m.Close()
+	if _, err := s.Do("ACL", "LOG", "RESET"); err != nil {
+		t.Fatal(err)
+	}
+	started := time.Now()
+	_, err := m.Acquire(deadline(t, 90*time.Second), "r", 10*time.Second, dlock.Wait(time.Minute))
+	if !errors.Is(err, dlock.ErrNoQuorum) || !strings.Contains(err.Error(), "DLOCK.RUNID refused: NOPERM") {
+		t.Fatalf("not refused for DLOCK.RUNID: %v", err)
+	}
+	if took := time.Since(started); took > 3*time.Second {
+		t.Fatalf("took %v", took)
+	}
+	entries, err := redis.Values(s.Do("ACL", "LOG"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	refusals := int64(0)
+	for _, entry := range entries {
+		fields, _ := redis.Values(entry, nil) // key, value, key, value...
+		for i := 0; i+1 < len(fields); i += 2 {
+			if key, _ := redis.String(fields[i], nil); key == "count" {
+				count, _ := redis.Int64(fields[i+1], nil)
+				refusals += count
+			}
+		}
+	}
+	if refusals < 1 || refusals > 3 {
+		t.Fatalf("%d refusals in the ACL log", refusals)
+	}
+}
+
 // A server without DLOCK.RUNID (a module older than it; here none at all): INFO server is read
 // instead, so one server is still found twice, and a user without INFO is told to allow it.
 func TestWithoutDlockRunIDInfoServerTellsServersApart(t *testing.T) {

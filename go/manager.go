@@ -279,6 +279,9 @@ func toError(b *backend, resource string, kind Kind, f *attemptError, attempts i
 		e.Message = f.failures[0].Node + ": " + f.failures[0].Reason
 	case ErrInvalidArgument:
 		e.Message = fmt.Sprintf("lock %q: %s refused an argument: %s", resource, f.failures[0].Node, f.failures[0].Reason)
+		if f.failures[0].Refused == transport.RefusedDatabase { // the database, not the request
+			e.Message = fmt.Sprintf("lock %q: %s", resource, f.failures[0])
+		}
 	case ErrContended, ErrValidityExpired:
 	default:
 		return f.kind // the owner generator's error

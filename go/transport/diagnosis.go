@@ -58,6 +58,10 @@ func explain(err error, tls bool, within time.Duration) (string, bool) {
 	if errors.As(err, &refusal) {
 		return string(refusal), true
 	}
+	var final Final
+	if errors.As(err, &final) {
+		return string(final), true
+	}
 	if why, ok := refusedLogin(err.Error()); ok {
 		return why, true
 	}
@@ -114,6 +118,28 @@ func refusedLogin(said string) (string, bool) {
 		return WrongPass, true
 	}
 	return "", false
+}
+
+// noSuchDatabase is how a server refuses a database it does not have (Redis, Valkey).
+const noSuchDatabase = "DB index is out of range"
+
+// connectFailure is why connecting to database db failed (err), said as cannotConnect says it,
+// with Refused set for a refusal connecting again cannot cure: credentials or permission
+// refused, a database the server does not have (conformance/README.md).
+func connectFailure(node string, err error, tls bool, within time.Duration, db int) *Failure {
+	var final Final
+	said, reply := replyOf(err)
+	switch {
+	case reply && strings.Contains(said, noSuchDatabase):
+		reason := fmt.Sprintf("database %d refused by the server (%s)", db, said)
+		return &Failure{Node: node, Reason: reason, Refused: RefusedDatabase}
+	case errors.As(err, &final), reply && strings.HasPrefix(said, "NOPERM"):
+		return &Failure{Node: node, Reason: cannotConnect(err, tls, within), Refused: RefusedSetup}
+	}
+	if _, login := refusedLogin(said); reply && login {
+		return &Failure{Node: node, Reason: cannotConnect(err, tls, within), Refused: RefusedSetup}
+	}
+	return &Failure{Node: node, Reason: cannotConnect(err, tls, within)}
 }
 
 // dropped: the other end closed or reset the connection.

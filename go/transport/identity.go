@@ -152,6 +152,12 @@ type Refusal string
 
 func (r Refusal) Error() string { return string(r) }
 
+// Final is a refusal of a connection's setup that connecting again cannot cure (permission
+// refused), said as it is.
+type Final string
+
+func (f Final) Error() string { return string(f) }
+
 // identify reads the server's run_id on c, a connection just made, before any request on it,
 // and claims it; the error to refuse the connection with otherwise.
 func (i *Identity) identify(c redis.Conn) error {
@@ -212,6 +218,9 @@ func (i *Identity) refused(said string, err error, say func(string) string) erro
 	defer i.registry.Met(i.node)
 	if _, login := refusedLogin(said); login {
 		return err
+	}
+	if strings.HasPrefix(said, "NOPERM") {
+		return Final(say(said)) // connecting again cannot cure it
 	}
 	return Refusal(say(said))
 }

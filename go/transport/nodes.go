@@ -47,7 +47,18 @@ type Failure struct {
 	// broken one or an error reply). For a server-side wait, also how the end of a wait that
 	// the server answered late looks (the attempt tells the two apart).
 	NoReply bool
+	// Refused: a refusal met while a connection was set up that connecting again cannot cure
+	// (conformance/README.md): RefusedSetup for credentials or permission refused (NOAUTH,
+	// WRONGPASS, NOPERM), RefusedDatabase for a database the server does not have. Final for
+	// the call that met it.
+	Refused string
 }
+
+// What Failure.Refused says.
+const (
+	RefusedSetup    = "setup"
+	RefusedDatabase = "database"
+)
 
 func (f Failure) Error() string { return f.Node + ": " + f.Reason }
 

@@ -19,6 +19,7 @@ import (
 type Server struct {
 	name string
 	tls  bool // connects with TLS (the advice about a failure differs)
+	db   int  // the database its URL asks for: said when the server refuses it
 	// fresh makes a new pool (nil for an application's pool, which is never replaced).
 	fresh func() (Pool, func() error)
 
@@ -51,7 +52,9 @@ func newURLServer(u URL, conf Config, identity *Identity) *Server {
 	if u.Socket == "" {
 		network, address = "tcp", u.Addrs[0].String()
 	}
-	return newDialServer(u.Name, network, address, u.TLS, dialOptions(conf, u, loginOf(conf, u)), identity)
+	s := newDialServer(u.Name, network, address, u.TLS, dialOptions(conf, u, loginOf(conf, u)), identity)
+	s.db = u.DB
+	return s
 }
 
 // newDialServer is a node over a pool of redigo connections to network/address, each one's
@@ -163,7 +166,7 @@ func (s *Server) Call(ctx context.Context, connect, whole time.Duration, cmds []
 		case err == nil:
 			return replies, nil
 		case !connected:
-			return nil, &Failure{Node: s.name, Reason: cannotConnect(err, s.tls, connect)}
+			return nil, connectFailure(s.name, err, s.tls, connect, s.db)
 		case isTimeout(err):
 			return nil, &Failure{Node: s.name, Reason: "timed out after " + whole.String(), NoReply: true}
 		case try == 0 && time.Since(start) < connect:

@@ -160,23 +160,37 @@ func query(u *URL, text string, bad func(string) error) error {
 	if err != nil {
 		return bad("bad query")
 	}
-	for key := range values {
+	for key, given := range values {
 		if key != "db" && key != "client_name" {
 			return bad(fmt.Sprintf("query parameter %q is not supported (only db, client_name; timeouts and TLS settings are options)", key))
 		}
+		if len(given) > 1 { // which one would count is nobody's guess
+			return bad(fmt.Sprintf("query parameter %q given twice", key))
+		}
 	}
-	if db := values.Get("db"); values.Has("db") {
-		if !digits.MatchString(db) {
-			return bad(fmt.Sprintf("bad db %q", db))
+	if values.Has("db") {
+		if u.DB, err = database(values.Get("db"), "db", bad); err != nil {
+			return err
 		}
-		n, err := strconv.Atoi(db)
-		if err != nil {
-			return bad(fmt.Sprintf("bad db %q", db))
-		}
-		u.DB = n
 	}
 	u.ClientName = values.Get("client_name")
 	return nil
+}
+
+// maxDB is the highest database number a server's databases setting (an int) can make.
+const maxDB = 1<<31 - 2
+
+// database reads a database number a server could have (digits, 0 to maxDB), as every client
+// checks it; what names it in the error (the path's "database", the query's "db").
+func database(text, what string, bad func(string) error) (int, error) {
+	if !digits.MatchString(text) {
+		return 0, bad(fmt.Sprintf("bad %s %q", what, text))
+	}
+	n, err := strconv.ParseInt(text, 10, 64)
+	if err != nil || n > maxDB {
+		return 0, bad(fmt.Sprintf("database %s: a database number is from 0 to %d (below the server's databases)", text, maxDB))
+	}
+	return int(n), nil
 }
 
 // readLogin reads user:password (or :password, or user) before the @ of a URL.
@@ -222,11 +236,8 @@ func parseServer(raw, name string, bad func(string) error) (URL, error) {
 	}
 	u.Addrs = []HostPort{addr}
 	if path != "" {
-		if !digits.MatchString(path) {
-			return URL{}, bad(fmt.Sprintf("bad database %q", path))
-		}
-		if u.DB, err = strconv.Atoi(path); err != nil {
-			return URL{}, bad(fmt.Sprintf("bad database %q", path))
+		if u.DB, err = database(path, "database", bad); err != nil {
+			return URL{}, err
 		}
 	}
 	if hasQuery {

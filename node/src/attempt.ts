@@ -10,6 +10,10 @@
  *   next tick, so the client's own time for the call may run out first); a node failure; or the
  *   kind refused (WRONGKIND), or an argument refused (ERR ... must be ...): the attempt ends,
  *   asking again cannot change it.
+ * - A node whose connection setup met a refusal waiting cannot cure (NodeFailure.refused
+ *   "setup": credentials or permission refused) is not asked again; once such nodes leave a
+ *   quorum out of reach the attempt ends, and no other follows. A database the server does not
+ *   have ("database") is an argument refused.
  * - Asking again: a failed node is asked again; a queued wait after the retry pause while its
  *   round lasts (the machine counts the node out meanwhile), a plain ACQUIRE at once, once per
  *   round, while a quorum has not granted yet (its failure counts only if the repeat fails too).
@@ -49,7 +53,8 @@ export type Outcome =
 /** Why one attempt failed; the caller retries or turns it into an error. */
 export type AttemptError =
   | { readonly type: "contended" }
-  | { readonly type: "no_quorum"; readonly failures: readonly NodeFailure[] }
+  /** `final`: nodes refused for the call (NodeFailure.refused) left a quorum out of reach: no other attempt. */
+  | { readonly type: "no_quorum"; readonly failures: NodeFailure[]; readonly final?: boolean }
   | { readonly type: "wrong_kind"; readonly failure: NodeFailure }
   | { readonly type: "invalid"; readonly failure: NodeFailure }
   | { readonly type: "expired" };
@@ -68,6 +73,7 @@ export type Action =
 export function classify(reply: Reply, policy: Policy, pastDeadline: boolean): Outcome {
   if (typeof reply === "bigint") return { type: "granted", token: reply };
   if (reply === null) return { type: "busy" };
+  if (reply.refused === "database") return { type: "invalid", failure: reply };
   if (isWrongKind(reply)) return { type: "wrong_kind", failure: reply };
   if (isRefusedArgument(reply)) return { type: "invalid", failure: reply };
   if (reply.noReply && policy.queue && pastDeadline) return { type: "busy" };
@@ -86,11 +92,12 @@ export function lease(nodes: number, left: number | undefined, ttl: number, rene
 
 /**
  * Whether a failed attempt is followed by another (after the retry pause): not when the kind or an
- * argument was refused, nor when a queued attempt was contended (it waited to the deadline), nor out of time
+ * argument was refused, nor when nodes refused for the call left a quorum out of reach, nor when a queued attempt was contended (it waited to the deadline), nor out of time
  * (the pause would end past the deadline) or of retries.
  */
 export function anotherAttempt(policy: Policy, error: AttemptError, outOfTime: boolean, attempts: number, retryCount: number): boolean {
   if (error.type === "wrong_kind" || error.type === "invalid" || (error.type === "contended" && policy.queue)) return false;
+  if (error.type === "no_quorum" && error.final) return false;
   return !outOfTime && attempts <= retryCount;
 }
 
@@ -101,6 +108,7 @@ export class Attempt {
   #askedAgain: boolean[]; // this round, asked again at once
   #uncommitted: NodeFailure[] = []; // this round's commit: who did not, and why
   #heldRound: number | undefined;
+  readonly #final = new Set<number>(); // nodes whose connection setup met a refusal (NodeFailure.refused)
 
   private constructor(
     readonly nodes: number,
@@ -135,11 +143,25 @@ export class Attempt {
     if (round !== this.round || node >= this.nodes) return this.#act(this.#machine.on(event), true); // a stale grant is released
     if (outcome.type === "wrong_kind" || outcome.type === "invalid") return this.#giveUp({ type: outcome.type, failure: outcome.failure });
     this.#outcomes[node] = outcome;
+    if (outcome.type === "failed" && outcome.failure.refused === "setup") return this.#refusedForGood(node, event);
     const failed = outcome.type === "failed";
     if (failed && this.#askAtOnce(node)) return [{ action: "ask_again", node, round, afterPause: false }]; // the repeat counts instead
     const actions = this.#act(this.#machine.on(event), true);
     if (failed && this.policy.queue && !this.isOver()) actions.push({ action: "ask_again", node, round, afterPause: true });
     return actions;
+  }
+
+  /**
+   * A node whose connection setup met a refusal waiting cannot cure: never asked again; once such
+   * nodes leave a quorum out of reach, the call ends at once.
+   */
+  #refusedForGood(node: number, event: Event): Action[] {
+    this.#final.add(node);
+    if (this.nodes - this.#final.size < this.#machine.needed) {
+      const failures = this.#outcomes.flatMap((o) => (o?.type === "failed" ? [o.failure] : []));
+      return this.#giveUp({ type: "no_quorum", failures, final: true });
+    }
+    return this.#act(this.#machine.on(event), true);
   }
 
   /** A plain ACQUIRE that failed is repeated at once, once per round, unless a quorum granted without it. */

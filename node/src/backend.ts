@@ -7,7 +7,7 @@ import { explain } from "./diagnosis.js";
 import { type NodeFailure } from "./errors.js";
 import { type Kind, quorum } from "./kind.js";
 import { type Settings, TIMEOUT_RESOLUTION } from "./options.js";
-import { now, validity } from "./timing.js";
+import { later, now, validity } from "./timing.js";
 import { Cluster } from "./transport/cluster.js";
 import type { Registry } from "./transport/identity.js";
 import { Sentinel } from "./transport/sentinel.js";
@@ -23,12 +23,12 @@ export function sleepUnless(ms: number, signals: readonly AbortSignal[]): Promis
   if (signals.some((s) => s.aborted)) return Promise.resolve(false);
   return new Promise((resolve) => {
     const done = (slept: boolean): void => {
-      clearTimeout(timer);
+      cancelTimer();
       for (const s of signals) s.removeEventListener("abort", cut);
       resolve(slept);
     };
     const cut = (): void => done(false);
-    const timer = setTimeout(() => done(true), Math.max(0, ms));
+    const cancelTimer = later(() => done(true), ms); // a long TTL's renewal may be weeks away
     for (const s of signals) s.addEventListener("abort", cut, { once: true });
   });
 }

@@ -20,7 +20,7 @@
 import { type Action, Attempt, type AttemptError, type Policy, type Reply, anotherAttempt, lease } from "./attempt.js";
 import type { NodeFailure } from "./errors.js";
 import type { Calls } from "./calls.js";
-import { drawTicket, newOwner, now, roundOwner } from "./timing.js";
+import { drawTicket, later, newOwner, now, roundOwner } from "./timing.js";
 
 /** A lock won: its owner, token and validity (ms), and the controller to abort on release. */
 export type Granted = { readonly owner: string; readonly token: bigint; readonly validity: number; readonly stale: AbortController };
@@ -36,6 +36,11 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 /** One acquire call. */
 export class Acquire {
   readonly #ticket: bigint | undefined;
+  /**
+   * Nodes whose connection setup met a refusal waiting cannot cure (NodeFailure.refused): not
+   * connected to again within this call, their refusal the answer to every ask.
+   */
+  readonly refused = new Map<number, NodeFailure>();
 
   constructor(
     readonly calls: Calls,
@@ -73,7 +78,7 @@ export class Acquire {
         await backend.meetAll(backend.opts.timeout); // a manager's first lock only
         if (backend.refusal !== undefined) {
           result.granted.stale.abort();
-          await this.calls.release(result.granted.owner);
+          await this.calls.release(result.granted.owner, this.reachable());
         }
         this.#refuse();
         return result;
@@ -86,6 +91,11 @@ export class Acquire {
       }
       await sleep(pause);
     }
+  }
+
+  /** Every node but those refused for the call (nothing of the call is on them). */
+  reachable(): number[] {
+    return this.calls.backend.everywhere().filter((n) => !this.refused.has(n));
   }
 
   /** A RangeError (a bad node list) once two nodes turned out to reach one server. */
@@ -108,7 +118,7 @@ export class Acquire {
     }
     if (verdict === "held" && left !== undefined) return { owner, token, validity: left, stale };
     stale.abort();
-    await this.calls.release(owner); // before answering, as any failure before the deadline
+    await this.calls.release(owner, this.reachable()); // before answering, as any failure before the deadline
     return undefined;
   }
 }
@@ -136,7 +146,7 @@ class Running {
     const a = this.acquire;
     // A queued attempt gets at least one whole call, so a zero wait still asks once and hears the answer.
     const endAt = Math.max(a.deadline, now() + a.calls.backend.opts.timeout);
-    const timer = setTimeout(() => this.#wake(), Math.max(0, endAt - now()));
+    const cancelTimer = later(() => this.#wake(), endAt - now()); // years, maybe: no bare setTimeout
     const onAbort = (): void => this.#wake();
     a.signal?.addEventListener("abort", onAbort);
     try {
@@ -147,7 +157,7 @@ class Running {
       }
     } finally {
       this.#over = true;
-      clearTimeout(timer);
+      cancelTimer();
       a.signal?.removeEventListener("abort", onAbort);
       // Replies that came in and were not fed (during the withdrawal of the round, say) go to
       // onLate, as later ones do: a grant among them is released.
@@ -178,7 +188,7 @@ class Running {
           action.nodes.forEach((n) => this.#fence(n, action.round, action.token));
           break;
         case "release": {
-          const release = calls.release(this.#owner(action.round), action.nodes);
+          const release = calls.release(this.#owner(action.round), action.nodes.filter((n) => !this.acquire.refused.has(n)));
           if (failing) await release;
           else calls.backend.spawn(release);
           break;
@@ -190,10 +200,27 @@ class Running {
         }
         case "failed":
           this.#over = true; // the core withdrew the round just before
-          return { ok: false, error: action.error };
+          return { ok: false, error: this.#told(action.error) };
       }
     }
     return undefined;
+  }
+
+  /**
+   * An attempt ended by refusals for the call, with the failures of the replies in hand but not
+   * fed yet added, so the error names every node known to have failed.
+   */
+  #told(error: AttemptError): AttemptError {
+    if (error.type !== "no_quorum" || !error.final) return error;
+    const names = this.acquire.calls.backend.nodes.map((n) => n.name);
+    const known = new Set(error.failures.map((f) => f.node));
+    for (const input of this.#inputs) {
+      if (input.input !== "reply" || input.reply === null || typeof input.reply === "bigint" || known.has(input.reply.node)) continue;
+      error.failures.push(input.reply);
+      known.add(input.reply.node);
+    }
+    error.failures.sort((x, y) => names.indexOf(x.node) - names.indexOf(y.node));
+    return error;
   }
 
   /** Hands a request's answer to the attempt, or, once it is over, to `onLate`. */
@@ -222,6 +249,11 @@ class Running {
   /** ACQUIRE (with WAIT ... [TICKET] in queue mode) on `node` as the owner of `round`. */
   #ask(node: number, round: number): void {
     const a = this.acquire;
+    const refused = a.refused.get(node);
+    if (refused !== undefined) {
+      this.#track(Promise.resolve({ input: "reply" as const, node, round, reply: refused }));
+      return;
+    }
     const wait = a.policy.queue ? ([Math.max(1, a.deadline - now()), a.ticket] as const) : undefined;
     this.#track(a.calls.ask(node, this.#owner(round), a.ttl, wait).then((reply) => ({ input: "reply" as const, node, round, reply })));
   }
@@ -255,6 +287,9 @@ class Running {
       // round is withdrawn everywhere, as at the deadline.
       const late = input.input === "reply" ? this.#core.onLate(input.node, input.round, input.reply, false) : [];
       return [...late, ...this.#core.onDeadline()];
+    }
+    if (input.input === "reply" && input.reply !== null && typeof input.reply === "object" && input.reply.refused !== undefined) {
+      a.refused.set(input.node, input.reply);
     }
     if (input.input === "reply") return this.#core.onReply(input.node, input.round, input.reply, now() >= a.deadline);
     if (input.input === "fenced") {

@@ -19,6 +19,12 @@ export interface NodeFailure {
    * looks (attempt.ts `classify` tells the two apart).
    */
   readonly noReply?: boolean;
+  /**
+   * A refusal met while a connection was set up that connecting again cannot cure
+   * (conformance/README.md): "setup" for credentials or permission refused (NOAUTH, WRONGPASS,
+   * NOPERM), "database" for a database the server does not have. Final for the call that met it.
+   */
+  readonly refused?: "setup" | "database";
 }
 
 /** Base class of every dlock error. */
@@ -126,6 +132,18 @@ export class ArgumentRefusedError extends RangeError {
   ) {
     super(`lock ${JSON.stringify(resource)}: ${node} refused an argument: ${reason}`);
     this.name = "ArgumentRefusedError";
+  }
+}
+
+/**
+ * A node refused the URL's database (SELECT: the server has fewer): a bad argument, which no
+ * wait can cure; its message names the node and what the server said.
+ */
+export class DatabaseRefusedError extends ArgumentRefusedError {
+  constructor(resource: string, node: string, reason: string) {
+    super(resource, node, reason);
+    this.message = `lock ${JSON.stringify(resource)}: ${node}: ${reason}`;
+    this.name = "DatabaseRefusedError";
   }
 }
 

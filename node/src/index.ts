@@ -17,6 +17,7 @@ export {
   NodeError,
   WrongKindError,
   ArgumentRefusedError,
+  DatabaseRefusedError,
   type NodeFailure,
 } from "./errors.js";
 export type { DataClient } from "./lock.js";

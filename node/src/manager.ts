@@ -7,7 +7,7 @@
 import { type AttemptError, type Policy, QUEUE } from "./attempt.js";
 import { Backend } from "./backend.js";
 import { Acquire } from "./driver.js";
-import { ArgumentRefusedError, LockContendedError, LockLostError, NoQuorumError, NodeError, ValidityExpiredError, WrongKindError } from "./errors.js";
+import { ArgumentRefusedError, DatabaseRefusedError, LockContendedError, LockLostError, NoQuorumError, NodeError, ValidityExpiredError, WrongKindError } from "./errors.js";
 import { type Leader, Leadership, check, leaderOf } from "./election.js";
 import { Observer } from "./electionWatch.js";
 import { EXCLUSIVE, type Kind } from "./kind.js";
@@ -192,6 +192,7 @@ export class LockManager {
       case "wrong_kind":
         return new WrongKindError(resource, error.failure.node, error.failure.reason);
       case "invalid":
+        if (error.failure.refused === "database") return new DatabaseRefusedError(resource, error.failure.node, error.failure.reason);
         return new ArgumentRefusedError(resource, error.failure.node, error.failure.reason);
       case "expired":
         return new ValidityExpiredError(resource, unitHint(ttl));

@@ -65,3 +65,24 @@ export function drawTicket(): bigint {
 export function now(): number {
   return performance.now();
 }
+
+/** The longest delay setTimeout takes: 2^31 - 1 ms (24.8 days); a longer one fires after 1 ms. */
+export const MAX_TIMER = 2 ** 31 - 1;
+
+/**
+ * Calls `fn` after `ms`, however long: a wait may last up to ten years (the longest the nodes
+ * take), which one setTimeout cannot hold (it would fire at once, with a TimeoutOverflowWarning,
+ * and a waiting acquire would turn into a reconnect loop), so the time is slept in timers of at
+ * most MAX_TIMER each. The WAIT sent to the nodes is not cut: a node holds a wait that long
+ * itself. Returns what cancels it.
+ */
+export function later(fn: () => void, ms: number): () => void {
+  const until = performance.now() + Math.max(0, ms);
+  let handle: NodeJS.Timeout | undefined;
+  const arm = (): void => {
+    const left = Math.max(0, until - performance.now());
+    handle = left > MAX_TIMER ? setTimeout(arm, MAX_TIMER) : setTimeout(fn, left);
+  };
+  arm();
+  return () => clearTimeout(handle);
+}

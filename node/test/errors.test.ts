@@ -50,7 +50,14 @@ async function failure(c: Case, urls: string[]): Promise<unknown> {
     locks = new LockManager(urls, { timeout: c.timeout_ms, ...(c.password !== undefined ? { password: c.password } : {}) });
     const resource: string = c.resource ?? "r";
     if (other !== undefined) await other.acquire(resource, { ttl: 30_000, ...kindOf(c.held) });
-    await locks.acquire(resource, { ttl: c.ttl_ms ?? 10_000, ...(c.wait_ms !== null ? { wait: c.wait_ms } : {}), ...kindOf(c.ask) });
+    const started = performance.now();
+    try {
+      await locks.acquire(resource, { ttl: c.ttl_ms ?? 10_000, ...(c.wait_ms !== null ? { wait: c.wait_ms } : {}), ...kindOf(c.ask) });
+    } finally {
+      // The call ends within `within_ms`, however long it may wait (a refusal waiting cannot cure).
+      const took = performance.now() - started;
+      if (c.within_ms !== undefined) assert.ok(took <= c.within_ms, `${c.situation}: took ${Math.round(took)} ms`);
+    }
   } catch (e) {
     return e;
   } finally {

@@ -96,6 +96,28 @@ test("a user without DLOCK.RUNID is told what to allow, and needs no INFO", asyn
   }
 });
 
+// A refusal waiting cannot cure ends the wait (conformance/README.md): the node is not connected
+// to again within the call, so the ACL log holds a refusal or two, not one a retry pause for a
+// minute (issue 48: ~20 a second). Redis folds like entries into one: their counts are summed.
+test("a user without DLOCK.RUNID waiting a minute is refused at once, a refusal or two in the ACL log", async () => {
+  const server = servers[1]!;
+  await server.command("ACL", "SETUSER", "waiter", "on", ">secret", "resetkeys", "~*", "-@all", "+dlock.acquire", "+dlock.release");
+  await server.command("ACL", "LOG", "RESET");
+  const locks = new LockManager([server.url], { timeout: 500, username: "waiter", password: "secret" });
+  const started = performance.now();
+  try {
+    const error = await locks.acquire("acl-wait", { ttl: 10_000, wait: 60_000 }).catch((e: unknown) => e);
+    assert.ok(error instanceof NoQuorumError && error.message.includes("DLOCK.RUNID refused: NOPERM"), String(error));
+    assert.ok(performance.now() - started < 3_000, `took ${Math.round(performance.now() - started)} ms`);
+  } finally {
+    await locks.close();
+  }
+  const entries = (await server.command("ACL", "LOG")) as string[][]; // each: key, value, key, value...
+  const field = (entry: string[], key: string): string => String(entry[entry.indexOf(key) + 1]);
+  const refusals = entries.filter((e) => field(e, "username") === "waiter").reduce((sum, e) => sum + Number(field(e, "count")), 0);
+  assert.ok(refusals >= 1 && refusals <= 3, `${refusals} refusals in the ACL log`);
+});
+
 test("without DLOCK.RUNID (an older module; here none), INFO server tells servers apart", async () => {
   const [old] = await start(1, { module: false });
   try {

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -75,6 +76,13 @@ def asked(case: dict[str, Any]) -> tuple[str, float]:
     return case.get("resource", "r"), case.get("ttl_ms", 10_000) / 1000
 
 
+def in_time(case: dict[str, Any], started: float) -> None:
+    """The call ended within the case's `within_ms`, if it has one, however long it may wait."""
+    took_ms = (time.monotonic() - started) * 1000
+    if "within_ms" in case:
+        assert took_ms <= case["within_ms"], f"{case['situation']}: took {took_ms:.0f} ms"
+
+
 def fail_sync(case: dict[str, Any], urls: list[str]) -> BaseException:
     password = {"password": case["password"]} if "password" in case else {}
     url = urls[0]
@@ -86,10 +94,14 @@ def fail_sync(case: dict[str, Any], urls: list[str]) -> BaseException:
             if held is not None:
                 other.try_lock(resource, ttl=30.0, **kind_of(held))
             wait = case["wait_ms"]
-            if wait is None:
-                locks.try_lock(resource, ttl=ttl, **kind_of(case.get("ask")))
-            else:
-                locks.lock(resource, ttl=ttl, wait=wait / 1000, **kind_of(case.get("ask")))
+            started = time.monotonic()
+            try:
+                if wait is None:
+                    locks.try_lock(resource, ttl=ttl, **kind_of(case.get("ask")))
+                else:
+                    locks.lock(resource, ttl=ttl, wait=wait / 1000, **kind_of(case.get("ask")))
+            finally:
+                in_time(case, started)
     except Exception as error:
         return error
     raise AssertionError(f"{case['situation']}: taken")
@@ -105,6 +117,7 @@ async def fail_async(case: dict[str, Any], urls: list[str]) -> BaseException:
             resource, ttl = asked(case)
             if held is not None:
                 await other.try_lock(resource, ttl=30.0, **kind_of(held))
+            started = time.monotonic()
             try:
                 wait = case["wait_ms"]
                 if wait is None:
@@ -112,6 +125,7 @@ async def fail_async(case: dict[str, Any], urls: list[str]) -> BaseException:
                 else:
                     await locks.lock(resource, ttl=ttl, wait=wait / 1000, **kind_of(case.get("ask")))
             finally:
+                in_time(case, started)
                 await locks.close()
     except Exception as error:
         return error

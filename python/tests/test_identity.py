@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -95,6 +96,21 @@ def test_a_user_without_dlock_runid_is_told_what_to_allow_and_needs_no_info(one:
         assert "allow the user DLOCK.RUNID (+dlock.runid" in str(refused.value)
         one.client().execute_command("ACL", "SETUSER", "locker", "+dlock.runid")  # not INFO
         locks.try_lock("r").release()
+
+
+def test_a_user_without_dlock_runid_waiting_a_minute_is_refused_at_once(one: Server) -> None:
+    """A refusal waiting cannot cure ends the wait (conformance/README.md): the node is not
+    connected to again within the call, so the ACL log holds a refusal or two, not one a retry
+    pause for a minute (issue 48: ~50 a second). Redis folds like entries into one: count them."""
+    one.client().execute_command("ACL", "SETUSER", "locker", *LOCKER, "+dlock.acquire", "+dlock.release")
+    one.client().acl_log_reset()
+    with dlock.LockManager([one.url], timeout=0.5, username="locker", password="secret") as locks:
+        started = time.monotonic()
+        with pytest.raises(dlock.NoQuorum, match=r"DLOCK\.RUNID refused: NOPERM"):
+            locks.lock("r", wait=60.0)
+        assert time.monotonic() - started < 3.0
+    refusals = sum(int(entry["count"]) for entry in one.client().acl_log())
+    assert 1 <= refusals <= 3, refusals
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@
  */
 import { createClient, RESP_TYPES } from "@redis/client";
 import type { NodeFailure } from "../errors.js";
+import { later } from "../timing.js";
 import { type Identity, infoRefused, runId, runIdRefused, unknownCommand } from "./identity.js";
 
 /** TLS settings for `rediss://` nodes (node's tls.connect options). */
@@ -51,6 +52,22 @@ const identified = new WeakMap<object, Promise<void> | true>();
 type Client = ReturnType<typeof makeClient>;
 
 /**
+ * What a server says to refuse a connection's setup in a way connecting again cannot cure
+ * (conformance/README.md): credentials, permission, a database it does not have. node-redis would
+ * otherwise reconnect for as long as the manager lives, each try in the server's ACL log.
+ */
+const FINAL = /^(?:WRONGPASS|NOAUTH|NOPERM)\b|DB index is out of range/;
+const NO_SUCH_DATABASE = /DB index is out of range/;
+
+/** The database a single server's URL asks for (the query's db wins over the path's). */
+function databaseOf(url: string): string {
+  const q = url.indexOf("?");
+  const db = new URLSearchParams(q < 0 ? "" : url.slice(q + 1)).get("db");
+  if (db !== null) return db;
+  return url.startsWith("unix://") ? "0" : (/^[a-z]+:\/\/[^/?#]*\/(\d+)/i.exec(url)?.[1] ?? "0");
+}
+
+/**
  * What node-redis needs for a URL it does not parse itself: `unix://[user:password@]/path[?db=N]`
  * (node-redis reads redis:// and rediss:// only), and the `client_name` query of any URL.
  */
@@ -89,7 +106,9 @@ function makeClient(url: string, connection: Connection, connectTimeout: number)
       ...(path !== undefined ? { path } : {}),
       connectTimeout: Math.max(connectTimeout, 1000),
       // A node back up is used again within 200 ms (a lock left on it by a failed release holds it until its TTL).
-      reconnectStrategy: (retries: number) => Math.min(20 * (retries + 1), 200),
+      // A refusal no retry can cure stops it: the next call connects once more, to see whether
+      // the operator cured it meanwhile.
+      reconnectStrategy: (retries: number, cause: unknown) => (cause instanceof Error && FINAL.test(cause.message) ? cause : Math.min(20 * (retries + 1), 200)),
       ...(tls ? { tls: true as const, ...(connection.tls ?? {}) } : {}),
     },
   });
@@ -108,12 +127,13 @@ function listen<C extends { on(event: "error" | "ready", listener: (e: unknown) 
   return client;
 }
 
+/** A promise of "timeout" after `ms` (a wait's may be years: timing.ts later). */
 function timer(ms: number): { promise: Promise<"timeout">; cancel: () => void } {
-  let handle: NodeJS.Timeout | undefined;
+  let cancel: () => void = () => {};
   const promise = new Promise<"timeout">((resolve) => {
-    handle = setTimeout(() => resolve("timeout"), Math.max(0, ms));
+    cancel = later(() => resolve("timeout"), ms);
   });
-  return { promise, cancel: () => clearTimeout(handle) };
+  return { promise, cancel };
 }
 
 export class Server {
@@ -167,7 +187,7 @@ export class Server {
       const won = await Promise.race([ready, failed, t.promise]);
       if (won !== "ready" && !client.isReady) {
         const why = lastError.get(client);
-        if (won === "error" && why !== undefined) throw this.#fail(`not connected (${why})`);
+        if (won === "error" && why !== undefined) throw this.#notConnected(why);
         throw this.#fail(`not connected within ${within} ms${why ? ` (${why})` : ""}`);
       }
     } finally {
@@ -176,6 +196,15 @@ export class Server {
       client.off("error", onError);
     }
     await this.#identified(client, within);
+  }
+
+  /** A connection that failed as the server or the socket said (`why`): final when FINAL says so. */
+  #notConnected(why: string): Failed {
+    if (NO_SUCH_DATABASE.test(why)) {
+      const reason = `database ${databaseOf(this.url)} refused by the server (${why})`;
+      return new Failed({ node: this.name, reason, refused: "database" });
+    }
+    return new Failed({ node: this.name, reason: `not connected (${why})`, ...(FINAL.test(why) ? { refused: "setup" as const } : {}) });
   }
 
   /** The connection's server claimed for this node (identity.ts), once per connection. */
@@ -218,7 +247,9 @@ export class Server {
    */
   #unidentified(e: unknown, say: (said: string) => string): unknown {
     const reason = e instanceof Failed ? e.failure.reason : String(e);
-    return /^(NOPERM|ERR)\b/.test(reason) ? this.#fail(say(reason)) : e;
+    const final = FINAL.test(reason) ? { refused: "setup" as const } : {}; // NOPERM, NOAUTH: see FINAL
+    if (/^(NOPERM|ERR)\b/.test(reason)) return new Failed({ node: this.name, reason: say(reason), ...final });
+    return e instanceof Failed ? new Failed({ ...e.failure, ...final }) : e;
   }
 
   async #send(client: Client, args: string[], within: number): Promise<Reply> {

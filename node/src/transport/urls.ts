@@ -37,6 +37,14 @@ const SENTINEL_PORT = 26379;
 const PORT = 6379;
 /** Query parameters a single-server URL may carry (the rest are the manager's options). */
 const URL_QUERY = ["db", "client_name"];
+/** The highest database number a server's `databases` setting (an int) can make. */
+const MAX_DB = 2 ** 31 - 2;
+
+/** A database number a server could have (digits, 0 to MAX_DB), as every client checks it. */
+function database(text: string, what: string, bad: (why: string) => TypeError): void {
+  if (!/^\d+$/.test(text)) throw bad(`bad ${what} ${JSON.stringify(text)}`);
+  if (Number(text) > MAX_DB) throw new RangeError(bad(`database ${text}: a database number is from 0 to ${MAX_DB} (below the server's databases)`).message);
+}
 
 /** The URL with any password hidden: `redis://app:***@host:6379`. */
 export function redact(url: string): string {
@@ -97,16 +105,18 @@ function single(url: string, name: string): NodeUrl {
       throw bad("not a URL");
     }
     const db = parsed.pathname.replace(/^\//, "");
-    if (db !== "" && !/^\d+$/.test(db)) throw bad(`bad database ${JSON.stringify(db)}`);
+    if (db !== "") database(db, "database", bad);
   }
   const query = url.includes("?") ? new URLSearchParams(url.slice(url.indexOf("?") + 1)) : new URLSearchParams();
-  for (const key of query.keys()) {
+  const keys = [...query.keys()];
+  for (const [i, key] of keys.entries()) {
+    if (keys.indexOf(key) < i) throw bad(`query parameter ${JSON.stringify(key)} given twice`); // which would count?
     if (!URL_QUERY.includes(key)) {
       throw bad(`query parameter ${JSON.stringify(key)} is not supported (only ${URL_QUERY.join(", ")}; timeouts and TLS settings are LockManager options)`);
     }
   }
   const db = query.get("db");
-  if (db !== null && !/^\d+$/.test(db)) throw bad(`bad db ${JSON.stringify(db)}`);
+  if (db !== null) database(db, "db", bad);
   return { form: "single", tls: url.startsWith("rediss://"), name, url, port: at };
 }
 

@@ -22,6 +22,7 @@ from ._sync.lock import Lock
 from ._sync.manager import LockManager
 from .errors import (
     ArgumentRefused,
+    DatabaseRefused,
     DlockError,
     KindRefused,
     LockContended,
@@ -40,6 +41,7 @@ __version__ = version("dlock-client")
 
 __all__ = [
     "ArgumentRefused",
+    "DatabaseRefused",
     "DlockError",
     "HeldLock",
     "Holder",

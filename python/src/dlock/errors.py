@@ -131,6 +131,15 @@ class ArgumentRefused(KindRefused, ValueError):
         return f"lock {quoted(resource)}: {node} refused an argument: {reply}"
 
 
+class DatabaseRefused(ArgumentRefused):
+    """A node refused the URL's database (`SELECT`: the server has fewer): a bad argument, which
+    no wait can cure."""
+
+    @staticmethod
+    def describe(resource: str, node: str, reply: str) -> str:
+        return f"lock {quoted(resource)}: {node}: {reply}"
+
+
 class UnitWarning(UserWarning):
     """A duration that is valid but probably in the wrong unit: a TTL of more than an hour given
     in seconds (ttl=10000 is 2.8 hours; milliseconds typed by habit?). The lock is taken as

@@ -9,6 +9,9 @@ each decision for the three clients.
   its next tick, so the client's own time for the call may run out first); a node failure; or
   the kind or an argument refused (a KindRefusal, an ArgumentRefusal: the attempt ends, asking
   again cannot change it).
+- A node whose connection setup met a refusal waiting cannot cure (a SetupRefusal: credentials
+  or permission refused, _pure/refusals.py) is not asked again; once such nodes leave a quorum
+  out of reach the attempt ends, and no other follows (AttemptFailed.final).
 - Asking again: a failed node is asked again; a queued wait after the retry pause while its
   round lasts (the machine counts the node out meanwhile), a plain ACQUIRE at once, once per
   round, while a quorum has not granted yet (its failure counts only if the repeat fails too).
@@ -26,7 +29,17 @@ from dataclasses import dataclass
 from ..errors import NodeFailure
 from . import acquisition as machine
 from .replies import NodeTimeout
-from .verdicts import CONTENDED, EXPIRED, INVALID, NO_QUORUM, REFUSED, ArgumentRefusal, AttemptFailed, KindRefusal
+from .verdicts import (
+    CONTENDED,
+    EXPIRED,
+    INVALID,
+    NO_QUORUM,
+    REFUSED,
+    ArgumentRefusal,
+    AttemptFailed,
+    KindRefusal,
+    SetupRefusal,
+)
 
 
 @dataclass(frozen=True)
@@ -126,9 +139,10 @@ def another_attempt(
     policy: Policy, error: AttemptFailed, out_of_time: bool, attempts: int, retries: int | None
 ) -> bool:
     """Whether a failed attempt is followed by another (after the retry pause): not when the kind
-    or an argument was refused, nor when a queued attempt was contended (it waited to the deadline), nor out of
+    or an argument was refused, nor when nodes refused for the call left a quorum out of reach, nor
+    when a queued attempt was contended (it waited to the deadline), nor out of
     time (the pause would end past the deadline) or of retries (`retries` None: unlimited)."""
-    if error.kind in (REFUSED, INVALID) or (error.kind == CONTENDED and policy.queue):
+    if error.final or error.kind in (REFUSED, INVALID) or (error.kind == CONTENDED and policy.queue):
         return False
     return not out_of_time and (retries is None or attempts <= retries)
 
@@ -148,6 +162,7 @@ class Attempt:
         self.asked_again = [False] * nodes  # this round, asked again at once
         self.uncommitted: list[NodeFailure] = []  # this round's commit: who did not, and why
         self.held_round: int | None = None
+        self.final: set[int] = set()  # nodes whose connection setup met a refusal (SetupRefusal)
 
     @staticmethod
     def start(nodes: int, needed: int, policy: Policy) -> tuple[Attempt, list[Action]]:
@@ -178,6 +193,8 @@ class Attempt:
             refused = INVALID if isinstance(outcome, ArgumentRefusal) else REFUSED
             return self._give_up(AttemptFailed(refused, [outcome]))
         self.outcomes[node] = outcome
+        if isinstance(outcome, SetupRefusal):
+            return self._refused_for_good(node, event)
         failed = isinstance(outcome, NodeFailure)
         if failed and self._ask_at_once(node):
             return [AskAgain(node, round_, False)]  # the repeat's reply counts instead
@@ -185,6 +202,15 @@ class Attempt:
         if failed and self.policy.queue and not self.is_over():
             actions.append(AskAgain(node, round_, True))
         return actions
+
+    def _refused_for_good(self, node: int, event: machine.Event) -> list[Action]:
+        """A node whose connection setup met a refusal waiting cannot cure: never asked again;
+        once such nodes leave a quorum out of reach, the call ends at once."""
+        self.final.add(node)
+        if self.nodes - len(self.final) < self.needed:
+            failures = [o for o in self.outcomes if isinstance(o, NodeFailure)]
+            return self._give_up(AttemptFailed(NO_QUORUM, failures, final=True))
+        return self._act(self.machine.on(event), True)
 
     def _ask_at_once(self, node: int) -> bool:
         """A plain ACQUIRE that failed is repeated at once, once per round, unless a quorum

@@ -21,7 +21,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 import redis
 import redis.asyncio
@@ -39,6 +39,8 @@ SENTINEL_PORT = 26379
 RESP3_ONLY = ("maint_notifications_",)
 #: Query parameters a single-server URL may carry; the rest are the manager's (timeouts, TLS).
 URL_QUERY = ("db", "client_name")
+#: The highest database number a server's `databases` setting (an int) can make.
+MAX_DB = 2**31 - 2
 
 
 @dataclass(frozen=True)
@@ -133,20 +135,45 @@ def lowercase_scheme(url: str) -> str:
 
 def single(url: str) -> Single:
     name = redact(url)
-    for key in parse_qs(urlsplit(url).query):
-        if key not in URL_QUERY:
-            raise ValueError(
-                f"node URL {name!r}: query parameter {key!r} is not supported (only {', '.join(URL_QUERY)};"
-                " timeouts and TLS settings are LockManager keywords)"
-            )
+    check_query(url, name)
     try:
         kwargs: dict[str, Any] = redis.connection.parse_url(url)  # type: ignore[no-untyped-call, unused-ignore]
+        port = None if url.startswith("unix://") else urlsplit(url).port
     except ValueError as e:
         raise ValueError(f"node URL {name!r}: {e}") from None
     kwargs.pop("connection_class", None)  # each flavour has its own
     if url.startswith("unix://") and not kwargs.get("path"):
         raise ValueError(f"node URL {name!r}: a socket path is required (unix:///path/to/redis.sock)")
+    if port == 0:  # redis-py would read it as no port, 6379
+        raise ValueError(f"node URL {name!r}: port 0 out of range 1-65535")
+    check_database(url, name, kwargs.get("db", 0))
     return Single(name, kwargs, tls=url.startswith("rediss://"))
+
+
+def check_query(url: str, name: str) -> None:
+    """A single server's query: db and client_name, each at most once (which of two would count
+    is nobody's guess)."""
+    keys = [key for key, _ in parse_qsl(urlsplit(url).query, keep_blank_values=True)]
+    for i, key in enumerate(keys):
+        if key not in URL_QUERY:
+            raise ValueError(
+                f"node URL {name!r}: query parameter {key!r} is not supported (only {', '.join(URL_QUERY)};"
+                " timeouts and TLS settings are LockManager keywords)"
+            )
+        if key in keys[:i]:
+            raise ValueError(f"node URL {name!r}: query parameter {key!r} given twice")
+
+
+def check_database(url: str, name: str, db: object) -> None:
+    """A database number a server could have: digits in the path (redis-py ignores others), and
+    from 0 to MAX_DB (a server's `databases` is an int), as every client checks it."""
+    path = "" if url.startswith("unix://") else urlsplit(url).path.lstrip("/")
+    if path and not path.isdigit():
+        raise ValueError(f"node URL {name!r}: bad database {path!r}")
+    if not isinstance(db, int) or not 0 <= db <= MAX_DB:
+        raise ValueError(
+            f"node URL {name!r}: database {db}: a database number is from 0 to {MAX_DB} (below the server's databases)"
+        )
 
 
 def sentinel_group(url: str) -> SentinelGroup:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from ..errors import (
     ArgumentRefused,
+    DatabaseRefused,
     DlockError,
     KindRefused,
     LockContended,
@@ -35,6 +36,16 @@ class KindRefusal(NodeFailure):
 
 class ArgumentRefusal(KindRefusal):
     """A node's error reply to ACQUIRE that refuses one of its arguments (see argument_refusal)."""
+
+
+class SetupRefusal(NodeFailure):
+    """A refusal met while a connection was set up that waiting cannot cure (credentials or
+    permission refused: _pure/refusals.py): final for the call that met it, whose node is not
+    connected to again within it."""
+
+
+class DatabaseRefusal(SetupRefusal, ArgumentRefusal):
+    """A database the server does not have (`SELECT` refused): the caller's invalid argument."""
 
 
 def argument_refusal(request: Args, why: str) -> bool:
@@ -63,10 +74,11 @@ def kind_refusal(request: Args, why: str) -> bool:
 class AttemptFailed(Exception):
     """Why one attempt failed; the caller retries or turns it into a DlockError."""
 
-    def __init__(self, kind: str, failures: list[NodeFailure] | None = None) -> None:
+    def __init__(self, kind: str, failures: list[NodeFailure] | None = None, final: bool = False) -> None:
         super().__init__(kind)
         self.kind = kind
         self.failures = failures or []
+        self.final = final  # nodes refused for the call leave a quorum out of reach: no more attempts
 
     def to_error(self, resource: str, needed: int, attempts: int, waited: bool) -> DlockError:
         if self.kind == CONTENDED:
@@ -75,7 +87,8 @@ class AttemptFailed(Exception):
             return NoQuorum(resource, needed, self.failures)
         if self.kind == INVALID:
             failure = self.failures[0]
-            return ArgumentRefused(resource, failure.node, failure.reason)
+            refused = DatabaseRefused if isinstance(failure, DatabaseRefusal) else ArgumentRefused
+            return refused(resource, failure.node, failure.reason)
         if self.kind == REFUSED:
             failure = self.failures[0]
             wrong = "WRONGKIND " in failure.reason

@@ -62,10 +62,10 @@ class Calls:
         """RELEASE on every node (a grant whose reply was lost is still a grant)."""
         return Tally.of(self.nodes.everywhere(cmd.release(resource, owner)))
 
-    def release_on(self, resource: str, owner: str, nodes: list[int]) -> None:
-        """RELEASE on these nodes (a round's grants and waits, or a stale grant)."""
+    def release_on(self, resource: str, owner: str, nodes: list[int]) -> list[object]:
+        """RELEASE on these nodes (a round's grants and waits, or a stale grant): the replies."""
         release = cmd.release(resource, owner)
-        self.nodes.fan_out([(n, release) for n in nodes])
+        return self.nodes.fan_out([(n, release) for n in nodes])
 
     def proclaim(self, resource: str, owner: str, token: int, new_owner: str) -> Tally:
         """DLOCK.PROCLAIM on every node: `owner`'s lock (with `token`) held as `new_owner` from now."""

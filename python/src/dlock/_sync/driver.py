@@ -44,7 +44,7 @@ from .._pure.attempt import (
 )
 from .._pure.kind import Kind
 from .._pure.timing import draw_ticket, ms, new_owner, retry_pause, round_owner, validity
-from .._pure.verdicts import EXPIRED, AttemptFailed, Grant, ask_reply
+from .._pure.verdicts import EXPIRED, AttemptFailed, Grant, SetupRefusal, ask_reply
 from .._transport.sync.concurrency import shielded, sleep
 from .._transport.sync.waits import Answer, Waits
 from ..errors import NodeFailure
@@ -77,6 +77,9 @@ class Acquire:
         self.policy = policy
         self.ticket: int | None = draw_ticket() if policy.queue and calls.size() > 1 else None
         self.label = label  # appended to every round's owner: empty, or a campaign's ` <value>`
+        # Nodes whose connection setup met a refusal waiting cannot cure (_pure/refusals.py): not
+        # connected to again within this call, their refusal the answer to every ask.
+        self.refused: dict[int, NodeFailure] = {}
 
     def run(self, once: bool) -> tuple[Won | AttemptFailed, int]:
         """Attempts until one holds (at most one when `once`): what it came to, and how many.
@@ -111,8 +114,10 @@ class Acquire:
             raise ValueError(refusal)
 
     def withdraw(self, owner: str) -> None:
-        """RELEASE of `owner` on every node, which an interruption cannot stop halfway."""
-        shielded(self.calls.release(self.resource, owner))
+        """RELEASE of `owner` on every node (but those refused for the call: nothing of it is
+        there), which an interruption cannot stop halfway."""
+        nodes = [n for n in range(self.calls.size()) if n not in self.refused]
+        shielded(self.calls.release_on(self.resource, owner, nodes))
 
     def held(self, owner: str, token: int, lease_from: float, released: threading.Event) -> Won:
         """The lock, if its lease checks out. Otherwise, or when interrupted meanwhile (the caller
@@ -197,13 +202,30 @@ class Running:
             else:
                 assert isinstance(action, Failed)
                 self.settled = True  # the core withdrew the round just before
-                raise action.error
+                raise self.told(action.error)
         return None
+
+    def told(self, error: AttemptFailed) -> AttemptFailed:
+        """An attempt ended by refusals for the call, with the failures of the replies in hand
+        but not fed yet (the other nodes of one fan-out) added, so the error names them all."""
+        if error.final:
+            names = self.acquire.calls.nodes.names
+            known = {failure.node for failure in error.failures}
+            error.failures += [
+                value
+                for what, _, _, value in self.ready
+                if what == "reply" and isinstance(value, NodeFailure) and value.node not in known
+            ]
+            error.failures.sort(key=lambda failure: names.index(failure.node))
+        return error
 
     def ask(self, node: int, round_: int) -> None:
         """ACQUIRE ... WAIT ... [TICKET] on `node` as the owner of `round_`; a plain ACQUIRE goes
         out with the others in the next step."""
         a = self.acquire
+        if node in a.refused:
+            self.ready.append(("reply", node, round_, a.refused[node]))
+            return
         if not a.policy.queue:
             self.asks.append((node, round_))
             return
@@ -269,6 +291,8 @@ class Running:
             return [*late, *self.core.on_deadline()]
         if what == "reply":
             reply = ask_reply(a.calls.nodes.names[node], value)
+            if isinstance(reply, SetupRefusal):
+                a.refused[node] = reply
             return self.core.on_reply(node, round_, reply, time.monotonic() >= a.deadline)
         if what == "fenced":
             valid = validity(a.ttl_ms, self.lease_from, time.monotonic(), a.calls.opts) is not None

@@ -27,6 +27,7 @@ from .._pure.election import Leader
 from .._pure.top import HeldLock, NodeTop, QueuedLock, TopHolder
 from ..errors import (
     ArgumentRefused,
+    DatabaseRefused,
     DlockError,
     KindRefused,
     LockContended,
@@ -51,6 +52,7 @@ from ..errors import (
 
 __all__ = [
     "ArgumentRefused",
+    "DatabaseRefused",
     "DlockError",
     "HeldLock",
     "Holder",

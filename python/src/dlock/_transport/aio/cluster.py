@@ -13,6 +13,7 @@ from ..._pure import ack as _ack
 from ..._pure.cluster import CLUSTER_SLOTS, MAX_REDIRECTS, Seed, SlotMap, Topology, host_of, redirect, with_asking
 from ..._pure.commands import Args
 from ..._pure.identity import Identity
+from ..._pure.refusals import node_failure
 from ..._pure.replies import NodeTimeout, answer, reason
 from ..._pure.security import Security
 from ...errors import NodeFailure
@@ -64,13 +65,14 @@ class Cluster:
         """`commands` to one master by `deadline`. A master that does not answer is forgotten,
         and with it the slot map: the next call finds out whether it failed over."""
         allowed = max(0.0, deadline - time.monotonic())
-        kind = NodeFailure
+        kind: type[NodeFailure] = NodeFailure
         try:
             return await asyncio.wait_for(server.run(commands, blocking), allowed)
         except asyncio.TimeoutError:
             why, kind = f"timed out after {allowed * 1000:.0f}ms", NodeTimeout
         except (redis.RedisError, OSError) as e:
-            why = reason(e)
+            failure = node_failure(self.name, e)  # a refusal's kind kept
+            why, kind = failure.reason, type(failure)
         forgotten = self.topology.forget_master(server.name)
         if forgotten is not None:
             await forgotten.close()

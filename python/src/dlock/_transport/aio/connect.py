@@ -21,6 +21,7 @@ from ..._pure import urls as ends
 from ..._pure.cluster import Seed
 from ..._pure.diagnosis import PLAIN_TO_TLS, REFUSED_AFTER_HANDSHAKE, Explained, NamesEarlyClose
 from ..._pure.identity import Identity, info_refused, run_id, run_id_refused, text, unknown_command
+from ..._pure.refusals import final
 from ..._pure.replies import reason
 from ..._pure.security import Security
 from ..._pure.sentinel import master_address, not_a_master
@@ -109,7 +110,7 @@ def identified(identity: Identity) -> Callable[[Connection], Awaitable[None]]:
     """redis-py's setup of a new connection, then the server's run_id claimed for `identity`'s
     node before any request (see _transport/sync/connect.identified)."""
 
-    async def set_up(connection: Connection) -> None:
+    async def identify(connection: Connection) -> str | None:
         await connection.on_connect()
         try:
             found: str | None = text(await ask(connection, "DLOCK.RUNID"))
@@ -122,6 +123,16 @@ def identified(identity: Identity) -> Callable[[Connection], Awaitable[None]]:
                 found = run_id(await ask(connection, "INFO", "server"))
             except redis.ResponseError as refused:
                 raise Explained(info_refused(reason(refused))) from refused
+        return found
+
+    async def set_up(connection: Connection) -> None:
+        try:
+            found = await identify(connection)
+        except redis.RedisError as e:
+            refused = final(e, int(connection.db))
+            if refused is None:
+                raise
+            raise refused from e  # connecting again cannot cure it: _pure/refusals.py
         identity.check(found)
 
     return set_up

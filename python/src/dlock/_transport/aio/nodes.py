@@ -22,7 +22,8 @@ from ..._pure.commands import Args
 from ..._pure.identity import Identity
 from ..._pure.options import Options
 from ..._pure.quorum_nodes import QuorumNodes
-from ..._pure.replies import NodeTimeout, answer, reason
+from ..._pure.refusals import node_failure
+from ..._pure.replies import NodeTimeout, answer
 from ..._pure.security import Security
 from ..._pure.urls import Endpoint
 from ...errors import NodeFailure
@@ -71,7 +72,7 @@ class Master:
         except asyncio.TimeoutError:
             return await self.after(NodeTimeout(self.name, f"timed out after {allowed * 1000:.0f}ms"))
         except (redis.RedisError, OSError) as e:
-            return await self.after(NodeFailure(self.name, reason(e)))
+            return await self.after(node_failure(self.name, e))
         return await self.after(answer(self.name, request, replies, self.ack))
 
     async def after(self, outcome: object) -> object:

@@ -11,7 +11,7 @@ from ..._pure import ack as _ack
 from ..._pure.cluster import CLUSTER_SLOTS, MAX_REDIRECTS, Seed, SlotMap, Topology, host_of, redirect, with_asking
 from ..._pure.commands import Args
 from ..._pure.identity import Identity
-from ..._pure.replies import NodeTimeout, answer, reason
+from ..._pure.replies import answer, reason
 from ..._pure.security import Security
 from ...errors import NodeFailure
 from .connect import cluster_master_pool
@@ -86,8 +86,7 @@ class Cluster:
             forgotten = self.topology.forget_master(server.name)
         if forgotten is not None:
             forgotten.close()
-        kind = NodeTimeout if isinstance(failure, NodeTimeout) else NodeFailure
-        return kind(self.name, f"master {server.name}: {failure.reason}")
+        return type(failure)(self.name, f"master {server.name}: {failure.reason}")  # a refusal's kind kept
 
     def master_of(self, resource: str, deadline: float) -> str | NodeFailure:
         """The master serving `resource`, reading the slot map first if it is not known."""

@@ -30,6 +30,7 @@ from ..._pure import urls as ends
 from ..._pure.cluster import Seed
 from ..._pure.diagnosis import PLAIN_TO_TLS, REFUSED_AFTER_HANDSHAKE, Explained, NamesEarlyClose
 from ..._pure.identity import Identity, info_refused, run_id, run_id_refused, text, unknown_command
+from ..._pure.refusals import final
 from ..._pure.replies import reason
 from ..._pure.security import Security
 from ..._pure.sentinel import master_address, not_a_master
@@ -131,7 +132,7 @@ def identified(identity: Identity) -> Callable[[Connection], None]:
     claimed for `identity`'s node before any request (_pure/identity.py): DLOCK.RUNID, or INFO
     server where the module is older than that command."""
 
-    def set_up(connection: Connection) -> None:
+    def identify(connection: Connection) -> str | None:
         connection.on_connect()  # type: ignore[no-untyped-call, unused-ignore]
         try:
             found: str | None = text(ask(connection, "DLOCK.RUNID"))
@@ -144,6 +145,16 @@ def identified(identity: Identity) -> Callable[[Connection], None]:
                 found = run_id(ask(connection, "INFO", "server"))
             except redis.ResponseError as refused:
                 raise Explained(info_refused(reason(refused))) from refused
+        return found
+
+    def set_up(connection: Connection) -> None:
+        try:
+            found = identify(connection)
+        except redis.RedisError as e:
+            refused = final(e, int(connection.db))
+            if refused is None:
+                raise
+            raise refused from e  # connecting again cannot cure it: _pure/refusals.py
         identity.check(found)
 
     return set_up

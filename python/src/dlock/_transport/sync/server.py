@@ -14,6 +14,7 @@ import redis
 from redis.connection import Connection, ConnectionPool
 
 from ..._pure.commands import Args
+from ..._pure.refusals import node_failure
 from ..._pure.replies import NodeTimeout, reason
 from ...errors import NodeFailure
 
@@ -83,14 +84,14 @@ class Server:
         try:
             connection, reused = idle.take(fresh)
         except (redis.RedisError, OSError) as e:
-            return NodeFailure(self.name, reason(e))
+            return node_failure(self.name, e)
         try:
             if commands not in packed:
                 packed[commands] = connection.pack_commands(commands)  # type: ignore[no-untyped-call, unused-ignore]
             connection.send_packed_command(packed[commands], check_health=False)  # type: ignore[no-untyped-call, unused-ignore]
         except (redis.RedisError, OSError) as e:
             connection.disconnect()  # type: ignore[no-untyped-call, unused-ignore]
-            return self.send(idle, commands, packed, fresh=True) if reused else NodeFailure(self.name, reason(e))
+            return self.send(idle, commands, packed, fresh=True) if reused else node_failure(self.name, e)
         return Sent(self, idle, connection, reused, commands)
 
     def receive(self, sent: Sent, deadline: float, allowed: float) -> list[object] | NodeFailure:
