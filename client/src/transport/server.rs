@@ -194,11 +194,16 @@ impl Server {
         connection: &mut MultiplexedConnection,
         cannot: impl Fn(redis::RedisError) -> Failed,
     ) -> Result<(), Failed> {
-        let asked = redis::cmd("DLOCK.RUNID")
-            .query_async::<String>(connection)
-            .await;
+        let asked = match redis::cmd("DLOCK.RUNID")
+            .query_async::<Value>(connection)
+            .await
+        {
+            Ok(Value::ServerError(e)) => Err(redis::RedisError::from(e)),
+            other => other,
+        };
+        let refused = |why: String| Failed::Refused(self.failure(why));
         let run_id = match asked {
-            Ok(run_id) => Some(run_id),
+            Ok(reply) => Some(identity::read_run_id(&reply).map_err(refused)?),
             // A module older than DLOCK.RUNID: INFO server shows the same run_id.
             Err(e) if identity::unknown_command(&diagnosis::reply_error(&e, "")) => {
                 let info = redis::cmd("INFO")
@@ -210,7 +215,6 @@ impl Server {
             }
             Err(e) => return Err(self.unidentified(e, &cannot, identity::run_id_refused)),
         };
-        let refused = |why: String| Failed::Refused(self.failure(why));
         self.identity.check(run_id.as_deref()).map_err(refused)
     }
 
