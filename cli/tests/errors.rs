@@ -4,7 +4,8 @@
 mod common;
 use common::text;
 
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use dlock_testkit::{error_cases, ErrorCase, Setup};
 
@@ -15,11 +16,29 @@ fn dlock(setup: &Setup, case: &ErrorCase, args: &[&str], password: Option<&str>)
         .env("DLOCK_TIMEOUT", format!("{}ms", case.timeout.as_millis()))
         .env_remove("DLOCK_PASSWORD")
         .args(args)
-        .stdin(std::process::Stdio::null());
+        .stdin(Stdio::null());
     if let Some(password) = password {
         command.env("DLOCK_PASSWORD", password);
     }
-    command.output().expect("run dlock")
+    let child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run dlock");
+    within(child, Duration::from_secs(30), &case.situation)
+}
+
+/// `child`'s output once it exits; killed, and the test failed, if it runs longer than `limit`.
+fn within(mut child: Child, limit: Duration, situation: &str) -> Output {
+    let deadline = Instant::now() + limit;
+    while child.try_wait().expect("poll dlock").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("{situation}: dlock still running after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("dlock's output")
 }
 
 fn kind_args(kind: Option<u32>) -> Vec<String> {
@@ -56,7 +75,9 @@ fn the_cli_says_what_every_client_says_about_each_failure() {
         let mut args = vec!["acquire", &case.resource, "--ttl", &ttl, "--wait", &wait];
         let extra = kind_args(case.ask);
         args.extend(extra.iter().map(String::as_str));
+        let started = std::time::Instant::now();
         let out = dlock(&setup, &case, &args, case.password.as_deref());
+        let took = started.elapsed();
         let stderr = text(&out.stderr);
         assert_eq!(
             out.status.code(),
@@ -66,5 +87,6 @@ fn the_cli_says_what_every_client_says_about_each_failure() {
         );
         assert_eq!(stderr.lines().count(), 1, "{}: {stderr}", case.situation);
         case.check(&setup, &stderr);
+        case.check_duration(took);
     }
 }

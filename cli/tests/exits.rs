@@ -61,12 +61,17 @@ fn durations_outside_what_the_nodes_take_exit_2_before_any_node_is_asked() {
 fn bad_input_exits_2_in_one_line_before_any_node_is_asked() {
     let dead = dead_url();
     let twice = format!("{dead},{dead}");
+    let long_owner = "o".repeat(257);
     for args in [
         &["run", "", "--", "true"][..],
         &["acquire", ""],
         &["status", ""],
         &["release", "", "owner"],
         &["extend", "", "owner", "--ttl", "10s"],
+        // Issue 48, finding F8: an owner no node takes (the module's 1 to 256 bytes).
+        &["release", "job", ""],
+        &["extend", "job", "", "--ttl", "1s"],
+        &["release", "job", &long_owner],
         &["run", "job", "--ttl", "1ms", "--", "true"],
         &["run", "job", "--ttl", "2ms", "--wait", "5s", "--", "true"],
         &["acquire", "job", "--ttl", "2ms"],
@@ -86,6 +91,8 @@ fn bad_input_exits_2_in_one_line_before_any_node_is_asked() {
     }
     let said = |args: &[&str]| text(&against_a_dead_port(args).stderr);
     assert!(said(&["status", ""]).contains("the resource name must not be empty"));
+    assert!(said(&["release", "job", ""]).contains("owner must be 1 to 256 bytes, got 0 bytes"));
+    assert!(said(&["extend", "job", "", "--ttl", "1s"]).contains("owner must be 1 to 256 bytes"));
     assert!(said(&["acquire", "job", "--ttl", "2ms"]).contains("ttl must be at least 3 ms"));
     assert!(said(&["acquire", "job", "--wait", "100000h"]).contains("at most 315360000000 ms"));
 }

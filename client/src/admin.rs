@@ -6,7 +6,7 @@ use std::time::Duration;
 use redis::Value;
 
 use crate::calls::Calls;
-use crate::checks::{check_lease, check_name};
+use crate::checks::{check_lease, check_name, check_owner};
 use crate::errors::Error;
 use crate::kind::{LockKind, Resource};
 use crate::manager::LockManager;
@@ -50,9 +50,12 @@ pub struct LockInfo {
 
 impl LockManager {
     /// Releases `owner`'s lock on all nodes. Ok(number of nodes that released it);
-    /// [`Error::NoQuorum`] naming the unreachable nodes if fewer than a majority answered.
+    /// [`Error::NoQuorum`] naming the unreachable nodes if fewer than a majority answered;
+    /// [`Error::InvalidArgument`] for an empty name or an owner outside 1 to 256 bytes, before
+    /// any node is asked.
     pub async fn release_owner(&self, resource: &str, owner: &str) -> Result<usize, Error> {
         check_name(resource)?;
+        check_owner(owner)?;
         let needed = majority(self.backend.nodes());
         let tally = self
             .calls(resource, LockKind::Exclusive)
@@ -75,6 +78,7 @@ impl LockManager {
     ) -> Result<Duration, Error> {
         let Resource { name, kind } = resource.into();
         check_name(name)?;
+        check_owner(owner)?;
         check_lease(ttl, &self.backend.opts.rounds.drift)?;
         let needed = kind.check()?.quorum(self.backend.nodes());
         self.calls(name, kind)

@@ -26,7 +26,7 @@
 use std::time::Duration;
 
 use crate::acquisition::{Acquisition, Event, Step};
-use crate::errors::{is_refused_argument, is_wrong_kind, NodeFailure};
+use crate::errors::{is_refused_argument, is_wrong_kind, Incurable, NodeFailure};
 
 /// How an attempt asks the nodes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -129,6 +129,9 @@ pub fn classify(reply: Reply, policy: Policy, past_deadline: bool) -> Outcome {
         Reply::Nil => Outcome::Busy,
         Reply::Failed(failure) if is_wrong_kind(&failure) => Outcome::WrongKind(failure),
         Reply::Failed(failure) if is_refused_argument(&failure) => Outcome::Invalid(failure),
+        Reply::Failed(failure) if failure.incurable == Some(Incurable::NoDatabase) => {
+            Outcome::Invalid(failure)
+        }
         Reply::Failed(failure) if failure.no_reply && policy == Policy::Queue && past_deadline => {
             Outcome::Busy
         }
@@ -246,7 +249,8 @@ impl Attempt {
         if let Some(error) = outcome.ends_the_attempt() {
             return self.give_up(error);
         }
-        let failed = matches!(outcome, Outcome::Failed(_));
+        // A refusal waiting cannot cure is not asked again within the call (driver.rs keeps it).
+        let failed = matches!(&outcome, Outcome::Failed(f) if f.incurable.is_none());
         self.outcomes[node] = Some(outcome);
         if failed && self.ask_at_once(node) {
             let again = Action::AskAgain {

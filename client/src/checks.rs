@@ -25,6 +25,23 @@ pub fn check_name(name: &str) -> Result<(), Error> {
     Ok(())
 }
 
+/// The longest owner name a node takes: the module's bound (`MAX_OWNER_LEN` in
+/// core/src/holders.rs), which refuses an owner outside 1 to 256 bytes.
+pub const MAX_OWNER_LEN: usize = 256;
+
+/// An owner named by the caller (`release_owner`, `extend_owner`): refused here, before any
+/// node is asked, rather than sent to every node to be refused there (or, empty, to match
+/// nothing and read as "not held").
+pub fn check_owner(owner: &str) -> Result<(), Error> {
+    if owner.is_empty() || owner.len() > MAX_OWNER_LEN {
+        return Err(Error::InvalidArgument(format!(
+            "owner must be 1 to {MAX_OWNER_LEN} bytes, got {} bytes",
+            owner.len()
+        )));
+    }
+    Ok(())
+}
+
 /// How long a call may wait for a lock: at most [`MAX_WAIT`].
 pub fn check_wait(wait: Duration) -> Result<(), Error> {
     check_duration("wait", wait)
@@ -119,6 +136,18 @@ mod tests {
     use super::*;
 
     const MS: fn(u64) -> Duration = Duration::from_millis;
+
+    #[test]
+    fn an_owner_outside_the_module_s_bounds_is_refused() {
+        assert!(check_owner("").is_err());
+        assert!(check_owner(&"o".repeat(MAX_OWNER_LEN + 1)).is_err());
+        assert!(check_owner(&"o".repeat(MAX_OWNER_LEN)).is_ok());
+        let why = check_owner("").unwrap_err().to_string();
+        assert_eq!(
+            why,
+            "invalid argument: owner must be 1 to 256 bytes, got 0 bytes"
+        );
+    }
 
     #[test]
     fn an_empty_name_is_refused() {

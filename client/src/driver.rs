@@ -32,6 +32,7 @@ use crate::backend::new_owner;
 use crate::calls::Calls;
 use crate::errors::NodeFailure;
 use crate::probe::WaitProbe;
+use crate::refusals::Refusals;
 use crate::timing::{draw_ticket, validity, whole_ms};
 
 /// A lock won: its token and until when it is safe to use.
@@ -60,6 +61,8 @@ pub struct Acquire {
     probe: Option<WaitProbe>,
     /// Appended to every round's owner: empty, or ` <value>` for a campaign.
     label: String,
+    /// Nodes refused for good in this call (refusals.rs): not connected to again.
+    refusals: Refusals,
 }
 
 /// What a request left running brings back.
@@ -112,8 +115,10 @@ impl Acquire {
         probe: Option<WaitProbe>,
         label: String,
     ) -> Acquire {
-        let queued_on_several = policy == Policy::Queue && calls.backend().nodes() > 1;
+        let nodes = calls.backend().nodes();
+        let queued_on_several = policy == Policy::Queue && nodes > 1;
         Acquire {
+            refusals: Refusals::new(nodes),
             ticket: queued_on_several.then(draw_ticket),
             calls,
             ttl: whole_ms(ttl),
@@ -141,7 +146,11 @@ impl Acquire {
             let pause = backend.retry_pause();
             let out_of_time = backend.clock.now() + pause > self.deadline;
             let retries = (attempts, backend.opts.retry_count);
-            let refused = backend.transport.refusal().is_some(); // no attempt can change it
+            // No attempt can change these: two nodes reaching one server, or refusals waiting
+            // cannot cure leaving a quorum out of reach.
+            let needed = self.calls.kind().quorum(backend.nodes());
+            let refused =
+                backend.transport.refusal().is_some() || self.refusals.out_of_reach(needed);
             if once || refused || !another_attempt(self.policy, &error, out_of_time, retries) {
                 return Err((error, attempts));
             }
@@ -178,6 +187,13 @@ impl Acquire {
                 }
             };
         }
+    }
+
+    /// RELEASE of `owner` on every node this call was not refused by (refusals.rs).
+    async fn release_everywhere(&self, owner: &str) {
+        let everywhere: Vec<usize> = (0..self.calls.backend().nodes()).collect();
+        let nodes = self.refusals.reachable(&everywhere);
+        self.calls.release_on(owner, &nodes).await;
     }
 
     fn validity_since(&self, from: Instant) -> Option<Duration> {
@@ -217,7 +233,7 @@ impl Acquire {
             });
         }
         released.cancel();
-        self.calls.release(&owner).await; // before answering, as any failure before the deadline
+        self.release_everywhere(&owner).await; // before answering, as any failure before the deadline
         Err(AttemptError::ValidityExpired)
     }
 }
@@ -319,7 +335,11 @@ impl<'a> Running<'a> {
                 let left = acquire.deadline.saturating_duration_since(clock.now());
                 (left, acquire.ticket)
             });
-            let reply = acquire.calls.ask(node, &owner, acquire.ttl, wait).await;
+            let reply = match acquire.refusals.of(node) {
+                Some(refused) => refused,
+                None => acquire.calls.ask(node, &owner, acquire.ttl, wait).await,
+            };
+            acquire.refusals.note(node, &reply);
             Input::Replied { node, round, reply }
         }));
     }
@@ -354,6 +374,7 @@ impl<'a> Running<'a> {
     /// RELEASE of the owner of `round` on `nodes`, to await or to run in the background.
     fn release(&self, round: u32, nodes: Vec<usize>) -> BoxFuture<'static, ()> {
         let (calls, owner) = (self.acquire.calls.clone(), self.owner(round));
+        let nodes = self.acquire.refusals.reachable(&nodes);
         Box::pin(async move {
             calls.release_on(&owner, &nodes).await;
         })
@@ -412,9 +433,9 @@ impl Drop for Running<'_> {
             return;
         }
         if !self.settled {
-            let (calls, owner) = (self.acquire.calls.clone(), self.owner(self.core.round()));
+            let (acquire, owner) = (self.acquire.clone(), self.owner(self.core.round()));
             backend.spawn(async move {
-                calls.release(&owner).await;
+                acquire.release_everywhere(&owner).await;
             });
         }
         let inflight = std::mem::take(&mut self.inflight);

@@ -15,6 +15,18 @@ pub struct NodeFailure {
     /// or an error reply): for a server-side wait, that is also how the end of a wait the
     /// server answered late looks (`attempt::classify` tells the two apart).
     pub(crate) no_reply: bool,
+    /// A refusal in the connection's setup that waiting cannot cure (conformance/README.md):
+    /// the node is not connected to again within the call that met it.
+    pub(crate) incurable: Option<Incurable>,
+}
+
+/// What a refusal waiting cannot cure is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Incurable {
+    /// Credentials or a permission refused (`NOAUTH`, `WRONGPASS`, `NOPERM`): a node failure.
+    Refused,
+    /// A database the server does not have: the caller's invalid argument.
+    NoDatabase,
 }
 
 impl NodeFailure {
@@ -23,7 +35,13 @@ impl NodeFailure {
             node: node.into(),
             reason: reason.into(),
             no_reply: false,
+            incurable: None,
         }
+    }
+
+    /// The same failure, marked as one waiting cannot cure.
+    pub(crate) fn incurable(self, incurable: Option<Incurable>) -> NodeFailure {
+        NodeFailure { incurable, ..self }
     }
 
     /// No reply from `node` within `timeout`.
@@ -117,6 +135,10 @@ pub(crate) fn is_refused_argument(failure: &NodeFailure) -> bool {
 
 /// What a node's refusal of an argument becomes: the caller's bad argument, naming the node.
 pub(crate) fn refused_argument(resource: &str, failure: NodeFailure) -> Error {
+    if failure.incurable == Some(Incurable::NoDatabase) {
+        let NodeFailure { node, reason, .. } = failure;
+        return Error::InvalidArgument(format!("lock {resource:?}: {node}: {reason}"));
+    }
     Error::InvalidArgument(format!(
         "lock {resource:?}: {} refused an argument: {}",
         failure.node, failure.reason

@@ -36,6 +36,7 @@ mod manager;
 mod observe;
 mod options;
 mod probe;
+mod refusals;
 mod renewal;
 #[doc(hidden)]
 pub mod timing;

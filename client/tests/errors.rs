@@ -68,9 +68,11 @@ async fn every_client_says_the_same_about_each_failure() {
             eprintln!("{}: skipped, this redis-server has no TLS", case.situation);
             continue;
         };
+        let started = std::time::Instant::now();
         let error = tokio::time::timeout(Duration::from_secs(30), failure(&case, &setup))
             .await
             .unwrap_or_else(|_| panic!("{}: no answer within 30 s", case.situation));
+        case.check_duration(started.elapsed());
         assert_eq!(class(&error), case.error, "{}: {error}", case.situation);
         case.check(&setup, &error.to_string());
     }

@@ -310,3 +310,42 @@ async fn without_dlock_runid_info_server_tells_servers_apart() {
     })
     .await;
 }
+
+/// How many refusals `ACL LOG` counts on `server` (it folds alike ones into one entry, with a
+/// `count`).
+fn acl_refusals(server: &Server) -> i64 {
+    let entries: Vec<Vec<redis::Value>> = redis::cmd("ACL")
+        .arg("LOG")
+        .query(&mut server.conn())
+        .expect("ACL LOG");
+    let count = |entry: &Vec<redis::Value>| {
+        let pairs: Vec<&[redis::Value]> = entry.chunks(2).collect();
+        pairs.iter().find_map(|pair| match pair {
+            [redis::Value::BulkString(key), redis::Value::Int(n)] if key == b"count" => Some(*n),
+            _ => None,
+        })
+    };
+    entries.iter().filter_map(count).sum()
+}
+
+/// Issue 48 F5: a permission refused while a connection is set up is final for the call. A
+/// minute's wait used to connect again about fifty times a second, each refusal in the server's
+/// ACL log; it now ends at once, as no quorum naming what to allow.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_without_dlock_runid_waiting_ends_at_once_without_filling_the_acl_log() {
+    within(Duration::from_secs(30), async {
+        let server = Server::start();
+        let commands = ["+dlock.acquire", "+dlock.release", "+dlock.fence"];
+        let locks = locker(&server, &commands);
+        let started = std::time::Instant::now();
+        let asked = locks.lock("res", TTL, Duration::from_secs(60)).await;
+        let took = started.elapsed();
+        let error = asked.expect_err("refused");
+        assert!(matches!(error, Error::NoQuorum { .. }), "{error}");
+        assert!(error.to_string().contains("(+dlock.runid"), "{error}");
+        assert!(took < Duration::from_secs(3), "the wait went on: {took:?}");
+        let refusals = acl_refusals(&server);
+        assert!(refusals <= 3, "{refusals} refusals in the ACL log");
+    })
+    .await;
+}

@@ -16,4 +16,5 @@ mod quorum;
 mod sentinel;
 mod shared;
 mod slot_migration;
+mod slow_node;
 mod tls;

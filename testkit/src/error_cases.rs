@@ -20,6 +20,8 @@ pub struct ErrorCase {
     urls: Vec<String>,
     pub timeout: Duration,
     pub wait: Option<Duration>,
+    /// The call must end within it, however long it may wait (the table's `within_ms`).
+    pub within: Option<Duration>,
     /// The resource asked for (and held first): `r` unless the case names another.
     pub resource: String,
     /// The TTL asked for: 10 s unless the case gives `ttl_ms`.
@@ -99,6 +101,7 @@ impl ErrorCase {
             },
             timeout: millis("timeout_ms").expect("timeout_ms"),
             wait: millis("wait_ms"),
+            within: millis("within_ms"),
             resource: case["resource"].as_str().unwrap_or("r").to_string(),
             ttl: millis("ttl_ms").unwrap_or(Duration::from_secs(10)),
             config: config(&case["config"]),
@@ -155,6 +158,18 @@ impl ErrorCase {
             _server: server,
             _certificates: certificates,
         })
+    }
+
+    /// Checks the call ended within the case's `within_ms`, if it gives one (`took`: its
+    /// duration, measured by the runner).
+    pub fn check_duration(&self, took: Duration) {
+        if let Some(within) = self.within {
+            assert!(
+                took <= within,
+                "{}: the call took {took:?}, more than {within:?}",
+                self.situation
+            );
+        }
     }
 
     /// Checks `message` has every word and none of the absent ones (placeholders filled in).

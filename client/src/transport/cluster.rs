@@ -108,7 +108,7 @@ impl Cluster {
                     .call_blocking(sent, bounds.connect, bounds.whole)
                     .await
             } else {
-                master.call(sent, bounds.whole).await
+                master.call(sent, bounds.connect, bounds.whole).await
             };
             match reply {
                 Ok(replies) => return Ok(replies.into_iter().skip(usize::from(asking)).collect()),
@@ -167,7 +167,7 @@ impl Cluster {
         pipe.cmd("CLUSTER").arg("SLOTS");
         for server in asked {
             let host = host_of(server.url());
-            match server.call(&pipe, connect).await {
+            match server.call(&pipe, connect, connect).await {
                 Ok(replies) => match replies.first().map(|reply| SlotMap::parse(reply, host)) {
                     Some(Ok(map)) => return Ok(map),
                     Some(Err(why)) => reasons.push(format!("{}: {why}", server.url())),

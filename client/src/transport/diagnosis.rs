@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use redis::{ErrorKind, RedisError};
 
-/// A connection that could not be made (or set up: `AUTH`, `CLIENT SETNAME`).
+use crate::errors::Incurable;
+
+/// A connection that could not be made (or set up: `AUTH`, `CLIENT SETNAME`; a `SELECT` refused is [`database_refused`]).
 pub fn cannot_connect(e: &RedisError, tls: bool, timeout: Duration, login: &str) -> String {
     if let Some(auth) = authentication(e, login) {
         return auth;
@@ -34,6 +36,36 @@ pub fn cannot_connect(e: &RedisError, tls: bool, timeout: Duration, login: &str)
         return format!("TLS: {text}: {}", tls_hint(&text));
     }
     format!("cannot connect: {text}")
+}
+
+/// The `SELECT` of a URL's database refused: redis-rs says so in its own words, the server's
+/// error code lost (it answers `ERR DB index is out of range` for a database it does not have).
+pub fn database_refused(e: &RedisError) -> Option<String> {
+    if !e.to_string().contains("refused to switch database") {
+        return None;
+    }
+    let detail = e.detail().unwrap_or("no reason given");
+    let code = if detail.contains("out of range") {
+        "ERR "
+    } else {
+        ""
+    };
+    Some(format!("refused by the server ({code}{detail})"))
+}
+
+/// Whether `e`, met while setting a connection up, is a refusal waiting cannot cure: a login
+/// or a permission refused, a database the server does not have.
+pub fn incurable(e: &RedisError) -> Option<Incurable> {
+    if e.to_string().contains("refused to switch database") {
+        let missing = e.detail().is_some_and(|d| d.contains("out of range"));
+        return Some(if missing {
+            Incurable::NoDatabase
+        } else {
+            Incurable::Refused
+        });
+    }
+    let noperm = e.code() == Some("NOPERM");
+    (about_login(e) || noperm).then_some(Incurable::Refused)
 }
 
 /// An error reply, as the server wrote it (`TRYAGAIN ...`), except the ones about logging in.

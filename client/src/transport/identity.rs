@@ -198,13 +198,50 @@ pub fn unknown_command(said: &str) -> bool {
     said.to_ascii_lowercase().starts_with("err unknown command")
 }
 
-/// Why a server that refused `DLOCK.RUNID` (`error`: NOPERM, an ACL user without it) is refused.
-pub fn run_id_refused(error: &impl std::fmt::Display) -> String {
-    format!(
-        "cannot tell which server this is (DLOCK.RUNID refused: {error}): allow the user \
-         DLOCK.RUNID (+dlock.runid; +@dlock has it on Redis 7.2+), which dlock reads the \
-         server's run_id with"
-    )
+/// The run_id in a `DLOCK.RUNID` reply that is not an error, or what came instead (in words:
+/// the reply said, never an ACL advice that would not cure it).
+pub fn read_run_id(reply: &redis::Value) -> Result<String, String> {
+    use redis::Value;
+    let text = match reply {
+        Value::BulkString(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+        Value::SimpleString(text) | Value::VerbatimString { text, .. } => text.clone(),
+        Value::Nil => return Err(unreadable("a nil reply, not a run_id")),
+        other => {
+            let kind = match other {
+                Value::Int(_) => "an integer",
+                Value::Array(_) | Value::Set(_) | Value::Push { .. } => "an array",
+                Value::Map(_) | Value::Attribute { .. } => "a map",
+                _ => "not a string",
+            };
+            return Err(unreadable(&format!("an unexpected reply type ({kind})")));
+        }
+    };
+    match text.trim() {
+        "" => Err(unreadable("an empty run_id")),
+        id => Ok(id.to_string()),
+    }
+}
+
+fn unreadable(what: &str) -> String {
+    format!("cannot tell which server this is: DLOCK.RUNID answered {what}")
+}
+
+/// Why a server that answered `DLOCK.RUNID` with an error (`said`, code first; an unknown
+/// command is told apart before) is refused: the ACL advice only for a permission refused.
+pub fn run_id_refused(said: &String) -> String {
+    let code = said.split_whitespace().next().unwrap_or_default();
+    match code {
+        "NOPERM" => format!(
+            "cannot tell which server this is (DLOCK.RUNID refused: {said}): allow the user \
+             DLOCK.RUNID (+dlock.runid; +@dlock has it on Redis 7.2+), which dlock reads the \
+             server's run_id with"
+        ),
+        "LOADING" => format!(
+            "cannot tell which server this is: the server is loading its data ({said}): try \
+             again when it is up"
+        ),
+        _ => format!("cannot tell which server this is (DLOCK.RUNID answered {said})"),
+    }
 }
 
 /// Why a server that refused `INFO server` (`error`; a module older than `DLOCK.RUNID`) is
@@ -302,6 +339,42 @@ mod tests {
             "m1 let go"
         );
         assert!(Identity::new(&registry, 2).settle("m2").is_err());
+    }
+
+    #[test]
+    fn a_run_id_reply_says_what_came_instead_of_one() {
+        use redis::Value;
+        let bulk = |s: &str| Value::BulkString(s.as_bytes().to_vec());
+        assert_eq!(read_run_id(&bulk("3f2a")), Ok("3f2a".to_string()));
+        let empty = read_run_id(&bulk("")).unwrap_err();
+        assert!(empty.ends_with("answered an empty run_id"), "{empty}");
+        assert!(!empty.contains("INFO"), "{empty}");
+        let nil = read_run_id(&Value::Nil).unwrap_err();
+        assert!(nil.contains("a nil reply"), "{nil}");
+        let array = read_run_id(&Value::Array(vec![bulk("abc")])).unwrap_err();
+        assert!(
+            array.ends_with("an unexpected reply type (an array)"),
+            "{array}"
+        );
+        for why in [empty, nil, array] {
+            assert!(!why.contains("allow the user"), "{why}");
+        }
+    }
+
+    #[test]
+    fn only_a_permission_refused_gets_the_acl_advice() {
+        let noperm = "NOPERM User app has no permissions to run the 'dlock.runid' command";
+        assert!(run_id_refused(&noperm.to_string()).contains("+dlock.runid"));
+        let loading = run_id_refused(&"LOADING Redis is loading the dataset in memory".into());
+        assert!(
+            loading.contains("the server is loading its data"),
+            "{loading}"
+        );
+        assert!(loading.contains("try again when it is up"), "{loading}");
+        assert!(!loading.contains("allow the user"), "{loading}");
+        let other = run_id_refused(&"ERR something else".into());
+        assert!(!other.contains("allow the user"), "{other}");
+        assert!(other.contains("ERR something else"), "{other}");
     }
 
     #[test]

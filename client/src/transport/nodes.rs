@@ -150,7 +150,7 @@ impl Member {
                         .call_blocking(pipe, bounds.connect, bounds.whole)
                         .await
                 } else {
-                    server.call(pipe, bounds.whole).await
+                    server.call(pipe, bounds.connect, bounds.whole).await
                 };
                 reply.map_err(|failed| failed.into_failure(server.url()))
             }

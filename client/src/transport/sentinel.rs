@@ -65,7 +65,7 @@ impl Sentinel {
         let reply = if bounds.blocking {
             node.call_blocking(pipe, bounds.connect, bounds.whole).await
         } else {
-            node.call(pipe, bounds.whole).await
+            node.call(pipe, bounds.connect, bounds.whole).await
         };
         reply.map_err(|failed| {
             let demoted = matches!(&failed, Failed::Refused(f) if f.reason.starts_with("READONLY"));

@@ -61,30 +61,30 @@ impl Server {
         &self.url
     }
 
-    /// Runs `pipe` with everything (connecting included) inside `timeout`: one reply per
-    /// command.
-    pub async fn call(&self, pipe: &Pipeline, timeout: Duration) -> Result<Vec<Value>, Failed> {
-        match tokio::time::timeout(timeout, self.call_unbounded(pipe, timeout)).await {
-            Ok(result) => result,
-            Err(_) => Err(self.timed_out(timeout)),
-        }
-    }
-
+    /// Runs `pipe` on the shared connection: one reply per command. Setting a connection up has
+    /// its own allowance ([`setup_allowance`] of `connect`), and the request `timeout` after it:
+    /// a slow node's handshake and `DLOCK.RUNID` round trip must not eat the request's time, or
+    /// every call gives up before its request is sent and a grant left by the one that got
+    /// through is never released (issue 48 F3; the Go client bounds each step alike). A request
+    /// is queued only once its connection is set up, inside this call: a call that gives up
+    /// while connecting never sends it later.
+    ///
     /// A connection that was open before this call and turns out dead (the node restarted
     /// since) is replaced and the call made once more: every request the client sends can be
     /// repeated by the same owner without changing the outcome (a repeated RELEASE answers 0,
     /// which still counts as an answer).
-    async fn call_unbounded(
+    pub async fn call(
         &self,
         pipe: &Pipeline,
+        connect: Duration,
         timeout: Duration,
     ) -> Result<Vec<Value>, Failed> {
-        let (mut connection, reused) = self.connection(timeout).await?;
-        let mut reply = pipe.query_async::<Vec<Value>>(&mut connection).await;
+        let (mut connection, reused) = self.shared(connect).await?;
+        let mut reply = self.query(pipe, &mut connection, timeout).await?;
         if reused && reply.as_ref().is_err_and(is_broken) {
             *self.connection.lock().await = None;
-            let (mut fresh, _) = self.connection(timeout).await?;
-            reply = pipe.query_async::<Vec<Value>>(&mut fresh).await;
+            let (mut fresh, _) = self.shared(connect).await?;
+            reply = self.query(pipe, &mut fresh, timeout).await?;
         }
         reply.map_err(|e| {
             if is_broken(&e) {
@@ -96,39 +96,58 @@ impl Server {
         })
     }
 
-    /// Runs `pipe`, which blocks on the server, on a connection of its own: connecting within
-    /// `connect_timeout`, the whole call within `timeout`. The connection goes back to the idle
-    /// pool only after a complete reply; a call that fails or is dropped midway closes it.
+    /// Runs `pipe`, which blocks on the server, on a connection of its own: set up within its
+    /// own allowance (see [`Server::call`]), the request within `timeout`. The connection goes
+    /// back to the idle pool only after a complete reply; a call that fails or is dropped midway
+    /// closes it.
     pub async fn call_blocking(
         &self,
         pipe: &Pipeline,
-        connect_timeout: Duration,
+        connect: Duration,
         timeout: Duration,
     ) -> Result<Vec<Value>, Failed> {
-        let work = async {
-            let idle = self.idle_wait_connection();
-            let reused = idle.is_some();
-            let mut connection = match idle {
-                Some(connection) => connection,
-                None => self.connect(connect_timeout).await?,
-            };
-            let mut reply = pipe.query_async::<Vec<Value>>(&mut connection).await;
-            if reused && reply.as_ref().is_err_and(is_broken) {
-                connection = self.connect(connect_timeout).await?; // idle since a restart
-                reply = pipe.query_async::<Vec<Value>>(&mut connection).await;
-            }
-            match reply {
-                Ok(values) => {
-                    self.return_wait_connection(connection);
-                    Ok(values)
-                }
-                Err(e) => Err(self.failed(&e)),
-            }
+        let idle = self.idle_wait_connection();
+        let reused = idle.is_some();
+        let mut connection = match idle {
+            Some(connection) => connection,
+            None => self.fresh(connect).await?,
         };
-        match tokio::time::timeout(timeout, work).await {
-            Ok(result) => result,
-            Err(_) => Err(self.timed_out(timeout)),
+        let mut reply = self.query(pipe, &mut connection, timeout).await?;
+        if reused && reply.as_ref().is_err_and(is_broken) {
+            connection = self.fresh(connect).await?; // idle since a restart
+            reply = self.query(pipe, &mut connection, timeout).await?;
         }
+        match reply {
+            Ok(values) => {
+                self.return_wait_connection(connection);
+                Ok(values)
+            }
+            Err(e) => Err(self.failed(&e)),
+        }
+    }
+
+    /// `pipe` on `connection`: its replies or error, or no reply within `timeout`.
+    async fn query(
+        &self,
+        pipe: &Pipeline,
+        connection: &mut MultiplexedConnection,
+        timeout: Duration,
+    ) -> Result<redis::RedisResult<Vec<Value>>, Failed> {
+        let reply = pipe.query_async::<Vec<Value>>(connection);
+        (tokio::time::timeout(timeout, reply).await).map_err(|_| self.timed_out(timeout))
+    }
+
+    /// The shared connection within the setup allowance (waiting for another call's setup of
+    /// it included).
+    async fn shared(&self, connect: Duration) -> Result<(MultiplexedConnection, bool), Failed> {
+        let made = tokio::time::timeout(setup_allowance(connect), self.connection(connect));
+        made.await.unwrap_or_else(|_| Err(self.timed_out(connect)))
+    }
+
+    /// A new connection of its own within the setup allowance.
+    async fn fresh(&self, connect: Duration) -> Result<MultiplexedConnection, Failed> {
+        let made = tokio::time::timeout(setup_allowance(connect), self.connect(connect));
+        made.await.unwrap_or_else(|_| Err(self.timed_out(connect)))
     }
 
     fn idle_wait_connection(&self) -> Option<MultiplexedConnection> {
@@ -165,9 +184,13 @@ impl Server {
             self.client.get_connection_info().addr(),
             redis::ConnectionAddr::TcpTls { .. }
         );
+        let db = self.client.get_connection_info().redis_settings().db();
         let cannot = |e: redis::RedisError| {
-            let why = diagnosis::cannot_connect(&e, tls, timeout, &self.login_hint);
-            Failed::Down(self.failure(why))
+            let why = match diagnosis::database_refused(&e) {
+                Some(refused) => format!("database {db} {refused}"),
+                None => diagnosis::cannot_connect(&e, tls, timeout, &self.login_hint),
+            };
+            Failed::Down(self.failure(why).incurable(diagnosis::incurable(&e)))
         };
         let mut connection = self
             .client
@@ -182,9 +205,13 @@ impl Server {
                 .await
                 .map_err(cannot)?;
         }
-        // Before any request: a server another node reaches must not count twice.
-        self.identify(&mut connection, cannot).await?;
-        Ok(connection)
+        // Before any request: a server another node reaches must not count twice. The run_id's
+        // round trip has the connection's timeout again, not what the handshake left of it.
+        let identified = self.identify(&mut connection, cannot);
+        match tokio::time::timeout(timeout, identified).await {
+            Ok(result) => result.map(|()| connection),
+            Err(_) => Err(self.timed_out(timeout)),
+        }
     }
 
     /// Reads the server's run_id on a connection just made and claims it (identity.rs), or
@@ -194,11 +221,16 @@ impl Server {
         connection: &mut MultiplexedConnection,
         cannot: impl Fn(redis::RedisError) -> Failed,
     ) -> Result<(), Failed> {
-        let asked = redis::cmd("DLOCK.RUNID")
-            .query_async::<String>(connection)
-            .await;
+        let asked = match redis::cmd("DLOCK.RUNID")
+            .query_async::<Value>(connection)
+            .await
+        {
+            Ok(Value::ServerError(e)) => Err(redis::RedisError::from(e)),
+            other => other,
+        };
+        let refused = |why: String| Failed::Refused(self.failure(why));
         let run_id = match asked {
-            Ok(run_id) => Some(run_id),
+            Ok(reply) => Some(identity::read_run_id(&reply).map_err(refused)?),
             // A module older than DLOCK.RUNID: INFO server shows the same run_id.
             Err(e) if identity::unknown_command(&diagnosis::reply_error(&e, "")) => {
                 let info = redis::cmd("INFO")
@@ -210,7 +242,6 @@ impl Server {
             }
             Err(e) => return Err(self.unidentified(e, &cannot, identity::run_id_refused)),
         };
-        let refused = |why: String| Failed::Refused(self.failure(why));
         self.identity.check(run_id.as_deref()).map_err(refused)
     }
 
@@ -223,12 +254,13 @@ impl Server {
         refusal: fn(&String) -> String,
     ) -> Failed {
         let why = diagnosis::reply_error(&e, &self.login_hint);
+        let incurable = diagnosis::incurable(&e);
         if is_broken(&e) {
             cannot(e)
         } else if diagnosis::about_login(&e) {
-            Failed::Refused(self.failure(why))
+            Failed::Refused(self.failure(why).incurable(incurable))
         } else {
-            Failed::Refused(self.failure(refusal(&why)))
+            Failed::Refused(self.failure(refusal(&why)).incurable(incurable))
         }
     }
 
@@ -286,6 +318,12 @@ impl Failed {
             ),
         }
     }
+}
+
+/// How long setting a connection up may take, `connect` being the per-node timeout: the TCP
+/// (and TLS) handshake with the login and database, then the run_id's round trip, each within it.
+pub fn setup_allowance(connect: Duration) -> Duration {
+    connect * 2
 }
 
 /// The connection is unusable (as opposed to a server's error reply).
