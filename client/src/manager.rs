@@ -32,7 +32,7 @@ pub struct LockManagerBuilder {
 }
 
 impl LockManagerBuilder {
-    /// Per-node timeout for every call, connecting included.
+    /// Per-node bound on each step of a call: a new connection's handshake, its `DLOCK.RUNID`, the request.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.opts.rounds.timeout = timeout;
         self

@@ -11,7 +11,7 @@ use crate::timing::Drift;
 /// What every round needs.
 #[derive(Debug, Clone)]
 pub struct RoundOptions {
-    /// Per-node bound on every call, connecting included.
+    /// Per-node bound on each step of a call: a new connection's handshake, its `DLOCK.RUNID`, the request.
     pub timeout: Duration,
     pub drift: Drift,
     /// Two-phase quorum fencing (ignored with one node).
@@ -125,7 +125,7 @@ mod tests {
             (
                 "timeout(d)",
                 ms(d.rounds.timeout),
-                "per-node bound on every call, connecting included",
+                "per-node bound on each step of a call: a new connection's handshake, its `DLOCK.RUNID`, the request",
             ),
             (
                 "retry_count(n)",
