@@ -37,8 +37,9 @@ run: build
 # Unit and integration tests against real redis-server processes, the Python client's, the Node
 # client's (make node-test), every example of the docs and the install from a clean clone (make
 # docs-test), the signal-sensitive tests again with SIGINT/SIGTERM ignored and no terminal, the
-# monitoring tests (real redis_exporter, promtool, tmux) and the model check; the last line totals
-# the tests ("total: N passed, M failed"). The chaos suite has its own targets (chaos-quick, chaos).
+# monitoring tests (real redis_exporter, promtool, tmux), the model check, the partitions subset
+# and the quick chaos suite; a line per suite with its time, and the last line totals the tests
+# ("total: N passed, M failed"). The full chaos suite has its own target (chaos).
 test: build
 	bash scripts/test.sh
 
