@@ -11,6 +11,7 @@ mod command_fuzz;
 mod commands;
 mod config;
 mod eviction;
+mod fixtures_load;
 mod flushes;
 mod gates;
 mod guard;
