@@ -297,34 +297,14 @@ async fn dispatch(manager: &LockManager, command: Command) -> u8 {
             wait,
             kind,
             quiet,
-        } => match progress::lock(manager, kind.of(&resource), (ttl, wait), quiet).await {
-            Ok(guard) => {
-                let (owner, token, validity) = guard.detach();
-                println!("{owner} {token} {}", validity.as_millis());
-                0
-            }
-            Err(e) => code_of(&e),
-        },
-        Command::Release { resource, owner } => {
-            match manager.release_owner(&resource, &owner).await {
-                Ok(0) => not_held(&resource, &owner),
-                Ok(_) => 0,
-                Err(e) => code_of(&e),
-            }
-        }
+        } => acquire(manager, kind.of(&resource), (ttl, wait), quiet).await,
+        Command::Release { resource, owner } => release(manager, &resource, &owner).await,
         Command::Extend {
             resource,
             owner,
             ttl,
             kind,
-        } => match manager.extend_owner(kind.of(&resource), &owner, ttl).await {
-            Ok(validity) => {
-                println!("{}", validity.as_millis());
-                0
-            }
-            Err(Error::LockLost { .. }) => not_held(&resource, &owner),
-            Err(e) => code_of(&e),
-        },
+        } => extend(manager, kind.of(&resource), &owner, ttl).await,
         Command::Status { resource } => status::status(manager, &resource).await,
         Command::Top(opts) => top::top(manager, &opts).await,
         Command::Elect {
@@ -336,6 +316,46 @@ async fn dispatch(manager: &LockManager, command: Command) -> u8 {
         } => elect::elect(manager, &name, &value, elect::Terms { ttl, once }, &cmd).await,
         Command::Leader { name } => elect::leader(manager, &name).await,
         Command::Observe { name, json, count } => elect::observe(manager, &name, json, count).await,
+    }
+}
+
+/// `dlock acquire`: the lock taken and left held, its owner, token and validity printed for a
+/// later `release` or `extend`.
+async fn acquire(
+    manager: &LockManager,
+    resource: Resource<'_>,
+    times: (Duration, Duration),
+    quiet: bool,
+) -> u8 {
+    match progress::lock(manager, resource, times, quiet).await {
+        Ok(guard) => {
+            let (owner, token, validity) = guard.detach();
+            println!("{owner} {token} {}", validity.as_millis());
+            0
+        }
+        Err(e) => code_of(&e),
+    }
+}
+
+/// `dlock release`: by the owner `acquire` printed.
+async fn release(manager: &LockManager, resource: &str, owner: &str) -> u8 {
+    match manager.release_owner(resource, owner).await {
+        Ok(0) => not_held(resource, owner),
+        Ok(_) => 0,
+        Err(e) => code_of(&e),
+    }
+}
+
+/// `dlock extend`: by the owner `acquire` printed; the new validity printed.
+async fn extend(manager: &LockManager, resource: Resource<'_>, owner: &str, ttl: Duration) -> u8 {
+    let name = resource.name;
+    match manager.extend_owner(resource, owner, ttl).await {
+        Ok(validity) => {
+            println!("{}", validity.as_millis());
+            0
+        }
+        Err(Error::LockLost { .. }) => not_held(name, owner),
+        Err(e) => code_of(&e),
     }
 }
 

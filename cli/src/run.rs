@@ -19,7 +19,7 @@ pub async fn run(
     argv: &[String],
 ) -> u8 {
     // Handlers go in before the wait: a Ctrl-C from then on withdraws the wait or releases.
-    let (mut interrupt, mut terminate) = match stop_signals() {
+    let mut stops = match stop_signals() {
         Ok(handlers) => handlers,
         Err(e) => {
             eprintln!("dlock: cannot install signal handlers: {e}");
@@ -27,15 +27,9 @@ pub async fn run(
         }
     };
     let resource = target.name;
-    let acquired = tokio::select! {
-        acquired = crate::progress::lock(manager, target, (ttl, wait), quiet) => acquired,
-        // The dropped lock() withdraws its wait in the background; main settles it.
-        _ = interrupt.recv() => return exit::INTERRUPTED,
-        _ = terminate.recv() => return 128 + Signal::SIGTERM as u8,
-    };
-    let guard = match acquired {
+    let guard = match take(manager, target, (ttl, wait), quiet, &mut stops).await {
         Ok(guard) => guard,
-        Err(e) => return code_of(&e),
+        Err(code) => return code,
     };
     let started = Instant::now();
     let mut command = match spawn(argv, &guard) {
@@ -47,21 +41,60 @@ pub async fn run(
         }
     };
     let watchdog = guard.watchdog(ttl);
+    let held = Held {
+        resource,
+        started,
+        max_hold,
+    };
+    let ended = until_ended(&mut command, &watchdog, held, &mut stops).await;
+    conclude(command, ended, watchdog, guard).await
+}
+
+/// The lock, or the exit code: its error's, or a stop signal's that came during the wait.
+async fn take(
+    manager: &LockManager,
+    target: Resource<'_>,
+    times: (Duration, Duration),
+    quiet: bool,
+    (interrupt, terminate): &mut (StopSignal, StopSignal),
+) -> Result<LockGuard, u8> {
+    tokio::select! {
+        acquired = crate::progress::lock(manager, target, times, quiet) => acquired.map_err(|e| code_of(&e)),
+        // The dropped lock() withdraws its wait in the background; main settles it.
+        _ = interrupt.recv() => Err(exit::INTERRUPTED),
+        _ = terminate.recv() => Err(128 + Signal::SIGTERM as u8),
+    }
+}
+
+/// What a run holds, for how long it may (`--max-hold`), since when.
+struct Held<'a> {
+    resource: &'a str,
+    started: Instant,
+    max_hold: Option<Duration>,
+}
+
+/// Waits for the first of: the command's exit, the lock lost, `--max-hold`, a stop signal.
+async fn until_ended(
+    command: &mut Supervised,
+    watchdog: &Watchdog,
+    held: Held<'_>,
+    (interrupt, terminate): &mut (StopSignal, StopSignal),
+) -> Ended {
     let lock = watchdog.context();
-    let ended = tokio::select! {
+    let resource = held.resource;
+    tokio::select! {
         status = command.wait() => Ended::Exited(status.map_or(exit::CANNOT_RUN, status_code)),
         _ = lock.lost() => {
             eprintln!("dlock: lock {resource:?} lost while the command ran; sending SIGTERM");
             Ended::Stopped(exit::LOST)
         }
-        _ = held_for(started, max_hold) => {
+        _ = held_for(held.started, held.max_hold) => {
             eprintln!("dlock: lock {resource:?} held for --max-hold; sending SIGTERM (the lock is kept until the command is gone)");
             Ended::Stopped(exit::LOST)
         }
         _ = interrupt.recv() => Ended::Stopped(exit::INTERRUPTED),
         _ = terminate.recv() => Ended::Stopped(128 + Signal::SIGTERM as u8),
-    };
-    conclude(command, ended, watchdog, guard).await
+    }
 }
 
 /// The end of a run: the command done with (`finish`) or stopped (`stop`, which returns once its

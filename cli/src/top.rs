@@ -175,12 +175,20 @@ pub fn render(views: &[NodeView<Top>], opts: &Options, live: bool) -> String {
     }
     out.push_str("\n\n");
     let (waiting, held) = merge(views);
+    waiting_table(&mut out, &waiting, opts.rows);
+    held_table(&mut out, &held, opts.rows);
+    node_notes(&mut out, views);
+    out
+}
+
+/// The resources with waiters, most waiters first.
+fn waiting_table(out: &mut String, waiting: &[(String, Merged)], rows: usize) {
     let _ = writeln!(
         out,
         "{:<28} {:>7} {:>10} {:<36} {:>9} {:>5}",
         "WAITING", "waiters", "oldest", "holder", "lease", "nodes"
     );
-    for (resource, m) in waiting.iter().take(opts.rows) {
+    for (resource, m) in waiting.iter().take(rows) {
         let (owner, _, ttl) = m
             .holder()
             .unwrap_or(("(free: handoff due)", 0, Duration::ZERO));
@@ -195,12 +203,16 @@ pub fn render(views: &[NodeView<Top>], opts: &Options, live: bool) -> String {
             m.nodes
         );
     }
+}
+
+/// The held locks, by resource, holder and mode.
+fn held_table(out: &mut String, held: &[((String, String, String), Merged)], rows: usize) {
     let _ = writeln!(
         out,
         "\n{:<28} {:<36} {:<9} {:>20} {:>9} {:>7} {:>5}",
         "HELD", "holder", "mode", "token", "lease", "waiters", "nodes"
     );
-    for ((resource, _, mode), m) in held.iter().take(opts.rows) {
+    for ((resource, _, mode), m) in held.iter().take(rows) {
         let (owner, token, ttl) = m.holder().unwrap_or_default();
         let _ = writeln!(
             out,
@@ -214,6 +226,10 @@ pub fn render(views: &[NodeView<Top>], opts: &Options, live: bool) -> String {
             m.nodes
         );
     }
+}
+
+/// What the table cannot show: nodes that did not answer, or answered in part.
+fn node_notes(out: &mut String, views: &[NodeView<Top>]) {
     for view in views {
         match &view.state {
             Err(reason) => {
@@ -225,7 +241,6 @@ pub fn render(views: &[NodeView<Top>], opts: &Options, live: bool) -> String {
             Ok(_) => {}
         }
     }
-    out
 }
 
 fn seconds(d: Duration) -> String {

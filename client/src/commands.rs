@@ -122,14 +122,7 @@ impl<'a> Request<'a> {
                 owner,
                 token,
                 ttl_ms,
-            } => {
-                let mut cmd = command("DLOCK.FENCE", &[resource, owner]);
-                cmd.arg(token);
-                if let Some(ttl_ms) = ttl_ms {
-                    cmd.arg("PX").arg(ttl_ms);
-                }
-                cmd
-            }
+            } => fence(resource, owner, token, ttl_ms),
             Request::Extend {
                 resource,
                 owner,
@@ -145,32 +138,51 @@ impl<'a> Request<'a> {
                 owner,
                 token,
                 new_owner,
-            } => {
-                let mut cmd = command("DLOCK.PROCLAIM", &[resource, owner]);
-                cmd.arg(token).arg(new_owner);
-                cmd
-            }
+            } => proclaim(resource, owner, token, new_owner),
             Request::Observe {
                 resource,
                 after,
                 timeout_ms,
-            } => {
-                let mut cmd = command("DLOCK.OBSERVE", &[resource]);
-                if let Some((token, owner)) = after {
-                    cmd.arg("AFTER").arg(token).arg("OWNER").arg(owner);
-                }
-                cmd.arg("TIMEOUT").arg(timeout_ms);
-                cmd
-            }
+            } => observe(resource, after, timeout_ms),
             Request::Status { resource } => command("DLOCK.STATUS", &[resource]),
             Request::Waiters { resource } => command("DLOCK.WAITERS", &[resource]),
-            Request::Top { cursor, count } => {
-                let mut cmd = redis::cmd("DLOCK.TOP");
-                cmd.arg("CURSOR").arg(cursor).arg("COUNT").arg(count);
-                cmd
-            }
+            Request::Top { cursor, count } => top(cursor, count),
         }
     }
+}
+
+/// `DLOCK.FENCE`: the token confirmed, with the lease re-based when `ttl_ms` is given.
+fn fence(resource: &str, owner: &str, token: u64, ttl_ms: Option<u64>) -> redis::Cmd {
+    let mut cmd = command("DLOCK.FENCE", &[resource, owner]);
+    cmd.arg(token);
+    if let Some(ttl_ms) = ttl_ms {
+        cmd.arg("PX").arg(ttl_ms);
+    }
+    cmd
+}
+
+/// `DLOCK.OBSERVE`: the next holder change after the one seen (`after`), or the current one.
+fn observe(resource: &str, after: Option<(u64, &str)>, timeout_ms: u64) -> redis::Cmd {
+    let mut cmd = command("DLOCK.OBSERVE", &[resource]);
+    if let Some((token, owner)) = after {
+        cmd.arg("AFTER").arg(token).arg("OWNER").arg(owner);
+    }
+    cmd.arg("TIMEOUT").arg(timeout_ms);
+    cmd
+}
+
+/// `DLOCK.PROCLAIM`: the leader's value changed, its epoch (`token`) kept.
+fn proclaim(resource: &str, owner: &str, token: u64, new_owner: &str) -> redis::Cmd {
+    let mut cmd = command("DLOCK.PROCLAIM", &[resource, owner]);
+    cmd.arg(token).arg(new_owner);
+    cmd
+}
+
+/// `DLOCK.TOP`: one page of the node's locks and waiters.
+fn top(cursor: u64, count: u64) -> redis::Cmd {
+    let mut cmd = redis::cmd("DLOCK.TOP");
+    cmd.arg("CURSOR").arg(cursor).arg("COUNT").arg(count);
+    cmd
 }
 
 fn command(name: &str, args: &[&str]) -> redis::Cmd {

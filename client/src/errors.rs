@@ -166,6 +166,29 @@ pub(crate) fn count(n: usize, noun: &str) -> String {
     }
 }
 
+/// `no quorum for "r": 2 nodes needed, 2 failed: <node>: <reason>; ...`
+fn no_quorum(
+    f: &mut fmt::Formatter<'_>,
+    resource: &str,
+    needed: usize,
+    failures: &[NodeFailure],
+) -> fmt::Result {
+    let needed = count(needed, "node");
+    write!(
+        f,
+        "no quorum for {resource:?}: {needed} needed, {} failed",
+        failures.len()
+    )?;
+    let list: Vec<String> = failures
+        .iter()
+        .map(|n| format!("{}: {}", n.node, n.reason))
+        .collect();
+    if !list.is_empty() {
+        write!(f, ": {}", list.join("; "))?;
+    }
+    Ok(())
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -178,18 +201,7 @@ impl fmt::Display for Error {
                 resource,
                 needed,
                 failures,
-            } => {
-                let needed = count(*needed, "node");
-                write!(f, "no quorum for {resource:?}: {needed} needed, {} failed", failures.len())?;
-                let list: Vec<String> = failures
-                    .iter()
-                    .map(|n| format!("{}: {}", n.node, n.reason))
-                    .collect();
-                if !list.is_empty() {
-                    write!(f, ": {}", list.join("; "))?;
-                }
-                Ok(())
-            }
+            } => no_quorum(f, resource, *needed, failures),
             Error::ValidityExpired { resource } => write!(
                 f,
                 "lock {resource:?} was granted, but its validity ran out while acquiring: give a longer TTL"
