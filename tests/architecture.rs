@@ -290,6 +290,58 @@ fn the_node_clients_files_import_each_other_without_a_cycle() {
     assert_acyclic(&typescript_graph(&repo("node/src")), "node/src/");
 }
 
+/// The source folders docs/architecture.md lists file by file, and each one's extension.
+const LISTED: [(&str, &str); 9] = [
+    ("src", ".rs"),
+    ("core/src", ".rs"),
+    ("model/src", ".rs"),
+    ("client/src", ".rs"),
+    ("cli/src", ".rs"),
+    ("testkit/src", ".rs"),
+    ("python/src/dlock", ".py"),
+    ("node/src", ".ts"),
+    ("go", ".go"),
+];
+
+/// Files a list need not name: entry points every crate or package has, and unit tests that sit
+/// beside the file they test (`x_tests.rs` for `x.rs`, Go's `_test.go`).
+fn needs_no_line(name: &str) -> bool {
+    matches!(
+        name,
+        "mod.rs" | "lib.rs" | "main.rs" | "__init__.py" | "py.typed"
+    ) || name.ends_with("_tests.rs")
+        || name.ends_with("_test.go")
+}
+
+#[test]
+fn architecture_md_names_every_source_file() {
+    let doc = std::fs::read_to_string(repo("docs/architecture.md")).expect("architecture.md");
+    let mut missing = Vec::new();
+    for (dir, ext) in LISTED {
+        for file in files(&repo(dir), ext) {
+            let name = file.file_name().map(|n| n.to_string_lossy().into_owned());
+            let name = name.unwrap_or_default();
+            let named = doc.match_indices(&name).any(|(at, _)| {
+                let before = doc[..at].chars().next_back();
+                !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
+            });
+            if !needs_no_line(&name) && !named {
+                missing.push(
+                    file.strip_prefix(repo(""))
+                        .unwrap_or(&file)
+                        .display()
+                        .to_string(),
+                );
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "docs/architecture.md does not name these files (add a line saying what each is for):\n{}",
+        missing.join("\n")
+    );
+}
+
 #[test]
 fn the_cycle_finder_finds_a_cycle_and_only_a_cycle() {
     let graph = |edges: &[(&str, &str)]| {
