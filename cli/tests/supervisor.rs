@@ -109,25 +109,30 @@ fn a_killed_dlock_run_takes_its_command_and_grandchildren_with_it() {
     );
 }
 
+/// `dlock run` of a command that starts `background` in a subshell and waits, stopped by
+/// `--max-hold` 600 ms in: the running dlock, the background process's pid (once written) and
+/// the folder it was written in (kept until the test ends).
+fn stopped_at_max_hold(
+    servers: &[Server],
+    background: &str,
+) -> (std::process::Child, Pid, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("background");
+    let script = format!("({background}) & echo $! > {}; wait", file.display());
+    let dlock = dlock_run(servers, &["--ttl", "300ms", "--max-hold", "600ms"], &script)
+        .spawn()
+        .unwrap();
+    let pid = pid_in(&file);
+    (dlock, pid, dir)
+}
+
 /// A run dlock stops (here at `--max-hold`) stops the command's whole group: SIGTERM, then
 /// SIGKILL for what is left once the command exited, so a grandchild ignoring SIGTERM goes too.
 #[test]
 fn a_stopped_run_ends_grandchildren_that_ignore_sigterm() {
     let servers = nodes(1);
-    let dir = tempfile::tempdir().unwrap();
-    let grandchild_file = dir.path().join("grandchild");
-    let script = format!(
-        "(trap '' TERM; exec sleep 300) & echo $! > {}; wait",
-        grandchild_file.display()
-    );
-    let mut dlock = dlock_run(
-        &servers,
-        &["--ttl", "300ms", "--max-hold", "600ms"],
-        &script,
-    )
-    .spawn()
-    .unwrap();
-    let grandchild = pid_in(&grandchild_file);
+    let (mut dlock, grandchild, _dir) =
+        stopped_at_max_hold(&servers, "trap '' TERM; exec sleep 300");
     let status = dlock.wait().unwrap();
     let gone = gone_within(grandchild, GONE_WITHIN);
     let _ = kill(grandchild, Signal::SIGKILL);
@@ -140,22 +145,10 @@ fn a_stopped_run_ends_grandchildren_that_ignore_sigterm() {
 #[test]
 fn a_stopped_run_ends_what_left_the_group_before_it_releases() {
     let servers = nodes(1);
-    let dir = tempfile::tempdir().unwrap();
-    let escaped_file = dir.path().join("escaped");
     // Not a group leader in the subshell, setsid makes its session without forking: the pid
     // written is the sleep's. It ignores SIGTERM; its parent (the subshell) has exited.
-    let script = format!(
-        "(trap '' TERM; exec setsid sleep 300) & echo $! > {}; wait",
-        escaped_file.display()
-    );
-    let mut dlock = dlock_run(
-        &servers,
-        &["--ttl", "300ms", "--max-hold", "600ms"],
-        &script,
-    )
-    .spawn()
-    .unwrap();
-    let escaped = pid_in(&escaped_file);
+    let (mut dlock, escaped, _dir) =
+        stopped_at_max_hold(&servers, "trap '' TERM; exec setsid sleep 300");
     let deadline = Instant::now() + Duration::from_secs(5);
     while group_of(escaped) != escaped && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
