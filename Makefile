@@ -5,7 +5,7 @@ CARGO        ?= cargo
 MODULE       := target/release/libdlock.so
 REDIS_PORT   ?= 6379
 
-.PHONY: all deps build run test model model-ci model-deep partitions partitions-ci partitions-quick partitions-deps bench-waiters bench-handoff bench-top bench-scale compat compat-servers memcheck chaos chaos-quick fuzz bench bench-quick bench-server bench-instructions bench-shared bench-capacity bench-handoff-limit bench-tax bench-gate-tax bench-elect cluster redis-cluster fmt lint clean
+.PHONY: all deps build run test model model-ci model-deep partitions partitions-ci partitions-quick partitions-deps bench-waiters bench-handoff bench-top bench-scale compat compat-servers memcheck chaos chaos-quick fuzz bench bench-quick bench-server bench-instructions bench-instructions-ab bench-shared bench-capacity bench-handoff-limit bench-tax bench-gate-tax bench-elect cluster redis-cluster fmt lint clean
 
 all: build
 
@@ -289,6 +289,11 @@ bench-scale: build
 bench-instructions: build
 	bash bench/acquire_instructions.sh $(MODULE)
 	cd bench && python3 holder_instructions.py ../$(MODULE)
+
+# Two builds side by side in one run (callgrind): make bench-instructions-ab OLD=/path/old.so
+# (build OLD from a worktree of the commit before a change); docs/bench/ records the last.
+bench-instructions-ab: build
+	bash bench/instructions_ab.sh $(OLD) $(MODULE) $(or $(ROUNDS),2)
 
 bench-server: build
 	$(CARGO) run --release -q -p dlock-bench --bin bench-server

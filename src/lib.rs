@@ -36,10 +36,11 @@ mod writes;
 mod module {
     use redis_module::{redis_module, Context, RedisString, Status};
 
-    use crate::keyspace::gate::GATE_TYPE;
-    use crate::keyspace::types::{LOCK_TYPE, TABLE_TYPE};
-
     fn init(ctx: &Context, args: &[RedisString]) -> Status {
+        if let Err(why) = crate::keyspace::create_types(ctx) {
+            ctx.log_warning(&format!("dlock not loaded: {why}"));
+            return Status::Err;
+        }
         crate::node::start(); // the restart quarantine counts from here
         crate::panic::install_hook();
         crate::keyspace::notify::set_module_options(ctx);
@@ -84,7 +85,7 @@ mod module {
         version: VERSION,
         // Redis's allocator: INFO memory and maxmemory see everything the module allocates.
         allocator: (redis_module::alloc::RedisAlloc, redis_module::alloc::RedisAlloc),
-        data_types: [LOCK_TYPE, TABLE_TYPE, GATE_TYPE],
+        data_types: [], // created first thing in init (keyspace::create_types)
         init: init,
     }
 }

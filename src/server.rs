@@ -38,6 +38,12 @@ pub fn flag(flags: c_int, which: u32) -> bool {
     flags & which as c_int != 0
 }
 
+/// The database the command's client has selected.
+pub fn selected_db(ctx: &Context) -> i32 {
+    // SAFETY: the context of a running command or callback.
+    crate::api!(RedisModule_GetSelectedDb).map_or(0, |get| unsafe { get(ctx.ctx) })
+}
+
 /// The server is loading its own data (startup, a full sync, DEBUG RELOAD), as opposed to a
 /// client's RESTORE.
 pub fn is_loading() -> bool {

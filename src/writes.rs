@@ -1,8 +1,9 @@
 //! The writes that commands and handoffs share, one set for every kind of resource: a grant, a
-//! change of the owner's leases, a removal, a downgrade. Each stores the resource in its form,
-//! replicates its *effect* holder by holder (a plain lock as one `DLOCK.APPLY`, a table's holder
-//! as one `DLOCK.APPLY ... MODE`, or `DEL`), and tells watchers. Each costs O(log n) in the
-//! holders, plus at most [`PRUNE_PER_WRITE`] ended leases cleared.
+//! change of the owner's leases, a removal, a downgrade. Each changes the resource's holders
+//! through the key layer's one interface ([`Edit`]; how they are stored is the key layer's
+//! business), replicates its *effect* holder by holder (one `DLOCK.APPLY` each; a grant that
+//! leaves one exclusive holder as the whole resource; or `DEL`), and tells watchers. Each costs
+//! O(log n) in the holders, plus at most [`PRUNE_PER_WRITE`] ended leases cleared.
 
 use std::ffi::CStr;
 use std::os::raw::c_int;
@@ -11,12 +12,10 @@ use dlock_core::node::deadline_at;
 use dlock_core::{GrantRefused, Mode, Want};
 use redis_module::{Context, RedisError};
 
-use crate::keyspace::compact::Record;
-use crate::keyspace::key::Stored;
-use crate::keyspace::table::{Lease, Slot};
-use crate::keyspace::{notify, LockKey};
+use crate::keyspace::edit::Edit;
+use crate::keyspace::{notify, Lease, LockKey, Slot};
 use crate::node::node;
-use crate::replication::effects;
+use crate::replication::effects::{self, Apply, Scope};
 use crate::stats::{self, EVICTION_REFUSALS, EXPIRED, GRANTS};
 use crate::wire::{errors, Arg};
 use crate::{config, server};
@@ -70,7 +69,12 @@ pub fn grant(
     now_us: u64,
 ) -> Result<Grant, Refusal> {
     let flags = server::context_flags(ctx.ctx);
-    floor_at_stored(key);
+    if let Some(newest) = key.newest_token() {
+        // A value that entered the keyspace a moment ago (RESTOREd in the same transaction or
+        // script, before its arrival is settled, `keyspace::arrivals`) never sees a smaller
+        // token granted after it.
+        node().raise_counter(newest);
+    }
     let token = issue_token(ctx, flags, now_us)?;
     let now_ms = now_us / 1000;
     let lease = Lease {
@@ -80,31 +84,19 @@ pub fn grant(
     };
     let mut gone = Vec::new();
     if want == Want::Exclusive {
-        // Nobody holds it: a plain lock replaces whatever the key held.
-        let record = record(key, owner.bytes, lease);
-        key.put(&record).map_err(Refusal::Error)?;
-        effects::apply_flagged(ctx, flags, key.name(), owner.arg, &record);
+        // Nobody holds it: one exclusive holder replaces whatever the key held.
+        key.put_sole(owner.bytes, lease).map_err(Refusal::Error)?;
+        let change = apply_of(owner, lease, Scope::Sole);
+        effects::apply(ctx, flags, key.name(), &change);
     } else {
         gone = make_room(ctx, key, want, now_ms).map_err(Refusal::Error)?;
         let slot = slot(owner.bytes, want.mode(), lease);
-        let pruned = insert(ctx, key, slot, want.limit(), now_ms).map_err(Refusal::Error)?;
-        gone.extend(pruned);
+        let pruned = insert(ctx, key, (owner, slot), want.limit(), now_ms);
+        gone.extend(pruned.map_err(Refusal::Error)?);
     }
     key.changed(notify::ACQUIRE);
     stats::count(&GRANTS);
     Ok(Grant { token, gone })
-}
-
-/// The node counter rises to every token stored under the key before a grant there: a value
-/// that entered the keyspace a moment ago (RESTOREd in the same transaction or script, before its
-/// arrival is settled, `keyspace::arrivals`) never sees a smaller token granted after it.
-fn floor_at_stored(key: &LockKey<'_>) {
-    let newest = match key.stored() {
-        Ok(Some(Stored::One(lock))) => lock.token(),
-        Ok(Some(Stored::Table(table))) => table.newest_token(),
-        _ => return,
-    };
-    node().raise_counter(newest);
 }
 
 /// A fresh token for a grant dated `now_us`: refused while the eviction policy could drop the
@@ -124,80 +116,87 @@ fn issue_token(ctx: &Context, flags: c_int, now_us: u64) -> Result<u64, Refusal>
 }
 
 /// Clears the stored holders a new shared entry or permit cannot coexist with (their leases
-/// ended): a plain lock; a table of another kind (whole: one `DEL`); an ended exclusive entry;
-/// a full semaphore's soonest-ended permit.
+/// ended): a resource of another kind (whole: one `DEL`); an ended exclusive entry; a full
+/// semaphore's soonest-ended permits.
 fn make_room(
     ctx: &Context,
     key: &mut LockKey<'_>,
     want: Want,
     now_ms: u64,
 ) -> Result<Vec<Slot>, RedisError> {
-    let place = key.place();
-    let (clear, exclusive) = match key.stored()? {
-        None => (false, None),
-        Some(Stored::Table(t)) if t.place == place && t.limit() == want.limit() => {
-            let x = t.exclusive().map(|x| x.owner.clone());
-            (false, x.filter(|_| want == Want::Shared))
-        }
-        Some(_) => (true, None),
-    };
-    if clear {
-        key.delete();
-        effects::delete(ctx, key.name());
+    if key
+        .counted_limit()?
+        .is_some_and(|limit| limit != want.limit())
+    {
+        remove_all(ctx, key, None);
         return Ok(Vec::new());
     }
-    let table = key.table_mut(want.limit())?;
+    let (flags, name) = (server::context_flags(ctx.ctx), key.name());
+    let mut edit = Edit::open(key, Some(want.limit()))?;
     let mut gone = Vec::new();
-    if let Some(x) = exclusive.and_then(|owner| table.remove(&owner, Mode::Exclusive)) {
-        stats::count(&EXPIRED);
-        gone.push(x);
+    if let Some(owner) = edit.exclusive_owner().filter(|_| want == Want::Shared) {
+        if let Some(lease) = edit.remove(&owner, Mode::Exclusive)? {
+            stats::count(&EXPIRED);
+            gone.push(slot(&owner, Mode::Exclusive, lease));
+        }
     }
     if let Want::Permit { limit } = want {
-        let excess = (table.len() + 1).saturating_sub(limit as usize);
-        let ended = table.prune(now_ms, excess);
+        let excess = (edit.len() + 1).saturating_sub(limit as usize);
+        let ended = edit.prune(now_ms, excess)?;
         stats::count_n(&EXPIRED, ended.len());
         gone.extend(ended);
     }
-    let limit = table.limit();
-    for slot in &gone {
-        effects::apply_holder(ctx, key.name(), slot, 0, limit);
-    }
+    edit.finish()?;
+    replicate_gone(ctx, (flags, name), &gone, want.limit());
     Ok(gone)
 }
 
-/// Adds a holder to the table under `key` (checked: it must coexist), replicates it, clears a
+/// Sets a holder in the resource under `key` (checked: it must coexist), replicates it, clears a
 /// few ended leases (returned), settles the form. The owner's stored entry in the same mode, if
 /// any, has a lease that ended (the rules saw none): the new lease replaces it, as a replica's
 /// `DLOCK.APPLY` of the same holder does.
 fn insert(
     ctx: &Context,
     key: &mut LockKey<'_>,
-    slot: Slot,
+    (owner, slot): (Owner<'_>, Slot),
     limit: u32,
     now_ms: u64,
 ) -> Result<Vec<Slot>, RedisError> {
-    let table = key.table_mut(limit)?;
-    if table.update(&slot.owner, slot.mode, |l| *l = slot.lease) {
+    let mut edit = Edit::open(key, Some(limit))?;
+    if edit.set(&slot)? {
         stats::count(&EXPIRED); // the ended lease it replaced
-    } else if let Err(why) = table.insert(slot.clone()) {
-        return Err(errors::holders_conflict(&why.to_string()));
     }
-    effects::apply_holder(ctx, key.name(), &slot, slot.lease.holds, limit);
-    let pruned = prune(ctx, key, now_ms)?;
-    key.settle()?;
+    let pruned = edit.prune(now_ms, PRUNE_PER_WRITE)?;
+    edit.finish()?;
+    let scope = Scope::Holder {
+        mode: slot.mode,
+        limit,
+    };
+    let (flags, name) = (server::context_flags(ctx.ctx), key.name());
+    effects::apply(ctx, flags, name, &apply_of(owner, slot.lease, scope));
+    stats::count_n(&EXPIRED, pruned.len()); // leases that ended unreleased
+    replicate_gone(ctx, (flags, name), &pruned, limit);
     Ok(pruned)
 }
 
-/// Clears up to [`PRUNE_PER_WRITE`] ended leases from the table under `key`, replicating each.
-fn prune(ctx: &Context, key: &mut LockKey<'_>, now_ms: u64) -> Result<Vec<Slot>, RedisError> {
-    let table = key.table_mut(0)?;
-    let limit = table.limit();
-    let gone = table.prune(now_ms, PRUNE_PER_WRITE);
-    stats::count_n(&EXPIRED, gone.len()); // leases that ended unreleased
-    for slot in &gone {
-        effects::apply_holder(ctx, key.name(), slot, 0, limit);
+/// Replicates the removal of each of `gone` from the resource under the key `name` (`flags`:
+/// the context's).
+fn replicate_gone(ctx: &Context, (flags, name): (c_int, &Arg), gone: &[Slot], limit: u32) {
+    for s in gone {
+        let owner = Owner {
+            bytes: &s.owner,
+            arg: None,
+        };
+        let lease = Lease {
+            holds: 0,
+            ..s.lease
+        };
+        let scope = Scope::Holder {
+            mode: s.mode,
+            limit,
+        };
+        effects::apply(ctx, flags, name, &apply_of(owner, lease, scope));
     }
-    Ok(gone)
 }
 
 /// The exclusive holder `owner` takes the shared side too: a shared entry with its token.
@@ -214,7 +213,11 @@ pub fn downgrade(
         holds: 1,
         deadline_ms,
     };
-    let pruned = insert(ctx, key, slot(owner, Mode::Shared, lease), 0, now_ms)?;
+    let who = Owner {
+        bytes: owner,
+        arg: None,
+    };
+    let pruned = insert(ctx, key, (who, slot(owner, Mode::Shared, lease)), 0, now_ms)?;
     key.changed(notify::ACQUIRE);
     Ok(pruned)
 }
@@ -229,40 +232,20 @@ pub fn change(
     (event, now_ms): (&CStr, u64),
     f: impl Fn(&mut Lease),
 ) -> Result<Vec<Slot>, RedisError> {
-    let place = key.place();
-    let mut pruned = Vec::new();
-    if let Some(mut lease) = key.compact_lease() {
-        f(&mut lease);
-        let Some(mut lock) = key.compact_mut() else {
-            return Err(errors::cannot_store());
-        };
-        lock.set_token(lease.token);
-        lock.set_holds(lease.holds);
-        lock.set_deadline(lease.deadline_ms);
-        lock.set_follows_key_ttl(false);
-        key.expire_at(lease.deadline_ms);
-        let record = Record {
-            owner: owner.bytes,
-            token: lease.token,
-            holds: lease.holds,
-            deadline_ms: lease.deadline_ms,
-            place,
-        };
-        effects::apply(ctx, key.name(), owner.arg, &record);
-    } else {
-        let name = key.name();
-        let table = key.table_mut(0)?;
-        let limit = table.limit();
-        for &mode in modes {
-            if table.update(owner.bytes, mode, &f) {
-                if let Some(slot) = table.get(owner.bytes, mode) {
-                    effects::apply_holder(ctx, name, slot, slot.lease.holds, limit);
-                }
-            }
+    let flags = server::context_flags(ctx.ctx);
+    let name = key.name();
+    let mut edit = Edit::open(key, None)?;
+    let limit = edit.limit();
+    for &mode in modes {
+        if let Some(lease) = edit.update(owner.bytes, mode, &f)? {
+            let scope = Scope::Holder { mode, limit };
+            effects::apply(ctx, flags, name, &apply_of(owner, lease, scope));
         }
-        pruned = prune(ctx, key, now_ms)?;
-        key.settle()?;
     }
+    let pruned = edit.prune(now_ms, PRUNE_PER_WRITE)?;
+    edit.finish()?;
+    stats::count_n(&EXPIRED, pruned.len());
+    replicate_gone(ctx, (flags, name), &pruned, limit);
     key.changed(event);
     Ok(pruned)
 }
@@ -275,55 +258,59 @@ pub fn replace_holder(
     lease: Lease,
     event: &CStr,
 ) -> Result<(), RedisError> {
-    let record = record(key, owner.bytes, lease);
-    key.put(&record)?;
-    effects::apply(ctx, key.name(), owner.arg, &record);
+    key.put_sole(owner.bytes, lease)?;
+    let flags = server::context_flags(ctx.ctx);
+    effects::apply(ctx, flags, key.name(), &apply_of(owner, lease, Scope::Sole));
     key.changed(event);
     Ok(())
 }
 
-/// Removes the given entries (a release's last hold, a wound's victims): a plain lock goes with
-/// its key; a table keeps its other holders. Returns the ended leases a table cleared besides.
+/// Removes the given entries (a release's last hold, a wound's victims); the resource keeps its
+/// other holders. Returns the ended leases cleared besides.
 pub fn remove(
     ctx: &Context,
     key: &mut LockKey<'_>,
     entries: &[(&[u8], Mode)],
     (event, now_ms): (&CStr, u64),
 ) -> Result<Vec<Slot>, RedisError> {
-    let mut pruned = Vec::new();
-    match key.stored()? {
-        Some(Stored::Table(_)) => {
-            let name = key.name();
-            let table = key.table_mut(0)?;
-            let limit = table.limit();
-            for &(owner, mode) in entries {
-                if let Some(slot) = table.remove(owner, mode) {
-                    effects::apply_holder(ctx, name, &slot, 0, limit);
-                }
-            }
-            pruned = prune(ctx, key, now_ms)?;
-            key.settle()?;
-            key.changed(event);
+    let (flags, name) = (server::context_flags(ctx.ctx), key.name());
+    let mut edit = Edit::open(key, None)?;
+    let limit = edit.limit();
+    for &(owner, mode) in entries {
+        if let Some(lease) = edit.remove(owner, mode)? {
+            let gone = Owner {
+                bytes: owner,
+                arg: None,
+            };
+            let lease = Lease { holds: 0, ..lease };
+            let scope = Scope::Holder { mode, limit };
+            effects::apply(ctx, flags, name, &apply_of(gone, lease, scope));
         }
-        _ => remove_all(ctx, key, event),
     }
+    let pruned = edit.prune(now_ms, PRUNE_PER_WRITE)?;
+    edit.finish()?;
+    stats::count_n(&EXPIRED, pruned.len());
+    replicate_gone(ctx, (flags, name), &pruned, limit);
+    key.changed(event);
     Ok(pruned)
 }
 
-/// Deletes the resource under `key`, whatever it holds, and replicates the deletion.
-pub fn remove_all(ctx: &Context, key: &mut LockKey<'_>, event: &CStr) {
+/// Deletes the resource under `key`, whatever it holds, and replicates the deletion; tells
+/// watchers with `event` when given.
+pub fn remove_all(ctx: &Context, key: &mut LockKey<'_>, event: Option<&CStr>) {
     key.delete();
     effects::delete(ctx, key.name());
-    key.changed(event);
+    if let Some(event) = event {
+        key.changed(event);
+    }
 }
 
-fn record<'a>(key: &LockKey<'_>, owner: &'a [u8], lease: Lease) -> Record<'a> {
-    Record {
-        owner,
-        token: lease.token,
-        holds: lease.holds,
-        deadline_ms: lease.deadline_ms,
-        place: key.place(),
+fn apply_of<'a>(owner: Owner<'a>, lease: Lease, scope: Scope) -> Apply<'a> {
+    Apply {
+        owner: owner.bytes,
+        owner_arg: owner.arg,
+        lease,
+        scope,
     }
 }
 

@@ -387,3 +387,106 @@ fn the_cycle_finder_finds_a_cycle_and_only_a_cycle() {
         PathBuf::from("/a/c/d")
     );
 }
+
+/// Which file of one module folder (`src/keyspace`, reached as `crate::keyspace`) uses which
+/// other, by `super::` and `crate::<folder>::` paths; tests and comments left out.
+fn folder_graph(dir: &Path, folder: &str) -> Graph {
+    let mut graph = Graph::new();
+    for file in sources(dir) {
+        let name = file.file_stem().expect("a file name").to_string_lossy();
+        if name.ends_with("_tests") || name == "mod" {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).expect("read a source file");
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        let code = code
+            .replace("super::", "crate::")
+            .replace(&format!("crate::{folder}::"), "crate::");
+        let siblings = crate_paths(&code)
+            .into_iter()
+            .filter(|m| *m != name && dir.join(format!("{m}.rs")).exists());
+        graph.entry(name.to_string()).or_default().extend(siblings);
+    }
+    graph
+}
+
+/// Fails naming every cycle of a folder's graph.
+fn assert_folder_acyclic(graph: &Graph, what: &str) {
+    assert!(
+        graph.len() > 1,
+        "the graph of {what} was not read: {graph:?}"
+    );
+    let cycles: Vec<String> = graph
+        .keys()
+        .filter_map(|m| cycle_from(graph, m))
+        .map(|cycle| cycle.join(" -> "))
+        .collect();
+    assert!(
+        cycles.is_empty(),
+        "import cycles in {what}:\n{}",
+        cycles.join("\n")
+    );
+}
+
+#[test]
+fn the_files_of_each_module_folder_depend_on_each_other_without_a_cycle() {
+    for folder in ["keyspace", "commands", "waiting", "replication", "wire"] {
+        let dir = repo("src").join(folder);
+        assert_folder_acyclic(&folder_graph(&dir, folder), &format!("src/{folder}/"));
+    }
+}
+
+#[test]
+fn the_folder_graph_sees_a_cycle_through_super_paths() {
+    let dir = std::env::temp_dir().join(format!("dlock-arch-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("a.rs"), "use super::b::B;\n").unwrap();
+    std::fs::write(dir.join("b.rs"), "pub fn f() { crate::keyspace::a::g() }\n").unwrap();
+    std::fs::write(
+        dir.join("c.rs"),
+        "// super::a is only a comment\nuse super::b;\n",
+    )
+    .unwrap();
+    let graph = folder_graph(&dir, "keyspace");
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(cycle_from(&graph, "a").is_some(), "{graph:?}");
+    assert!(cycle_from(&graph, "c").is_none(), "{graph:?}");
+}
+
+/// What only the key layer may name: the storage forms' modules, types and data types.
+const FORM_NAMES: [&str; 14] = [
+    "keyspace::compact",
+    "keyspace::table",
+    "keyspace::form",
+    "keyspace::values",
+    "keyspace::types",
+    "HolderTable",
+    "CompactRef",
+    "CompactMut",
+    "OwnedCompact",
+    "Value::Compact",
+    "Value::Table",
+    "Stored::",
+    "LOCK_TYPE",
+    "TABLE_TYPE",
+];
+
+#[test]
+fn no_file_above_the_key_layer_names_a_storage_form() {
+    let keyspace = repo("src/keyspace");
+    let mut named = Vec::new();
+    for file in sources(&repo("src")) {
+        if file.starts_with(&keyspace) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).expect("read a source file");
+        for name in FORM_NAMES.iter().filter(|n| text.contains(**n)) {
+            named.push(format!("{}: {name}", file.display()));
+        }
+    }
+    assert!(
+        named.is_empty(),
+        "storage forms named above src/keyspace:\n{}",
+        named.join("\n")
+    );
+}

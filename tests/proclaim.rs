@@ -75,15 +75,30 @@ fn anyone_else_gets_zero_and_changes_nothing() {
         0,
         "another token"
     );
-    let shared: Option<i64> = redis::cmd("DLOCK.ACQUIRE")
-        .arg(&["s", "a", "60000", "SHARED"])
-        .query(&mut c)
-        .unwrap();
-    assert_eq!(
-        proclaim(&mut c, "s", "a", shared.unwrap(), "c"),
-        0,
-        "a shared holder"
-    );
+    // A resource held shared or as a semaphore has no one holder to follow: refused by
+    // OBSERVE's rule, nothing changed.
+    for (key, kind, words) in [
+        ("s", "SHARED", "a lock held shared"),
+        ("sem", "LIMIT", "a semaphore with LIMIT 2"),
+    ] {
+        let mut acquire = redis::cmd("DLOCK.ACQUIRE");
+        acquire.arg(&[key, "a", "60000", kind]);
+        if kind == "LIMIT" {
+            acquire.arg(2);
+        }
+        let token: i64 = acquire.query(&mut c).unwrap();
+        let error = error_of(
+            &mut c,
+            &["DLOCK.PROCLAIM", key, "a", &token.to_string(), "c"],
+        );
+        let want = format!("WRONGKIND the resource is {words}: DLOCK.PROCLAIM follows");
+        assert!(error.starts_with(&want), "{key}: {error}");
+        let status: redis::Value = redis::cmd("DLOCK.STATUS").arg(key).query(&mut c).unwrap();
+        let mut words = Vec::new();
+        bulk_strings(&status, &mut words);
+        assert!(words.contains(&b"a".to_vec()), "{key}: {status:?}");
+        assert!(!words.contains(&b"c".to_vec()), "{key}: {status:?}");
+    }
     let short = acquire(&mut c, "short", "a", 50).unwrap();
     std::thread::sleep(std::time::Duration::from_millis(80));
     assert_eq!(
@@ -165,4 +180,19 @@ fn a_queued_waiter_is_served_when_the_renamed_holder_releases() {
     assert_eq!(release(&mut c, "leader", "a v2"), 1);
     let granted = waiter.join().unwrap().expect("b granted at the release");
     assert!(granted > token);
+}
+
+/// Every bulk string in a reply, nested ones included.
+fn bulk_strings(value: &redis::Value, out: &mut Vec<Vec<u8>>) {
+    match value {
+        redis::Value::BulkString(bytes) => out.push(bytes.clone()),
+        redis::Value::Array(items) | redis::Value::Set(items) => {
+            items.iter().for_each(|v| bulk_strings(v, out))
+        }
+        redis::Value::Map(pairs) => pairs.iter().for_each(|(k, v)| {
+            bulk_strings(k, out);
+            bulk_strings(v, out);
+        }),
+        _ => {}
+    }
 }

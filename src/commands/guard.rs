@@ -19,10 +19,10 @@ use redis_module::{raw, Context, RedisError, RedisResult, RedisString, RedisValu
 
 use super::wrapped::{self, Wrapped};
 use crate::keyspace::gate::{self, Gate};
-use crate::keyspace::key::selected_db;
 use crate::keyspace::{ghosts, notify, place};
 use crate::node::node;
 use crate::replication::effects;
+use crate::server::selected_db;
 use crate::stats::{self, EVICTION_REFUSALS};
 use crate::wire::{args, errors, requests, Arg};
 use crate::{config, server};

@@ -8,8 +8,8 @@ use dlock_core::rules::{self, Release};
 use dlock_core::{Fence, Holders, Mode};
 use redis_module::{Context, RedisResult, RedisValue};
 
-use crate::keyspace::table::Lease;
 use crate::keyspace::view::View;
+use crate::keyspace::Lease;
 use crate::keyspace::{notify, LockKey};
 use crate::node::node;
 use crate::stats::{self, EXTENDS, FENCES, FORCED, RELEASES};
@@ -140,10 +140,10 @@ pub fn fence(ctx: &Context, argv: &[Arg]) -> RedisResult {
 pub fn force_release(ctx: &Context, argv: &[Arg]) -> RedisResult {
     let mut key = LockKey::open(ctx, &argv[1], true);
     let was_held = key.view(server::now_ms())?.is_held();
-    if key.stored()?.is_none() {
+    if key.is_empty()? {
         return Ok(RedisValue::Integer(0));
     }
-    writes::remove_all(ctx, &mut key, notify::FORCE_RELEASE);
+    writes::remove_all(ctx, &mut key, Some(notify::FORCE_RELEASE));
     drop(key);
     if was_held {
         stats::count(&FORCED);
@@ -153,7 +153,8 @@ pub fn force_release(ctx: &Context, argv: &[Arg]) -> RedisResult {
 }
 
 /// `DLOCK.PROCLAIM key owner token new-owner` -> 1 if `owner` is the plain lock's holder with
-/// `token` or a larger one (then `new-owner` holds it: same token, lease and holds), else 0. An election's
+/// `token` or a larger one (then `new-owner` holds it: same token, lease and holds), else 0;
+/// WRONGKIND for a resource held shared or as a semaphore (OBSERVE's rule). An election's
 /// value travels in its owner, so that the queue, the handoff, replication, the RDB and a slot
 /// migration carry it with the grant; proclaiming is changing the owner without losing the
 /// lock. The grant counts as committed (as after FENCE): a leader proclaims after it was
@@ -167,7 +168,10 @@ pub fn proclaim(ctx: &Context, argv: &[Arg]) -> RedisResult {
     let mut key = LockKey::open(ctx, &argv[1], true);
     let now_ms = server::now_ms();
     let view = key.view(now_ms)?;
-    let (held_token, holds, deadline_ms) = match view.sole_exclusive() {
+    let holder = view
+        .plain_holder()
+        .map_err(|kind| errors::plain_only(kind, "DLOCK.PROCLAIM"))?;
+    let (held_token, holds, deadline_ms) = match holder {
         // At least the epoch: a node whose grant came late keeps its own larger token (FENCE
         // never lowers one), and must follow the leader's new name too.
         Some(h) if h.owner == owner && h.token >= token => (h.token, h.holds, h.deadline_ms),

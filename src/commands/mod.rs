@@ -114,7 +114,7 @@ pub static COMMANDS: &[Command] = &[
         args: args![c"key": Key, c"owner": Str, c"token": Integer, c"ttl-ms": Opt(c"PX")] },
     Command { name: "dlock.proclaim", handler: holders::proclaim, flags: "write deny-oom fast", key: KeyUse::Update, arity: 5, since: "0.4.0", complexity: "O(1)", audience: App,
         usage: "key owner token new-owner",
-        summary: "Gives a plain lock held by owner with token (or a larger one: a late grant's own) to new-owner, its token, lease and holds unchanged (an election's leader changing its value). Replies 1, else 0.",
+        summary: "Gives a plain lock held by owner with token (or a larger one: a late grant's own) to new-owner, its token, lease and holds unchanged (an election's leader changing its value). Replies 1, else 0; WRONGKIND for a shared lock or a semaphore (as OBSERVE).",
         args: args![c"key": Key, c"owner": Str, c"token": Integer, c"new-owner": Str] },
     Command { name: "dlock.status", handler: status::status, flags: "readonly fast", key: KeyUse::Read, arity: -2, since: "0.1.0", complexity: "O(log N + C): N holders of the resource, C holders listed (COUNT, default 100)", audience: App,
         usage: "key [COUNT n]",

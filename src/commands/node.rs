@@ -11,12 +11,11 @@ use redis_module::{raw, Context, RedisError, RedisResult, RedisValue};
 use dlock_core::Mode;
 
 use crate::keyspace::codec::Bounds;
-use crate::keyspace::compact::Record;
-use crate::keyspace::table::{Lease, Slot};
-use crate::keyspace::types::arrival_bounds;
-use crate::keyspace::LockKey;
+use crate::keyspace::edit::Edit;
+use crate::keyspace::rdb::arrival_bounds;
+use crate::keyspace::{arrivals, notify, Lease, LockKey, Slot};
 use crate::node::node;
-use crate::replication::effects;
+use crate::replication::effects::{self, Apply, Scope};
 use crate::server;
 use crate::wire::args::{self, OptionSpec};
 use crate::wire::{errors, Arg};
@@ -86,10 +85,10 @@ const APPLY_OPTIONS: [OptionSpec; 4] = [
 ];
 
 /// `DLOCK.APPLY key owner token holds [PXAT unix-ms] [EXCLUSIVE | SHARED | LIMIT k]` -> OK.
-/// Without a mode: the resource becomes this plain lock (replacing whatever the key held).
-/// With one: sets that holder of a table (`holds` 0 removes it; PXAT needed), which must still
+/// Without a mode: the resource becomes this one exclusive holder (replacing whatever the key
+/// held). With one: sets that holder (`holds` 0 removes it; PXAT needed), which must still
 /// coexist with the others, else nothing changes. Raises the counter to the token. The deadline
-/// must be one this node could have granted (see `keyspace::types::arrival_bounds`). Without
+/// must be one this node could have granted (see `keyspace::rdb::arrival_bounds`). Without
 /// PXAT (an AOF rewrite of a version-1 lock) the key's TTL, set next, is the deadline.
 pub fn apply(ctx: &Context, argv: &[Arg]) -> RedisResult {
     let owner = args::owner(argv[2].as_bytes())?;
@@ -101,33 +100,88 @@ pub fn apply(ctx: &Context, argv: &[Arg]) -> RedisResult {
         Some(at) => Some(deadline(at, bounds)?),
         None => None,
     };
-    if let Some(mode) = holder_mode(exclusive, shared, limit)? {
-        let holds = args::holds_or_zero(argv[4].as_bytes())?;
-        let deadline_ms = deadline.ok_or_else(errors::apply_needs_pxat)?;
-        return apply_holder(ctx, argv, (token, holds, deadline_ms), mode);
-    }
-    let holds = args::holds(argv[4].as_bytes())?;
-    let mut key = LockKey::open(ctx, &argv[1], true);
-    key.stored()?; // WRONGTYPE on a key of another type
-    let record = Record {
-        owner,
+    let scope = holder_mode(exclusive, shared, limit)?;
+    let holds = match scope {
+        Scope::Sole => args::holds(argv[4].as_bytes())?,
+        Scope::Holder { .. } => args::holds_or_zero(argv[4].as_bytes())?,
+    };
+    let deadline_ms = match (scope, deadline) {
+        (_, Some(at)) => at,
+        (Scope::Sole, None) => bounds.latest_deadline_ms,
+        (Scope::Holder { .. }, None) => return Err(errors::apply_needs_pxat()),
+    };
+    let lease = Lease {
         token,
         holds,
-        deadline_ms: deadline.unwrap_or(bounds.latest_deadline_ms),
-        place: key.place(),
+        deadline_ms,
     };
-    key.put(&record)?;
-    if deadline.is_none() {
-        if let Some(mut lock) = key.compact_mut() {
-            lock.set_follows_key_ttl(true);
-        }
-        let db = crate::keyspace::key::selected_db(ctx);
-        crate::keyspace::arrivals::note(db, argv[1].as_bytes().to_vec());
+    let mut key = LockKey::open(ctx, &argv[1], true);
+    let changed = match scope {
+        Scope::Sole => set_sole(ctx, &mut key, owner, lease, deadline.is_none())?,
+        Scope::Holder { mode, limit } => set_holder(&mut key, owner, (mode, limit), lease)?,
+    };
+    if holds > 0 {
+        node().raise_counter(token);
     }
-    node().raise_counter(token);
-    effects::apply(ctx, key.name(), Some(&argv[2]), &record);
-    key.changed(crate::keyspace::notify::ACQUIRE);
+    if changed {
+        let change = Apply {
+            owner,
+            owner_arg: Some(&argv[2]),
+            lease,
+            scope,
+        };
+        effects::apply(ctx, server::context_flags(ctx.ctx), key.name(), &change);
+        key.changed(notify::ACQUIRE);
+    }
     Ok(RedisValue::SimpleStringStatic("OK"))
+}
+
+/// The resource under `key` becomes this one holder. Without a deadline of its own it follows
+/// the key's TTL, set next by the AOF, once that is known.
+fn set_sole(
+    ctx: &Context,
+    key: &mut LockKey<'_>,
+    owner: &[u8],
+    lease: Lease,
+    follows_key_ttl: bool,
+) -> Result<bool, RedisError> {
+    key.counted_limit()?; // WRONGTYPE on a key of another type
+    key.put_sole(owner, lease)?;
+    if follows_key_ttl {
+        key.follow_key_ttl();
+        arrivals::note(server::selected_db(ctx), key.name().as_bytes().to_vec());
+    }
+    Ok(true)
+}
+
+/// One holder set (or removed) as given; the holders must still be able to coexist, else
+/// nothing changes. O(log n): no other holder is looked at. Whether anything changed.
+fn set_holder(
+    key: &mut LockKey<'_>,
+    owner: &[u8],
+    (mode, limit): (Mode, u32),
+    lease: Lease,
+) -> Result<bool, RedisError> {
+    let slot = Slot {
+        owner: owner.into(),
+        mode,
+        lease,
+    };
+    if lease.holds > 0 {
+        // Checked before anything changes.
+        key.check_set(&slot, limit)?
+            .map_err(|why| errors::holders_conflict(&why.to_string()))?;
+    }
+    let mut edit = Edit::open(key, Some(limit))?;
+    let changed = match lease.holds {
+        0 => edit.remove(owner, mode)?.is_some(),
+        _ => {
+            edit.set(&slot)?;
+            true
+        }
+    };
+    edit.finish()?;
+    Ok(changed)
 }
 
 /// A deadline argument within `bounds`.
@@ -144,66 +198,22 @@ fn deadline(at: &[u8], bounds: Bounds) -> Result<u64, RedisError> {
 
 type Flag<'a> = Option<Option<&'a [u8]>>;
 
-/// The holder mode an APPLY names, and a semaphore's limit (0 for a lock).
+/// What an APPLY sets: the whole resource (no mode given), or one holder in the mode it names
+/// (a semaphore's limit, 0 for a lock).
 fn holder_mode(
     exclusive: Flag<'_>,
     shared: Flag<'_>,
     limit: Flag<'_>,
-) -> Result<Option<(Mode, u32)>, RedisError> {
+) -> Result<Scope, RedisError> {
     let given = [exclusive.is_some(), shared.is_some(), limit.is_some()];
     if given.iter().filter(|&&g| g).count() > 1 {
         return Err(errors::shared_and_limit());
     }
+    let holder = |mode, limit| Scope::Holder { mode, limit };
     Ok(match (exclusive, shared, limit.flatten()) {
-        (Some(_), _, _) => Some((Mode::Exclusive, 0)),
-        (_, Some(_), _) => Some((Mode::Shared, 0)),
-        (_, _, Some(k)) => Some((Mode::Permit, args::limit(k)?)),
-        _ => None,
+        (Some(_), _, _) => holder(Mode::Exclusive, 0),
+        (_, Some(_), _) => holder(Mode::Shared, 0),
+        (_, _, Some(k)) => holder(Mode::Permit, args::limit(k)?),
+        _ => Scope::Sole,
     })
-}
-
-/// One holder of a table set (or removed) as given; the holders must still be able to coexist,
-/// else nothing changes. O(log n): no other holder is looked at.
-fn apply_holder(
-    ctx: &Context,
-    argv: &[Arg],
-    (token, holds, deadline_ms): (u64, u16, u64),
-    (mode, limit): (Mode, u32),
-) -> RedisResult {
-    let owner = argv[2].as_bytes();
-    let mut key = LockKey::open(ctx, &argv[1], true);
-    let slot = Slot {
-        owner: owner.into(),
-        mode,
-        lease: Lease {
-            token,
-            holds,
-            deadline_ms,
-        },
-    };
-    if holds > 0 {
-        check_upsert(&key, &slot, limit)?;
-    }
-    let table = key.table_mut(limit)?;
-    let changed = match holds {
-        0 => table.remove(owner, mode).is_some(),
-        _ if table.update(owner, mode, |l| *l = slot.lease) => true,
-        _ => table.insert(slot.clone()).is_ok(),
-    };
-    key.settle()?;
-    if holds > 0 {
-        node().raise_counter(token);
-    }
-    if changed {
-        effects::apply_holder(ctx, key.name(), &slot, holds, limit);
-        key.changed(crate::keyspace::notify::ACQUIRE);
-    }
-    Ok(RedisValue::SimpleStringStatic("OK"))
-}
-
-/// Whether `slot` may be set in the resource under `key` (replacing the owner's entry in its
-/// mode, or joining the others), checked before anything changes.
-fn check_upsert(key: &LockKey<'_>, slot: &Slot, limit: u32) -> Result<(), RedisError> {
-    key.with_table(limit, |t| t.check_upsert(&slot.owner, slot.mode, limit))?
-        .map_err(|why| errors::holders_conflict(&why.to_string()))
 }

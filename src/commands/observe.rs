@@ -17,7 +17,7 @@ use std::os::raw::c_int;
 use std::ptr;
 use std::time::Duration;
 
-use dlock_core::{Holder, Holders};
+use dlock_core::Holder;
 use redis_module::{raw, Context, RedisError, RedisResult, RedisValue};
 
 use super::reply::{self, Reply};
@@ -106,10 +106,9 @@ fn look(ctx: &Context, name: &Arg, after: Option<Saw<'_>>, woken: bool) -> Seen 
         Ok(view) => view,
         Err(wrong_type) => return replied(ctx, wrong_type),
     };
-    let holder = match (view.kind(), view.sole_exclusive()) {
-        (None, _) => None,
-        (Some(_), Some(holder)) => Some(holder),
-        (Some(kind), None) => return replied(ctx, errors::observe_kind(kind)),
+    let holder = match view.plain_holder() {
+        Ok(holder) => holder,
+        Err(kind) => return replied(ctx, errors::plain_only(kind, "DLOCK.OBSERVE")),
     };
     if after.is_some_and(|saw| saw.is(holder.as_ref())) {
         let lease_end_ms = holder.map(|h| h.deadline_ms);

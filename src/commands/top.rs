@@ -19,9 +19,9 @@ use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
 use super::reply::{self, Reply};
 use super::status::integer;
-use crate::keyspace::key::selected_db;
 use crate::keyspace::LockKey;
 use crate::server;
+use crate::server::selected_db;
 use crate::waiting::{self, Waiters};
 use crate::wire::args::{self, OptionSpec};
 use crate::wire::{errors, Arg};

@@ -17,7 +17,8 @@ use dlock_core::holders::{MAX_HOLDS, MAX_LIMIT, MAX_OWNER_LEN};
 use dlock_core::{Mode, MAX_TOKEN};
 
 use super::compact::Record;
-use super::table::{Conflict, HolderTable, Lease, Slot};
+use super::holder::{Conflict, Lease, Slot};
+use super::table::HolderTable;
 
 /// The one-holder version written; bump it when the layout changes, and keep reading the old.
 pub const ENCODING_VERSION: i32 = 2;

@@ -4,7 +4,8 @@
 use proptest::prelude::*;
 
 use super::*;
-use crate::keyspace::table::{HolderTable, Lease, Slot};
+use crate::keyspace::holder::{Lease, Slot};
+use crate::keyspace::table::HolderTable;
 
 #[derive(Debug, Clone)]
 pub(crate) enum Field {

@@ -11,7 +11,7 @@
 //! an AOF's `DLOCK.APPLY` without `PXAT`, until the key's TTL event settles it).
 
 use std::marker::PhantomData;
-use std::os::raw::{c_longlong, c_void};
+use std::os::raw::c_void;
 use std::ptr::NonNull;
 
 use super::owner::{self, OwnerBuf};
@@ -42,19 +42,6 @@ pub struct Record<'a> {
     pub place: u64,
 }
 
-impl Record<'_> {
-    /// Token, holds and deadline as the `l` (long long) arguments of a `DLOCK.APPLY` the
-    /// replication effects and the AOF rewrite emit.
-    pub fn apply_args(&self) -> (c_longlong, c_longlong, c_longlong) {
-        let int = |v: u64| c_longlong::try_from(v).unwrap_or(c_longlong::MAX);
-        (
-            int(self.token),
-            c_longlong::from(self.holds),
-            int(self.deadline_ms),
-        )
-    }
-}
-
 /// A lock value read through a shared borrow of the key (or of a type callback's argument).
 #[derive(Clone, Copy)]
 pub struct CompactRef<'a> {
@@ -63,15 +50,6 @@ pub struct CompactRef<'a> {
 }
 
 impl<'a> CompactRef<'a> {
-    /// A value Redis hands to a type callback.
-    ///
-    /// # Safety
-    /// `value` must be a `dlocklock` value alive for `'a`.
-    pub unsafe fn from_callback(value: *const c_void) -> Option<CompactRef<'a>> {
-        // SAFETY: the caller's promise is `CompactRef::new`'s contract.
-        NonNull::new(value.cast_mut()).map(|ptr| unsafe { CompactRef::new(ptr) })
-    }
-
     /// # Safety
     /// `ptr` must point to a dlock value that stays alive and unmodified for `'a`.
     pub unsafe fn new(ptr: NonNull<c_void>) -> Self {

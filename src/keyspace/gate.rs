@@ -102,6 +102,11 @@ pub fn read(key: NonNull<raw::RedisModuleKey>) -> Result<Option<Gate>, RedisErro
     }
 }
 
+/// Whether an open key holds a gate.
+fn is_gate(key: NonNull<raw::RedisModuleKey>) -> bool {
+    matches!(read(key), Ok(Some(_)))
+}
+
 /// Floors the gate in an open key as moved (SWAPDB carried it to another database); any other
 /// value is left alone.
 pub fn mark_moved(key: NonNull<raw::RedisModuleKey>) {
@@ -152,7 +157,7 @@ pub fn set(key: NonNull<raw::RedisModuleKey>, gate: Gate) -> Result<(), RedisErr
     // gate it replaces leaves by our own hand: no unlink news for it.
     let stored = super::unlink::own_write(|| unsafe { set(key.as_ptr(), gate_type(), value) });
     if stored == raw::REDISMODULE_OK as c_int {
-        super::gate_watch::watch();
+        super::gate_watch::watch(is_gate);
         return Ok(());
     }
     // SAFETY: not stored, so still ours, from Box::into_raw above.
@@ -166,11 +171,11 @@ pub fn set(key: NonNull<raw::RedisModuleKey>, gate: Gate) -> Result<(), RedisErr
 /// after the command ([`super::arrivals`]; a token more than a year ahead of this node is
 /// refused, as for a lock's), so the node's next grant passes it.
 extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
-    let gate = match decode(&mut super::types::RdbIn(io), encver) {
+    let gate = match decode(&mut super::rdb::RdbIn(io), encver) {
         Ok(gate) => gate,
-        Err(why) => return super::types::refuse(io, &format!("a gate: {why}")),
+        Err(why) => return super::rdb::refuse(io, &format!("a gate: {why}")),
     };
-    let here = super::types::place_of_io(io);
+    let here = super::rdb::place_of_io(io);
     let gate = if server::is_loading() {
         node().raise_counter(gate.token);
         match gate.place == here || gate.place == MOVED || here == MOVED {
@@ -182,14 +187,14 @@ extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_voi
             "a gate: token {} is more than a year ahead of this node",
             gate.token
         );
-        return super::types::refuse(io, &why);
+        return super::rdb::refuse(io, &why);
     } else {
         Gate {
             token: gate.token.max(super::arrivals::floor()),
             place: here,
         }
     };
-    super::gate_watch::watch();
+    super::gate_watch::watch(is_gate);
     let value = Box::into_raw(Box::new(gate)).cast();
     if !server::is_loading() {
         super::arrivals::arriving_token(value, gate.token); // the counter takes it once it is in
@@ -201,7 +206,7 @@ extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_voi
 extern "C" fn rdb_save(io: *mut raw::RedisModuleIO, value: *mut c_void) {
     // SAFETY: Redis passes one of our values, alive for this call.
     if let Some(gate) = unsafe { gate_of(value) } {
-        super::gate_codec::encode(gate, &mut super::types::RdbOut(io));
+        super::gate_codec::encode(gate, &mut super::rdb::RdbOut(io));
     }
 }
 

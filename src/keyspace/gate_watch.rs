@@ -29,6 +29,7 @@ use std::ffi::CStr;
 use std::os::raw::{c_char, c_int};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::OnceLock;
 
 use redis_module::{raw, RedisString};
 
@@ -37,11 +38,17 @@ use super::ghosts;
 /// Subscribed (once, when the first gate is stored or loaded).
 static WATCHING: AtomicBool = AtomicBool::new(false);
 
-/// This node holds a gate: from now on, hear what the server does to keys.
-pub fn watch() {
+/// Whether an open key holds a gate: the gate's own reader, handed over by [`watch`] (so that
+/// this file, which the gate calls, does not call the gate back).
+static IS_GATE: OnceLock<fn(NonNull<raw::RedisModuleKey>) -> bool> = OnceLock::new();
+
+/// This node holds a gate: from now on, hear what the server does to keys. `is_gate` tells a
+/// gate key from any other.
+pub fn watch(is_gate: fn(NonNull<raw::RedisModuleKey>) -> bool) {
     if WATCHING.load(Relaxed) {
         return;
     }
+    let _ = IS_GATE.set(is_gate);
     let (Some(ctx), Some(subscribe)) = (
         crate::server::detached(),
         crate::api!(RedisModule_SubscribeToKeyspaceEvents),
@@ -108,7 +115,7 @@ fn persist_gate(ctx: *mut raw::RedisModuleCtx, key: *mut raw::RedisModuleString)
     let Some(handle) = NonNull::new(unsafe { open(ctx, key, mode as c_int) }) else {
         return;
     };
-    let gate = matches!(super::gate::read(handle), Ok(Some(_)));
+    let gate = IS_GATE.get().is_some_and(|is_gate| is_gate(handle));
     // SAFETY: an open key.
     let ttl = gate && unsafe { get(handle.as_ptr()) } != raw::REDISMODULE_NO_EXPIRE as i64;
     if ttl {

@@ -1,8 +1,10 @@
 //! An open key that holds, or is about to hold, a resource: reads its holders (refusing keys of
-//! other types) whichever form stores them, changes them, and keeps the key's TTL at the last
-//! lease's end. A resource of one exclusive holder is kept compact; any other in a table; the
-//! form follows from the holders alone (see [`LockKey::settle`]), so a master and its replicas,
-//! applying the same changes, store the same form.
+//! other types) whichever form stores them, and keeps the key's TTL at the last lease's end.
+//! Above the key layer a resource is its [`View`] and holders ([`super::holder`]); the form is
+//! this file's and [`super::edit`]'s business. A resource of one exclusive holder is kept
+//! compact, any other in a table: the form follows from the holders alone (see
+//! [`LockKey::settle`]), so a master and its replicas, applying the same changes, store the
+//! same form.
 
 use std::cell::OnceCell;
 use std::os::raw::c_int;
@@ -12,15 +14,18 @@ use dlock_core::{Holder, Mode};
 use redis_module::{raw, Context, RedisError};
 
 use super::compact::{CompactMut, CompactRef, OwnedCompact, Record};
+use super::form::Value;
+use super::holder::{Conflict, Lease, Slot};
 use super::owner::OwnerBuf;
 use super::place;
-use super::table::{HolderTable, Lease, Slot};
-use super::values::{self, Value};
+use super::table::HolderTable;
+use super::values;
 use super::view::View;
+use crate::server;
 use crate::wire::{errors, Arg};
 
 /// A value found in a key, whatever its state.
-pub enum Stored<'a> {
+pub(super) enum Stored<'a> {
     One(CompactRef<'a>),
     Table(&'a HolderTable),
 }
@@ -52,7 +57,7 @@ impl<'a> LockKey<'a> {
             ctx,
             name,
             key,
-            place: place(selected_db(ctx), name.as_bytes()),
+            place: place(server::selected_db(ctx), name.as_bytes()),
             owner: OnceCell::new(),
         }
     }
@@ -61,15 +66,9 @@ impl<'a> LockKey<'a> {
         self.name
     }
 
-    /// Where a resource stored under this key now must have been granted to count (see
-    /// [`super::place`]).
-    pub fn place(&self) -> u64 {
-        self.place
-    }
-
     /// The value stored here, whatever its state; `None` if the key is empty, WRONGTYPE if it
     /// holds another type.
-    pub fn stored(&self) -> Result<Option<Stored<'_>>, RedisError> {
+    pub(super) fn stored(&self) -> Result<Option<Stored<'_>>, RedisError> {
         let Some(key) = self.key else {
             return Ok(None);
         };
@@ -125,21 +124,80 @@ impl<'a> LockKey<'a> {
         }
     }
 
-    /// A stored plain lock's lease (its deadline as [`LockKey::view`] judges it), whatever its
-    /// state; `None` for anything else.
-    pub fn compact_lease(&self) -> Option<Lease> {
+    /// Whether the key holds no resource value at all (not even an ended or a moved one).
+    pub fn is_empty(&self) -> Result<bool, RedisError> {
+        Ok(self.stored()?.is_none())
+    }
+
+    /// The newest token stored under the key, whatever its state (what the node counter must
+    /// have reached before a grant here).
+    pub fn newest_token(&self) -> Option<u64> {
         match self.stored().ok()?? {
-            Stored::One(lock) => Some(Lease {
+            Stored::One(lock) => Some(lock.token()),
+            Stored::Table(table) => Some(table.newest_token()),
+        }
+    }
+
+    /// The kind of the resource held here — a semaphore's limit, 0 for a lock — whatever its
+    /// leases; `None` when nothing counts here (an empty key, a value moved here).
+    pub fn counted_limit(&self) -> Result<Option<u32>, RedisError> {
+        Ok(match self.stored()? {
+            Some(Stored::One(lock)) if lock.place() == self.place => Some(0),
+            Some(Stored::Table(t)) if t.place == self.place => Some(t.limit()),
+            _ => None,
+        })
+    }
+
+    /// A plain lock stored here (not moved): its lease, the deadline as [`LockKey::view`]
+    /// judges it, whatever its state.
+    #[inline]
+    pub(super) fn sole_lease(&self) -> Option<Lease> {
+        match self.stored().ok()?? {
+            Stored::One(lock) if lock.place() == self.place => Some(Lease {
                 token: lock.token(),
                 holds: lock.holds(),
                 deadline_ms: self.deadline_of(lock),
             }),
-            Stored::Table(_) => None,
+            _ => None,
+        }
+    }
+
+    /// A plain lock stored here (not moved): its owner.
+    #[inline]
+    pub(super) fn view_owner(&self) -> Option<&[u8]> {
+        if let Some(owner) = self.owner.get() {
+            // Unpacked from the plain lock here by a read since the last write (every write that
+            // could change it empties it): no need to look at the key again.
+            return Some(owner.as_slice());
+        }
+        match self.stored().ok()?? {
+            Stored::One(lock) if lock.place() == self.place => Some(self.sole_holder(lock).owner),
+            _ => None,
+        }
+    }
+
+    /// The resource becomes one exclusive holder (replacing whatever the key held), the key's
+    /// TTL at its lease's end.
+    pub fn put_sole(&mut self, owner: &[u8], lease: Lease) -> Result<(), RedisError> {
+        self.put(&Record {
+            owner,
+            token: lease.token,
+            holds: lease.holds,
+            deadline_ms: lease.deadline_ms,
+            place: self.place,
+        })
+    }
+
+    /// The sole holder just put takes the key's TTL, when earlier, as its lease's end (an AOF's
+    /// `DLOCK.APPLY` without `PXAT`, until the key's TTL is known: [`super::ttl`]).
+    pub fn follow_key_ttl(&mut self) {
+        if let Some(mut lock) = self.compact_mut() {
+            lock.set_follows_key_ttl(true);
         }
     }
 
     /// Stores a plain lock (replacing whatever the key held), the key's TTL at its deadline.
-    pub fn put(&mut self, record: &Record<'_>) -> Result<(), RedisError> {
+    fn put(&mut self, record: &Record<'_>) -> Result<(), RedisError> {
         let lock = OwnedCompact::new(record).ok_or_else(errors::cannot_store)?;
         self.owner.take();
         let key = self.key.ok_or_else(errors::cannot_store)?;
@@ -148,8 +206,25 @@ impl<'a> LockKey<'a> {
         Ok(())
     }
 
+    /// Changes the stored plain lock's lease in place (its owner stays, and so does the owner
+    /// unpacked from it).
+    #[inline]
+    pub(super) fn set_sole_lease(&mut self, lease: Lease) -> Result<(), RedisError> {
+        let key = self.key.ok_or_else(errors::cannot_store)?;
+        let Some(Value::Compact(value)) = values::value_of(key)? else {
+            return Err(errors::cannot_store());
+        };
+        // SAFETY: `&mut self` is the only way to the value while this borrow lasts.
+        let mut lock = unsafe { values::compact_mut(value) };
+        lock.set_token(lease.token);
+        lock.set_holds(lease.holds);
+        lock.set_deadline(lease.deadline_ms);
+        lock.set_follows_key_ttl(false);
+        Ok(())
+    }
+
     /// The stored plain lock, to change in place.
-    pub fn compact_mut(&mut self) -> Option<CompactMut<'_>> {
+    fn compact_mut(&mut self) -> Option<CompactMut<'_>> {
         let Value::Compact(value) = values::value_of(self.key?).ok()?? else {
             return None;
         };
@@ -158,19 +233,17 @@ impl<'a> LockKey<'a> {
         Some(unsafe { values::compact_mut(value) })
     }
 
-    /// A copy of the resource as a table, to check a change against before making it: the
-    /// stored table's holders are borrowed, a plain lock's one holder copied.
-    pub fn with_table<R>(
-        &self,
-        limit: u32,
-        f: impl FnOnce(&HolderTable) -> R,
-    ) -> Result<R, RedisError> {
+    /// Whether `slot` may be set in the resource here, as a semaphore of `limit` or a lock
+    /// (replacing the owner's entry in its mode, or joining the others): checked before anything
+    /// changes. A plain lock's one holder is copied for the check.
+    pub fn check_set(&self, slot: &Slot, limit: u32) -> Result<Result<(), Conflict>, RedisError> {
+        let check = |t: &HolderTable| t.check_upsert(&slot.owner, slot.mode, limit);
         Ok(match self.stored()? {
-            Some(Stored::Table(t)) if t.place == self.place => f(t),
+            Some(Stored::Table(t)) if t.place == self.place => check(t),
             Some(Stored::One(lock)) if lock.place() == self.place => {
-                f(&HolderTable::of_one(self.sole_slot(lock), self.place))
+                check(&HolderTable::of_one(self.sole_slot(lock), self.place))
             }
-            _ => f(&HolderTable::new(limit, self.place)),
+            _ => check(&HolderTable::new(limit, self.place)),
         })
     }
 
@@ -192,7 +265,7 @@ impl<'a> LockKey<'a> {
     /// The resource as a table, to change: the stored one; a plain lock turned into a table of
     /// its one holder; or a new empty table of `limit` (nothing stored, or a moved value).
     /// [`LockKey::settle`] must follow the changes.
-    pub fn table_mut(&mut self, limit: u32) -> Result<&mut HolderTable, RedisError> {
+    pub(super) fn table_mut(&mut self, limit: u32) -> Result<&mut HolderTable, RedisError> {
         let key = self.key.ok_or_else(errors::cannot_store)?;
         let fresh = match self.stored()? {
             Some(Stored::Table(t)) if t.place == self.place => None,
@@ -214,7 +287,7 @@ impl<'a> LockKey<'a> {
 
     /// After a table changed: an empty one goes (the key is deleted), one of a single exclusive
     /// holder becomes a plain lock, any other keeps its key until its last lease ends.
-    pub fn settle(&mut self) -> Result<(), RedisError> {
+    pub(super) fn settle(&mut self) -> Result<(), RedisError> {
         let Some(Stored::Table(table)) = self.stored()? else {
             return Ok(());
         };
@@ -252,7 +325,7 @@ impl<'a> LockKey<'a> {
     }
 
     /// Sets the key's TTL (a plain lock's new deadline, after a change in place).
-    pub fn expire_at(&mut self, unix_ms: u64) {
+    pub(super) fn expire_at(&mut self, unix_ms: u64) {
         let at = i64::try_from(unix_ms).unwrap_or(i64::MAX);
         if let (Some(key), Some(set)) = (self.key, crate::api!(RedisModule_SetAbsExpire)) {
             // SAFETY: an open key of this command.
@@ -275,10 +348,4 @@ impl Drop for LockKey<'_> {
             unsafe { close(key.as_ptr()) };
         }
     }
-}
-
-/// The database the command's client has selected.
-pub fn selected_db(ctx: &Context) -> i32 {
-    // SAFETY: the context of a running command or callback.
-    crate::api!(RedisModule_GetSelectedDb).map_or(0, |get| unsafe { get(ctx.ctx) })
 }

@@ -14,16 +14,20 @@ pub mod arrivals;
 pub mod callbacks;
 pub mod codec;
 pub mod compact;
+pub mod edit;
 pub mod fields;
+pub mod form;
 pub mod gate;
 pub mod gate_codec;
 pub mod gate_watch;
 pub mod ghosts;
+pub mod holder;
 pub mod key;
 pub mod moves;
 pub mod notify;
 pub mod observers;
 pub mod owner;
+pub mod rdb;
 pub mod refusals;
 pub mod sweep;
 pub mod table;
@@ -33,7 +37,19 @@ pub mod unlink;
 pub mod values;
 pub mod view;
 
+pub use holder::{Lease, Slot};
 pub use key::LockKey;
+
+/// Creates the module's data types — a resource's two storage forms and the gate — first thing
+/// at load, before anything can store a value: the layers above never name a form.
+pub fn create_types(ctx: &redis_module::Context) -> Result<(), &'static str> {
+    for data_type in [&types::LOCK_TYPE, &types::TABLE_TYPE, &gate::GATE_TYPE] {
+        data_type
+            .create_data_type(ctx.ctx)
+            .map_err(|_| "a data type could not be created")?;
+    }
+    Ok(())
+}
 
 /// The compact form's type name, as `TYPE` shows it and `SCAN ... TYPE` matches it.
 pub const TYPE_NAME: &str = "dlocklock";

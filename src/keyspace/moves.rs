@@ -21,8 +21,7 @@ use std::ptr::NonNull;
 
 use redis_module::raw;
 
-use super::unlink::{mark_compact_moved, mark_table_moved};
-use super::values::{value_of, Value};
+use super::values::value_of;
 
 /// What the layer above does after a SWAPDB of the two databases (its waiters).
 static ON_SWAPPED: std::sync::OnceLock<fn(i32, i32)> = std::sync::OnceLock::new();
@@ -98,21 +97,8 @@ extern "C" fn mark_moved(
     };
     if let Ok(Some(value)) = value_of(key) {
         // SAFETY: our value in the key the scan opened for this call.
-        unsafe { mark_value_moved(value) };
+        unsafe { value.mark_moved() };
     } else {
         super::gate::mark_moved(key);
-    }
-}
-
-/// Marks the value as granted elsewhere: never held under the key it was carried to.
-///
-/// # Safety
-/// `value` must be a live dlock value that nothing else reads or writes during the call.
-unsafe fn mark_value_moved(value: Value) {
-    match value {
-        // SAFETY: the caller's promise.
-        Value::Compact(ptr) => unsafe { mark_compact_moved(ptr) },
-        // SAFETY: the caller's promise.
-        Value::Table(ptr) => unsafe { mark_table_moved(ptr) },
     }
 }

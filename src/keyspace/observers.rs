@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use redis_module::{raw, Context};
 
-use super::key::selected_db;
+use crate::server::selected_db;
 use crate::wire::Arg;
 
 type KeyName = (i32, Vec<u8>);

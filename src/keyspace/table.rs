@@ -15,64 +15,11 @@ use std::hash::{BuildHasher, RandomState};
 use dlock_core::{Holder, Holders, Mine, Mode};
 use hashbrown::HashTable;
 
-/// What a holder has: what a write changes in place.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Lease {
-    pub token: u64,
-    pub holds: u16,
-    /// Unix ms: past it the holder holds nothing.
-    pub deadline_ms: u64,
-}
-
-/// One stored holder: who holds, how, and its lease.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Slot {
-    pub owner: Box<[u8]>,
-    pub mode: Mode,
-    pub lease: Lease,
-}
-
-impl Slot {
-    pub fn holder(&self) -> Holder<'_> {
-        Holder {
-            owner: &self.owner,
-            mode: self.mode,
-            token: self.lease.token,
-            holds: self.lease.holds,
-            deadline_ms: self.lease.deadline_ms,
-        }
-    }
-}
+use super::holder::{Conflict, Lease, Slot};
 
 /// Where a holder is in lease-end order: deadline, then token and mode, then its position
 /// (tokens need not be unique: two owners may FENCE to the same quorum token).
 type DeadlineKey = (u64, u64, Mode, u32);
-
-/// Why a holder cannot join the stored ones.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Conflict {
-    /// The owner already has an entry in this mode.
-    Duplicate,
-    /// A permit in a read/write lock, or a lock's entry in a semaphore.
-    WrongKind,
-    /// A semaphore already holds its limit of permits.
-    Full,
-    /// An exclusive entry beside another owner's entries.
-    Exclusive,
-}
-
-impl std::fmt::Display for Conflict {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Conflict::Duplicate => "one owner twice in one mode",
-            Conflict::WrongKind => {
-                "a permit in a read/write lock, or a lock's holder in a semaphore"
-            }
-            Conflict::Full => "a semaphore holds only its limit of permits",
-            Conflict::Exclusive => "an exclusive holder beside another owner",
-        })
-    }
-}
 
 /// The holders of one resource.
 #[derive(Debug, Clone, Default)]
@@ -334,15 +281,6 @@ impl HolderTable {
             + std::mem::size_of::<u32>() + 1 // the hash table's position and control byte
             + std::mem::size_of::<DeadlineKey>() * 3 / 2; // B-tree nodes are ~2/3 full
         std::mem::size_of::<HolderTable>() + self.slots.capacity() * per_slot + owners
-    }
-
-    /// A table Redis hands to a type callback.
-    ///
-    /// # Safety
-    /// `value` must be a `dlockmany` value (a boxed table given to Redis) alive for `'a`.
-    pub unsafe fn from_callback<'a>(value: *const std::os::raw::c_void) -> Option<&'a HolderTable> {
-        // SAFETY: the caller's promise: a live boxed table.
-        unsafe { value.cast::<HolderTable>().as_ref() }
     }
 
     /// The live holders at `now_ms`, as the rules see them.

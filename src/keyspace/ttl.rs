@@ -16,9 +16,9 @@ use std::ptr::NonNull;
 
 use redis_module::{raw, Context, RedisString};
 
-use super::compact::{CompactMut, CompactRef};
-use super::table::HolderTable;
-use super::values::{value_of, Value};
+use super::compact::CompactMut;
+use super::form::Value;
+use super::values::value_of;
 
 /// How the key's expiry is brought to the lock's deadline.
 #[derive(Clone, Copy, PartialEq, Debug)]
@@ -68,7 +68,7 @@ pub fn settle_arrived(ctx: &Context, db: i32, name: &[u8]) {
     with_key(ctx, db, name, |key| {
         if let Ok(Some(value)) = value_of(key) {
             // SAFETY: our value in the key just opened, only read.
-            crate::node::node().raise_counter(unsafe { newest_token(value) });
+            crate::node::node().raise_counter(unsafe { value.newest_token() });
             super::arrivals::arrived(value.address());
         }
         settle(key, Align::Exactly);
@@ -82,7 +82,7 @@ pub fn settle(key: NonNull<raw::RedisModuleKey>, align: Align) {
         // SAFETY: our value in a key the caller opened for writing; nothing else touches it.
         let deadline_ms = unsafe {
             settle_follower(key, value);
-            last_deadline(value)
+            value.last_deadline()
         };
         expire_at_deadline(key, deadline_ms, align);
     }
@@ -94,14 +94,12 @@ pub fn unsettled(key: NonNull<raw::RedisModuleKey>) -> bool {
     let Ok(Some(value)) = value_of(key) else {
         return false;
     };
-    if let Value::Compact(ptr) = value {
-        // SAFETY: our value in an open key, only read.
-        if unsafe { CompactRef::new(ptr) }.follows_key_ttl() {
-            return true;
-        }
+    // SAFETY: our value in an open key, only read.
+    if unsafe { value.follows_key_ttl() } {
+        return true;
     }
     // SAFETY: as above.
-    let deadline = i64::try_from(unsafe { last_deadline(value) }).unwrap_or(i64::MAX);
+    let deadline = i64::try_from(unsafe { value.last_deadline() }).unwrap_or(i64::MAX);
     !matches!(abs_expire(key), Some(at) if at >= 0 && at <= deadline)
 }
 
@@ -145,34 +143,5 @@ fn expire_at_deadline(key: NonNull<raw::RedisModuleKey>, deadline_ms: u64, align
     if !keep {
         // SAFETY: a key opened for writing by the caller, open for this call.
         unsafe { set(key.as_ptr(), deadline) };
-    }
-}
-
-/// The value's newest token.
-///
-/// # Safety
-/// `value` must be a live dlock value that nothing writes during the call.
-pub unsafe fn newest_token(value: Value) -> u64 {
-    match value {
-        // SAFETY: the caller's promise.
-        Value::Compact(ptr) => unsafe { CompactRef::new(ptr) }.token(),
-        // SAFETY: the caller's promise; a dlockmany value is a boxed table.
-        Value::Table(ptr) => unsafe { &*ptr.as_ptr().cast::<HolderTable>() }.newest_token(),
-    }
-}
-
-/// The value's last deadline (the key's TTL).
-///
-/// # Safety
-/// `value` must be a live dlock value that nothing writes during the call.
-unsafe fn last_deadline(value: Value) -> u64 {
-    match value {
-        // SAFETY: the caller's promise.
-        Value::Compact(ptr) => unsafe { CompactRef::new(ptr) }.deadline_ms(),
-        Value::Table(ptr) => {
-            // SAFETY: the caller's promise; a dlockmany value is a boxed table.
-            let table = unsafe { &*ptr.as_ptr().cast::<HolderTable>() };
-            table.last_deadline().unwrap_or(0)
-        }
     }
 }

@@ -22,9 +22,7 @@ use std::sync::OnceLock;
 
 use redis_module::raw;
 
-use super::compact::{CompactMut, CompactRef};
-use super::table::HolderTable;
-use super::MOVED;
+use super::form::Form;
 use crate::{server, stats};
 
 /// What the layer above does when a lock key leaves other than by a dlock command.
@@ -53,37 +51,18 @@ pub fn is_own_write() -> bool {
     OWN_WRITE.get()
 }
 
-/// A plain lock leaves its key.
-pub extern "C" fn compact_unlink(ctx: *mut raw::RedisModuleKeyOptCtx, value: *const c_void) {
-    // SAFETY: Redis passes one of our values, alive for this call.
-    if let Some(lock) = unsafe { CompactRef::from_callback(value) } {
-        if lock.deadline_ms() <= server::now_ms() {
-            stats::count(&stats::EXPIRED);
-        }
-    }
-    let Some(ptr) = NonNull::new(value.cast_mut()) else {
+/// A resource leaves its key (either form): the holders whose lease had ended count as
+/// expired.
+pub extern "C" fn unlink<F: Form>(ctx: *mut raw::RedisModuleKeyOptCtx, value: *const c_void) {
+    let Some(value) = NonNull::new(value.cast_mut()).map(F::value) else {
         return;
     };
+    // SAFETY: Redis passes one of our values, alive for this call.
+    stats::count_n(&stats::EXPIRED, unsafe { value.ended(server::now_ms()) });
     if !OWN_WRITE.get() {
-        // SAFETY: our plain lock, on the main thread; nothing else reads or writes it during the
+        // SAFETY: our value, on the main thread; nothing else reads or writes it during the
         // call (RENAME and MOVE hold it between two dictionary operations).
-        unsafe { mark_compact_moved(ptr) };
-        left(ctx);
-    }
-}
-
-/// A table leaves its key: the holders whose lease had ended count as expired.
-pub extern "C" fn table_unlink(ctx: *mut raw::RedisModuleKeyOptCtx, value: *const c_void) {
-    // SAFETY: Redis passes one of our values, alive for this call.
-    if let Some(table) = unsafe { HolderTable::from_callback(value) } {
-        stats::count_n(&stats::EXPIRED, table.ended(server::now_ms()));
-    }
-    let Some(ptr) = NonNull::new(value.cast_mut()) else {
-        return;
-    };
-    if !OWN_WRITE.get() {
-        // SAFETY: as in `compact_unlink`, for a table.
-        unsafe { mark_table_moved(ptr) };
+        unsafe { value.mark_moved() };
         left(ctx);
     }
 }
@@ -112,23 +91,4 @@ pub fn key_of<'a>(ctx: *mut raw::RedisModuleKeyOptCtx) -> Option<(i32, &'a [u8])
             redis_module::RedisString::string_as_slice(name.cast_mut()),
         )
     })
-}
-
-/// Marks a plain lock as granted elsewhere: never held under the key it was carried to.
-///
-/// # Safety
-/// `ptr` must be a live `dlocklock` value that nothing else reads or writes during the call.
-pub unsafe fn mark_compact_moved(ptr: NonNull<c_void>) {
-    // SAFETY: the caller's promise.
-    unsafe { CompactMut::new(ptr) }.set_place(MOVED);
-}
-
-/// Marks a table as granted elsewhere.
-///
-/// # Safety
-/// `ptr` must be a live `dlockmany` value (a boxed table) that nothing else reads or writes
-/// during the call.
-pub unsafe fn mark_table_moved(ptr: NonNull<c_void>) {
-    // SAFETY: the caller's promise.
-    unsafe { &mut *ptr.as_ptr().cast::<HolderTable>() }.place = MOVED;
 }

@@ -1,4 +1,5 @@
-//! The dlock value in an open key, whichever form it has, and storing one.
+//! The resource value in an open key, whichever form it has ([`super::form::Value`]), and
+//! storing one.
 
 use std::os::raw::{c_int, c_void};
 use std::ptr::NonNull;
@@ -6,26 +7,11 @@ use std::ptr::NonNull;
 use redis_module::{raw, RedisError};
 
 use super::compact::{CompactMut, OwnedCompact};
+use super::form::Value;
 use super::table::HolderTable;
 use super::types::{lock_type, table_type};
 use crate::stats;
 use crate::wire::errors;
-
-/// The dlock value in an open key: either form.
-#[derive(Clone, Copy)]
-pub enum Value {
-    Compact(NonNull<c_void>),
-    Table(NonNull<c_void>),
-}
-
-impl Value {
-    /// Where the value lives (what [`super::arrivals`] knows it by).
-    pub fn address(self) -> *const c_void {
-        match self {
-            Value::Compact(ptr) | Value::Table(ptr) => ptr.as_ptr(),
-        }
-    }
-}
 
 /// The module value in an open key, with its type; `None` if the key is empty, WRONGTYPE for a
 /// value that is not a module's. What every reader of the module's types (locks, gates) asks.

@@ -1,7 +1,7 @@
 //! A resource as the rules see it, whichever form stores it: nothing, one exclusive holder (the
 //! compact form), or a table of holders. Every answer is O(1) or O(log n).
 
-use dlock_core::{Holder, Holders, Mine};
+use dlock_core::{Holder, Holders, Kind, Mine};
 
 use super::table::TableView;
 
@@ -36,6 +36,17 @@ impl View<'_> {
             View::Free => Box::new(std::iter::empty()),
             View::One(h) => Box::new(std::iter::once(*h)),
             View::Table(t) => Box::new(t.live()),
+        }
+    }
+
+    /// The rule of the commands that follow a plain lock's one holder (OBSERVE, PROCLAIM):
+    /// nobody (`None`), the one exclusive holder, or — when the resource is held shared or as a
+    /// semaphore — its kind, which they refuse by one error ([`crate::wire::errors::plain_only`]).
+    pub fn plain_holder(&self) -> Result<Option<Holder<'_>>, Kind> {
+        match (self.kind(), self.sole_exclusive()) {
+            (None, _) => Ok(None),
+            (Some(_), Some(holder)) => Ok(Some(holder)),
+            (Some(kind), None) => Err(kind),
         }
     }
 

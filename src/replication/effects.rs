@@ -1,7 +1,7 @@
 //! What reaches replicas and the AOF: the *effect* of a command, with the absolute deadline and
 //! the token chosen on this node, so a replica or an AOF replay never re-runs time- or
-//! counter-dependent logic. Every write is one `DLOCK.APPLY` per holder it changed (for a plain
-//! lock, the whole resource), or one `DEL`.
+//! counter-dependent logic. Every write is one `DLOCK.APPLY` per holder it changed (or, for a
+//! grant or a PROCLAIM that leaves one exclusive holder, the whole resource), or one `DEL`.
 //!
 //! `RedisModule_Replicate` is called with a format string, only when something can receive it
 //! ([`super::propagation`]), and with as few new strings as possible: the key and the owner are
@@ -9,15 +9,17 @@
 //! are formatted on the stack with `itoa` (a `b` argument is one allocation; an `l` argument is
 //! two).
 
+use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_longlong};
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, Ordering::Relaxed};
 
 use redis_module::{raw, Context, RedisString};
 
-use crate::keyspace::callbacks::emit_holder_apply;
-use crate::keyspace::compact::Record;
-use crate::keyspace::table::Slot;
+use dlock_core::Mode;
+
+use crate::keyspace::holder::mode_word;
+use crate::keyspace::Lease;
 use crate::server;
 use crate::wire::Arg;
 
@@ -33,39 +35,43 @@ fn replicate(ctx: &Context, flags: c_int) -> Option<ReplicateFn> {
     crate::api!(RedisModule_Replicate)
 }
 
-/// `DLOCK.APPLY key owner token holds PXAT deadline`: the resource is this plain lock.
-/// `owner_arg` is the command's owner argument, passed on as is when it holds `record.owner`
-/// (a fresh string is made otherwise).
-pub fn apply(ctx: &Context, key: &Arg, owner_arg: Option<&Arg>, record: &Record<'_>) {
-    let flags = server::context_flags(ctx.ctx);
-    apply_flagged(ctx, flags, key, owner_arg, record);
+/// One holder's change, as replicas and the AOF apply it.
+pub struct Apply<'a> {
+    pub owner: &'a [u8],
+    /// The command's owner argument, passed on as is when it holds `owner` (a fresh string is
+    /// made otherwise).
+    pub owner_arg: Option<&'a Arg>,
+    /// The holder's lease now; `holds` 0 removes it.
+    pub lease: Lease,
+    pub scope: Scope,
 }
 
-/// [`apply`], for a caller that already read the context's flags.
-pub fn apply_flagged(
-    ctx: &Context,
-    flags: c_int,
-    key: &Arg,
-    owner_arg: Option<&Arg>,
-    record: &Record<'_>,
-) {
+/// What a `DLOCK.APPLY` sets.
+#[derive(Clone, Copy)]
+pub enum Scope {
+    /// The whole resource: this one exclusive holder, whatever the key held (no mode word).
+    Sole,
+    /// One holder of the resource in `mode`, beside the others (a semaphore's `limit`, else 0).
+    Holder { mode: Mode, limit: u32 },
+}
+
+/// `DLOCK.APPLY key owner token holds PXAT deadline [MODE]`: the effect of one holder's change
+/// (`flags`: the context's, read once by the caller).
+pub fn apply(ctx: &Context, flags: c_int, key: &Arg, change: &Apply<'_>) {
     let Some(replicate) = replicate(ctx, flags) else {
         return;
     };
     let made_owner;
-    let owner = match owner_arg.filter(|arg| arg.as_bytes() == record.owner) {
+    let owner = match change
+        .owner_arg
+        .filter(|arg| arg.as_bytes() == change.owner)
+    {
         Some(arg) => arg.as_ptr(),
         None => {
-            made_owner = RedisString::create_from_slice(ctx.ctx, record.owner);
+            made_owner = RedisString::create_from_slice(ctx.ctx, change.owner);
             made_owner.inner
         }
     };
-    let (token, holds, deadline) = record.apply_args();
-    let [mut token_buf, mut holds_buf, mut deadline_buf] = [(); 3].map(|_| itoa::Buffer::new());
-    let numbers = [
-        token_buf.format(token).as_bytes(),
-        holds_buf.format(holds).as_bytes(),
-    ];
     let made_pxat;
     let pxat = match kept_pxat() {
         Some(pxat) => pxat,
@@ -74,15 +80,29 @@ pub fn apply_flagged(
             made_pxat.inner
         }
     };
-    let deadline = deadline_buf.format(deadline).as_bytes();
-    let strings = [key.as_ptr(), owner, pxat];
+    let int = |v: u64| c_longlong::try_from(v).unwrap_or(c_longlong::MAX);
+    let lease = change.lease;
+    let mut bufs = [(); 4].map(|_| itoa::Buffer::new());
+    let [token_buf, holds_buf, deadline_buf, limit_buf] = &mut bufs;
+    let numbers = [
+        token_buf.format(int(lease.token)).as_bytes(),
+        holds_buf.format(lease.holds).as_bytes(),
+        deadline_buf.format(int(lease.deadline_ms)).as_bytes(),
+    ];
+    let mode = match change.scope {
+        Scope::Sole => None,
+        Scope::Holder { mode, limit } => {
+            let limit = (mode == Mode::Permit).then(|| limit_buf.format(limit).as_bytes());
+            Some((mode_word(mode), limit))
+        }
+    };
     // SAFETY: a live command or timer context; the key, the owner and `PXAT` (kept for the
     // process, or made above) outlive the call.
-    unsafe { send_apply(ctx, replicate, strings, [numbers[0], numbers[1], deadline]) };
+    unsafe { send_apply(ctx, replicate, [key.as_ptr(), owner, pxat], numbers, mode) };
 }
 
-/// `DLOCK.APPLY key owner token holds PXAT deadline` with `strings` (key, owner, `PXAT`) and
-/// `numbers` (token, holds, deadline).
+/// `DLOCK.APPLY key owner token holds PXAT deadline [MODE [limit]]` with `strings` (key,
+/// owner, `PXAT`) and `numbers` (token, holds, deadline).
 ///
 /// # Safety
 /// `ctx` must be a live context and the strings live strings.
@@ -91,25 +111,55 @@ unsafe fn send_apply(
     replicate: ReplicateFn,
     [key, owner, pxat]: [*mut raw::RedisModuleString; 3],
     [token, holds, deadline]: [&[u8]; 3],
+    mode: Option<(&CStr, Option<&[u8]>)>,
 ) {
+    let name = c"DLOCK.APPLY".as_ptr();
     let (t, h, d) = (token.as_ptr(), holds.as_ptr(), deadline.as_ptr());
-    // SAFETY: the format matches the arguments (s: a string, b: pointer and length); the
-    // caller's promise covers the context and the strings.
+    let (tl, hl, dl) = (token.len(), holds.len(), deadline.len());
+    // SAFETY: each format matches its arguments (s: a string, b: pointer and length, c: a
+    // static C string); the caller's promise covers the context and the strings.
     unsafe {
-        replicate(
-            ctx.ctx,
-            c"DLOCK.APPLY".as_ptr(),
-            c"ssbbsb".as_ptr(),
-            key,
-            owner,
-            t,
-            token.len(),
-            h,
-            holds.len(),
-            pxat,
-            d,
-            deadline.len(),
-        )
+        match mode {
+            None => replicate(
+                ctx.ctx,
+                name,
+                c"ssbbsb".as_ptr(),
+                key,
+                owner,
+                t,
+                tl,
+                h,
+                hl,
+                pxat,
+                d,
+                dl,
+            ),
+            Some((word, None)) => {
+                let f = c"ssbbsbc".as_ptr();
+                replicate(
+                    ctx.ctx,
+                    name,
+                    f,
+                    key,
+                    owner,
+                    t,
+                    tl,
+                    h,
+                    hl,
+                    pxat,
+                    d,
+                    dl,
+                    word.as_ptr(),
+                )
+            }
+            Some((word, Some(limit))) => {
+                let f = c"ssbbsbcb".as_ptr();
+                let (w, l, ll) = (word.as_ptr(), limit.as_ptr(), limit.len());
+                replicate(
+                    ctx.ctx, name, f, key, owner, t, tl, h, hl, pxat, d, dl, w, l, ll,
+                )
+            }
+        }
     };
 }
 
@@ -130,25 +180,6 @@ fn kept_pxat() -> Option<*mut raw::RedisModuleString> {
     }
     PXAT.store(made, Relaxed);
     Some(made)
-}
-
-/// `DLOCK.APPLY key owner token holds PXAT deadline MODE`: one holder of a table set as given
-/// (`holds` 0: removed), the mode last (`EXCLUSIVE`, `SHARED` or `LIMIT k`).
-pub fn apply_holder(ctx: &Context, key: &Arg, holder: &Slot, holds: u16, limit: u32) {
-    let Some(replicate) = replicate(ctx, server::context_flags(ctx.ctx)) else {
-        return;
-    };
-    // SAFETY: a live command or timer context and the command's key string.
-    unsafe {
-        emit_holder_apply!(
-            replicate,
-            ctx.ctx,
-            key.as_ptr(),
-            holder,
-            c_longlong::from(holds),
-            limit
-        )
-    };
 }
 
 /// `DEL key`.

@@ -25,8 +25,8 @@ pub use cluster::redirect;
 pub use events::watch;
 pub use queues::{waiters, QueueKey, Wait};
 
-use crate::keyspace::key::selected_db;
 use crate::keyspace::view::View;
+use crate::server::selected_db;
 use crate::wire::{errors, Arg};
 use crate::{config, server};
 use parked::Outcome;

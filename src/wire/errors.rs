@@ -211,15 +211,15 @@ pub fn wrong_kind(is: Kind, asked: Want) -> RedisError {
     ))
 }
 
-/// DLOCK.OBSERVE follows one exclusive holder; a resource held shared or as a semaphore has
-/// several (the same code as a kind mismatch of ACQUIRE).
-pub fn observe_kind(is: Kind) -> RedisError {
+/// DLOCK.OBSERVE and DLOCK.PROCLAIM follow a plain lock's one exclusive holder; a resource held
+/// shared or as a semaphore has several (the same code as a kind mismatch of ACQUIRE).
+pub fn plain_only(is: Kind, command: &str) -> RedisError {
     let held = match is {
         Kind::Lock => "a lock held shared".to_string(),
         Kind::Semaphore { .. } => kind_words(is),
     };
     err(format!(
-        "WRONGKIND the resource is {held}: DLOCK.OBSERVE follows a plain lock's one exclusive holder"
+        "WRONGKIND the resource is {held}: {command} follows a plain lock's one exclusive holder"
     ))
 }
 
