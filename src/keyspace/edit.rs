@@ -91,7 +91,10 @@ impl<'k, 'a> Edit<'k, 'a> {
     /// Sets the owner's entry in `slot.mode` (replacing its lease, or joining the others if they
     /// can coexist with it: else nothing changes). Whether it replaced an entry.
     pub fn set(&mut self, slot: &Slot) -> Result<bool, SetRefused> {
-        if self.update(&slot.owner, slot.mode, |l| *l = slot.lease)?.is_some() {
+        if self
+            .update(&slot.owner, slot.mode, |l| *l = slot.lease)?
+            .is_some()
+        {
             return Ok(true);
         }
         match self.state {
@@ -101,7 +104,10 @@ impl<'k, 'a> Edit<'k, 'a> {
                 return Ok(false);
             }
             // A plain lock turns into a table only for a holder that can join it.
-            State::Sole(_) => self.key.check_set(slot, self.limit)?.map_err(SetRefused::Conflict)?,
+            State::Sole(_) => self
+                .key
+                .check_set(slot, self.limit)?
+                .map_err(SetRefused::Conflict)?,
             _ => {}
         }
         let table = self.key.table_mut(self.limit)?;
