@@ -216,7 +216,7 @@ fuzz: build
 chaos: build
 	target/release/dlock-chaos
 
-# Jepsen's method (docs/safety.md, "Real partitions"): nodes and clients in network namespaces
+# Jepsen's method (docs/safety/partitions.md): nodes and clients in network namespaces
 # on a bridge, real partitions and process faults, the history checked. Root only (namespaces,
 # nftables, iptables' NFQUEUE for delay where the kernel has no netem); installs iproute2,
 # nftables, iptables and the chart's font when missing. `make test` runs
