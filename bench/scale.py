@@ -12,10 +12,10 @@
       (scale_holders.py, issue 35).
 
 Writes the tables to stdout and, after a full run, into docs/bench/scale.md between its
-`bench-scale` markers (bench/page.py); the raw figures to RESULTS_JSON (scale_charts.py draws
-them). Standard library only.
+`bench-scale` markers (bench/page.py); the raw figures to RESULTS_JSON (bench/scale-results.json
+after a full run; scale_charts.py draws them). Standard library only.
 
-usage: scale.py MODULE_PATH [--quick] [--out bench/scale-results.json] [--page docs/bench/scale.md]
+usage: scale.py MODULE_PATH [--quick] [--out RESULTS_JSON] [--page docs/bench/scale.md]
 """
 
 import argparse
@@ -105,13 +105,17 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("module")
     parser.add_argument("--quick", action="store_true", help="small sizes, for development")
-    parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "scale-results.json"))
+    parser.add_argument("--out", help="raw figures (default: bench/scale-results.json; none after --quick)")
     parser.add_argument("--page", default=os.path.join(DOCS, "scale.md"), help="the page the tables go into")
     args = parser.parse_args()
     gc.disable()  # a collection over ~11,000 connections' objects would pause the client for ms
     results = run_all(os.path.abspath(args.module), QUICK if args.quick else FULL)
-    with open(args.out, "w") as f:
-        json.dump(results, f, separators=(",", ":"))  # raw figures for the charts
+    # The committed figures are the page's (tests/docs checks they render to its tables): a quick
+    # run writes them only where --out says.
+    out = args.out or (None if args.quick else os.path.join(os.path.dirname(__file__), "scale-results.json"))
+    if out:
+        with open(out, "w") as f:
+            json.dump(results, f, separators=(",", ":"))  # raw figures for the charts
     text = render(results)
     print("\n" + text)
     if args.quick:

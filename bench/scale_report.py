@@ -197,3 +197,30 @@ def render(results):
         "",
     ]
     return "\n".join(out)
+
+
+def check(results_json, page):
+    """The differences between the tables `results_json` renders to and those between the page's
+    `bench-scale` markers ([] when the page shows those figures)."""
+    import difflib
+    import json
+
+    with open(results_json) as f:
+        rendered = render(json.load(f)).strip("\n").split("\n")
+    with open(page) as f:
+        text = f.read()
+    start = text.index("-->", text.index("<!-- bench-scale:start")) + len("-->")
+    shown = text[start : text.index("<!-- bench-scale:end -->")].strip("\n").split("\n")
+    return list(difflib.unified_diff(shown, rendered, "the page", "bench/scale-results.json", lineterm=""))
+
+
+if __name__ == "__main__":
+    # `python3 bench/scale_report.py`: whether docs/bench/scale.md shows bench/scale-results.json
+    # (run by tests/docs/test_docs.py).
+    import os
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    differences = check(os.path.join(here, "scale-results.json"), os.path.join(here, "..", "docs", "bench", "scale.md"))
+    print("\n".join(differences) or "docs/bench/scale.md shows bench/scale-results.json")
+    sys.exit(1 if differences else 0)

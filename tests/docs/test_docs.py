@@ -115,3 +115,10 @@ def test_the_anchor_reader_reads_headings_as_github_does(tmp_path: Path) -> None
 def test_the_bench_pages_writer_replaces_only_between_its_markers() -> None:
     result = subprocess.run([sys.executable, str(ROOT / "bench/page.py")], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+def test_the_growth_curves_page_shows_the_committed_figures() -> None:
+    """docs/bench/scale.md's generated tables are what bench/scale-results.json renders to: a
+    page edited by hand, or figures committed without their page, fail."""
+    result = subprocess.run([sys.executable, str(ROOT / "bench/scale_report.py")], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
