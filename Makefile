@@ -291,7 +291,8 @@ bench-instructions: build
 	cd bench && python3 holder_instructions.py ../$(MODULE)
 
 # Two builds side by side in one run (callgrind): make bench-instructions-ab OLD=/path/old.so
-# (build OLD from a worktree of the commit before a change); docs/bench/ records the last.
+# (build OLD from a worktree of the commit before a change); the last run's figures go in
+# docs/bench/instructions.md.
 bench-instructions-ab: build
 	bash bench/instructions_ab.sh $(OLD) $(MODULE) $(or $(ROUNDS),2)
 
