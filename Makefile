@@ -216,7 +216,7 @@ fuzz: build
 chaos: build
 	target/release/dlock-chaos
 
-# Jepsen's method (docs/safety.md, "Real partitions"): nodes and clients in network namespaces
+# Jepsen's method (docs/safety/partitions.md): nodes and clients in network namespaces
 # on a bridge, real partitions and process faults, the history checked. Root only (namespaces,
 # nftables, iptables' NFQUEUE for delay where the kernel has no netem); installs iproute2,
 # nftables, iptables and the chart's font when missing. `make test` runs
@@ -266,32 +266,33 @@ bench-waiters: build
 bench-handoff: build
 	python3 bench/handoff_latency.py $(MODULE) 500
 
-# How long one `dlock top` call blocks a node: one held lock among 100k keys (docs/bench.md), ~20 s.
+# How long one `dlock top` call blocks a node: one held lock among 100k keys (docs/bench/top.md), ~20 s.
 bench-top: build
 	python3 bench/top_latency.py $(MODULE) target/release/dlock 100000 20
 
-# Growth curves (docs/bench.md, issue 24): acquire+release latency and bytes per lock at 10^3..10^6
+# Growth curves (docs/bench/scale.md, issue 24): acquire+release latency and bytes per lock at 10^3..10^6
 # live locks next to SET NX PX, handoff latency and memory per waiter at 1..10,000 waiters (one
 # resource, and spread over 1000), the event-loop stall while 10^5 locks expire in the same
 # millisecond next to SET PXAT keys; (d) server time per command on one resource of 1..10,000
-# holders and the stall while 2,000 leases end with 2,000 waiters (docs/bench.md section 6).
+# holders and the stall while 2,000 leases end with 2,000 waiters (docs/bench/holders.md).
 # Standard-library Python (bench/scale*.py); up to ~11,000
-# connections, so the open-file limit is raised. Tables: stdout and bench/scale-results.md; charts
-# docs/bench-scale-*.png (matplotlib in bench/.venv, skipped with a notice without PyPI).
+# connections, so the open-file limit is raised. Tables: stdout and docs/bench/scale.md; charts
+# docs/bench/scale-*.png (matplotlib in bench/.venv, skipped with a notice without PyPI).
 # Not part of `make test`: about 10 minutes on two cores.
 bench-scale: build
 	ulimit -n 20000 2>/dev/null || ulimit -n $$(ulimit -Hn); python3 bench/scale.py $(MODULE)
 	bash bench/scale_charts.sh
 
 # Instructions and simulated cache misses per DLOCK.ACQUIRE against SET NX PX, with and without
-# the module (callgrind --cache-sim; docs/bench.md section 1), then instructions per write on a
-# resource of 100 and of 10,000 holders (docs/bench.md section 6). Needs valgrind; ~3 min.
+# the module (callgrind --cache-sim; docs/bench/instructions.md), then instructions per write on a
+# resource of 100 and of 10,000 holders (docs/bench/holders.md). Needs valgrind; ~3 min.
 bench-instructions: build
 	bash bench/acquire_instructions.sh $(MODULE)
 	cd bench && python3 holder_instructions.py ../$(MODULE)
 
 # Two builds side by side in one run (callgrind): make bench-instructions-ab OLD=/path/old.so
-# (build OLD from a worktree of the commit before a change); docs/bench/ records the last.
+# (build OLD from a worktree of the commit before a change); the last run's figures go in
+# docs/bench/instructions.md.
 bench-instructions-ab: build
 	bash bench/instructions_ab.sh $(OLD) $(MODULE) $(or $(ROUNDS),2)
 
@@ -304,7 +305,7 @@ bench-shared: build
 	$(CARGO) run --release -q -p dlock-bench --bin bench-shared
 
 # Acquire+release cycles per second and per server CPU-second at saturation, dlock vs SET NX PX +
-# compare-and-delete and Redisson's scripts, one server (docs/bench.md; about 70 s).
+# compare-and-delete and Redisson's scripts, one server (docs/bench/capacity.md; about 70 s).
 bench-capacity: build
 	$(CARGO) run --release -q -p dlock-bench --bin bench-capacity
 
@@ -313,11 +314,11 @@ bench-capacity: build
 bench-handoff-limit: build
 	$(CARGO) run --release -q -p dlock-bench --bin bench-handoff-limit
 
-# What loading the module costs traffic that never touches a lock (docs/bench.md section 8): the
+# What loading the module costs traffic that never touches a lock (docs/bench/tax.md): the
 # same server with the module and one lock against it without, on Redis 7.0 (the PATH's) and the
 # newest Redis and Valkey `make compat-servers` built. Needs valgrind; ~15 min per server.
 # What a node holding a gate pays on other keys' EXPIRE and DEL (it listens to generic keyspace
-# events once it stored a gate): bench/gate_tax.sh, ~30 s; docs/bench.md section 8.
+# events once it stored a gate): bench/gate_tax.sh, ~30 s; docs/bench/gate-tax.md.
 bench-gate-tax: build
 	bash bench/gate_tax.sh
 
@@ -326,7 +327,7 @@ bench-tax: build
 
 # Leader election, dlock (1 and 5 masters) against etcd's election (Debian's etcd-server, installed
 # when missing): failover after a SIGKILLed leader, observers' delay, a paused leader's writes
-# through the gate vs after a check (docs/election.md; ~5 min).
+# through the gate vs after a check (docs/bench/elect.md; ~5 min).
 bench-elect: build
 	@command -v etcd >/dev/null 2>&1 || { \
 	  echo "installing: etcd-server etcd-client"; \

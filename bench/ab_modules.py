@@ -2,7 +2,7 @@
 """Two builds of the module side by side: DLOCK.ACQUIRE and SET NX PX usec_per_call (INFO
 commandstats) on one server per build, 100,000 distinct keys per measurement, 8 rounds with the
 order reversed every other round, each on a flushed keyspace. What a change to the module
-bought (docs/bench.md section 1, "What this milestone's changes bought").
+bought (docs/bench/server.md, "What this milestone's changes bought").
 
 usage: ab_modules.py OLD_MODULE NEW_MODULE   (standard library only; build the old one from a
 git worktree of the commit before the change)

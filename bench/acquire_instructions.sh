@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Instructions and simulated cache misses per call (callgrind --cache-sim) of DLOCK.ACQUIRE
-# against SET NX PX, on a server with the module and, for SET, on one without it: docs/bench.md
-# section 1, "Where an ACQUIRE's time goes".
+# against SET NX PX, on a server with the module and, for SET, on one without it:
+# docs/bench/instructions.md.
 # usage: bench/acquire_instructions.sh MODULE_PATH [CALLS]   (needs valgrind and redis-benchmark;
 # the server is $REDIS_SERVER, else redis-server from the PATH)
 set -euo pipefail
@@ -9,7 +9,7 @@ module=$(realpath "$1")
 calls=${2:-25000}
 # Server processes per measure, their counts summed: each process draws a random hash seed, which
 # decides which command names share a bucket of its command table and moves a SET's count by
-# 1-2% from one process to the next (docs/bench.md section 8).
+# 1-2% from one process to the next (docs/bench/tax.md).
 processes=4
 server=${REDIS_SERVER:-redis-server}
 owner=6f1c2a9e3b7d4c5e9a8f0d2e4b6c8a1f

@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# What a node that holds a gate pays on other keys (docs/bench.md section 8, "A node holding a
-# gate"): once it stored a gate, the module listens to the generic keyspace events (so that a
+# What a node that holds a gate pays on other keys (docs/bench/gate-tax.md): once it stored a gate, the module listens to the generic keyspace events (so that a
 # TTL set on a gate is taken off at once). Two servers with the module, one holding a gate and
 # one not, the same keys; EXPIRE (its `expire` event makes the module open the key) and DEL
 # (the event only), pipelined by redis-benchmark; Redis's own usec_per_call of each command

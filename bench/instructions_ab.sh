@@ -2,7 +2,7 @@
 # Two builds of the module side by side, counted by callgrind in one run: instructions per call
 # of DLOCK.ACQUIRE on a free key (a grant) and on a key the same owner holds (a reentrant
 # renewal, changed in place), over the whole server and in the module's own code, rounds
-# alternating which build goes first. What a change to the module cost (docs/bench/).
+# alternating which build goes first. What a change to the module cost (docs/bench/instructions.md).
 # usage: bench/instructions_ab.sh OLD_MODULE NEW_MODULE [ROUNDS] [CALLS]   (valgrind and
 # redis-benchmark needed; the server is $REDIS_SERVER, else redis-server from the PATH; build the
 # old module from a git worktree of the commit before the change)

@@ -41,7 +41,7 @@ cd "$here/.." || exit 1
 cargo run --release -q -p dlock-bench --bin bench -- "$@"
 status=$?
 # Shared locks and semaphores on the server, then capacity per core and handoffs at the physical
-# limit (docs/bench.md): full runs only.
+# limit (docs/bench/shared.md, capacity.md, handoff-limit.md): full runs only.
 if [ "${1:-}" != "--quick" ]; then
   cargo run --release -q -p dlock-bench --bin bench-shared || status=1
   cargo run --release -q -p dlock-bench --bin bench-capacity || status=1

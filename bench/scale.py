@@ -11,10 +11,11 @@
       while 500 .. 2,000 leases end together with as many waiters, and freeing 10,000 holders
       (scale_holders.py, issue 35).
 
-Writes the tables to stdout and RESULTS_MD, the raw figures to RESULTS_JSON (scale_charts.py
-draws them). Standard library only.
+Writes the tables to stdout and, after a full run, into docs/bench/scale.md between its
+`bench-scale` markers (bench/page.py); the raw figures to RESULTS_JSON (bench/scale-results.json
+after a full run; scale_charts.py draws them). Standard library only.
 
-usage: scale.py MODULE_PATH [--quick] [--out bench/scale-results]
+usage: scale.py MODULE_PATH [--quick] [--out RESULTS_JSON] [--page docs/bench/scale.md]
 """
 
 import argparse
@@ -28,6 +29,7 @@ import scale_expiry
 import scale_holders
 import scale_locks
 import scale_waiters
+from page import DOCS, write_between
 from resp_util import start_server
 from scale_report import render
 from scale_resp import Conn
@@ -103,16 +105,24 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("module")
     parser.add_argument("--quick", action="store_true", help="small sizes, for development")
-    parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "scale-results"))
+    parser.add_argument("--out", help="raw figures (default: bench/scale-results.json; none after --quick)")
+    parser.add_argument("--page", default=os.path.join(DOCS, "scale.md"), help="the page the tables go into")
     args = parser.parse_args()
     gc.disable()  # a collection over ~11,000 connections' objects would pause the client for ms
     results = run_all(os.path.abspath(args.module), QUICK if args.quick else FULL)
-    with open(args.out + ".json", "w") as f:
-        json.dump(results, f, separators=(",", ":"))  # raw figures for the charts
+    # The committed figures are the page's (tests/docs checks they render to its tables): a quick
+    # run writes them only where --out says.
+    out = args.out or (None if args.quick else os.path.join(os.path.dirname(__file__), "scale-results.json"))
+    if out:
+        with open(out, "w") as f:
+            json.dump(results, f, separators=(",", ":"))  # raw figures for the charts
     text = render(results)
-    with open(args.out + ".md", "w") as f:
-        f.write(text)
     print("\n" + text)
+    if args.quick:
+        print(f"\n(a quick run: {args.page} left as it is)")
+    else:
+        write_between(args.page, "bench-scale", text)
+        print(f"\nwrote the tables into {args.page}")
 
 
 if __name__ == "__main__":

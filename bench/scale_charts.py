@@ -1,7 +1,7 @@
 """Draws the `make bench-scale` charts from bench/scale-results.json (needs matplotlib; run by
 bench/scale_charts.sh in bench/.venv).
 
-usage: scale_charts.py RESULTS_JSON OUT_DIR   (writes OUT_DIR/bench-scale-{locks,waiters,expiry,holders}.png)
+usage: scale_charts.py RESULTS_JSON OUT_DIR   (writes OUT_DIR/scale-{locks,waiters,expiry,holders}.png)
 """
 
 import json
@@ -123,7 +123,7 @@ def main():
     if "holders" in results:
         charts += (("holders", holders_chart),)
     for name, draw in charts:
-        path = os.path.join(out, f"bench-scale-{name}.png")
+        path = os.path.join(out, f"scale-{name}.png")
         draw(results, path)
         print(f"bench-scale: chart {path}")
 

@@ -158,26 +158,26 @@ def goals(results):
 def render(results):
     plan = results["plan"]
     out = [
-        f"# bench-scale results ({results['date']}, Redis {results['redis_version']}, "
+        f"Run of {results['date']}, Redis {results['redis_version']}, "
         f"{results['minutes']:.1f} min, load average before/after "
-        f"{results['load_before'][0]:.2f} / {results['load_after'][0]:.2f})",
+        f"{results['load_before'][0]:.2f} / {results['load_after'][0]:.2f}.",
         "",
-        f"## (a) acquire+release and memory per lock ({plan['samples']} pairs per size per round, "
+        f"### (a) acquire+release and memory per lock ({plan['samples']} pairs per size per round, "
         f"{plan['lock_rounds']} rounds, sides alternated; medians of the rounds)",
         "",
         *locks_table(results["locks"]),
         "",
-        f"## (b) handoffs and memory per waiter ({plan['handoffs']} handoffs per count per round, "
+        f"### (b) handoffs and memory per waiter ({plan['handoffs']} handoffs per count per round, "
         f"{plan['waiter_rounds']} rounds, layouts alternated; medians of the rounds, max of all)",
         "",
         *waiters_table(results["waiters"]),
         "",
-        f"## (c) {plan['expiring']:,} keys expiring in the same millisecond ({plan['expiry_rounds']} rounds, "
+        f"### (c) {plan['expiring']:,} keys expiring in the same millisecond ({plan['expiry_rounds']} rounds, "
         "sides alternated)",
         "",
         *expiry_table(results["expiry"]),
         "",
-        f"## (d) one resource of {plan['holders'][0]:,} .. {plan['holders'][-1]:,} holders, 256-byte owners: "
+        f"### (d) one resource of {plan['holders'][0]:,} .. {plan['holders'][-1]:,} holders, 256-byte owners: "
         f"server µs per call ({plan['holder_ops']} calls of each write, a tenth as many STATUS, "
         "a fresh server and replica per size)",
         "",
@@ -189,13 +189,38 @@ def render(results):
         "",
         *stall_table(results["holders"]),
         "",
-        "## Goals",
+        "### Goals",
         "",
         "| goal | measured | result |",
         "|---|---|---|",
         *(f"| {g} | {m} | {v} |" for g, m, v in goals(results)),
         "",
-        "Reproduce: `make bench-scale`",
-        "",
     ]
     return "\n".join(out)
+
+
+def check(results_json, page):
+    """The differences between the tables `results_json` renders to and those between the page's
+    `bench-scale` markers ([] when the page shows those figures)."""
+    import difflib
+    import json
+
+    with open(results_json) as f:
+        rendered = render(json.load(f)).strip("\n").split("\n")
+    with open(page) as f:
+        text = f.read()
+    start = text.index("-->", text.index("<!-- bench-scale:start")) + len("-->")
+    shown = text[start : text.index("<!-- bench-scale:end -->")].strip("\n").split("\n")
+    return list(difflib.unified_diff(shown, rendered, "the page", "bench/scale-results.json", lineterm=""))
+
+
+if __name__ == "__main__":
+    # `python3 bench/scale_report.py`: whether docs/bench/scale.md shows bench/scale-results.json
+    # (run by tests/docs/test_docs.py).
+    import os
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    differences = check(os.path.join(here, "scale-results.json"), os.path.join(here, "..", "docs", "bench", "scale.md"))
+    print("\n".join(differences) or "docs/bench/scale.md shows bench/scale-results.json")
+    sys.exit(1 if differences else 0)

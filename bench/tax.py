@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What loading dlock costs traffic that never touches a lock (docs/bench.md section 8,
+"""What loading dlock costs traffic that never touches a lock (docs/bench/tax.md,
 `make bench-tax`): the same server binary with the module loaded and one lock in the keyspace,
 against it without the module and one plain key with the same TTL instead (the same keyspace
 state), measured in one run with the order alternated.

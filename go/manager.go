@@ -13,7 +13,7 @@ import (
 // docs/shared.md), WithLock adds the watchdog, NewMutex is redsync's shape over the same.
 
 // Pool is the driver seam: one server, a connection of its own per Get (transport.Pool).
-// transport.RedigoPool wraps a redigo *redis.Pool; docs/go.md shows another driver's.
+// transport.RedigoPool wraps a redigo *redis.Pool; docs/go/drivers.md shows another driver's.
 type Pool = transport.Pool
 
 // Conn is a Pool's connection (transport.Conn).

@@ -490,3 +490,443 @@ fn no_file_above_the_key_layer_names_a_storage_form() {
         named.join("\n")
     );
 }
+
+// --- docs/architecture.md's dependency table and file names, checked against the tree -------
+
+/// Where a manifest's dependencies are read: folders walked for them and every file listing,
+/// skipped (builds, installs, caches).
+const NOT_SOURCES: [&str; 10] = [
+    "target",
+    ".git",
+    "node_modules",
+    ".venv",
+    "__pycache__",
+    "dist",
+    "build",
+    "build-test",
+    ".compat",
+    ".mypy_cache",
+];
+
+/// Every file (relative, `/`-separated) and every folder of the repository, what
+/// [`NOT_SOURCES`] names left out.
+fn tree() -> (BTreeSet<String>, BTreeSet<String>) {
+    fn walk(dir: &Path, root: &Path, files: &mut BTreeSet<String>, dirs: &mut BTreeSet<String>) {
+        for entry in std::fs::read_dir(dir).expect("read a folder").flatten() {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let relative = path.strip_prefix(root).expect("under the root");
+            let relative = relative.to_string_lossy().replace('\\', "/");
+            if path.is_dir() {
+                if !NOT_SOURCES.contains(&name.as_str()) {
+                    dirs.insert(relative);
+                    walk(&path, root, files, dirs);
+                }
+            } else {
+                files.insert(relative);
+            }
+        }
+    }
+    let (mut files, mut dirs) = (BTreeSet::new(), BTreeSet::new());
+    walk(&repo(""), &repo(""), &mut files, &mut dirs);
+    (files, dirs)
+}
+
+/// A manifest's direct dependencies: (what it needs to build and run, what only its tests,
+/// examples or build tools need).
+type Deps = (BTreeSet<String>, BTreeSet<String>);
+
+/// A Cargo.toml's dependencies by name: `[dependencies]`, `[build-dependencies]` and
+/// `[target.'...'.dependencies]` first, `[dev-dependencies]` second (`[workspace.dependencies]`
+/// only declares versions). Keys at the start of a line, dotted (`x.workspace = true`) or not.
+fn cargo_deps(text: &str) -> Deps {
+    let mut deps: Deps = Default::default();
+    let mut section = 0; // 0: not a dependency table, 1: runtime, 2: dev
+    for line in text.lines() {
+        let line = line.trim_end();
+        if let Some(header) = line.strip_prefix('[') {
+            let header = header.trim_end_matches(']');
+            section = if header.starts_with("workspace") {
+                0
+            } else if header == "dev-dependencies" {
+                2
+            } else if header.ends_with("dependencies") {
+                1
+            } else if let Some(name) = header
+                .strip_prefix("dependencies.")
+                .or_else(|| header.strip_prefix("build-dependencies."))
+            {
+                deps.0.insert(name.to_string());
+                0
+            } else if let Some(name) = header.strip_prefix("dev-dependencies.") {
+                deps.1.insert(name.to_string());
+                0
+            } else {
+                0
+            };
+            continue;
+        }
+        let key: String = line
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '-' || *c == '_')
+            .collect();
+        let rest = line[key.len()..].trim_start();
+        if section > 0 && !key.is_empty() && (rest.starts_with('=') || rest.starts_with('.')) {
+            if section == 1 {
+                &mut deps.0
+            } else {
+                &mut deps.1
+            }
+            .insert(key);
+        }
+    }
+    deps
+}
+
+/// The quoted strings of a TOML array that starts on `line` (it may go on over later lines).
+fn toml_strings<'a>(lines: &mut impl Iterator<Item = &'a str>, line: &'a str) -> Vec<String> {
+    let mut text = line.to_string();
+    while !text.contains(']') {
+        match lines.next() {
+            Some(next) => text += next,
+            None => break,
+        }
+    }
+    text.split('"')
+        .skip(1)
+        .step_by(2)
+        .map(String::from)
+        .collect()
+}
+
+/// pyproject.toml: `[project] dependencies` first; `[build-system] requires` and
+/// `[project.optional-dependencies]` second. A requirement's name is what precedes its version.
+fn python_deps(text: &str) -> Deps {
+    let name = |req: &str| -> String {
+        req.chars()
+            .take_while(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            .collect()
+    };
+    let mut deps: Deps = Default::default();
+    let mut section = "";
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        if line.starts_with('[') {
+            section = line.trim();
+            continue;
+        }
+        let key = line.split('=').next().unwrap_or("").trim();
+        let runtime = section == "[project]" && key == "dependencies";
+        let tools = (section == "[build-system]" && key == "requires")
+            || (section == "[project.optional-dependencies]" && line.contains('='));
+        if runtime || tools {
+            let found: Vec<String> = toml_strings(&mut lines, line)
+                .iter()
+                .map(|r| name(r))
+                .collect();
+            if runtime { &mut deps.0 } else { &mut deps.1 }.extend(found);
+        }
+    }
+    deps
+}
+
+/// package.json: `dependencies` and `peerDependencies` first, `devDependencies` second (one
+/// key per line, as npm writes it).
+fn node_deps(text: &str) -> Deps {
+    let mut deps: Deps = Default::default();
+    let mut section = 0;
+    for line in text.lines().map(str::trim) {
+        if line.starts_with('}') {
+            section = 0;
+        } else if line.starts_with("\"dependencies\"") || line.starts_with("\"peerDependencies\"") {
+            section = 1;
+        } else if line.starts_with("\"devDependencies\"") {
+            section = 2;
+        } else if section > 0 {
+            let name = line.split('"').nth(1).unwrap_or("").to_string();
+            if section == 1 {
+                &mut deps.0
+            } else {
+                &mut deps.1
+            }
+            .insert(name);
+        }
+    }
+    deps
+}
+
+/// go.mod: the modules required directly (`// indirect` ones left out).
+fn go_deps(text: &str) -> Deps {
+    let mut deps: Deps = Default::default();
+    let mut block = false;
+    for line in text.lines().map(str::trim) {
+        let required = if line == "require (" {
+            block = true;
+            continue;
+        } else if block && line == ")" {
+            block = false;
+            continue;
+        } else if block {
+            line
+        } else if let Some(one) = line.strip_prefix("require ") {
+            one
+        } else {
+            continue;
+        };
+        if !required.is_empty() && !required.starts_with("//") && !required.contains("// indirect")
+        {
+            deps.0
+                .insert(required.split_whitespace().next().unwrap_or("").to_string());
+        }
+    }
+    deps
+}
+
+/// The manifests the dependency table must list, and how each is read: every Cargo.toml of the
+/// repository (the workspace's crates and the fuzz crate's own workspace), and the Python, Node
+/// and Go clients' manifests.
+fn manifests(files: &BTreeSet<String>) -> BTreeMap<String, Deps> {
+    let mut found = BTreeMap::new();
+    for file in files {
+        let read = || std::fs::read_to_string(repo(file)).expect("read a manifest");
+        let deps = match file.as_str() {
+            f if f == "Cargo.toml" || f.ends_with("/Cargo.toml") => cargo_deps(&read()),
+            "python/pyproject.toml" => python_deps(&read()),
+            "node/package.json" => node_deps(&read()),
+            "go/go.mod" => go_deps(&read()),
+            _ => continue,
+        };
+        found.insert(file.clone(), deps);
+    }
+    found
+}
+
+/// The part of docs/architecture.md from `heading` to the next heading of its level.
+fn doc_section<'a>(doc: &'a str, heading: &str) -> &'a str {
+    let start = doc
+        .find(&format!("\n{heading}\n"))
+        .unwrap_or_else(|| panic!("docs/architecture.md has no {heading:?}"));
+    let body = &doc[start + heading.len() + 2..];
+    let level = heading.split(' ').next().expect("a heading");
+    let end = body.find(&format!("\n{level} ")).unwrap_or(body.len());
+    &body[..end]
+}
+
+/// The names in backquotes of `cell`.
+fn quoted(cell: &str) -> BTreeSet<String> {
+    cell.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(String::from)
+        .collect()
+}
+
+/// The dependency table of docs/architecture.md: manifest -> (its first column's names, its
+/// second's).
+fn dependency_table(doc: &str) -> BTreeMap<String, Deps> {
+    let mut table = BTreeMap::new();
+    for row in doc_section(doc, "## Dependencies").lines() {
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        // | `manifest` (what it is) | dependencies | for its tests and tools only |
+        if cells.len() != 5 || !cells[1].starts_with('`') {
+            continue;
+        }
+        let manifest = cells[1].split('`').nth(1).expect("a manifest").to_string();
+        table.insert(manifest, (quoted(cells[2]), quoted(cells[3])));
+    }
+    table
+}
+
+#[test]
+fn architecture_md_lists_every_dependency_and_only_real_ones() {
+    let doc = std::fs::read_to_string(repo("docs/architecture.md")).expect("architecture.md");
+    let table = dependency_table(&doc);
+    let real = manifests(&tree().0);
+    assert!(
+        real.len() >= 13 && real.contains_key("client/Cargo.toml"),
+        "the manifests were not found: {:?}",
+        real.keys()
+    );
+    let mut wrong = Vec::new();
+    for (manifest, (deps, tools)) in &real {
+        let Some((listed, listed_tools)) = table.get(manifest) else {
+            wrong.push(format!("{manifest}: no row in the table"));
+            continue;
+        };
+        for (what, actual, said) in [
+            ("", deps, listed),
+            ("tests' and tools' ", tools, listed_tools),
+        ] {
+            for missing in actual.difference(said) {
+                wrong.push(format!(
+                    "{manifest}: its {what}dependency `{missing}` is not listed"
+                ));
+            }
+            for extra in said.difference(actual) {
+                wrong.push(format!("{manifest}: `{extra}` is listed among its {what}dependencies, but it has none of that name"));
+            }
+        }
+    }
+    for manifest in table.keys().filter(|m| !real.contains_key(*m)) {
+        wrong.push(format!(
+            "{manifest}: a row for a manifest that does not exist"
+        ));
+    }
+    assert!(
+        wrong.is_empty(),
+        "docs/architecture.md, \"Dependencies\", disagrees with the manifests:\n{}",
+        wrong.join("\n")
+    );
+}
+
+/// Words of docs/architecture.md that look like paths but name no file: a placeholder, a name.
+const NOT_FILES: [&str; 2] = ["client/examples/F.rs", "Node.js"];
+
+/// What ends a file name the doc may name (a word like `e.g.` or `0.4` is not one).
+const FILE_ENDINGS: [&str; 16] = [
+    ".rs", ".py", ".ts", ".go", ".sh", ".json", ".yml", ".yaml", ".lua", ".toml", ".md", ".mjs",
+    ".js", ".txt", ".c", ".example",
+];
+
+/// The words of `text` that name a file (`x.rs`, `a/b/x.py`, `_transport/*/nodes.py`,
+/// `examples/{a,b}/main.go`) or a folder (`commands/`, `client/examples/`).
+fn named_paths(text: &str) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    let mut word = String::new();
+    let mut braces = 0;
+    for c in text.chars().chain(std::iter::once(' ')) {
+        let inside = c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '/' | '*' | '{' | '}');
+        if inside || (c == ',' && braces > 0) {
+            braces += i32::from(c == '{') - i32::from(c == '}');
+            word.push(c);
+            continue;
+        }
+        let path = word.trim_end_matches(['.', ',']).trim_start_matches("../");
+        let named_file = FILE_ENDINGS.iter().any(|e| path.ends_with(e))
+            && !path.starts_with('.')
+            && !path.contains("/.");
+        let named_dir = path.ends_with('/') && path.len() > 1;
+        if (named_file || named_dir)
+            && !path.contains("//")
+            && path
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_alphanumeric() || c == '_')
+        {
+            found.insert(path.to_string());
+        }
+        word.clear();
+        braces = 0;
+    }
+    found
+}
+
+/// `pattern` with its `{a,b}` alternatives spelled out (one group at a time).
+fn expand_braces(pattern: &str) -> Vec<String> {
+    let (Some(open), Some(close)) = (pattern.find('{'), pattern.find('}')) else {
+        return vec![pattern.to_string()];
+    };
+    pattern[open + 1..close]
+        .split(',')
+        .flat_map(|alt| {
+            expand_braces(&format!(
+                "{}{alt}{}",
+                &pattern[..open],
+                &pattern[close + 1..]
+            ))
+        })
+        .collect()
+}
+
+/// Whether one path component matches a pattern component, `*` standing for any run of
+/// characters.
+fn component_matches(pattern: &str, name: &str) -> bool {
+    match pattern.split_once('*') {
+        None => pattern == name,
+        Some((head, tail)) => {
+            name.starts_with(head)
+                && (head.len()..=name.len()).any(|at| component_matches(tail, &name[at..]))
+        }
+    }
+}
+
+/// Whether some path of `paths` ends with `pattern`, component by component.
+fn some_path_ends_with(paths: &BTreeSet<String>, pattern: &str) -> bool {
+    let wanted: Vec<&str> = pattern.split('/').collect();
+    paths.iter().any(|path| {
+        let parts: Vec<&str> = path.split('/').collect();
+        parts.len() >= wanted.len()
+            && wanted
+                .iter()
+                .zip(&parts[parts.len() - wanted.len()..])
+                .all(|(w, p)| component_matches(w, p))
+    })
+}
+
+#[test]
+fn every_file_architecture_md_names_exists() {
+    let doc = std::fs::read_to_string(repo("docs/architecture.md")).expect("architecture.md");
+    let (files, dirs) = tree();
+    let named = named_paths(&doc);
+    assert!(
+        named.len() > 200,
+        "the doc's paths were not read: {named:?}"
+    );
+    let stale: Vec<String> = named
+        .into_iter()
+        .filter(|name| !NOT_FILES.contains(&name.as_str()))
+        .filter(|name| {
+            !expand_braces(name)
+                .iter()
+                .all(|path| match path.strip_suffix('/') {
+                    Some(dir) => some_path_ends_with(&dirs, dir),
+                    None => some_path_ends_with(&files, path),
+                })
+        })
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "docs/architecture.md names files or folders that are not in the tree (renamed? removed?):\n{}",
+        stale.join("\n")
+    );
+}
+
+#[test]
+fn the_manifest_and_path_readers_read_what_they_should() {
+    let names = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
+    let cargo = "[package]\nname = \"x\"\n[dependencies]\na = \"1\"\nb = { path = \"b\", features = [\n  \"f\",\n] }\n\
+                 c.workspace = true\n# d = \"1\"\n[dev-dependencies]\ne = \"1\"\n[dependencies.f]\nversion = \"1\"\n\
+                 [workspace.dependencies]\ng = \"1\"\n[target.'cfg(unix)'.dependencies]\nh = \"1\"\n";
+    assert_eq!(
+        cargo_deps(cargo),
+        (names(&["a", "b", "c", "f", "h"]), names(&["e"]))
+    );
+    let py = "[build-system]\nrequires = [\"setuptools>=61\"]\n[project]\nname = \"x\"\ndependencies = [\n  \"redis>=5.0\",\n  \"typing_extensions\",\n]\n";
+    assert_eq!(
+        python_deps(py),
+        (
+            names(&["redis", "typing_extensions"]),
+            names(&["setuptools"])
+        )
+    );
+    let node = "{\n  \"scripts\": {\n    \"build\": \"tsc\"\n  },\n  \"peerDependencies\": {\n    \"@redis/client\": \"^6\"\n  },\n  \"devDependencies\": {\n    \"typescript\": \"^5\"\n  }\n}\n";
+    assert_eq!(
+        node_deps(node),
+        (names(&["@redis/client"]), names(&["typescript"]))
+    );
+    let go = "module m\n\nrequire (\n\ta.b/c v1\n\td.e/f v2 // indirect\n)\nrequire g.h/i v3\n";
+    assert_eq!(go_deps(go), (names(&["a.b/c", "g.h/i"]), names(&[])));
+    assert_eq!(
+        named_paths("`src/commands/mod.rs`, acquire.rs, e.g. 0.4 `commands/` I/O and/or redis+cluster:// `examples/{a,b}/main.go` ../worker.py `_transport/*/nodes.py` `.rs`"),
+        names(&["_transport/*/nodes.py", "acquire.rs", "commands/", "examples/{a,b}/main.go", "src/commands/mod.rs", "worker.py"])
+    );
+    assert_eq!(expand_braces("x/{a,b}/m.go"), ["x/a/m.go", "x/b/m.go"]);
+    let paths = names(&[
+        "python/src/dlock/_transport/aio/nodes.py",
+        "src/commands/mod.rs",
+    ]);
+    assert!(some_path_ends_with(&paths, "_transport/*/nodes.py"));
+    assert!(some_path_ends_with(&paths, "commands/mod.rs"));
+    assert!(!some_path_ends_with(&paths, "ommands/mod.rs"));
+    assert!(!some_path_ends_with(&paths, "gone.rs"));
+}

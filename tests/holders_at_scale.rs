@@ -100,7 +100,8 @@ fn every_write_on_a_full_ten_thousand_permit_semaphore_is_quick() {
     }
     for command in ["acquire", "extend", "fence", "release"] {
         let us = usec_per_call(&mut c, &format!("dlock.{command}"));
-        // Measured about 5 µs (docs/bench.md): a write that walked the holders took 170-310 ms.
+        // Measured about 5 µs (docs/bench/holders.md): a write that walked the holders took
+        // 170-310 ms.
         assert!(us < 2_000.0, "DLOCK.{command}: {us} µs per call");
     }
     let started = Instant::now();
@@ -170,8 +171,8 @@ fn two_thousand_leases_ending_with_two_thousand_waiters_never_stall_the_server()
         expected,
         "never above the limit"
     );
-    // Served a quarter-millisecond turn at a time (docs/bench.md measures PING max 1-4 ms); a
-    // handoff of all 2,000 in one callback stalled the server 3.7 s, and ~40 ms at best.
+    // Served a quarter-millisecond turn at a time (docs/bench/holders.md measures PING max
+    // 1-4 ms); a handoff of all 2,000 in one callback stalled the server 3.7 s, and ~40 ms at best.
     let worst = pings.iter().max().copied().unwrap_or(0);
     assert!(
         worst < 20_000,

@@ -1,5 +1,5 @@
-//! A lock keeps a client's hex owner two digits to a byte (docs/bench.md): the owner must still
-//! come back byte for byte everywhere it leaves the server (STATUS, RDB, AOF, replication,
+//! A lock keeps a client's hex owner two digits to a byte (docs/bench/server.md): the owner must
+//! still come back byte for byte everywhere it leaves the server (STATUS, RDB, AOF, replication,
 //! DEBUG DIGEST), and only the very owner that took a lock may release it: packing must never
 //! make `6F1C...` match `6f1c...`.
 

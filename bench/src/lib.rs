@@ -9,6 +9,7 @@ pub mod expiry;
 pub mod external;
 pub mod guarded;
 pub mod handoff;
+pub mod page;
 pub mod rawresp;
 pub mod report;
 pub mod serverstats;

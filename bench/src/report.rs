@@ -1,4 +1,5 @@
-//! bench/results.md and bench/latency.svg from the measured samples.
+//! `make bench`'s tables (docs/bench/clients.md) and chart (docs/bench/latency.svg) from the
+//! measured samples.
 
 use std::fmt::Write as _;
 

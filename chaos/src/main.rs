@@ -1,7 +1,7 @@
 //! `make chaos` / `make chaos-quick`: five real nodes, K workers taking one lock through
 //! dlock-client, a resource server behind a gate (DLOCK.GUARD), and one fault per scenario; scenario 11 runs
 //! semaphore holders as processes of this binary (`dlock-chaos holder`, hidden). Exits non-zero
-//! if a pass criterion fails (docs/safety.md).
+//! if a pass criterion fails (docs/safety/chaos.md).
 
 mod checker;
 mod cluster;

@@ -50,7 +50,7 @@ pub struct Scenario {
     pub hazard: bool,
 }
 
-/// The scenarios, numbered as in docs/safety.md's table.
+/// The scenarios, numbered as in docs/safety/chaos.md's table.
 pub fn all() -> Vec<Scenario> {
     let ms = Duration::from_millis;
     vec![

@@ -11,7 +11,7 @@ use crate::commands::Request;
 use crate::manager::LockManager;
 
 /// Keys one `DLOCK.TOP` step asks the node to scan: about a millisecond of the node's time
-/// (docs/bench.md), few round trips over a large keyspace.
+/// (docs/bench/top.md), few round trips over a large keyspace.
 const STEP: u64 = 1000;
 /// Steps per node and call: a keyspace larger than about a million keys is shown in part
 /// ([`Top::complete`] false) rather than walked for seconds.

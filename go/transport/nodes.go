@@ -6,7 +6,7 @@
 //
 // The driver seam is Pool: anything that hands out a connection of its own per Get, like
 // redsync's redis.Pool. Redigo is the driver this package ships and tests (RedigoPool); any
-// other driver (go-redis, rueidis) fits by implementing Pool and Conn (docs/go.md).
+// other driver (go-redis, rueidis) fits by implementing Pool and Conn (docs/go/drivers.md).
 package transport
 
 import (

@@ -2,7 +2,7 @@
 //! grants that overlap in their holders' believed validity, tokens that do not rise in grant
 //! order, stale writes accepted, lost waiters. An overlap while a fault that breaks one of the
 //! protocol's assumptions was in force (or within a TTL after it) is reported as expected,
-//! not as an anomaly: docs/safety.md says which faults those are.
+//! not as an anomaly: docs/safety/partitions.md says which faults those are.
 
 use serde::Serialize;
 

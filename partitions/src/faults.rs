@@ -63,7 +63,7 @@ pub struct Window {
     pub start_ns: u64,
     pub end_ns: u64,
     pub start_wall_ms: u64,
-    /// Set when the fault breaks one of the protocol's assumptions (docs/safety.md).
+    /// Set when the fault breaks one of the protocol's assumptions (docs/safety/partitions.md).
     pub breaks: Option<String>,
     /// Why the fault could not be applied; the window then did nothing.
     pub skipped: Option<String>,

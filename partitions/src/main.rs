@@ -3,7 +3,7 @@
 //! the suite makes (root); a nemesis partitions, drops, pauses and kills; every operation is
 //! recorded and the history checked (linearizability of the guarded register, the lock's
 //! invariants). Exits non-zero when a run's verdict is not the one its configuration is
-//! documented to give, or when anything the suite made is left behind (docs/safety.md).
+//! documented to give, or when anything the suite made is left behind (docs/safety/partitions.md).
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -54,7 +54,7 @@ impl Deployment {
     /// The URLs client `id` is given. A sentinel URL lists the client's "own" sentinel first
     /// (c1 the one beside n1, c2 beside n2, ...), as a deployment with a local sentinel would;
     /// even so the majority side's clients found no master during the isolation
-    /// (docs/safety.md, "Real partitions", the availability finding).
+    /// (docs/safety/partitions-results.md, the availability finding).
     pub fn urls_for(&self, id: u32) -> Vec<String> {
         let index = (id as usize).saturating_sub(1);
         if self.one_each {

@@ -17,7 +17,7 @@ pub const RESOURCE: &str = "dlp:lock";
 pub const REGISTER: &str = "dlp:register";
 pub(crate) const GATE: &str = "dlp:gate";
 
-/// What the client processes do (docs/safety.md, "Real partitions").
+/// What the client processes do (docs/safety/partitions.md).
 #[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Workload {

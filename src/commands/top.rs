@@ -38,7 +38,7 @@ const OPTIONS: [OptionSpec; 2] = [
 ];
 
 /// SCAN's default of 10 would take a client 10,000 calls over 100k keys; 100 keeps one call
-/// well under a millisecond (docs/bench.md) at a tenth of the calls.
+/// well under a millisecond (docs/bench/top.md) at a tenth of the calls.
 const DEFAULT_COUNT: u64 = 100;
 
 /// The bits of a TOP cursor that are SCAN's; the ones above count the rows of that SCAN step

@@ -6,9 +6,9 @@
 //! data command. The flags come from `COMMAND INFO` once per command name (a container's
 //! subcommand by `name|sub`), kept for the process.
 //!
-//! A GUARD costs a SET's time on top of the SET (docs/bench.md section 7), most of it inside
-//! `RedisModule_Call`; what is ours is kept off the allocator: the verdict by the name as sent,
-//! its C string with it, the keys asked of Redis only when an argument spells the gate.
+//! A GUARD costs a SET's time on top of the SET (docs/bench/server.md, guarded writes), most of
+//! it inside `RedisModule_Call`; what is ours is kept off the allocator: the verdict by the name
+//! as sent, its C string with it, the keys asked of Redis only when an argument spells the gate.
 
 use std::cell::RefCell;
 use std::collections::HashMap;

@@ -23,7 +23,7 @@
 //! **What it costs.** Nothing until the node stores its first gate. From then on every generic
 //! keyspace event of the server (DEL, EXPIRE, RENAME...), expiry and eviction calls the module
 //! once: Redis builds a context for it, and the callback returns after a look at the event's
-//! name, opening the key only for `expire` and `restore` (docs/bench.md section 8).
+//! name, opening the key only for `expire` and `restore` (docs/bench/tax.md).
 
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int};

@@ -2,7 +2,7 @@
 //! random bits in lower-case hex (a queued acquisition adds `:<round>`), so an owner stored as
 //! given spends two bytes per random byte. A run of lower-case hex digits at the start of the
 //! owner is kept two digits to a byte instead: a 32-digit owner takes 17 bytes rather than 32,
-//! which is what puts a lock in jemalloc's 48-byte class instead of 64 (docs/bench.md).
+//! which is what puts a lock in jemalloc's 48-byte class instead of 64 (docs/bench/server.md).
 //!
 //! Packed form: `pairs u8 | pairs bytes of hex digit pairs | the rest as given`. Only lower-case
 //! digits are packed, so unpacking gives back the very bytes that came in; anything else

@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from conftest import Fleets
@@ -46,12 +49,76 @@ def test_the_readme_is_short_and_starts_with_the_two_commands() -> None:
         assert needed in text, f"README.md does not mention {needed}"
 
 
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
 def test_every_link_to_a_file_of_the_repository_leads_somewhere() -> None:
     broken = []
-    for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+    for page in PAGES:
         for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text()):
             if "://" in target or target.startswith("mailto:"):
                 continue
             if not (page.parent / target).exists():
                 broken.append(f"{page.relative_to(ROOT)}: {target}")
     assert broken == []
+
+
+def anchors(page: Path) -> set[str]:
+    """The anchors GitHub gives the headings of `page` (fenced blocks left out): the heading's
+    text with links reduced to their words, lower case, punctuation dropped, spaces as hyphens;
+    a repeated one numbered -1, -2, ..."""
+    found: set[str] = set()
+    fence = ""
+    for line in page.read_text().split("\n"):
+        opened = re.match(r"^(```+|~~~+)", line)
+        if opened and not fence:
+            fence = opened.group(1)
+        elif fence and line.startswith(fence):
+            fence = ""
+        elif not fence and (heading := re.match(r"^#{1,6} +(.*?) *#* *$", line)):
+            text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading.group(1)).lower()
+            slug = re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+            numbered, n = slug, 0
+            while numbered in found:
+                n += 1
+                numbered = f"{slug}-{n}"
+            found.add(numbered)
+    return found
+
+
+def test_every_link_to_a_section_leads_to_a_heading_of_its_page() -> None:
+    broken = []
+    for page in PAGES:
+        for target, anchor in re.findall(r"\]\(([^)#\s]*)#([^)\s]+)\)", page.read_text()):
+            if "://" in target or not (target == "" or target.endswith(".md")):
+                continue
+            linked = (page.parent / target).resolve() if target else page
+            if linked.exists() and anchor not in anchors(linked):
+                broken.append(f"{page.relative_to(ROOT)}: {target}#{anchor}")
+    assert broken == [], "links to headings that are not there (moved or renamed?)"
+
+
+def test_the_anchor_reader_reads_headings_as_github_does(tmp_path: Path) -> None:
+    page = tmp_path / "p.md"
+    page.write_text(
+        "# A lock for the price of a SET (`make bench-server`)\n```sh run\n# not a heading\n```\n"
+        "## 5. Fair waiting ([in the module](x.md))\n## Notes\n## Notes\n"
+    )
+    assert anchors(page) == {
+        "a-lock-for-the-price-of-a-set-make-bench-server",
+        "5-fair-waiting-in-the-module",
+        "notes",
+        "notes-1",
+    }
+
+
+def test_the_bench_pages_writer_replaces_only_between_its_markers() -> None:
+    result = subprocess.run([sys.executable, str(ROOT / "bench/page.py")], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+def test_the_growth_curves_page_shows_the_committed_figures() -> None:
+    """docs/bench/scale.md's generated tables are what bench/scale-results.json renders to: a
+    page edited by hand, or figures committed without their page, fail."""
+    result = subprocess.run([sys.executable, str(ROOT / "bench/scale_report.py")], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr

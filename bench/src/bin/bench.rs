@@ -11,6 +11,7 @@ use dlock_bench::contention::{contention, ContentionTable};
 use dlock_bench::expiry::{holder_dies, ExpiryTable};
 use dlock_bench::external::{self, External, GO_CLIENT, NODE_CLIENT, PYTHON_CLIENT};
 use dlock_bench::median;
+use dlock_bench::page;
 use dlock_bench::report::{latency_svg, LatencyTable, RateTable};
 use dlock_bench::{Named, Plan};
 use dlock_testkit::Server;
@@ -85,16 +86,26 @@ fn main() {
             tls / plain
         );
     }
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    std::fs::write(dir.join("results.md"), &md).expect("write results.md");
+    println!("{md}");
+    if quick {
+        eprintln!(
+            "bench: done in {:.0?}; a quick run: docs/bench/clients.md left as it is",
+            started.elapsed()
+        );
+        return;
+    }
+    // A full run's tables go into its page (docs/bench/clients.md, between the `bench` markers),
+    // its chart beside it.
+    let docs = page::docs_dir();
+    page::write_between(&docs.join("clients.md"), "bench", &page::as_section(&md))
+        .expect("write the results into docs/bench/clients.md");
     let chart = latency_svg(
         "Uncontended acquire+release, 5 nodes (µs, lower is better)",
         &s1_five,
     );
-    std::fs::write(dir.join("latency.svg"), chart).expect("write latency.svg");
-    println!("{md}");
+    std::fs::write(docs.join("latency.svg"), chart).expect("write docs/bench/latency.svg");
     eprintln!(
-        "bench: done in {:.0?}; wrote bench/results.md and bench/latency.svg",
+        "bench: done in {:.0?}; wrote docs/bench/clients.md and docs/bench/latency.svg",
         started.elapsed()
     );
 }

@@ -11,7 +11,7 @@ from . import commands as cmd
 from .admin import text
 from .commands import Args
 
-#: Keys one DLOCK.TOP step asks a node to scan: about a millisecond of its time (docs/bench.md).
+#: Keys one DLOCK.TOP step asks a node to scan: about a millisecond of its time (docs/bench/top.md).
 STEP = 1000
 #: Steps per node and call: a keyspace beyond about a million keys is shown in part.
 MAX_STEPS = 1000
