@@ -89,10 +89,7 @@ pub fn grant(
         let change = apply_of(owner, lease, Scope::Sole);
         effects::apply(ctx, flags, key.name(), &change);
     } else {
-        gone = make_room(ctx, key, want, now_ms).map_err(Refusal::Error)?;
-        let slot = slot(owner.bytes, want.mode(), lease);
-        let pruned = insert(ctx, key, (owner, slot), want.limit(), now_ms);
-        gone.extend(pruned.map_err(Refusal::Error)?);
+        gone = join(ctx, key, (owner, want), lease, now_ms).map_err(Refusal::Error)?;
     }
     key.changed(notify::ACQUIRE);
     stats::count(&GRANTS);
@@ -115,29 +112,41 @@ fn issue_token(ctx: &Context, flags: c_int, now_us: u64) -> Result<u64, Refusal>
         })
 }
 
-/// Clears the stored holders a new shared entry or permit cannot coexist with (their leases
-/// ended): a resource of another kind (whole: one `DEL`); an ended exclusive entry; a full
-/// semaphore's soonest-ended permits.
-fn make_room(
+/// A shared entry or a permit joins the resource: first the stored holders it cannot coexist
+/// with go (their leases ended: the rules admitted it), then it is set. Returns the holders
+/// cleared on the way, each replicated before the new one.
+fn join(
     ctx: &Context,
     key: &mut LockKey<'_>,
-    want: Want,
+    (owner, want): (Owner<'_>, Want),
+    lease: Lease,
     now_ms: u64,
 ) -> Result<Vec<Slot>, RedisError> {
+    let (flags, name) = (server::context_flags(ctx.ctx), key.name());
     if key
         .counted_limit()?
         .is_some_and(|limit| limit != want.limit())
     {
-        remove_all(ctx, key, None);
-        return Ok(Vec::new());
+        remove_all(ctx, key, None); // a resource of another kind, whole: one DEL
     }
-    let (flags, name) = (server::context_flags(ctx.ctx), key.name());
     let mut edit = Edit::open(key, Some(want.limit()))?;
+    let mut gone = make_room(&mut edit, want, now_ms)?;
+    replicate_gone(ctx, (flags, name), &gone, want.limit());
+    let slot = slot(owner.bytes, want.mode(), lease);
+    gone.extend(insert(ctx, (flags, name), edit, (owner, slot), now_ms)?);
+    Ok(gone)
+}
+
+/// Clears the stored holders a new shared entry or permit cannot coexist with (their leases
+/// ended): an ended exclusive entry; a full semaphore's soonest-ended permits.
+fn make_room(edit: &mut Edit<'_, '_>, want: Want, now_ms: u64) -> Result<Vec<Slot>, RedisError> {
     let mut gone = Vec::new();
-    if let Some(owner) = edit.exclusive_owner().filter(|_| want == Want::Shared) {
-        if let Some(lease) = edit.remove(&owner, Mode::Exclusive)? {
-            stats::count(&EXPIRED);
-            gone.push(slot(&owner, Mode::Exclusive, lease));
+    if want == Want::Shared {
+        if let Some(owner) = edit.exclusive_owner() {
+            if let Some(lease) = edit.remove(&owner, Mode::Exclusive)? {
+                stats::count(&EXPIRED);
+                gone.push(slot(&owner, Mode::Exclusive, lease));
+            }
         }
     }
     if let Want::Permit { limit } = want {
@@ -146,34 +155,28 @@ fn make_room(
         stats::count_n(&EXPIRED, ended.len());
         gone.extend(ended);
     }
-    edit.finish()?;
-    replicate_gone(ctx, (flags, name), &gone, want.limit());
     Ok(gone)
 }
 
-/// Sets a holder in the resource under `key` (checked: it must coexist), replicates it, clears a
-/// few ended leases (returned), settles the form. The owner's stored entry in the same mode, if
-/// any, has a lease that ended (the rules saw none): the new lease replaces it, as a replica's
+/// Sets a holder through `edit` (checked: it must coexist), replicates it, clears a few ended
+/// leases (returned), settles the form. The owner's stored entry in the same mode, if any, has
+/// a lease that ended (the rules saw none): the new lease replaces it, as a replica's
 /// `DLOCK.APPLY` of the same holder does.
 fn insert(
     ctx: &Context,
-    key: &mut LockKey<'_>,
+    (flags, name): (c_int, &Arg),
+    mut edit: Edit<'_, '_>,
     (owner, slot): (Owner<'_>, Slot),
-    limit: u32,
     now_ms: u64,
 ) -> Result<Vec<Slot>, RedisError> {
-    let mut edit = Edit::open(key, Some(limit))?;
-    if edit.set(&slot)? {
+    let (mode, lease, limit) = (slot.mode, slot.lease, edit.limit());
+    if edit.set(slot)? {
         stats::count(&EXPIRED); // the ended lease it replaced
     }
     let pruned = edit.prune(now_ms, PRUNE_PER_WRITE)?;
     edit.finish()?;
-    let scope = Scope::Holder {
-        mode: slot.mode,
-        limit,
-    };
-    let (flags, name) = (server::context_flags(ctx.ctx), key.name());
-    effects::apply(ctx, flags, name, &apply_of(owner, slot.lease, scope));
+    let scope = Scope::Holder { mode, limit };
+    effects::apply(ctx, flags, name, &apply_of(owner, lease, scope));
     stats::count_n(&EXPIRED, pruned.len()); // leases that ended unreleased
     replicate_gone(ctx, (flags, name), &pruned, limit);
     Ok(pruned)
@@ -217,7 +220,15 @@ pub fn downgrade(
         bytes: owner,
         arg: None,
     };
-    let pruned = insert(ctx, key, (who, slot(owner, Mode::Shared, lease)), 0, now_ms)?;
+    let (flags, name) = (server::context_flags(ctx.ctx), key.name());
+    let edit = Edit::open(key, Some(0))?;
+    let pruned = insert(
+        ctx,
+        (flags, name),
+        edit,
+        (who, slot(owner, Mode::Shared, lease)),
+        now_ms,
+    )?;
     key.changed(notify::ACQUIRE);
     Ok(pruned)
 }

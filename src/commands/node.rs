@@ -176,7 +176,7 @@ fn set_holder(
     let changed = match lease.holds {
         0 => edit.remove(owner, mode)?.is_some(),
         _ => {
-            edit.set(&slot)?;
+            edit.set(slot)?;
             true
         }
     };

@@ -4,11 +4,14 @@
 //! store the same form. One exclusive holder is changed in place where it lies (a renewal of a
 //! plain lock costs what it did before tables existed); any other change works on a table.
 
+use std::ptr::NonNull;
+
 use dlock_core::Mode;
 use redis_module::RedisError;
 
 use super::holder::{Conflict, Lease, Slot};
 use super::key::{LockKey, Stored};
+use super::table::HolderTable;
 use crate::wire::errors;
 
 /// Changes to the resource under an open key, settled by [`Edit::finish`].
@@ -19,6 +22,11 @@ pub struct Edit<'k, 'a> {
     /// What the key holds now, kept by every change made here (so that a renewal reads the
     /// key no more often than it did when only plain locks existed).
     state: State,
+    /// Whether anything changed: an edit that changed nothing settles nothing.
+    changed: bool,
+    /// The stored table once this edit asked for it: it stays where it is until the finish
+    /// (nothing but this edit, which borrows the key, can replace or free it).
+    table: Option<NonNull<HolderTable>>,
 }
 
 /// What the key holds, as far as the holders go.
@@ -46,7 +54,27 @@ impl<'k, 'a> Edit<'k, 'a> {
             },
         };
         let limit = stored_limit.or(limit).unwrap_or(0);
-        Ok(Edit { key, limit, state })
+        Ok(Edit {
+            key,
+            limit,
+            state,
+            changed: false,
+            table: None,
+        })
+    }
+
+    /// The resource as a table, to change (a plain lock becomes a table of its one holder).
+    fn table(&mut self) -> Result<&mut HolderTable, RedisError> {
+        if let Some(ptr) = self.table {
+            // SAFETY: the table stored in the key this edit borrows exclusively; no change
+            // replaced it since (every one that could goes through this edit and resets it).
+            return Ok(unsafe { &mut *ptr.as_ptr() });
+        }
+        let ptr = NonNull::from(self.key.table_mut(self.limit)?);
+        self.table = Some(ptr);
+        self.state = State::Table;
+        // SAFETY: as above: the table just stored or found in the borrowed key.
+        Ok(unsafe { &mut *ptr.as_ptr() })
     }
 
     /// The resource's kind: a semaphore's limit, 0 for a lock.
@@ -69,10 +97,19 @@ impl<'k, 'a> Edit<'k, 'a> {
         match self.state {
             State::Empty => 0,
             State::Sole(_) => 1,
-            State::Table => match self.key.stored() {
-                Ok(Some(Stored::Table(t))) => t.len(),
-                _ => 0,
+            State::Table => match self.table {
+                // SAFETY: as in `table`; only read here.
+                Some(table) => unsafe { table.as_ref() }.len(),
+                None => self.stored_len(),
             },
+        }
+    }
+
+    /// How many holders the stored table has, read from the key.
+    fn stored_len(&self) -> usize {
+        match self.key.stored() {
+            Ok(Some(Stored::Table(t))) => t.len(),
+            _ => 0,
         }
     }
 
@@ -90,29 +127,31 @@ impl<'k, 'a> Edit<'k, 'a> {
 
     /// Sets the owner's entry in `slot.mode` (replacing its lease, or joining the others if they
     /// can coexist with it: else nothing changes). Whether it replaced an entry.
-    pub fn set(&mut self, slot: &Slot) -> Result<bool, SetRefused> {
+    pub fn set(&mut self, slot: Slot) -> Result<bool, SetRefused> {
+        let lease = slot.lease;
         if self
-            .update(&slot.owner, slot.mode, |l| *l = slot.lease)?
+            .update(&slot.owner, slot.mode, |l| *l = lease)?
             .is_some()
         {
             return Ok(true);
         }
         match self.state {
             State::Empty if slot.mode == Mode::Exclusive && self.limit == 0 => {
-                self.key.put_sole(&slot.owner, slot.lease)?;
-                self.state = State::Sole(slot.lease);
+                self.key.put_sole(&slot.owner, lease)?;
+                self.state = State::Sole(lease);
+                self.changed = true;
                 return Ok(false);
             }
             // A plain lock turns into a table only for a holder that can join it.
             State::Sole(_) => self
                 .key
-                .check_set(slot, self.limit)?
+                .check_set(&slot, self.limit)?
                 .map_err(SetRefused::Conflict)?,
             _ => {}
         }
-        let table = self.key.table_mut(self.limit)?;
-        self.state = State::Table;
-        table.insert(slot.clone()).map_err(SetRefused::Conflict)?;
+        let table = self.table()?;
+        table.insert(slot).map_err(SetRefused::Conflict)?;
+        self.changed = true;
         Ok(false)
     }
 
@@ -128,16 +167,19 @@ impl<'k, 'a> Edit<'k, 'a> {
             f(&mut lease);
             self.key.set_sole_lease(lease)?;
             self.state = State::Sole(lease);
+            self.changed = true;
             return Ok(Some(lease));
         }
         if self.state != State::Table {
             return Ok(None); // nothing here, or a plain lock of someone else
         }
-        let table = self.key.table_mut(self.limit)?;
+        let table = self.table()?;
         if !table.update(owner, mode, f) {
             return Ok(None);
         }
-        Ok(table.get(owner, mode).map(|s| s.lease))
+        let lease = table.get(owner, mode).map(|s| s.lease);
+        self.changed = true;
+        Ok(lease)
     }
 
     /// Removes the owner's entry in `mode`; its lease, or `None` if it had none.
@@ -145,13 +187,16 @@ impl<'k, 'a> Edit<'k, 'a> {
         if let Some(lease) = self.sole_of(owner, mode) {
             self.key.delete();
             self.state = State::Empty;
+            self.changed = true;
             return Ok(Some(lease));
         }
         if self.state != State::Table {
             return Ok(None);
         }
-        let table = self.key.table_mut(self.limit)?;
-        Ok(table.remove(owner, mode).map(|s| s.lease))
+        let table = self.table()?;
+        let gone = table.remove(owner, mode).map(|s| s.lease);
+        self.changed |= gone.is_some();
+        Ok(gone)
     }
 
     /// Removes up to `most` holders whose lease ended by `now_ms`, soonest first; returns them.
@@ -167,10 +212,15 @@ impl<'k, 'a> Edit<'k, 'a> {
                 };
                 self.key.delete();
                 self.state = State::Empty;
+                self.changed = true;
                 let mode = Mode::Exclusive;
                 Ok(vec![Slot { owner, mode, lease }])
             }
-            State::Table => Ok(self.key.table_mut(self.limit)?.prune(now_ms, most)),
+            State::Table => {
+                let gone = self.table()?.prune(now_ms, most);
+                self.changed |= !gone.is_empty();
+                Ok(gone)
+            }
         }
     }
 
@@ -178,6 +228,9 @@ impl<'k, 'a> Edit<'k, 'a> {
     /// lock; the key lives until the last lease ends.
     #[inline(always)]
     pub fn finish(self) -> Result<(), RedisError> {
+        if !self.changed {
+            return Ok(());
+        }
         match self.state {
             State::Sole(lease) => {
                 self.key.expire_at(lease.deadline_ms);
