@@ -15,12 +15,11 @@ use std::time::{Duration, Instant};
 use dlock_client::ReplicaAck;
 use dlock_testkit::{Cluster, Server};
 
-use crate::checker::Figures;
-use crate::resource::Resource;
+use crate::checkers::figures::{judge_record, Figures};
+use crate::fixture::resource::Resource;
 use crate::scenario::Scenario;
-
-/// The lock the workers take (crate::worker).
-const KEY: &str = "chaos";
+use crate::workloads::connect::{manager, runtime};
+use crate::workloads::workers::{run_workers, KEY};
 
 pub fn run(sc: &Scenario, duration: Duration, ack: bool) -> Figures {
     let cluster = Cluster::start_with(3, 1, &[("dlock.clock-floor", "no")]);
@@ -37,10 +36,10 @@ pub fn run(sc: &Scenario, duration: Duration, ack: bool) -> Figures {
         fail_over_until(&mut cluster, deadline);
         cluster // dropped (servers stopped) only after the workers are done
     });
-    let manager = crate::manager(&[url], replica_ack);
-    crate::runtime().block_on(crate::run_workers(sc, manager, resource.clone(), deadline));
+    let manager = manager(&[url], replica_ack);
+    runtime().block_on(run_workers(sc, manager, resource.clone(), deadline));
     drop(faults.join());
-    resource.figures()
+    judge_record(&resource.take())
 }
 
 /// Every round: cut the lock's shard's replica link, kill its master 200 ms later, wait for the

@@ -1,4 +1,4 @@
-//! Scenario 11: holder processes (crate::holder) take permits of one semaphore on five nodes
+//! Scenario 11: holder processes (workloads/holder.rs) take permits of one semaphore on five nodes
 //! while the fault thread kills -9 and restarts one node at a time (AOF `appendfsync always`, as
 //! in scenario 2) and this thread SIGSTOPs one holder at a time for longer than the TTL.
 //!
@@ -15,17 +15,19 @@ use nix::unistd::Pid;
 use rand::seq::IndexedRandom;
 use rand::Rng;
 
-use crate::checker::Figures;
-use crate::holder::wall_ms;
-use crate::permits;
-use crate::scenario::{self, Fixture, Scenario, NODES};
+use crate::checkers::figures::Figures;
+use crate::checkers::permits;
+use crate::fixture::faults::inject;
+use crate::fixture::nodes::{node_builder, Fixture};
+use crate::scenario::{Scenario, NODES};
+use crate::workloads::holder::wall_ms;
 
 /// Holder processes: twice the limit, so that permits are always contended.
 const HOLDERS: usize = 4;
 
 pub fn run(sc: &Scenario, duration: Duration, limit: u32) -> Figures {
     let servers: Vec<_> = (0..NODES)
-        .map(|i| scenario::node_builder(sc.fault, sc.ttl, i, &None).start())
+        .map(|i| node_builder(sc.fault, sc.ttl, i, &None).start())
         .collect();
     let urls: Vec<String> = servers.iter().map(|s| s.url()).collect();
     let fixture = Arc::new(Fixture {
@@ -36,7 +38,7 @@ pub fn run(sc: &Scenario, duration: Duration, limit: u32) -> Figures {
     let deadline = Instant::now() + duration;
     let faults = {
         let (fixture, fault, ttl) = (fixture.clone(), sc.fault, sc.ttl);
-        std::thread::spawn(move || scenario::inject(fault, &fixture, ttl, deadline))
+        std::thread::spawn(move || inject(fault, &fixture, ttl, deadline))
     };
     let logs = tempfile::tempdir().expect("temp dir");
     let mut holders = Holders::spawn(&urls, logs.path(), sc.ttl, limit, duration);

@@ -1,7 +1,8 @@
-//! Reads the resource's records and counts what the suite judges: overlapping critical
-//! sections, fencing rejections, accepted stale writes, and token-order violations.
+//! Reads what a lock scenario recorded (record.rs) and counts what the suite judges:
+//! overlapping critical sections, fencing rejections, accepted stale writes, and token-order
+//! violations; and, for scenario 11, what its holders' logs show (permits.rs).
 
-use crate::resource::{Record, Section, Write};
+use crate::record::{Record, Section, Write};
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Figures {
@@ -25,7 +26,7 @@ pub struct Figures {
     pub permits: Option<Permits>,
 }
 
-/// What scenario 11 counts from its holders' logs (crate::permits).
+/// What scenario 11 counts from its holders' logs (permits.rs).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Permits {
     pub limit: usize,
@@ -41,10 +42,10 @@ pub struct Permits {
 }
 
 /// The figures of a lock scenario, from what its resource recorded.
-pub fn judge_record(record: &Record, resource_errors: usize) -> Figures {
+pub fn judge_record(record: &Record) -> Figures {
     Figures {
         unguarded_stale: stale(record.unguarded.iter().copied()),
-        resource_errors,
+        resource_errors: record.errors,
         ..check(&record.sections, &record.guarded)
     }
 }
@@ -177,8 +178,9 @@ mod tests {
             sections: Vec::new(),
             guarded: vec![write(5, true), write(7, true), write(6, false)],
             unguarded: vec![5, 7, 6, 8, 4],
+            errors: 0,
         };
-        let f = judge_record(&record, 0);
+        let f = judge_record(&record);
         assert_eq!(
             (f.rejections, f.accepted_stale, f.unguarded_stale),
             (1, 0, 2)

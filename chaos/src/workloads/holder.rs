@@ -1,6 +1,6 @@
 //! `dlock-chaos holder ...` (hidden): one of scenario 11's semaphore holders. It runs as a process
 //! of its own so that the harness can really SIGSTOP it, as a GC pause or a VM stall would, and
-//! logs every grant and end to its own file, which survives it (crate::permits reads them).
+//! logs every grant and end to its own file, which survives it (checkers/permits.rs reads them).
 
 use std::fs::{File, OpenOptions};
 use std::io::{LineWriter, Write};
@@ -11,6 +11,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use clap::Args;
 use dlock_client::{ReplicaAck, Resource as LockResource};
 use rand::Rng;
+
+use crate::workloads::connect::manager;
 
 /// The semaphore scenario 11's holders share.
 pub const SEMAPHORE: &str = "chaos-sem";
@@ -58,7 +60,7 @@ pub fn main(args: HolderArgs) -> ExitCode {
 
 /// Takes a permit, logs it, holds 50-150 ms, logs the end, releases; until `until_ms`.
 async fn hold_until(args: &HolderArgs, mut log: LineWriter<File>) -> ExitCode {
-    let manager = crate::manager(&args.nodes, ReplicaAck::default());
+    let manager = manager(&args.nodes, ReplicaAck::default());
     let semaphore = LockResource::semaphore(SEMAPHORE, args.limit);
     let ttl = Duration::from_millis(args.ttl_ms);
     while wall_ms() < args.until_ms {

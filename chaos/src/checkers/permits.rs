@@ -1,9 +1,9 @@
-//! Scenario 11's check: reads the holders' logs (crate::holder writes them) and counts how many
-//! holders held the semaphore at once. A hold lasts from its grant to its end, or to its lease's
-//! end if that came first: a holder stopped past its lease no longer holds, whatever it believes
-//! when it resumes (what fencing tokens are for).
+//! Scenario 11's check: reads the holders' logs (workloads/holder.rs writes them) and counts how
+//! many holders held the semaphore at once. A hold lasts from its grant to its end, or to its
+//! lease's end if that came first: a holder stopped past its lease no longer holds, whatever it
+//! believes when it resumes (what fencing tokens are for).
 
-use crate::checker::Permits;
+use crate::checkers::figures::Permits;
 
 /// One grant read back from a log; times are wall-clock milliseconds since the epoch, the one
 /// clock every holder process shares.
