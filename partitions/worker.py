@@ -1,8 +1,8 @@
 """A client process of the partition suite through the Python library (dlock, sync API).
 
-The same mutex workload as the Rust worker (partitions/src/worker.rs), with the same arguments and
-the same JSON lines on stdout (partitions/src/history.rs), each flushed at once so that a process
-SIGKILLed or SIGSTOPped has told what it did up to that moment. Over and over: take the lock, read
+The same mutex workload as the Rust worker (partitions/src/workloads/mutex.rs), with the same
+arguments and the same JSON lines on stdout (partitions/src/history.rs), each flushed at once so
+that a process SIGKILLed or SIGSTOPped has told what it did up to that moment. Over and over: take the lock, read
 the register, hold, write a new unique value, release; the read and the write go through the gate
 (DLOCK.GUARD with the lock's token) unless --bypass-gate.
 

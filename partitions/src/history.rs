@@ -2,7 +2,10 @@
 //! when it starts, then `ok` (it happened), `fail` (it certainly did not) or `info` (unknown:
 //! a timeout after the request may have arrived). Times are CLOCK_MONOTONIC nanoseconds,
 //! which every process on the machine shares (so events of different processes order), and
-//! the wall clock in milliseconds for people.
+//! the wall clock in milliseconds for people. The nemesis's windows are part of it, as
+//! Jepsen's nemesis operations are: the checkers read both, and nothing else.
+
+use std::io::Write;
 
 use serde::{Deserialize, Serialize};
 
@@ -67,7 +70,7 @@ pub struct Event {
     pub limit: Option<u32>,
 }
 
-/// The side of a read/write lock, or a semaphore's permit (workload_shared.rs).
+/// The side of a read/write lock, or a semaphore's permit (workloads/shared.rs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
@@ -97,6 +100,18 @@ impl Event {
     }
 }
 
+/// Prints one event as a JSON line on stdout, flushed at once, so that a process SIGKILLed or
+/// SIGSTOPped has told what it did up to that moment. One write per line: the CLI worker's
+/// recorder and its sections share the pipe, and a write below PIPE_BUF never interleaves.
+pub fn emit(e: &Event) {
+    let mut out = std::io::stdout().lock();
+    if let Ok(mut line) = serde_json::to_string(e) {
+        line.push('\n');
+        let _ = out.write_all(line.as_bytes());
+        let _ = out.flush();
+    }
+}
+
 /// CLOCK_MONOTONIC in nanoseconds: one clock for every process of the machine.
 pub fn mono_ns() -> u64 {
     use nix::time::{clock_gettime, ClockId};
@@ -110,6 +125,19 @@ pub fn wall_ms() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
+}
+
+/// A fault in force between two instants (the nemesis records one per fault it plays).
+#[derive(Clone, Debug, Serialize)]
+pub struct Window {
+    pub name: String,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub start_wall_ms: u64,
+    /// Set when the fault breaks one of the protocol's assumptions (docs/safety/partitions.md).
+    pub breaks: Option<String>,
+    /// Why the fault could not be applied; the window then did nothing.
+    pub skipped: Option<String>,
 }
 
 /// One operation: its invocation and how it completed (`None`: never, as a lost waiter).

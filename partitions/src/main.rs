@@ -9,7 +9,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use dlock_partitions::{chart, delayer, history, net, report, run, runs, worker, worker_cli};
+use dlock_partitions::history::Kind;
+use dlock_partitions::nemesis::delayer;
+use dlock_partitions::report::{chart, document, summary};
+use dlock_partitions::run::{self, spec::Spec};
+use dlock_partitions::runs;
+use dlock_partitions::topology::net;
+use dlock_partitions::worker::{self, cli};
+use dlock_partitions::workloads::args::WorkerArgs;
 
 #[derive(Parser)]
 #[command(about = "dlock under real network partitions, with a checked history")]
@@ -31,13 +38,13 @@ struct Args {
 enum Command {
     /// A client process (started by the suite inside its namespace).
     #[command(hide = true)]
-    Worker(worker::WorkerArgs),
+    Worker(WorkerArgs),
     /// A client process through the CLI: `dlock run` for each critical section.
     #[command(hide = true)]
-    CliWorker(worker::WorkerArgs),
+    CliWorker(WorkerArgs),
     /// One critical section, the command `dlock run` starts (the CLI worker's).
     #[command(hide = true)]
-    CliSection(worker_cli::SectionArgs),
+    CliSection(cli::SectionArgs),
     /// Holds a host's queued packets (started by the nemesis inside its namespace).
     #[command(hide = true)]
     Delayer(delayer::DelayerArgs),
@@ -48,9 +55,9 @@ enum Command {
 fn main() -> ExitCode {
     let args = Args::parse();
     match args.command {
-        Some(Command::Worker(w)) => return worker::main(w),
-        Some(Command::CliWorker(w)) => return worker_cli::main(w),
-        Some(Command::CliSection(s)) => return worker_cli::section_main(s),
+        Some(Command::Worker(w)) => return worker::rust::main(w),
+        Some(Command::CliWorker(w)) => return cli::main(w),
+        Some(Command::CliSection(s)) => return cli::section_main(s),
         Some(Command::Delayer(d)) => return delayer::main(d),
         Some(Command::Clean) => {
             eprintln!("removed {} namespaces", net::clean_leftovers());
@@ -89,7 +96,7 @@ fn main() -> ExitCode {
 }
 
 /// Runs one spec, writes its report and chart; true if its verdict is the expected one.
-fn play(spec: &run::Spec, out: &std::path::Path) -> bool {
+fn play(spec: &Spec, out: &std::path::Path) -> bool {
     eprintln!("partitions: {} ...", spec.name);
     let outcome = match run::execute(spec) {
         Ok(o) => o,
@@ -98,14 +105,14 @@ fn play(spec: &run::Spec, out: &std::path::Path) -> bool {
             return false;
         }
     };
-    for line in report::summary(spec, &outcome) {
+    for line in summary::summary(spec, &outcome) {
         eprintln!("{line}");
     }
-    let doc = report::document(spec, &outcome);
-    if let Err(e) = report::write(out, spec, &doc) {
+    let doc = document::document(spec, &outcome);
+    if let Err(e) = document::write(out, spec, &doc) {
         eprintln!("partitions: {e}");
     }
-    if let Err(e) = report::write_history(out, spec, &outcome.ops) {
+    if let Err(e) = document::write_history(out, spec, &outcome.ops) {
         eprintln!("partitions: {e}");
     }
     let verdict = doc["result"].as_str().unwrap_or("?").to_string();
@@ -113,14 +120,10 @@ fn play(spec: &run::Spec, out: &std::path::Path) -> bool {
     if let Err(e) = chart::draw(&png, spec, &outcome, &verdict) {
         eprintln!("partitions: {e}");
     }
-    let ok_ops = outcome
-        .ops
-        .iter()
-        .filter(|o| o.kind() == history::Kind::Ok)
-        .count();
+    let ok_ops = outcome.ops.iter().filter(|o| o.kind() == Kind::Ok).count();
     if ok_ops == 0 {
         eprintln!("partitions: {}: FAILED: no operation succeeded", spec.name);
         return false;
     }
-    report::valid(&outcome) == spec.expect_valid
+    outcome.valid() == spec.expect_valid
 }

@@ -6,9 +6,10 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Mutex;
 
-use dlock_partitions::faults::{self, Fault, Targets};
-use dlock_partitions::net::{self, Net};
-use dlock_partitions::nodes::{Node, NodeConfig};
+use dlock_partitions::nemesis::apply::{self, Targets};
+use dlock_partitions::nemesis::fault::Fault;
+use dlock_partitions::topology::net::{self, Net};
+use dlock_partitions::topology::nodes::{Node, NodeConfig};
 use dlock_partitions::topology::{self, Topology};
 
 /// The tests share the `dlp-` names: one at a time.
@@ -72,7 +73,7 @@ fn an_unwinding_run_leaves_nothing() {
             a: vec!["n1".into()],
             b: vec!["n2".into()],
         };
-        faults::apply(&mut t, &part, std::time::Duration::ZERO, None);
+        apply::apply(&mut t, &part, std::time::Duration::ZERO, None);
         nodes[0].pause();
         panic!("the run dies here");
     });

@@ -1,11 +1,11 @@
-//! The clock shim as the suite builds it (clock.rs): a process started with it sees its wall
-//! clock moved by the offset in its file, and only runs whose schedule moves clocks use it.
+//! The clock shim as the suite builds it (topology/clock.rs): a process started with it sees its
+//! wall clock moved by the offset in its file, and only runs whose schedule moves clocks use it.
 
 use std::process::Command;
 use std::time::Duration;
 
-use dlock_partitions::clock::{self, Shim};
-use dlock_partitions::faults::Fault;
+use dlock_partitions::nemesis::fault::{moves_clocks, Fault};
+use dlock_partitions::topology::clock::{self, Shim};
 
 /// `date +%s` under the shim, with `ms` in the offset file.
 fn shifted_date(shim: &Shim, dir: &std::path::Path, ms: i64) -> i64 {
@@ -49,12 +49,12 @@ fn the_shim_moves_the_wall_clock_by_the_files_offset() {
 fn only_schedules_that_move_clocks_use_the_shim() {
     let hold = Duration::from_secs(1);
     let plain = vec![(Fault::PauseHolder, hold, None)];
-    assert!(!clock::used(&plain));
+    assert!(!moves_clocks(&plain));
     let offset = Fault::ClockOffset {
         nodes: vec![0],
         ms: 40,
     };
-    assert!(clock::used(&[
+    assert!(moves_clocks(&[
         (Fault::PauseHolder, hold, None),
         (offset, hold, None)
     ]));

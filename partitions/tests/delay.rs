@@ -8,8 +8,8 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use dlock_partitions::delayer;
-use dlock_partitions::net::{self, Net};
+use dlock_partitions::nemesis::delayer;
+use dlock_partitions::topology::net::{self, Net};
 
 const PORT: u16 = 7100;
 
