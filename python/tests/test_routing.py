@@ -8,8 +8,8 @@ from redis.exceptions import AskError, MovedError, ResponseError
 
 from dlock._pure import ack as _ack
 from dlock._pure.cluster import MAX_REDIRECTS, Redirect, SlotMap, Topology, parse_url, redirect, slot_of, with_asking
+from dlock._pure.connect import Login, Security
 from dlock._pure.replies import answer
-from dlock._pure.security import Login, Security
 from dlock._pure.urls import cluster_master_kwargs
 from dlock.errors import NodeFailure
 

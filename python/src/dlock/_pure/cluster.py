@@ -17,7 +17,7 @@ from redis.crc import key_slot
 from redis.exceptions import AskError, MovedError
 
 from .commands import Args
-from .security import Login, redact
+from .connect import Login, redact
 
 SCHEMES = ("redis+cluster://", "rediss+cluster://")
 CLUSTER_PORT = 6379

@@ -11,9 +11,9 @@ from typing import Generic, Protocol, TypeVar
 from . import ack as _ack
 from .cluster import Seed
 from .commands import Args
+from .connect import Security
 from .identity import Identity, Registry
 from .options import Options
-from .security import Security
 from .urls import Endpoint
 
 

@@ -28,7 +28,7 @@ import redis.asyncio
 import redis.connection
 
 from .cluster import SCHEMES, Seed, address, parse_url
-from .security import Login, Security, redact
+from .connect import Login, Security, redact
 
 SINGLE_SCHEMES = ("redis://", "rediss://", "unix://")
 CLUSTER_SCHEMES = SCHEMES

@@ -17,10 +17,10 @@ from .._pure import commands as cmd
 from .._pure.ack import ReplicaAck
 from .._pure.admin import NodeStatus, node_status
 from .._pure.attempt import QUEUE, Policy
+from .._pure.connect import security
 from .._pure.election import Leader, check_election
 from .._pure.kind import Kind, check_kind, check_limit
 from .._pure.options import Duration, Options, WaitMode, check_lease, check_owner, check_resource, check_wait
-from .._pure.security import security
 from .._pure.top import NodeTop, Walk, check_rows
 from .._pure.urls import check_nodes
 from .._pure.verdicts import AttemptFailed
