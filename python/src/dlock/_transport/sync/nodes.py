@@ -20,8 +20,8 @@ from ..._pure import ack as _ack
 from ..._pure.commands import Args
 from ..._pure.connect import Security
 from ..._pure.identity import Identity
+from ..._pure.nodes import QuorumNodes
 from ..._pure.options import Options
-from ..._pure.quorum_nodes import QuorumNodes
 from ..._pure.replies import NodeTimeout, answer
 from ..._pure.urls import Endpoint, SentinelGroup
 from ...errors import NodeFailure
