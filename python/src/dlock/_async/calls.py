@@ -25,7 +25,7 @@ class Calls:
     async def ask(self, resource: str, owner: str, ttl_ms: int, kind: Kind, nodes: list[int]) -> list[object]:
         """DLOCK.ACQUIRE (no server wait) on `nodes` at once: each one's token, None (held by
         another) or NodeFailure."""
-        request = cmd.acquire(resource, owner, ttl_ms, kind.option())
+        request = cmd.acquire(resource, owner, ttl_ms, kind)
         replies = await self.backend.nodes.fan_out([(n, request) for n in nodes])
         return [ask_reply(self.backend.nodes.names[n], r) for n, r in zip(nodes, replies, strict=True)]
 

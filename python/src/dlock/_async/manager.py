@@ -16,14 +16,22 @@ from typing import Any, TypeVar
 from redis.asyncio import Redis
 
 from .._pure import commands as cmd
-from .._pure.ack import ReplicaAck
 from .._pure.admin import NodeStatus, node_status
 from .._pure.attempt import QUEUE, Policy
 from .._pure.connect import security
 from .._pure.election import Leader, check_election
 from .._pure.kind import Kind, check_kind, check_limit
 from .._pure.observe import NodeTop, Walk, check_rows
-from .._pure.options import Duration, Options, WaitMode, check_lease, check_owner, check_resource, check_wait
+from .._pure.options import (
+    Duration,
+    Options,
+    ReplicaAck,
+    WaitMode,
+    check_lease,
+    check_owner,
+    check_resource,
+    check_wait,
+)
 from .._pure.urls import check_nodes
 from .._pure.verdicts import AttemptFailed
 

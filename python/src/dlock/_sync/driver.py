@@ -232,7 +232,7 @@ class Running:
             return
         left = max(0.0, a.deadline - time.monotonic())
         owner = self.owner(round_)
-        request = cmd.wait(a.resource, owner, a.ttl_ms, ms(left), a.ticket, a.kind.option())
+        request = cmd.wait(a.resource, owner, a.ttl_ms, ms(left), a.ticket, a.kind)
         # A server notices a wait's timeout only at its next tick: its nil may come that late.
         allowed = left + TIMEOUT_RESOLUTION + a.backend.opts.timeout
         failure = self.waits.send(node, round_, request, allowed)
