@@ -9,12 +9,11 @@ from collections.abc import Callable, Sequence
 from typing import Generic, Protocol, TypeVar
 
 from . import ack as _ack
-from .cluster import Seed
 from .commands import Args
 from .connect import Security
 from .identity import Identity, Registry
 from .options import Options
-from .urls import Endpoint
+from .urls import Endpoint, Seed
 
 
 class Acknowledging(Protocol):

@@ -11,7 +11,7 @@ from redis.connection import ConnectionPool
 
 from ..._pure import ack as _ack
 from ..._pure import urls as ends
-from ..._pure.cluster import CLUSTER_SLOTS, MAX_REDIRECTS, Seed, SlotMap, Topology, host_of, redirect, with_asking
+from ..._pure.cluster import CLUSTER_SLOTS, MAX_REDIRECTS, SlotMap, Topology, host_of, redirect, with_asking
 from ..._pure.commands import Args
 from ..._pure.connect import Security
 from ..._pure.identity import Identity
@@ -25,7 +25,7 @@ class Cluster:
     slot-map read at a time (the others wait for its result)."""
 
     def __init__(
-        self, seed: Seed, timeout: float, security: Security, ack: _ack.Ack | None, identity: Identity
+        self, seed: ends.Seed, timeout: float, security: Security, ack: _ack.Ack | None, identity: Identity
     ) -> None:
         self.name = seed.name
         self.ack = ack
@@ -134,7 +134,7 @@ class Cluster:
 
 
 def cluster_master_pool(
-    seed: Seed, master: str, timeout: float, security: Security, identity: Identity
+    seed: ends.Seed, master: str, timeout: float, security: Security, identity: Identity
 ) -> ConnectionPool:
     checked = {"redis_connect_func": identified(identity)}
     kwargs = {**ends.cluster_master_kwargs(seed, master, security), **base(timeout), **checked}
