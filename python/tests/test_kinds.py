@@ -18,8 +18,9 @@ from dlock._pure import attempt as att
 from dlock._pure import commands as cmd
 from dlock._pure.admin import Holder, LockInfo, node_status
 from dlock._pure.kind import EXCLUSIVE, Kind, check_kind
+from dlock._pure.replies import kind_refusal
 from dlock._pure.timing import quorum
-from dlock._pure.verdicts import REFUSED, AttemptFailed, KindRefusal, kind_refusal
+from dlock._pure.verdicts import REFUSED, AttemptFailed, KindRefusal
 from dlock.errors import NodeFailure
 
 # (nodes, limit, quorum): None is a lock (exclusive or shared), a majority.

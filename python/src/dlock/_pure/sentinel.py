@@ -8,7 +8,7 @@ has just demoted, or one it alone still believes in."""
 
 from __future__ import annotations
 
-from .admin import text
+from .identity import text
 
 #: A sentinel's flags that say the master it monitors is down (as redis-py reads them; a link
 #: being set up again, "disconnected", is no such sign).
