@@ -6,7 +6,6 @@
  * the node as one that did not grant.
  */
 import { type Settings, TIMEOUT_RESOLUTION } from "../options.js";
-import type { Reply } from "./server.js";
 
 /** How many replicas a write waits for, how long (ms), and whether on every node. */
 export type Ack = NonNullable<Settings["ack"]>;
@@ -27,7 +26,7 @@ export function withWait(args: string[], ack: Ack): string[][] {
 }
 
 /** Why the reply (replies[0]) does not count: it wrote (a token, or 1) but fewer replicas than asked acknowledged; undefined when it counts. */
-export function shortfall(replies: readonly Reply[], ack: Ack): string | undefined {
+export function shortfall(replies: readonly unknown[], ack: Ack): string | undefined {
   const reply = replies[0];
   const wrote = typeof reply === "string" && /^\d+$/.test(reply) && BigInt(reply) > 0n;
   const acked = Number(replies[1] ?? 0);

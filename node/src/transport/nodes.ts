@@ -4,25 +4,20 @@
  * acknowledgement (ack.ts) and its failure said the clients' way (diagnosis.ts), and which server
  * each node reaches (identity.ts): one server never counts twice.
  */
+import type { Logins } from "../connect.js";
 import type { NodeFailure } from "../errors.js";
 import { type Ack, ackFor, extraTime, shortfall, withWait } from "./ack.js";
 import { Cluster } from "./cluster.js";
 import { explain } from "./diagnosis.js";
 import { Identity, Registry } from "./identity.js";
-import { Sentinel, type SentinelLogin } from "./sentinel.js";
-import { type Connection, Failed, type Reply, Server } from "./server.js";
+import { Sentinel } from "./sentinel.js";
+import { Failed, type Reply, Server } from "./server.js";
 import { type NodeUrl, checkScheme, parseNode } from "./urls.js";
 
 /** A node's answer to one call: its reply, or why it gave none. */
 export interface Outcome {
   readonly reply?: Reply;
   readonly failure?: NodeFailure;
-}
-
-/** How the nodes are logged in to: the manager's login and TLS, and the sentinels' login. */
-export interface Logins {
-  readonly connection: Connection;
-  readonly sentinel: SentinelLogin;
 }
 
 /** The node URLs parsed, each given once (checked before any option, as the manager always did). */
