@@ -1,15 +1,16 @@
 //! Operations on a lock by owner name, and per-node status: what the CLI's `release`,
 //! `extend` and `status` commands need when the guard lives in another process.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use redis::Value;
 
+use crate::backend::Backend;
 use crate::calls::Calls;
 use crate::checks::{check_lease, check_name, check_owner};
 use crate::errors::Error;
 use crate::kind::{LockKind, Resource};
-use crate::manager::LockManager;
 use crate::timing::quorum as majority;
 
 /// One node's view of a lock.
@@ -48,66 +49,62 @@ pub struct LockInfo {
     pub mode: String,
 }
 
-impl LockManager {
-    /// Releases `owner`'s lock on all nodes. Ok(number of nodes that released it);
-    /// [`Error::NoQuorum`] naming the unreachable nodes if fewer than a majority answered;
-    /// [`Error::InvalidArgument`] for an empty name or an owner outside 1 to 256 bytes, before
-    /// any node is asked.
-    pub async fn release_owner(&self, resource: &str, owner: &str) -> Result<usize, Error> {
-        check_name(resource)?;
-        check_owner(owner)?;
-        let needed = majority(self.backend.nodes());
-        let tally = self
-            .calls(resource, LockKind::Exclusive)
-            .release(owner)
-            .await;
-        if tally.answered() < needed {
-            return Err(tally.no_quorum(resource, needed));
-        }
-        Ok(tally.done)
+/// Releases `owner`'s lock on all nodes: how many released it (`LockManager::release_owner`).
+pub(crate) async fn release_owner(
+    backend: &Arc<Backend>,
+    resource: &str,
+    owner: &str,
+) -> Result<usize, Error> {
+    check_name(resource)?;
+    check_owner(owner)?;
+    let needed = majority(backend.nodes());
+    let tally = calls(backend, resource, LockKind::Exclusive)
+        .release(owner)
+        .await;
+    if tally.answered() < needed {
+        return Err(tally.no_quorum(resource, needed));
     }
-
-    /// Extends `owner`'s hold on all nodes; the new validity. [`Error::NoQuorum`] if too few
-    /// nodes answered, [`Error::LockLost`] if the kind's quorum answered but did not extend (a
-    /// semaphore's permit needs its larger quorum: pass it as a [`Resource::semaphore`]).
-    pub async fn extend_owner<'r>(
-        &self,
-        resource: impl Into<Resource<'r>>,
-        owner: &str,
-        ttl: Duration,
-    ) -> Result<Duration, Error> {
-        let Resource { name, kind } = resource.into();
-        check_name(name)?;
-        check_owner(owner)?;
-        check_lease(ttl, &self.backend.opts.rounds.drift)?;
-        let needed = kind.check()?.quorum(self.backend.nodes());
-        self.calls(name, kind)
-            .extend(owner, ttl)
-            .await
-            .map(|until| until.saturating_duration_since(self.backend.clock.now()))
-            .map_err(|tally| tally.extend_error(name, needed))
-    }
-
-    /// `DLOCK.STATUS` on every node; [`Error::InvalidArgument`] for an empty name, before any
-    /// node is asked.
-    pub async fn status(&self, resource: &str) -> Result<Vec<NodeStatus>, Error> {
-        check_name(resource)?;
-        let replies = self.calls(resource, LockKind::Exclusive).status().await;
-        Ok(replies
-            .into_iter()
-            .enumerate()
-            .map(|(i, reply)| NodeStatus {
-                node: self.backend.transport.name(i).to_string(),
-                state: reply.map_err(|f| f.reason).and_then(parse_status),
-            })
-            .collect())
-    }
+    Ok(tally.done)
 }
 
-impl LockManager {
-    fn calls(&self, resource: &str, kind: LockKind) -> Calls {
-        Calls::new(self.backend.clone(), resource, kind)
-    }
+/// Extends `owner`'s hold on all nodes: the new validity (`LockManager::extend_owner`).
+pub(crate) async fn extend_owner(
+    backend: &Arc<Backend>,
+    resource: Resource<'_>,
+    owner: &str,
+    ttl: Duration,
+) -> Result<Duration, Error> {
+    let Resource { name, kind } = resource;
+    check_name(name)?;
+    check_owner(owner)?;
+    check_lease(ttl, &backend.opts.rounds.drift)?;
+    let needed = kind.check()?.quorum(backend.nodes());
+    calls(backend, name, kind)
+        .extend(owner, ttl)
+        .await
+        .map(|until| until.saturating_duration_since(backend.clock.now()))
+        .map_err(|tally| tally.extend_error(name, needed))
+}
+
+/// `DLOCK.STATUS` on every node (`LockManager::status`).
+pub(crate) async fn status(
+    backend: &Arc<Backend>,
+    resource: &str,
+) -> Result<Vec<NodeStatus>, Error> {
+    check_name(resource)?;
+    let replies = calls(backend, resource, LockKind::Exclusive).status().await;
+    Ok(replies
+        .into_iter()
+        .enumerate()
+        .map(|(i, reply)| NodeStatus {
+            node: backend.transport.name(i).to_string(),
+            state: reply.map_err(|f| f.reason).and_then(parse_status),
+        })
+        .collect())
+}
+
+fn calls(backend: &Arc<Backend>, resource: &str, kind: LockKind) -> Calls {
+    Calls::new(backend.clone(), resource, kind)
 }
 
 /// A RESP2 array of name/value pairs or a RESP3 map, as pairs.

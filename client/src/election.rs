@@ -5,17 +5,16 @@
 //! lease-loss contract (renewal.rs). Who leads is read (`leader`) or followed (`observe`,
 //! election_watch.rs) by the same rule: one holder with one token on a quorum of the nodes.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use redis::Value;
 
+use crate::backend::Backend;
 use crate::calls::Calls;
-use crate::checks::check_lease;
-use crate::driver::Acquire;
 use crate::errors::Error;
-use crate::kind::{LockKind, Resource};
+use crate::kind::LockKind;
 use crate::lock::{LockContext, LockGuard, Watchdog};
-use crate::manager::LockManager;
 use crate::timing::quorum;
 
 /// The longest value a candidate may carry: the owner (at most 256 bytes on the nodes) also
@@ -24,7 +23,7 @@ pub const MAX_VALUE_LEN: usize = 200;
 
 /// How long one queued round of a campaign waits before it queues again (it waits on the
 /// nodes, so this only bounds how stale a forgotten campaign's place can get).
-const CAMPAIGN_ROUND: Duration = Duration::from_secs(60);
+pub(crate) const CAMPAIGN_ROUND: Duration = Duration::from_secs(60);
 
 /// Who leads an election.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -143,61 +142,33 @@ pub(crate) fn holder(name: &str, node: &str, reply: Value) -> Result<Seen, Error
     }
 }
 
-impl LockManager {
-    /// Queues (fairly, on the nodes) to lead `name` with `value` (an address, an id; at most
-    /// [`MAX_VALUE_LEN`] bytes) and returns once elected, its leadership kept alive by a
-    /// watchdog extending every `ttl / 3`. Waits as long as others lead; drop the future to stop
-    /// campaigning. Fails on anything but contention (no quorum, bad arguments).
-    pub async fn campaign(
-        &self,
-        name: &str,
-        value: &str,
-        ttl: Duration,
-    ) -> Result<Leadership, Error> {
-        check(name, value)?;
-        check_lease(ttl, &self.backend.opts.rounds.drift)?;
-        loop {
-            let calls = Calls::new(self.backend.clone(), name, LockKind::Exclusive);
-            let deadline = self.backend.clock.now() + CAMPAIGN_ROUND;
-            let policy = self.waiting_policy();
-            let acquire = Acquire::labelled(calls, (ttl, deadline), policy, value);
-            match self.run(Resource::exclusive(name), acquire, false).await {
-                Ok(guard) => return Ok(Leadership::new(guard, ttl, value)),
-                Err(Error::Contended { .. }) => continue,
-                Err(error) => return Err(error),
+/// Who leads `name` now, read from every node (`LockManager::leader`).
+pub(crate) async fn leader(backend: &Arc<Backend>, name: &str) -> Result<Option<Leader>, Error> {
+    check(name, "")?;
+    let calls = Calls::new(backend.clone(), name, LockKind::Exclusive);
+    let replies = calls.status().await;
+    let needed = quorum(backend.nodes());
+    let mut failures = Vec::new();
+    let mut seen = Vec::new();
+    for (node, reply) in replies.into_iter().enumerate() {
+        let node = backend.transport.name(node);
+        match reply.map(|value| holder(name, node, value)) {
+            Ok(Ok(holder)) => seen.push(Some(holder)),
+            Ok(Err(error)) => return Err(error),
+            Err(failure) => {
+                failures.push(failure);
+                seen.push(None);
             }
         }
     }
-
-    /// Who leads `name` now (`None`: nobody), read from every node; [`Error::NoQuorum`] when
-    /// too few answered to tell.
-    pub async fn leader(&self, name: &str) -> Result<Option<Leader>, Error> {
-        check(name, "")?;
-        let calls = Calls::new(self.backend.clone(), name, LockKind::Exclusive);
-        let replies = calls.status().await;
-        let needed = quorum(self.backend.nodes());
-        let mut failures = Vec::new();
-        let mut seen = Vec::new();
-        for (node, reply) in replies.into_iter().enumerate() {
-            let node = self.backend.transport.name(node);
-            match reply.map(|value| holder(name, node, value)) {
-                Ok(Ok(holder)) => seen.push(Some(holder)),
-                Ok(Err(error)) => return Err(error),
-                Err(failure) => {
-                    failures.push(failure);
-                    seen.push(None);
-                }
-            }
-        }
-        leader_view(&seen, needed, None).ok_or_else(|| Error::NoQuorum {
-            resource: name.to_string(),
-            needed,
-            failures,
-        })
-    }
+    leader_view(&seen, needed, None).ok_or_else(|| Error::NoQuorum {
+        resource: name.to_string(),
+        needed,
+        failures,
+    })
 }
 
-/// Leadership won by [`LockManager::campaign`]: its epoch, its value, and the loss signal.
+/// Leadership won by [`LockManager::campaign`](crate::LockManager::campaign): its epoch, its value, and the loss signal.
 /// [`Leadership::resign`] hands it to the next candidate at once; dropping it resigns in the
 /// background.
 pub struct Leadership {
@@ -208,7 +179,7 @@ pub struct Leadership {
 }
 
 impl Leadership {
-    fn new(guard: LockGuard, ttl: Duration, value: &str) -> Leadership {
+    pub(crate) fn new(guard: LockGuard, ttl: Duration, value: &str) -> Leadership {
         let watchdog = Some(guard.watchdog(ttl));
         Leadership {
             guard,

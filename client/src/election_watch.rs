@@ -3,17 +3,18 @@
 //! its lease ends), so nobody polls; the answers go to one task that keeps what each node holds
 //! and emits the leader (by `election::leader_view`) each time it changes, in order.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
+use crate::backend::Backend;
 use crate::calls::Calls;
 use crate::commands::Request;
 use crate::election::{check, holder, leader_view, Leader, Seen};
 use crate::errors::{Error, NodeFailure};
 use crate::kind::LockKind;
-use crate::manager::LockManager;
 use crate::timing::quorum;
 
 /// How long one `DLOCK.OBSERVE` may block on a node before it is asked again.
@@ -35,24 +36,22 @@ impl Observer {
     }
 }
 
-impl LockManager {
-    /// Follows who leads `name`: see [`Observer`]. Must be called within a Tokio runtime.
-    pub fn observe(&self, name: &str) -> Result<Observer, Error> {
-        check(name, "")?;
-        let calls = Calls::new(self.backend.clone(), name, LockKind::Exclusive);
-        let nodes = self.backend.nodes();
-        let (seen_tx, seen_rx) = mpsc::channel(nodes.max(1) * 4);
-        let (changes_tx, changes) = mpsc::channel(64);
-        let mut tasks = JoinSet::new();
-        for node in 0..nodes {
-            tasks.spawn(watch_node(calls.clone(), node, seen_tx.clone()));
-        }
-        tasks.spawn(gather(name.to_string(), nodes, seen_rx, changes_tx));
-        Ok(Observer {
-            changes,
-            _tasks: tasks,
-        })
+/// Follows who leads `name` (`LockManager::observe`). Must be called within a Tokio runtime.
+pub(crate) fn observe(backend: &Arc<Backend>, name: &str) -> Result<Observer, Error> {
+    check(name, "")?;
+    let calls = Calls::new(backend.clone(), name, LockKind::Exclusive);
+    let nodes = backend.nodes();
+    let (seen_tx, seen_rx) = mpsc::channel(nodes.max(1) * 4);
+    let (changes_tx, changes) = mpsc::channel(64);
+    let mut tasks = JoinSet::new();
+    for node in 0..nodes {
+        tasks.spawn(watch_node(calls.clone(), node, seen_tx.clone()));
     }
+    tasks.spawn(gather(name.to_string(), nodes, seen_rx, changes_tx));
+    Ok(Observer {
+        changes,
+        _tasks: tasks,
+    })
 }
 
 /// One node's answers: what it holds, or why it could not say.

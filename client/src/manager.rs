@@ -1,22 +1,27 @@
-//! [`LockManager`]: the entry point. Holds the nodes and options; acquires locks.
+//! [`LockManager`]: the entry point. Holds the nodes and options; acquires locks; every other
+//! call a manager offers (by owner name, what operators watch, election) is a method here that
+//! hands the work to its concern's module (admin.rs, observe.rs, election.rs, election_watch.rs),
+//! so the manager sits above them all, as in every client (docs/internals/file-map.md).
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::admin::{self, NodeStatus};
 use crate::attempt::Policy;
 use crate::backend::Backend;
 use crate::calls::{attempt_error, Calls};
-use crate::checks::{check_lease, check_name, check_options, check_wait};
-use crate::connect::{Connect, Tls};
+use crate::checks::{check_lease, check_name, check_wait};
 use crate::driver::Acquire;
+use crate::election::{self, Leader, Leadership};
+use crate::election_watch::{self, Observer};
 use crate::errors::Error;
-use crate::kind::Resource;
+use crate::kind::{LockKind, Resource};
 use crate::lock::{LockContext, LockGuard};
-use crate::options::{Options, ReplicaAck, WaitMode};
+use crate::observe::{self, NodeView, QueueState, Top};
+use crate::options::Options;
 use crate::probe::WaitProbe;
-use crate::timing::SystemClock;
-use crate::transport::{RedisTransport, Transport};
+use crate::transport::Transport;
 
 /// Redlock across N independent masters running the dlock module. Cheap to clone.
 #[derive(Clone)]
@@ -24,147 +29,7 @@ pub struct LockManager {
     pub(crate) backend: Arc<Backend>,
 }
 
-/// Builds a [`LockManager`]; every option starts at its default (docs/rust.md lists them).
-pub struct LockManagerBuilder {
-    urls: Vec<String>,
-    opts: Options,
-    connect: Connect,
-}
-
-impl LockManagerBuilder {
-    /// Per-node bound on each step of a call: a new connection's handshake, its `DLOCK.RUNID`, the request.
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.opts.rounds.timeout = timeout;
-        self
-    }
-    /// Most retries after the first attempt in [`LockManager::lock`] (`wait` bounds them too).
-    pub fn retry_count(mut self, count: u32) -> Self {
-        self.opts.retry_count = count;
-        self
-    }
-    /// Pause between attempts.
-    pub fn retry_delay(mut self, delay: Duration) -> Self {
-        self.opts.retry_delay = delay;
-        self
-    }
-    /// Random extra pause, uniform in 0..jitter, so contenders do not retry in lockstep.
-    pub fn retry_jitter(mut self, jitter: Duration) -> Self {
-        self.opts.retry_jitter = jitter;
-        self
-    }
-    /// Clock drift allowance as a fraction of the TTL.
-    pub fn drift_factor(mut self, factor: f64) -> Self {
-        self.opts.rounds.drift.factor = factor;
-        self
-    }
-    /// Constant clock drift allowance.
-    pub fn drift_constant(mut self, constant: Duration) -> Self {
-        self.opts.rounds.drift.constant = constant;
-        self
-    }
-    /// Quorum fencing tokens (two-phase); no effect with one node.
-    pub fn fencing(mut self, on: bool) -> Self {
-        self.opts.rounds.fencing = on;
-        self
-    }
-    /// How often the watchdog of [`LockManager::with_lock`] extends (`None`: ttl / 3).
-    pub fn extend_interval(mut self, interval: Option<Duration>) -> Self {
-        self.opts.extend_interval = interval;
-        self
-    }
-    /// How [`LockManager::lock`] waits: queued on the nodes (default) or by retrying.
-    pub fn wait_mode(mut self, mode: WaitMode) -> Self {
-        self.opts.wait_mode = mode;
-        self
-    }
-    /// Whether grants, extensions and commits wait for replicas (default: on for
-    /// `redis+cluster://` nodes, off for single masters).
-    pub fn replica_ack(mut self, ack: ReplicaAck) -> Self {
-        self.opts.replica_ack = ack;
-        self
-    }
-    /// The longest the watchdog keeps a lock extended (`None`: no cap, the default). Past it the
-    /// watchdog stops and the loss signal fires, so a stuck holder cannot keep a lock forever.
-    pub fn max_hold(mut self, cap: Option<Duration>) -> Self {
-        self.opts.max_hold = cap;
-        self
-    }
-
-    /// TLS for `rediss://` and `rediss+cluster://` nodes (a CA bundle, a client certificate for
-    /// mutual TLS); without it they are verified against the system's roots.
-    pub fn tls(mut self, tls: Tls) -> Self {
-        self.connect.tls = tls;
-        self
-    }
-    /// The ACL user for every node whose URL names no credentials of its own.
-    pub fn username(mut self, username: impl Into<String>) -> Self {
-        self.connect.credentials.username = Some(username.into());
-        self
-    }
-    /// The password (of `username`, or of the default user) for every node whose URL names no
-    /// credentials of its own. Never shown in errors or `Debug` output.
-    pub fn password(mut self, password: impl Into<String>) -> Self {
-        self.connect.credentials.password = Some(password.into());
-        self
-    }
-
-    /// How an authentication failure says to give a user and password (the CLI names its flags).
-    #[doc(hidden)]
-    pub fn login_hint(mut self, hint: impl Into<String>) -> Self {
-        self.connect.login_hint = Some(hint.into());
-        self
-    }
-
-    /// The ACL user and password of the sentinels of `redis+sentinel://` nodes (the master's are
-    /// the URL's, or [`LockManagerBuilder::username`] / [`LockManagerBuilder::password`]).
-    pub fn sentinel_credentials(
-        mut self,
-        username: Option<String>,
-        password: Option<String>,
-    ) -> Self {
-        self.connect.credentials.sentinel_username = username;
-        self.connect.credentials.sentinel_password = password;
-        self
-    }
-
-    /// Checks the URLs and the options; connects lazily (nodes may be down now and come up
-    /// later).
-    pub fn build(self) -> Result<LockManager, Error> {
-        check_options(&self.opts)?;
-        let transport = RedisTransport::new(&self.urls, self.opts.replica_ack, &self.connect)?;
-        Ok(LockManager::with_transport(
-            Box::new(transport),
-            self.opts,
-            Box::new(SystemClock),
-        ))
-    }
-}
-
 impl LockManager {
-    /// A builder over `nodes`, one URL per quorum node (`redis://host:port`, `rediss://`,
-    /// `unix:///path`, `redis+cluster://`, `redis+sentinel://h1,h2/name`; docs/connecting.md),
-    /// to set options before [`LockManagerBuilder::build`] checks the URLs.
-    pub fn builder<I, S>(nodes: I) -> LockManagerBuilder
-    where
-        I: IntoIterator<Item = S>,
-        S: AsRef<str>,
-    {
-        LockManagerBuilder {
-            urls: nodes.into_iter().map(|s| s.as_ref().to_string()).collect(),
-            opts: Options::default(),
-            connect: Connect::default(),
-        }
-    }
-
-    /// A manager with every default.
-    pub fn new<I, S>(nodes: I) -> Result<LockManager, Error>
-    where
-        I: IntoIterator<Item = S>,
-        S: AsRef<str>,
-    {
-        Self::builder(nodes).build()
-    }
-
     /// A manager over any transport (the unit tests' scripted one, say).
     pub(crate) fn with_transport(
         transport: Box<dyn Transport>,
@@ -337,6 +202,84 @@ impl LockManager {
         } else {
             Ok(output)
         }
+    }
+}
+
+/// The calls by owner name (admin.rs), what operators watch (observe.rs) and election
+/// (election.rs, election_watch.rs).
+impl LockManager {
+    /// Releases `owner`'s lock on all nodes. Ok(number of nodes that released it);
+    /// [`Error::NoQuorum`] naming the unreachable nodes if fewer than a majority answered;
+    /// [`Error::InvalidArgument`] for an empty name or an owner outside 1 to 256 bytes, before
+    /// any node is asked.
+    pub async fn release_owner(&self, resource: &str, owner: &str) -> Result<usize, Error> {
+        admin::release_owner(&self.backend, resource, owner).await
+    }
+
+    /// Extends `owner`'s hold on all nodes; the new validity. [`Error::NoQuorum`] if too few
+    /// nodes answered, [`Error::LockLost`] if the kind's quorum answered but did not extend (a
+    /// semaphore's permit needs its larger quorum: pass it as a [`Resource::semaphore`]).
+    pub async fn extend_owner<'r>(
+        &self,
+        resource: impl Into<Resource<'r>>,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<Duration, Error> {
+        admin::extend_owner(&self.backend, resource.into(), owner, ttl).await
+    }
+
+    /// `DLOCK.STATUS` on every node; [`Error::InvalidArgument`] for an empty name, before any
+    /// node is asked.
+    pub async fn status(&self, resource: &str) -> Result<Vec<NodeStatus>, Error> {
+        admin::status(&self.backend, resource).await
+    }
+
+    /// Every node's hot locks: keys with waiters and held locks (at most `rows` of each).
+    /// `redis+cluster://` nodes are refused by name: DLOCK.TOP must go to each master, so list
+    /// those as `redis://` URLs.
+    pub async fn top(&self, rows: usize) -> Vec<NodeView<Top>> {
+        observe::top(&self.backend, rows).await
+    }
+
+    /// Where `owner` stands in `resource`'s queue on every node, and who holds it there.
+    pub async fn queue_state(&self, resource: &str, owner: &str) -> Vec<NodeView<QueueState>> {
+        observe::queue_states(&self.backend, resource, owner).await
+    }
+
+    /// Queues (fairly, on the nodes) to lead `name` with `value` (an address, an id; at most
+    /// [`election::MAX_VALUE_LEN`] bytes) and returns once elected, its leadership kept alive by
+    /// a watchdog extending every `ttl / 3`. Waits as long as others lead; drop the future to
+    /// stop campaigning. Fails on anything but contention (no quorum, bad arguments).
+    pub async fn campaign(
+        &self,
+        name: &str,
+        value: &str,
+        ttl: Duration,
+    ) -> Result<Leadership, Error> {
+        election::check(name, value)?;
+        check_lease(ttl, &self.backend.opts.rounds.drift)?;
+        loop {
+            let calls = Calls::new(self.backend.clone(), name, LockKind::Exclusive);
+            let deadline = self.backend.clock.now() + election::CAMPAIGN_ROUND;
+            let policy = self.waiting_policy();
+            let acquire = Acquire::labelled(calls, (ttl, deadline), policy, value);
+            match self.run(Resource::exclusive(name), acquire, false).await {
+                Ok(guard) => return Ok(Leadership::new(guard, ttl, value)),
+                Err(Error::Contended { .. }) => continue,
+                Err(error) => return Err(error),
+            }
+        }
+    }
+
+    /// Who leads `name` now (`None`: nobody), read from every node; [`Error::NoQuorum`] when
+    /// too few answered to tell.
+    pub async fn leader(&self, name: &str) -> Result<Option<Leader>, Error> {
+        election::leader(&self.backend, name).await
+    }
+
+    /// Follows who leads `name`: see [`Observer`]. Must be called within a Tokio runtime.
+    pub fn observe(&self, name: &str) -> Result<Observer, Error> {
+        election_watch::observe(&self.backend, name)
     }
 }
 

@@ -6,6 +6,7 @@ use redis::Value;
 
 use super::*;
 use crate::commands::Request;
+use crate::options::{ReplicaAck, WaitMode};
 use crate::timing::testing::FakeClock;
 use crate::transport::fake::FakeTransport;
 

@@ -7,8 +7,8 @@ use std::time::Duration;
 use futures::future::join_all;
 use redis::Value;
 
+use crate::backend::Backend;
 use crate::commands::Request;
-use crate::manager::LockManager;
 
 /// Keys one `DLOCK.TOP` step asks the node to scan: about a millisecond of the node's time
 /// (docs/bench/top.md), few round trips over a large keyspace.
@@ -89,70 +89,71 @@ pub struct QueueState {
     pub holders: Vec<Holder>,
 }
 
-impl LockManager {
-    /// Every node's hot locks: keys with waiters and held locks (at most `rows` of each).
-    /// `redis+cluster://` nodes are refused by name: DLOCK.TOP must go to each master, so list
-    /// those as `redis://` URLs.
-    pub async fn top(&self, rows: usize) -> Vec<NodeView<Top>> {
-        let transport = &self.backend.transport;
-        join_all((0..transport.nodes()).map(|node| async move {
-            let name = transport.name(node).to_string();
-            let state = if name.contains("+cluster://") {
-                Err("a cluster: give each master as a redis:// URL to see its locks".into())
-            } else {
-                self.walk(node, rows).await
-            };
-            NodeView { node: name, state }
-        }))
-        .await
-    }
+/// Every node's hot locks (`LockManager::top`).
+pub(crate) async fn top(backend: &Backend, rows: usize) -> Vec<NodeView<Top>> {
+    let transport = &backend.transport;
+    join_all((0..transport.nodes()).map(|node| async move {
+        let name = transport.name(node).to_string();
+        let state = if name.contains("+cluster://") {
+            Err("a cluster: give each master as a redis:// URL to see its locks".into())
+        } else {
+            walk(backend, node, rows).await
+        };
+        NodeView { node: name, state }
+    }))
+    .await
+}
 
-    async fn walk(&self, node: usize, rows: usize) -> Result<Top, String> {
-        let (mut top, mut cursor) = (Top::default(), 0);
-        for _ in 0..MAX_STEPS {
-            let request = Request::Top {
-                cursor,
-                count: STEP,
-            };
-            let reply = self.backend.transport.call(node, request, self.timeout());
-            let step = parse_top(reply.await.map_err(|f| f.reason)?)?;
-            if cursor == 0 {
-                top.waiting = step.waiting;
-                top.waiting.truncate(rows);
-            }
-            top.held.extend(step.held);
-            cursor = step.cursor;
-            if cursor == 0 {
-                top.complete = true;
-                break;
-            }
+async fn walk(backend: &Backend, node: usize, rows: usize) -> Result<Top, String> {
+    let (mut top, mut cursor) = (Top::default(), 0);
+    for _ in 0..MAX_STEPS {
+        let request = Request::Top {
+            cursor,
+            count: STEP,
+        };
+        let timeout = backend.opts.rounds.timeout;
+        let reply = backend.transport.call(node, request, timeout);
+        let step = parse_top(reply.await.map_err(|f| f.reason)?)?;
+        if cursor == 0 {
+            top.waiting = step.waiting;
+            top.waiting.truncate(rows);
         }
-        top.held
-            .sort_by(|a, b| (b.waiters, &a.resource).cmp(&(a.waiters, &b.resource)));
-        top.held_total = top.held.len();
-        top.held.truncate(rows);
-        Ok(top)
+        top.held.extend(step.held);
+        cursor = step.cursor;
+        if cursor == 0 {
+            top.complete = true;
+            break;
+        }
     }
+    top.held
+        .sort_by(|a, b| (b.waiters, &a.resource).cmp(&(a.waiters, &b.resource)));
+    top.held_total = top.held.len();
+    top.held.truncate(rows);
+    Ok(top)
+}
 
-    /// Where `owner` stands in `resource`'s queue on every node, and who holds it there.
-    pub async fn queue_state(&self, resource: &str, owner: &str) -> Vec<NodeView<QueueState>> {
-        let transport = &self.backend.transport;
-        let timeout = self.timeout();
-        join_all((0..transport.nodes()).map(|node| async move {
-            let waiters = transport.call(node, Request::Waiters { resource }, timeout);
-            let status = transport.call(node, Request::Status { resource }, timeout);
-            let (waiters, status) = futures::join!(waiters, status);
-            let state = waiters
-                .and_then(|w| Ok((w, status?)))
-                .map_err(|f| f.reason)
-                .and_then(|(w, s)| queue_state(w, s, owner));
-            NodeView {
-                node: transport.name(node).to_string(),
-                state,
-            }
-        }))
-        .await
-    }
+/// Where `owner` stands in `resource`'s queue on every node (`LockManager::queue_state`).
+pub(crate) async fn queue_states(
+    backend: &Backend,
+    resource: &str,
+    owner: &str,
+) -> Vec<NodeView<QueueState>> {
+    let transport = &backend.transport;
+    let timeout = backend.opts.rounds.timeout;
+    join_all((0..transport.nodes()).map(|node| async move {
+        let waiters = transport.call(node, Request::Waiters { resource }, timeout);
+        let status = transport.call(node, Request::Status { resource }, timeout);
+        let (waiters, status) = futures::join!(waiters, status);
+        let state = waiters
+            .and_then(|w| Ok((w, status?)))
+            .map_err(|f| f.reason)
+            .and_then(|(w, s)| queue_state(w, s, owner));
+        NodeView {
+            node: transport.name(node).to_string(),
+            state,
+        }
+    }))
+    .await
 }
 
 struct Step {

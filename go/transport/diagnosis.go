@@ -12,9 +12,9 @@ import (
 )
 
 // Why a node could not be used, in the words every dlock client uses (conformance/errors.json;
-// client/src/transport/diagnosis.rs, node/src/diagnosis.ts): what failed, then what to do. The
-// Failure puts the node's name in front. No text here carries a credential: a server's own
-// refusal of a login is replaced, never quoted.
+// client/src/transport/diagnosis.rs, node/src/transport/diagnosis.ts): what failed, then what
+// to do. The Failure puts the node's name in front. No text here carries a credential: a
+// server's own refusal of a login is replaced, never quoted.
 
 const (
 	// Login is how the Go client is given a user and password.

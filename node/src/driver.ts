@@ -75,8 +75,8 @@ export class Acquire {
     for (let attempts = 1; ; attempts++) {
       const result = await new Running(this, newOwner()).run();
       if (result.ok) {
-        await backend.meetAll(backend.opts.timeout); // a manager's first lock only
-        if (backend.refusal !== undefined) {
+        await backend.nodes.meetAll(backend.opts.timeout); // a manager's first lock only
+        if (backend.nodes.refusal !== undefined) {
           result.granted.stale.abort();
           await this.calls.release(result.granted.owner, this.reachable());
         }
@@ -95,12 +95,12 @@ export class Acquire {
 
   /** Every node but those refused for the call (nothing of the call is on them). */
   reachable(): number[] {
-    return this.calls.backend.everywhere().filter((n) => !this.refused.has(n));
+    return this.calls.backend.nodes.everywhere().filter((n) => !this.refused.has(n));
   }
 
   /** A RangeError (a bad node list) once two nodes turned out to reach one server. */
   #refuse(): void {
-    const refusal = this.calls.backend.refusal;
+    const refusal = this.calls.backend.nodes.refusal;
     if (refusal !== undefined) throw new RangeError(refusal);
   }
 
@@ -212,7 +212,7 @@ class Running {
    */
   #told(error: AttemptError): AttemptError {
     if (error.type !== "no_quorum" || !error.final) return error;
-    const names = this.acquire.calls.backend.nodes.map((n) => n.name);
+    const names = this.acquire.calls.backend.nodes.names();
     const known = new Set(error.failures.map((f) => f.node));
     for (const input of this.#inputs) {
       if (input.input !== "reply" || input.reply === null || typeof input.reply === "bigint" || known.has(input.reply.node)) continue;
@@ -282,7 +282,7 @@ class Running {
 
   #feed(input: Input): Action[] {
     const a = this.acquire;
-    if (a.calls.backend.refusal !== undefined) {
+    if (a.calls.backend.nodes.refusal !== undefined) {
       // Two nodes reach one server: no reply counts, a grant brought is given back, and the
       // round is withdrawn everywhere, as at the deadline.
       const late = input.input === "reply" ? this.#core.onLate(input.node, input.round, input.reply, false) : [];

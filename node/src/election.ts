@@ -8,8 +8,7 @@
  * nodes (conformance/leaders.json).
  */
 import type { Backend } from "./backend.js";
-import { tokenOf } from "./backend.js";
-import { Calls } from "./calls.js";
+import { Calls, tokenOf } from "./calls.js";
 import { type NodeFailure, NoQuorumError, WrongKindError, isWrongKind } from "./errors.js";
 import { EXCLUSIVE } from "./kind.js";
 import type { DataClient, Lock } from "./lock.js";
@@ -128,7 +127,7 @@ export async function leaderOf(backend: Backend, name: string): Promise<Leader |
   const failures: NodeFailure[] = [];
   const replies = await new Calls(backend, name, EXCLUSIVE).status();
   const seen = replies.map((outcome, node) => {
-    const got = outcome.failure ?? holder(backend.nodes[node]!.name, outcome.reply);
+    const got = outcome.failure ?? holder(backend.nodes.name(node), outcome.reply);
     if (!isFailure(got)) return got;
     if (isWrongKind(got)) throw new WrongKindError(name, got.node, got.reason);
     failures.push(got);

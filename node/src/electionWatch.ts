@@ -92,7 +92,7 @@ export class Observer implements AsyncIterableIterator<Observed> {
 
   /** Asks one node again and again, each time after the holder it last reported. */
   async #watchNode(node: number): Promise<void> {
-    const name = this.calls.backend.nodes[node]!.name;
+    const name = this.calls.backend.nodes.name(node);
     let last: Seen | undefined; // undefined: nothing seen yet, or a failure: ask for the holder at once
     while (!this.#stop.signal.aborted) {
       const after = last === undefined ? undefined : last === null ? ([0n, ""] as const) : ([last.token, last.owner] as const);

@@ -21,7 +21,7 @@ export {
   type NodeFailure,
 } from "./errors.js";
 export type { DataClient } from "./lock.js";
-export type { TlsOptions } from "./transport/server.js";
+export type { TlsOptions } from "./connect.js";
 export { MAX_LIMIT, quorum, type Kind } from "./kind.js";
 export { MAX_WAIT } from "./options.js";
 export { validity, type Drift } from "./timing.js";

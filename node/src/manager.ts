@@ -15,12 +15,7 @@ import { Lock } from "./lock.js";
 import { type AcquireOptions, type CampaignOptions, type LockManagerOptions, atMostTenYears, checkKind, checkMs, settings } from "./options.js";
 import { Calls } from "./calls.js";
 import { now } from "./timing.js";
-import { Cluster } from "./transport/cluster.js";
-import { Identity, Registry } from "./transport/identity.js";
-import { Sentinel } from "./transport/sentinel.js";
-import { Server } from "./transport/server.js";
-import { parseNode } from "./transport/urls.js";
-import { checkScheme } from "./diagnosis.js";
+import { Nodes, parseNodes } from "./transport/nodes.js";
 import { checkLease, unitHint, warnShortTtl } from "./units.js";
 export { Lock } from "./lock.js";
 export type { AcquireOptions, CampaignOptions, LockManagerOptions } from "./options.js";
@@ -37,32 +32,16 @@ export class LockManager {
   constructor(nodes: readonly string[], options: LockManagerOptions = {}) {
     if (!Array.isArray(nodes)) throw new TypeError("nodes must be an array of URL strings");
     if (nodes.length === 0) throw new RangeError("nodes must name at least one Redis URL");
-    const parsed = nodes.map((node) => parseNode(checkScheme(node)));
-    const names = parsed.map((p) => p.name);
-    // Different texts can reach one server too: transport/identity.ts checks what each reaches.
-    const twice = names.find((name, i) => names.indexOf(name) !== i);
-    if (twice !== undefined) throw new RangeError(`node ${twice} is given twice: list each server once`);
+    const parsed = parseNodes(nodes);
     const opts = settings(options, nodes.length);
     const connection = { username: options.username, password: options.password, tls: options.tls };
-    const sentinelLogin = { username: options.sentinelUsername, password: options.sentinelPassword };
-    const registry = new Registry(names);
-    const made = parsed.map((p, i) => {
-      const identity = new Identity(registry, i);
-      if (p.form === "single") return new Server(p.name, p.url, connection, opts.timeout, identity);
-      if (p.form === "sentinel") {
-        // The URL's login is the master's; without one, the manager's.
-        const master = p.login.password !== undefined ? { tls: options.tls, ...p.login } : connection;
-        return new Sentinel(p.name, p.sentinels, p.service, p.tls, master, sentinelLogin, opts.timeout, identity);
-      }
-      const masters = p.login.password !== undefined ? { tls: options.tls, ...p.login } : connection;
-      return new Cluster(p.name, p.host, p.port, p.tls, masters, opts.timeout, identity);
-    });
-    this.#backend = new Backend(made, opts, registry);
+    const sentinel = { username: options.sentinelUsername, password: options.sentinelPassword };
+    this.#backend = new Backend(new Nodes(parsed, { connection, sentinel }, opts.timeout, opts.ack), opts);
   }
 
   /** The nodes, as named in errors (passwords hidden). */
   get nodes(): string[] {
-    return this.#backend.nodes.map((n) => n.name);
+    return this.#backend.nodes.names();
   }
 
   /** Takes the lock (or a shared hold, or a semaphore's permit): one attempt, or waiting up to `wait` ms. */
@@ -159,7 +138,7 @@ export class LockManager {
     // Background work may start more (a late grant's release): wait for that too, within the bound.
     while (this.#backend.background.size > 0 && !timedOut) await Promise.race([Promise.all(this.#backend.background), out]);
     clearTimeout(timer);
-    for (const node of this.#backend.nodes) node.close();
+    this.#backend.nodes.close();
   }
 
   async [Symbol.asyncDispose](): Promise<void> {

@@ -5,7 +5,7 @@
 import { LockContendedError } from "./errors.js";
 import { type Kind, EXCLUSIVE, MAX_LIMIT, quorum } from "./kind.js";
 import { type Drift } from "./timing.js";
-import { type TlsOptions } from "./transport/server.js";
+import type { TlsOptions } from "./connect.js";
 
 export interface LockManagerOptions {
   /** Per-node call timeout, ms (default 50). */

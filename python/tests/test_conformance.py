@@ -13,7 +13,7 @@ from redis._parsers import _RESP2Parser
 
 from dlock._pure import acquisition as acq
 from dlock._pure import attempt as att
-from dlock._pure.cluster import Seed, slot_of
+from dlock._pure.cluster import slot_of
 from dlock._pure.election import UNKNOWN, Leader, Seen, leader_view, split_owner
 from dlock._pure.kind import Kind
 from dlock._pure.options import Options
@@ -21,7 +21,7 @@ from dlock._pure.renewal import renew_margin, renewal
 from dlock._pure.replies import NodeTimeout, reason
 from dlock._pure.replies import answer as node_answer
 from dlock._pure.timing import validity
-from dlock._pure.urls import SentinelGroup, Single, endpoint
+from dlock._pure.urls import Seed, SentinelGroup, Single, endpoint
 from dlock._pure.verdicts import (
     CONTENDED,
     EXPIRED,

@@ -9,8 +9,8 @@ import ssl
 import pytest
 import redis
 
+from dlock._pure.connect import Login, Security, redact
 from dlock._pure.diagnosis import Explained, diagnose
-from dlock._pure.security import Login, Security, redact
 from dlock._pure.sentinel import master_address, not_a_master
 from dlock._pure.urls import SentinelGroup, Single, check_nodes, single_kwargs
 

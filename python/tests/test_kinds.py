@@ -18,8 +18,9 @@ from dlock._pure import attempt as att
 from dlock._pure import commands as cmd
 from dlock._pure.admin import Holder, LockInfo, node_status
 from dlock._pure.kind import EXCLUSIVE, Kind, check_kind
+from dlock._pure.replies import kind_refusal
 from dlock._pure.timing import quorum
-from dlock._pure.verdicts import REFUSED, AttemptFailed, KindRefusal, kind_refusal
+from dlock._pure.verdicts import REFUSED, AttemptFailed, KindRefusal
 from dlock.errors import NodeFailure
 
 # (nodes, limit, quorum): None is a lock (exclusive or shared), a majority.
@@ -70,16 +71,16 @@ def test_a_semaphore_quorum_is_the_smallest_that_k_plus_1_holders_cannot_all_get
 
 
 def test_the_kind_option_goes_last_on_every_acquire() -> None:
-    assert EXCLUSIVE.option() == ()
-    assert Kind(shared=True).option() == ("SHARED",)
-    assert Kind(limit=3).option() == ("LIMIT", 3)
-    assert cmd.acquire("r", "o", 1000, ()) == ("DLOCK.ACQUIRE", "r", "o", 1000)
-    assert cmd.acquire("r", "o", 1000, ("SHARED",)) == ("DLOCK.ACQUIRE", "r", "o", 1000, "SHARED")
-    assert cmd.acquire("r", "o", 1000, ("LIMIT", 3)) == ("DLOCK.ACQUIRE", "r", "o", 1000, "LIMIT", 3)
+    assert cmd.kind_option(EXCLUSIVE) == ()
+    assert cmd.kind_option(Kind(shared=True)) == ("SHARED",)
+    assert cmd.kind_option(Kind(limit=3)) == ("LIMIT", 3)
+    assert cmd.acquire("r", "o", 1000, EXCLUSIVE) == ("DLOCK.ACQUIRE", "r", "o", 1000)
+    assert cmd.acquire("r", "o", 1000, Kind(shared=True)) == ("DLOCK.ACQUIRE", "r", "o", 1000, "SHARED")
+    assert cmd.acquire("r", "o", 1000, Kind(limit=3)) == ("DLOCK.ACQUIRE", "r", "o", 1000, "LIMIT", 3)
     waited = ("DLOCK.ACQUIRE", "r", "o:0", 1000, "WAIT", 500)
-    assert cmd.wait("r", "o:0", 1000, 500, None, ("SHARED",)) == (*waited, "SHARED")
-    assert cmd.wait("r", "o:0", 1000, 500, 77, ("LIMIT", 2)) == (*waited, "TICKET", 77, "LIMIT", 2)
-    assert cmd.wait("r", "o:0", 1000, 500, 77, ()) == (*waited, "TICKET", 77)
+    assert cmd.wait("r", "o:0", 1000, 500, None, Kind(shared=True)) == (*waited, "SHARED")
+    assert cmd.wait("r", "o:0", 1000, 500, 77, Kind(limit=2)) == (*waited, "TICKET", 77, "LIMIT", 2)
+    assert cmd.wait("r", "o:0", 1000, 500, 77, EXCLUSIVE) == (*waited, "TICKET", 77)
 
 
 @pytest.mark.parametrize(
@@ -169,7 +170,7 @@ def test_bad_limits_of_the_owner_name_calls_are_refused(
 
 
 WRONGKIND = "WRONGKIND the resource is a lock, asked as a semaphore with LIMIT 3: a resource keeps its kind while held"
-ACQUIRE = cmd.acquire("r", "o", 1000, ("LIMIT", 3))
+ACQUIRE = cmd.acquire("r", "o", 1000, Kind(limit=3))
 UPGRADE = (  # the module's words (src/wire/errors.rs), without the ERR redis-py strips
     "owner holds the lock shared: upgrading to exclusive is refused (two upgrading readers would wait for each "
     "other forever); release the shared hold and acquire exclusive"
@@ -180,7 +181,7 @@ UPGRADE = (  # the module's words (src/wire/errors.rs), without the ERR redis-py
     ("request_", "said", "refused"),
     [
         (ACQUIRE, WRONGKIND, True),
-        (cmd.wait("r", "o", 1000, 5, 9, ("SHARED",)), WRONGKIND, True),
+        (cmd.wait("r", "o", 1000, 5, 9, Kind(shared=True)), WRONGKIND, True),
         (ACQUIRE, "unknown option 'LIMIT', allowed: REENTRANT WAIT TICKET", True),
         (ACQUIRE, "unknown option 'SHARED', allowed: REENTRANT WAIT TICKET", True),
         (ACQUIRE, UPGRADE, True),

@@ -7,10 +7,10 @@ import pytest
 from redis.exceptions import AskError, MovedError, ResponseError
 
 from dlock._pure import ack as _ack
-from dlock._pure.cluster import MAX_REDIRECTS, Redirect, SlotMap, Topology, parse_url, redirect, slot_of, with_asking
+from dlock._pure.cluster import MAX_REDIRECTS, Redirect, SlotMap, Topology, redirect, slot_of, with_asking
+from dlock._pure.connect import Login, Security
 from dlock._pure.replies import answer
-from dlock._pure.security import Login, Security
-from dlock._pure.urls import cluster_master_kwargs
+from dlock._pure.urls import cluster_master_kwargs, cluster_seed
 from dlock.errors import NodeFailure
 
 
@@ -55,16 +55,16 @@ def test_unserved_slots_and_bad_replies_are_told_apart() -> None:
 )
 def test_cluster_urls_are_checked_before_any_connection(url: str, why: str) -> None:
     with pytest.raises(ValueError, match=why):
-        parse_url(url)
+        cluster_seed(url)
 
 
 def test_masters_are_reached_with_the_seeds_credentials_and_tls() -> None:
-    seed = parse_url("redis+cluster://alice:s%40cret@10.0.0.1:7000/0")
+    seed = cluster_seed("redis+cluster://alice:s%40cret@10.0.0.1:7000/0")
     assert (seed.address, seed.tls, seed.login) == ("10.0.0.1:7000", False, Login("alice", "s@cret"))
     assert seed.name == "redis+cluster://alice:***@10.0.0.1:7000/0" and "cret" not in repr(seed)
     kwargs = cluster_master_kwargs(seed, "10.0.0.2:7001", Security(login=Login("bob", "other")))
     assert kwargs == {"host": "10.0.0.2", "port": 7001, "username": "alice", "password": "s@cret"}
-    bare = parse_url("rediss+cluster://[::1]:7000")
+    bare = cluster_seed("rediss+cluster://[::1]:7000")
     assert bare.tls and bare.login == Login()
     kwargs = cluster_master_kwargs(bare, "[::1]:7001", Security(login=Login("bob", "other")))
     assert kwargs == {"host": "::1", "port": 7001, "username": "bob", "password": "other"}
@@ -79,7 +79,7 @@ def test_redirects_are_read_from_redis_pys_errors() -> None:
 
 
 def test_moved_forgets_the_map_ask_does_not_and_redirects_are_bounded() -> None:
-    topology = Topology(parse_url("redis+cluster://127.0.0.1:7000"), lambda address: address)
+    topology = Topology(cluster_seed("redis+cluster://127.0.0.1:7000"), lambda address: address)
     assert topology.learn(SlotMap([(0, 16383, "127.0.0.1:7001")]), "r") == "127.0.0.1:7001"
     assert topology.follow(Redirect("127.0.0.1:7002", ask=True), 0) == "127.0.0.1:7002"
     assert topology.known_master_of("r") == "127.0.0.1:7001"

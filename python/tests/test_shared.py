@@ -343,8 +343,7 @@ def test_the_upgrade_refusal_is_a_kind_refusal() -> None:
     """A shared holder asking for the exclusive side with its own owner (no API of this client
     does that: each acquisition has a fresh owner) is refused with an ERR that the client
     classifies as a kind refusal, never retried."""
-    from dlock._pure.replies import reason
-    from dlock._pure.verdicts import kind_refusal
+    from dlock._pure.replies import kind_refusal, reason
 
     [server] = start(1)
     try:

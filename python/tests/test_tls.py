@@ -247,7 +247,7 @@ class Listening:
 def test_no_password_in_messages_reprs_names_or_the_servers_argv(tls_three: list[TLSServer], pki: Pki) -> None:
     secret_url = f"rediss://{USER}:{PASSWORD}@127.0.0.1:{tls_three[0].port}"
     locks = dlock.LockManager([secret_url], **tls_keywords(pki, password=PASSWORD))  # type: ignore[arg-type]
-    shown = [repr(locks.__dict__), repr(locks.nodes), repr(locks.status("r")), repr(locks._calls.nodes.members)]
+    shown = [repr(locks.__dict__), repr(locks.nodes), repr(locks.status("r")), repr(locks._backend.nodes.members)]
     for bad in (
         f"{secret_url}/3?password={PASSWORD}",
         f"redis+cluster://{USER}:{PASSWORD}@h:1/2",

@@ -13,7 +13,7 @@ from conftest import eventually, urls, waiters
 
 import dlock
 import dlock.asyncio
-from dlock._pure.top import Walk
+from dlock._pure.observe import Walk
 
 
 def test_top_lists_waiting_and_held_locks_per_node(three: list[Server]) -> None:

@@ -1,6 +1,6 @@
 """Generates the sync client from the asyncio one, as httpcore's scripts/unasync.py does.
 
-The manager, the lock, the node calls and the driver are written once, for asyncio
+The manager, the lock, the backend, the node calls and the driver are written once, for asyncio
 (src/dlock/_async/), and their sync twins are generated from them into src/dlock/_sync/ (and
 the public dlock/__init__.py from dlock/asyncio/__init__.py): the two differ only where
 `async`/`await` do. What truly differs between the flavours (connections, fan-out, server-side
@@ -38,6 +38,7 @@ FILES = {
     "asyncio/__init__.py": "__init__.py",
     "_async/manager.py": "_sync/manager.py",
     "_async/lock.py": "_sync/lock.py",
+    "_async/backend.py": "_sync/backend.py",
     "_async/calls.py": "_sync/calls.py",
     "_async/driver.py": "_sync/driver.py",
     "_async/election.py": "_sync/election.py",

@@ -199,6 +199,11 @@ fn absolute_paths(code: &str, here: &[String], children: &BTreeSet<String>) -> V
         let paths = parse_tree(&s, &mut at);
         at = at.max(start + 1);
         inline.word(&paths);
+        if s.get(at) == Some(&'!') {
+            // A macro (`crate::api!`): an exported one lives at the crate root whichever module
+            // defines it, so its path says nothing of the module used.
+            continue;
+        }
         let scope = [here, &inline.names()].concat();
         for path in paths.into_iter().filter(|p| p.len() > 1) {
             found.extend(absolute(&path, &scope, children));

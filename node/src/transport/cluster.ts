@@ -7,7 +7,8 @@
  */
 import type { NodeFailure } from "../errors.js";
 import type { Identity } from "./identity.js";
-import { type Connection, Failed, Server, type Reply } from "./server.js";
+import type { Connection } from "../connect.js";
+import { Failed, Server, type Reply } from "./server.js";
 
 const SLOTS = 16384;
 const MAX_REDIRECTS = 5;

@@ -10,15 +10,11 @@
 import { createClient } from "@redis/client";
 import type { NodeFailure } from "../errors.js";
 import type { Identity } from "./identity.js";
-import { type Connection, Failed, Server, type Reply } from "./server.js";
+import type { Connection, SentinelLogin } from "../connect.js";
+import { Failed, Server, type Reply } from "./server.js";
 
 /** A sentinel's flags that say the master it watches is down. */
 const DOWN_FLAGS = ["s_down", "o_down"];
-
-export interface SentinelLogin {
-  readonly username?: string | undefined;
-  readonly password?: string | undefined;
-}
 
 function fields(reply: unknown): Map<string, string> {
   const map = new Map<string, string>();

@@ -5,25 +5,10 @@
  * a node that is down fails its calls at once (no offline queue), within the call timeout.
  */
 import { createClient, RESP_TYPES } from "@redis/client";
+import type { Connection } from "../connect.js";
 import type { NodeFailure } from "../errors.js";
 import { later } from "../timing.js";
 import { type Identity, infoRefused, runId, runIdRefused, unknownCommand } from "./identity.js";
-
-/** TLS settings for `rediss://` nodes (node's tls.connect options). */
-export interface TlsOptions {
-  readonly ca?: string | Buffer | Array<string | Buffer>;
-  readonly cert?: string | Buffer;
-  readonly key?: string | Buffer;
-  /** false: skip every check of the server's certificate. Unsafe; for tests only. */
-  readonly rejectUnauthorized?: boolean;
-  readonly servername?: string;
-}
-
-export interface Connection {
-  readonly username?: string | undefined;
-  readonly password?: string | undefined;
-  readonly tls?: TlsOptions | undefined;
-}
 
 /** A reply as dlock reads it: integers as decimal strings (tokens pass 2^53), nil as null. */
 export type Reply = string | null | Reply[];

@@ -160,3 +160,18 @@ function login(userinfo: string, given: boolean, bad: (why: string) => Error): {
   const user = decodeURIComponent(userinfo.slice(0, colon));
   return { ...(user ? { username: user } : {}), password: decodeURIComponent(userinfo.slice(colon + 1)) };
 }
+
+const SCHEMES = [...SINGLE, ...CLUSTER, ...SENTINEL];
+
+/**
+ * `url` if its scheme is one dlock knows (in any case), else the TypeError every client words the
+ * same way, listing the schemes it takes. Any other check of a URL is parseNode's.
+ */
+export function checkScheme(url: unknown): string {
+  if (typeof url !== "string") return url as string; // the transport names the type
+  if (SCHEMES.some((s) => url.toLowerCase().startsWith(s))) return url;
+  const name = redact(url);
+  const what = url.includes("://") ? "an unknown scheme" : "no scheme";
+  const known = SCHEMES.slice(0, -1).join(", ");
+  throw new TypeError(`node URL ${JSON.stringify(name)} has ${what}: use ${known} or ${SCHEMES.at(-1)}`);
+}

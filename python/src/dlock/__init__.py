@@ -14,8 +14,8 @@ from importlib.metadata import version
 
 from ._pure.admin import Holder, LockInfo, NodeStatus
 from ._pure.election import Leader
+from ._pure.observe import HeldLock, NodeTop, QueuedLock, TopHolder
 from ._pure.options import WaitMode
-from ._pure.top import HeldLock, NodeTop, QueuedLock, TopHolder
 from ._sync.election import Leadership
 from ._sync.election_watch import Observer
 from ._sync.lock import Lock

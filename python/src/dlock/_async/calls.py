@@ -10,33 +10,24 @@ import time
 
 from .._pure import commands as cmd
 from .._pure.kind import Kind
-from .._pure.options import Options
 from .._pure.timing import validity
 from .._pure.verdicts import Tally, ask_reply
-from .._transport.aio.nodes import Nodes
 from ..errors import NodeFailure
+from .backend import Backend
 
 
 class Calls:
-    """What a manager and its locks share: the nodes and the options, and the calls to them."""
+    """The calls to the nodes of `backend` (what a manager and its locks share)."""
 
-    def __init__(self, nodes: Nodes, opts: Options) -> None:
-        self.nodes = nodes
-        self.opts = opts
-
-    def size(self) -> int:
-        return len(self.nodes)
-
-    def needed(self, kind: Kind) -> int:
-        """How many of the nodes make a quorum for a hold of `kind`."""
-        return kind.quorum(self.size())
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
 
     async def ask(self, resource: str, owner: str, ttl_ms: int, kind: Kind, nodes: list[int]) -> list[object]:
         """DLOCK.ACQUIRE (no server wait) on `nodes` at once: each one's token, None (held by
         another) or NodeFailure."""
-        request = cmd.acquire(resource, owner, ttl_ms, kind.option())
-        replies = await self.nodes.fan_out([(n, request) for n in nodes])
-        return [ask_reply(self.nodes.names[n], r) for n, r in zip(nodes, replies, strict=True)]
+        request = cmd.acquire(resource, owner, ttl_ms, kind)
+        replies = await self.backend.nodes.fan_out([(n, request) for n in nodes])
+        return [ask_reply(self.backend.nodes.names[n], r) for n, r in zip(nodes, replies, strict=True)]
 
     async def fence(
         self, resource: str, owner: str, token: int, ttl_ms: int | None, nodes: list[int]
@@ -44,30 +35,30 @@ class Calls:
         """DLOCK.FENCE of `token` on `nodes` (with PX ttl when the commit starts the lease): each
         one's None (committed) or why not."""
         fence = cmd.fence(resource, owner, token, ttl_ms)
-        replies = await self.nodes.fan_out([(n, fence) for n in nodes])
+        replies = await self.backend.nodes.fan_out([(n, fence) for n in nodes])
         refused = "fence refused: lock no longer held"
         return [
-            r if isinstance(r, NodeFailure) else None if r == 1 else NodeFailure(self.nodes.names[n], refused)
+            r if isinstance(r, NodeFailure) else None if r == 1 else NodeFailure(self.backend.nodes.names[n], refused)
             for n, r in zip(nodes, replies, strict=True)
         ]
 
     async def renew(self, node: int, resource: str, owner: str, ttl_ms: int) -> bool:
         """DLOCK.EXTEND on one node (the renewal of a lock held on one node): whether it did."""
-        replies = await self.nodes.fan_out([(node, cmd.extend(resource, owner, ttl_ms))])
+        replies = await self.backend.nodes.fan_out([(node, cmd.extend(resource, owner, ttl_ms))])
         return replies[0] == 1
 
     async def release(self, resource: str, owner: str) -> Tally:
         """RELEASE on every node (a grant whose reply was lost is still a grant)."""
-        return Tally.of(await self.nodes.everywhere(cmd.release(resource, owner)))
+        return Tally.of(await self.backend.nodes.everywhere(cmd.release(resource, owner)))
 
     async def release_on(self, resource: str, owner: str, nodes: list[int]) -> list[object]:
         """RELEASE on these nodes (a round's grants and waits, or a stale grant): the replies."""
         release = cmd.release(resource, owner)
-        return await self.nodes.fan_out([(n, release) for n in nodes])
+        return await self.backend.nodes.fan_out([(n, release) for n in nodes])
 
     async def proclaim(self, resource: str, owner: str, token: int, new_owner: str) -> Tally:
         """DLOCK.PROCLAIM on every node: `owner`'s lock (with `token`) held as `new_owner` from now."""
-        return Tally.of(await self.nodes.everywhere(cmd.proclaim(resource, owner, token, new_owner)))
+        return Tally.of(await self.backend.nodes.everywhere(cmd.proclaim(resource, owner, token, new_owner)))
 
     async def extend(
         self, resource: str, owner: str, ttl_ms: int, needed: int, timeout: float | None = None
@@ -75,9 +66,9 @@ class Calls:
         """The new deadline if `needed` nodes extended within the new validity, else the tally.
         `timeout` bounds each node's call (default: the per-node timeout)."""
         started = time.monotonic()
-        tally = Tally.of(await self.nodes.everywhere(cmd.extend(resource, owner, ttl_ms), timeout))
+        tally = Tally.of(await self.backend.nodes.everywhere(cmd.extend(resource, owner, ttl_ms), timeout))
         now = time.monotonic()
-        left = validity(ttl_ms, started, now, self.opts)
+        left = validity(ttl_ms, started, now, self.backend.opts)
         if left is not None and tally.done >= needed:
             return now + left
         return tally

@@ -58,8 +58,8 @@ class Observer(AsyncIterator[Change]):
     def __init__(self, calls: Calls, name: str) -> None:
         self._calls = calls
         self._name = name
-        nodes = calls.size()
-        self._needed = calls.needed(Kind())
+        nodes = calls.backend.size()
+        self._needed = calls.backend.needed(Kind())
         self._inbox: Inbox[Report] = Inbox()
         self._workers: list[Worker] = []  # started with the first read (asyncio: within its loop)
         self._seen: list[Seen | str] = [UNKNOWN] * nodes
@@ -78,7 +78,7 @@ class Observer(AsyncIterator[Change]):
         if not self._workers:
             self._workers = [
                 Worker(functools.partial(self._watch, node), f"dlock-observe-{self._name}-{node}")
-                for node in range(self._calls.size())
+                for node in range(self._calls.backend.size())
             ]
         while True:
             due = None if self._pending is None else self._pending[1]
@@ -151,12 +151,12 @@ class Observer(AsyncIterator[Change]):
     async def _watch(self, node: int, worker: Worker) -> None:
         """Asks `node` again and again, each time after the holder it last reported."""
         last: Seen | str = UNKNOWN  # nothing heard yet: asked without AFTER, answered at once
-        nodes, name = self._calls.nodes, self._name
-        blocking = OBSERVE_FOR_MS / 1000 + TIMEOUT_RESOLUTION + self._calls.opts.timeout
+        nodes, name = self._calls.backend.nodes, self._name
+        blocking = OBSERVE_FOR_MS / 1000 + TIMEOUT_RESOLUTION + self._calls.backend.opts.timeout
         while not await worker.pause(0):
             after = None if isinstance(last, str) else (0, "") if last is None else (last[1], last[0])
             # Without AFTER the node answers at once: a frozen one costs the per-node timeout.
-            allowed = self._calls.opts.timeout if after is None else blocking
+            allowed = self._calls.backend.opts.timeout if after is None else blocking
             reply = await nodes.call_blocking(node, cmd.observe(name, after, OBSERVE_FOR_MS), allowed)
             try:
                 report = seen_holder(name, nodes.names[node], reply)
@@ -164,7 +164,7 @@ class Observer(AsyncIterator[Change]):
                 report = NodeFailure(nodes.names[node], str(error))
             self._inbox.put((node, report))
             last = UNKNOWN if isinstance(report, NodeFailure) else report
-            if isinstance(report, NodeFailure) and await worker.pause(retry_pause(self._calls.opts)):
+            if isinstance(report, NodeFailure) and await worker.pause(retry_pause(self._calls.backend.opts)):
                 return
 
     async def aclose(self) -> None:

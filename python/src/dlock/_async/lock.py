@@ -50,7 +50,7 @@ class Lock:
         self._owner = owner
         self._ttl_ms = ttl_ms
         self._kind = kind
-        self._needed = calls.needed(kind)  # the quorum of every extension and release
+        self._needed = calls.backend.needed(kind)  # the quorum of every extension and release
         self._token = grant.token
         self._valid_until = grant.valid_until
         self._acquired_at = time.monotonic()
@@ -134,7 +134,7 @@ class Lock:
         # few nodes answered, LockLost when a quorum answered and did not extend; either way
         # `validity` still counts down from the last success."""
         # unasync: end
-        ttl_ms = self._ttl_ms if ttl is None else check_lease(ttl, self._calls.opts)
+        ttl_ms = self._ttl_ms if ttl is None else check_lease(ttl, self._calls.backend.opts)
         if self._lost.is_set():
             raise LockLost(self._resource)  # a newer holder exists: its lease is of no use
         result = await self._calls.extend(self._resource, self._owner, ttl_ms, self._needed)
@@ -215,7 +215,7 @@ class Lock:
         """The watchdog, by the lease-loss contract (_pure/renewal.py): extends every interval;
         sets `lost` and ends at the renew deadline unless a quorum confirmed an extension first,
         at once when the nodes refuse one, or at `max_hold`."""
-        opts = self._calls.opts
+        opts = self._calls.backend.opts
         interval_ms = max(self._ttl_ms // 3 if opts.extend_interval is None else round(opts.extend_interval * 1000), 1)
         hold_until = None if opts.max_hold is None else self._acquired_at + opts.max_hold
         last: Extension = "extended"
@@ -245,7 +245,7 @@ class Lock:
         confirmed by then (still out, or confirmed too late)."""
         until = renew_deadline - time.monotonic()
         # Each node's call is bounded by the deadline too: a sync extension cannot be raced.
-        bound = max(0.001, min(self._calls.opts.timeout, until))
+        bound = max(0.001, min(self._calls.backend.opts.timeout, until))
         extend = self._calls.extend(self._resource, self._owner, self._ttl_ms, self._needed, bound)
         result = await within(extend, until)
         if result is None or time.monotonic() >= renew_deadline:
@@ -253,7 +253,7 @@ class Lock:
         if isinstance(result, float):
             self._valid_until = result
             return "extended"
-        return outcome(self._calls.size(), self._needed, result.refused)
+        return outcome(self._calls.backend.size(), self._needed, result.refused)
 
     async def __aenter__(self) -> Lock:
         return self

@@ -10,13 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 from .commands import Args
-
-#: "auto": 1 replica on cluster and sentinel nodes, none on single masters; "off"; or a replica
-#: count asked of every node (0 is off).
-ReplicaAck = Literal["auto", "off"] | int
+from .options import ReplicaAck
 
 #: How late a server answers a blocked WAIT past its timeout: it checks blocked clients'
 #: timeouts once per `hz` tick (10 per second by default).
@@ -38,16 +34,6 @@ class Ack:
     def ms(self) -> int:
         """WAIT's timeout in whole milliseconds, at least 1 (0 would make WAIT block forever)."""
         return max(1, int(self.timeout * 1000))
-
-
-def check_replica_ack(value: object) -> ReplicaAck:
-    if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise TypeError(f"replica_ack must be 'auto', 'off' or a replica count, got {value!r}")
-    if isinstance(value, str) and value not in ("auto", "off"):
-        raise ValueError(f"replica_ack must be 'auto', 'off' or a replica count, got {value!r}")
-    if isinstance(value, int) and value < 0:
-        raise ValueError(f"replica_ack must be a replica count >= 0, got {value}")
-    return value  # type: ignore[return-value]  # narrowed to "auto" | "off" | int above
 
 
 def for_node(replica_ack: ReplicaAck, timeout: float, replicated: bool) -> Ack | None:

@@ -1,5 +1,5 @@
 """One Redis Cluster as one quorum node (client/src/transport/cluster.rs, slots.rs), the parts
-free of I/O: the URL, the slot map read from CLUSTER SLOTS, which master a resource goes to, and
+free of I/O: the slot map read from CLUSTER SLOTS, which master a resource goes to, and
 what a redirect means. The sync and asyncio transports do only the talking.
 
 The client routes itself rather than through redis-py's cluster client because a server-side
@@ -10,74 +10,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Generic, TypeVar
-from urllib.parse import unquote, urlsplit
+from typing import Generic, TypeVar
 
 from redis.crc import key_slot
 from redis.exceptions import AskError, MovedError
 
 from .commands import Args
-from .security import Login, redact
+from .urls import Seed, address
 
-SCHEMES = ("redis+cluster://", "rediss+cluster://")
-CLUSTER_PORT = 6379
 SLOTS = 16384
 #: Redirects followed for one request before giving up (a slot moving twice in one call is
 #: already rare).
 MAX_REDIRECTS = 5
 #: What reads the slot map.
 CLUSTER_SLOTS: Args = ("CLUSTER", "SLOTS")
-
-
-def is_cluster_url(url: str) -> bool:
-    return url.startswith(SCHEMES)
-
-
-@dataclass(frozen=True)
-class Seed:
-    """A checked cluster URL: `name` (the URL, password hidden), the seed's address, and how
-    every master is reached: at its own address with the seed's TLS and login (the manager's
-    username / password when the URL has none)."""
-
-    name: str
-    address: str
-    tls: bool
-    login: Login
-    replicated: ClassVar[bool] = True
-
-
-def parse_url(url: str) -> Seed:
-    """Checks a redis+cluster:// (or rediss+cluster://, TLS) URL before anything connects;
-    ValueError saying what is wrong."""
-    name = redact(url)
-
-    def bad(why: str) -> ValueError:
-        return ValueError(f"cluster URL {name!r}: {why}")
-
-    if not is_cluster_url(url):
-        raise bad(f"expected {SCHEMES[0]}host:port")
-    parts = urlsplit(url)
-    try:
-        port = parts.port
-    except ValueError as e:
-        raise bad(f"bad port ({e})") from None
-    if not parts.hostname:
-        raise bad("a host is required")
-    if port is None:
-        port = CLUSTER_PORT  # as for any Redis server
-    if parts.path.strip("/") not in ("", "0"):
-        raise bad("Redis Cluster has only database 0")
-    if parts.query:
-        raise bad("query parameters are not supported")
-    if parts.username and parts.password is None:
-        raise bad("a user name needs a password (user:password@)")
-    login = Login(unquote(parts.username or "") or None, unquote(parts.password or "")) if parts.password else Login()
-    return Seed(name, address(parts.hostname, port), url.startswith("rediss+"), login)
-
-
-def address(host: str, port: int) -> str:
-    """`host:port`, with an IPv6 host in brackets."""
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def host_of(address: str) -> str:

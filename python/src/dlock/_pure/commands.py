@@ -1,21 +1,31 @@
-"""The DLOCK.* commands the client sends (README command table), as argument tuples."""
+"""The DLOCK.* commands the client sends (README command table), as argument tuples
+(client/src/commands.rs)."""
 
 from __future__ import annotations
+
+from .kind import Kind
 
 Args = tuple[object, ...]
 
 
-def acquire(resource: str, owner: str, ttl_ms: int, kind: Args) -> Args:
-    """`kind`: the kind option (`()` exclusive, `("SHARED",)`, `("LIMIT", k)`), last, as on
-    every ACQUIRE of an acquisition."""
-    return ("DLOCK.ACQUIRE", resource, owner, ttl_ms, *kind)
+def kind_option(kind: Kind) -> Args:
+    """What goes after every DLOCK.ACQUIRE's other arguments: nothing for an exclusive hold,
+    `SHARED`, or `LIMIT k` for a semaphore's permit."""
+    if kind.limit is not None:
+        return ("LIMIT", kind.limit)
+    return ("SHARED",) if kind.shared else ()
 
 
-def wait(resource: str, owner: str, ttl_ms: int, timeout_ms: int, ticket: int | None, kind: Args) -> Args:
+def acquire(resource: str, owner: str, ttl_ms: int, kind: Kind) -> Args:
+    """The kind's option last, as on every ACQUIRE of an acquisition."""
+    return ("DLOCK.ACQUIRE", resource, owner, ttl_ms, *kind_option(kind))
+
+
+def wait(resource: str, owner: str, ttl_ms: int, timeout_ms: int, ticket: int | None, kind: Kind) -> Args:
     """Blocks on the node until granted or `timeout_ms`: a connection of its own."""
     args: Args = ("DLOCK.ACQUIRE", resource, owner, ttl_ms, "WAIT", timeout_ms)
     ticketed = (*args, "TICKET", ticket) if ticket is not None else args
-    return (*ticketed, *kind)
+    return (*ticketed, *kind_option(kind))
 
 
 def fence(resource: str, owner: str, token: int, ttl_ms: int | None = None) -> Args:

@@ -1,13 +1,12 @@
 """What an acquisition asks for (docs/python.md, "Shared locks and semaphores"): an exclusive
 hold of a lock (the default), a shared hold of it, or a permit of a semaphore of limit k. The
-kind decides the option appended to every DLOCK.ACQUIRE of the acquisition and how many nodes
-make its quorum (timing.quorum). Free of I/O."""
+kind decides the option appended to every DLOCK.ACQUIRE of the acquisition (commands.kind_option)
+and how many nodes make its quorum (timing.quorum). Free of I/O."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .commands import Args
 from .timing import quorum
 
 #: The largest semaphore limit the nodes take (the module's MAX_LIMIT).
@@ -21,12 +20,6 @@ class Kind:
 
     shared: bool = False
     limit: int | None = None
-
-    def option(self) -> Args:
-        """What goes after every DLOCK.ACQUIRE's other arguments."""
-        if self.limit is not None:
-            return ("LIMIT", self.limit)
-        return ("SHARED",) if self.shared else ()
 
     def quorum(self, nodes: int) -> int:
         """How many of `nodes` must grant, commit and extend a hold of this kind."""

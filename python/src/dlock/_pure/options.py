@@ -11,9 +11,13 @@ from datetime import timedelta
 from typing import Literal
 
 from ..errors import UnitWarning
-from .ack import ReplicaAck, check_replica_ack
+from .timing import validity
 
 WaitMode = Literal["queue", "retry"]
+
+#: "auto": 1 replica on cluster and sentinel nodes, none on single masters; "off"; or a replica
+#: count asked of every node (0 is off).
+ReplicaAck = Literal["auto", "off"] | int
 
 #: A lock call's TTL or wait: seconds (a float, as redis-py takes timeouts), or a timedelta.
 Duration = float | timedelta
@@ -94,6 +98,16 @@ def not_negative(value: object, name: str) -> float:
     return seconds
 
 
+def check_replica_ack(value: object) -> ReplicaAck:
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise TypeError(f"replica_ack must be 'auto', 'off' or a replica count, got {value!r}")
+    if isinstance(value, str) and value not in ("auto", "off"):
+        raise ValueError(f"replica_ack must be 'auto', 'off' or a replica count, got {value!r}")
+    if isinstance(value, int) and value < 0:
+        raise ValueError(f"replica_ack must be a replica count >= 0, got {value}")
+    return value  # type: ignore[return-value]  # narrowed to "auto" | "off" | int above
+
+
 def check_ttl(ttl: object) -> int:
     """The TTL in whole milliseconds, as the nodes apply it (rounded down, at least 1). A number
     of seconds over an hour is probably milliseconds: it is taken, with a UnitWarning (a
@@ -149,8 +163,8 @@ def check_lease(ttl: object, opts: Options) -> int:
 
 
 def _valid(ttl_ms: int, opts: Options) -> bool:
-    """timing.validity with nothing elapsed (timing imports this module, so it is restated)."""
-    return ttl_ms / 1000 - (ttl_ms / 1000 * opts.drift_factor + opts.drift_constant) > 1e-9
+    """Whether a lease of `ttl_ms` leaves any validity with nothing elapsed."""
+    return validity(ttl_ms, 0.0, 0.0, opts) is not None
 
 
 def shortest_ttl_ms(opts: Options) -> int | None:

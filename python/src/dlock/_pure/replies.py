@@ -11,7 +11,7 @@ from ..errors import NodeFailure
 from . import ack as _ack
 from .commands import Args
 from .diagnosis import diagnose
-from .verdicts import ArgumentRefusal, KindRefusal, argument_refusal, kind_refusal
+from .verdicts import ArgumentRefusal, KindRefusal
 
 
 def error_codes() -> dict[type, str]:
@@ -47,6 +47,29 @@ def reason(error: BaseException) -> str:
     if isinstance(error, redis.ConnectionError):
         return f"cannot connect: {error}"
     return f"{type(error).__name__}: {error}"
+
+
+def argument_refusal(request: Args, why: str) -> bool:
+    """Whether an error reply to `request` refuses an argument: `ERR <argument> must be <what it
+    takes>`, as every argument check of the module words it (src/wire/errors.rs; redis-py drops
+    the ERR). A node's `dlock.max-ttl-ms` set lower than the TTL asked, say: asking again cannot
+    change it, so the attempt ends as the caller's invalid argument."""
+    return bool(request) and request[0] == "DLOCK.ACQUIRE" and " must be " in why
+
+
+def kind_refusal(request: Args, why: str) -> bool:
+    """Whether an error reply (as replies.reason words it: redis-py strips `ERR `) to `request`
+    refuses its kind for good: WRONGKIND, an upgrade from a shared hold refused, or a module
+    that does not know the kind option at all."""
+    if not request or request[0] != "DLOCK.ACQUIRE":
+        return False
+    lowered = why.lower()
+    return (
+        why.startswith("WRONGKIND ")
+        or "upgrading to exclusive is refused" in lowered
+        or "unknown option 'shared'" in lowered
+        or "unknown option 'limit'" in lowered
+    )
 
 
 def refusal(request: Args, said: str) -> type[NodeFailure]:

@@ -1,6 +1,6 @@
 """A sentinel-managed master as one quorum node, the parts free of I/O (the sync and asyncio
-connections in _transport/sync/connect.py and _transport/aio/connect.py do the talking): what a sentinel's
-SENTINEL MASTER reply says, and whether a server's ROLE reply is a master's.
+connections in _transport/sync/sentinel.py and _transport/aio/sentinel.py do the talking): what a
+sentinel's SENTINEL MASTER reply says, and whether a server's ROLE reply is a master's.
 
 Each new connection asks the sentinels in turn (redis-py's Sentinel; the one that answered is
 asked first next time) and then the server itself: a sentinel can name a master that a failover
@@ -8,7 +8,7 @@ has just demoted, or one it alone still believes in."""
 
 from __future__ import annotations
 
-from .admin import text
+from .identity import text
 
 #: A sentinel's flags that say the master it monitors is down (as redis-py reads them; a link
 #: being set up again, "disconnected", is no such sign).

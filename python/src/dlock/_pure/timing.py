@@ -7,8 +7,27 @@ import random
 import secrets
 import threading
 import time
+from typing import Protocol
 
-from .options import Options
+
+class Drift(Protocol):
+    """What the clock-drift allowance is made of (the manager's options have both)."""
+
+    @property
+    def drift_factor(self) -> float: ...
+
+    @property
+    def drift_constant(self) -> float: ...
+
+
+class Pause(Protocol):
+    """What a retry pause is made of (the manager's options have both)."""
+
+    @property
+    def retry_delay(self) -> float: ...
+
+    @property
+    def retry_jitter(self) -> float: ...
 
 
 def quorum(nodes: int, limit: int | None = None) -> int:
@@ -22,12 +41,12 @@ def quorum(nodes: int, limit: int | None = None) -> int:
     return nodes * limit // (limit + 1) + 1
 
 
-def drift(ttl_ms: int, opts: Options) -> float:
+def drift(ttl_ms: int, opts: Drift) -> float:
     """How much the nodes' clocks may disagree over a TTL, in seconds: ttl * factor + constant."""
     return ttl_ms / 1000 * opts.drift_factor + opts.drift_constant
 
 
-def validity(ttl_ms: int, started: float, now: float, opts: Options) -> float | None:
+def validity(ttl_ms: int, started: float, now: float, opts: Drift) -> float | None:
     """Seconds the lock is still safe to use after an operation that started at `started`
     (monotonic): ttl - elapsed - drift, or None when nothing is left."""
     left = ttl_ms / 1000 - max(0.0, now - started) - drift(ttl_ms, opts)
@@ -45,7 +64,7 @@ def round_owner(base: str, round_: int) -> str:
     return f"{base}:{round_}"
 
 
-def retry_pause(opts: Options) -> float:
+def retry_pause(opts: Pause) -> float:
     """retry_delay plus a random share of retry_jitter, so contenders do not retry in lockstep."""
     return opts.retry_delay + random.uniform(0, opts.retry_jitter)
 

@@ -4,8 +4,7 @@ conformance/urls.json). Schemes are read in any case.
 
 - `redis://`, `rediss://` (TLS), `unix://`: one master (`Single`); the query may set `db` and
   `client_name`, nothing else;
-- `redis+cluster://`, `rediss+cluster://`: a whole Redis Cluster (`cluster.Seed`; port 6379 by
-  default);
+- `redis+cluster://`, `rediss+cluster://`: a whole Redis Cluster (`Seed`; port 6379 by default);
 - `redis+sentinel://`, `rediss+sentinel://`: the master a group of sentinels names
   (`SentinelGroup`; port 26379 by default);
 - a `redis.Redis` (sync) or `redis.asyncio.Redis` (asyncio) client: the server it reaches
@@ -27,11 +26,11 @@ import redis
 import redis.asyncio
 import redis.connection
 
-from .cluster import SCHEMES, Seed, address, parse_url
-from .security import Login, Security, redact
+from .connect import Login, Security, redact
 
 SINGLE_SCHEMES = ("redis://", "rediss://", "unix://")
-CLUSTER_SCHEMES = SCHEMES
+CLUSTER_SCHEMES = ("redis+cluster://", "rediss+cluster://")
+CLUSTER_PORT = 6379
 SENTINEL_SCHEMES = ("redis+sentinel://", "rediss+sentinel://")
 SENTINEL_PORT = 26379
 #: Connection arguments of a ready-made client that need RESP3 (redis-py 8's maintenance
@@ -56,6 +55,53 @@ class Single:
     @property
     def has_login(self) -> bool:
         return "username" in self.kwargs or "password" in self.kwargs
+
+
+@dataclass(frozen=True)
+class Seed:
+    """A checked cluster URL: `name` (the URL, password hidden), the seed's address, and how
+    every master is reached: at its own address with the seed's TLS and login (the manager's
+    username / password when the URL has none)."""
+
+    name: str
+    address: str
+    tls: bool
+    login: Login
+    replicated: ClassVar[bool] = True
+
+
+def cluster_seed(url: str) -> Seed:
+    """Checks a redis+cluster:// (or rediss+cluster://, TLS) URL before anything connects;
+    ValueError saying what is wrong."""
+    name = redact(url)
+
+    def bad(why: str) -> ValueError:
+        return ValueError(f"cluster URL {name!r}: {why}")
+
+    if not url.startswith(CLUSTER_SCHEMES):
+        raise bad(f"expected {CLUSTER_SCHEMES[0]}host:port")
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError as e:
+        raise bad(f"bad port ({e})") from None
+    if not parts.hostname:
+        raise bad("a host is required")
+    if port is None:
+        port = CLUSTER_PORT  # as for any Redis server
+    if parts.path.strip("/") not in ("", "0"):
+        raise bad("Redis Cluster has only database 0")
+    if parts.query:
+        raise bad("query parameters are not supported")
+    if parts.username and parts.password is None:
+        raise bad("a user name needs a password (user:password@)")
+    login = Login(unquote(parts.username or "") or None, unquote(parts.password or "")) if parts.password else Login()
+    return Seed(name, address(parts.hostname, port), url.startswith("rediss+"), login)
+
+
+def address(host: str, port: int) -> str:
+    """`host:port`, with an IPv6 host in brackets."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 @dataclass(frozen=True)
@@ -112,7 +158,7 @@ def endpoint(node: object, client_type: type) -> Endpoint:
     if isinstance(node, str):
         node = lowercase_scheme(node)
         if node.startswith(CLUSTER_SCHEMES):
-            return parse_url(node)
+            return cluster_seed(node)
         if node.startswith(SENTINEL_SCHEMES):
             return sentinel_group(node)
         if node.startswith(SINGLE_SCHEMES):

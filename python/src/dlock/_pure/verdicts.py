@@ -1,7 +1,8 @@
-"""What replies come to, shared by the sync and asyncio clients: an ask's reply, a refused kind,
-why an attempt failed (AttemptFailed, and the error it becomes), a tally of a request sent to
-every node. `needed` is always the acquisition's quorum (Kind.quorum: a majority for a lock,
-more for a semaphore)."""
+"""What replies come to, shared by the sync and asyncio clients: an ask's reply, the refusals
+asking again cannot change (of the kind, of an argument, of a connection's setup), why an
+attempt failed (AttemptFailed, and the error it becomes), a tally of a request sent to every
+node. `needed` is always the acquisition's quorum (Kind.quorum: a majority for a lock, more for
+a semaphore)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,6 @@ from ..errors import (
     ValidityExpired,
     WrongKindError,
 )
-from .commands import Args
 
 CONTENDED = "contended"
 NO_QUORUM = "no quorum"
@@ -31,11 +31,11 @@ INVALID = "argument refused"  # never retried either
 
 
 class KindRefusal(NodeFailure):
-    """A node's error reply to ACQUIRE that refuses what it asks for (see kind_refusal)."""
+    """A node's error reply to ACQUIRE that refuses what it asks for (see replies.kind_refusal)."""
 
 
 class ArgumentRefusal(KindRefusal):
-    """A node's error reply to ACQUIRE that refuses one of its arguments (see argument_refusal)."""
+    """A node's error reply to ACQUIRE that refuses one of its arguments (see replies.argument_refusal)."""
 
 
 class SetupRefusal(NodeFailure):
@@ -46,29 +46,6 @@ class SetupRefusal(NodeFailure):
 
 class DatabaseRefusal(SetupRefusal, ArgumentRefusal):
     """A database the server does not have (`SELECT` refused): the caller's invalid argument."""
-
-
-def argument_refusal(request: Args, why: str) -> bool:
-    """Whether an error reply to `request` refuses an argument: `ERR <argument> must be <what it
-    takes>`, as every argument check of the module words it (src/wire/errors.rs; redis-py drops
-    the ERR). A node's `dlock.max-ttl-ms` set lower than the TTL asked, say: asking again cannot
-    change it, so the attempt ends as the caller's invalid argument."""
-    return bool(request) and request[0] == "DLOCK.ACQUIRE" and " must be " in why
-
-
-def kind_refusal(request: Args, why: str) -> bool:
-    """Whether an error reply (as replies.reason words it: redis-py strips `ERR `) to `request`
-    refuses its kind for good: WRONGKIND, an upgrade from a shared hold refused, or a module
-    that does not know the kind option at all."""
-    if not request or request[0] != "DLOCK.ACQUIRE":
-        return False
-    lowered = why.lower()
-    return (
-        why.startswith("WRONGKIND ")
-        or "upgrading to exclusive is refused" in lowered
-        or "unknown option 'shared'" in lowered
-        or "unknown option 'limit'" in lowered
-    )
 
 
 class AttemptFailed(Exception):

@@ -70,12 +70,13 @@ class Acquire:
         self, calls: Calls, resource: str, ttl_ms: int, deadline: float, kind: Kind, policy: Policy, label: str = ""
     ) -> None:
         self.calls = calls
+        self.backend = calls.backend  # the nodes and the options
         self.resource = resource
         self.ttl_ms = ttl_ms
         self.deadline = deadline
         self.kind = kind
         self.policy = policy
-        self.ticket: int | None = draw_ticket() if policy.queue and calls.size() > 1 else None
+        self.ticket: int | None = draw_ticket() if policy.queue and calls.backend.size() > 1 else None
         self.label = label  # appended to every round's owner: empty, or a campaign's ` <value>`
         # Nodes whose connection setup met a refusal waiting cannot cure (_pure/refusals.py): not
         # connected to again within this call, their refusal the answer to every ask.
@@ -87,7 +88,7 @@ class Acquire:
         node is asked, or found meanwhile, whatever the nodes said (a lock won is given back)."""
         self.refuse()
         attempts = 0
-        opts = self.calls.opts
+        opts = self.backend.opts
         while True:
             attempts += 1
             try:
@@ -100,8 +101,8 @@ class Acquire:
                     return failure, attempts
                 sleep(pause)
             else:
-                self.calls.nodes.meet_all(self.calls.nodes.call_bound)  # a manager's first lock only
-                if self.calls.nodes.refusal() is not None:
+                self.backend.nodes.meet_all(self.backend.nodes.call_bound)  # a manager's first lock only
+                if self.backend.nodes.refusal() is not None:
                     won.released.set()
                     self.withdraw(won.owner)
                 self.refuse()
@@ -109,14 +110,14 @@ class Acquire:
 
     def refuse(self) -> None:
         """ValueError (a bad argument: the node list) once two nodes turned out to reach one server."""
-        refusal = self.calls.nodes.refusal()
+        refusal = self.backend.nodes.refusal()
         if refusal is not None:
             raise ValueError(refusal)
 
     def withdraw(self, owner: str) -> None:
         """RELEASE of `owner` on every node (but those refused for the call: nothing of it is
         there), which an interruption cannot stop halfway."""
-        nodes = [n for n in range(self.calls.size()) if n not in self.refused]
+        nodes = [n for n in range(self.backend.size()) if n not in self.refused]
         shielded(self.calls.release_on(self.resource, owner, nodes))
 
     def held(self, owner: str, token: int, lease_from: float, released: threading.Event) -> Won:
@@ -132,7 +133,7 @@ class Acquire:
     def check_lease(self, owner: str, token: int, lease_from: float, released: threading.Event) -> Won:
         """Held: what the lease comes to (attempt.lease), counted from the request that last set
         the TTL; with one node and too little left, renewed once first."""
-        opts, nodes = self.calls.opts, self.calls.size()
+        opts, nodes = self.backend.opts, self.backend.size()
         left = validity(self.ttl_ms, lease_from, time.monotonic(), opts)
         verdict = lease(nodes, left, self.ttl_ms, False)
         if verdict == "renew":
@@ -151,9 +152,9 @@ class Running:
     def __init__(self, acquire: Acquire, base: str) -> None:
         self.acquire = acquire
         self.base = base
-        calls = acquire.calls
-        self.core, self.first = Attempt.start(calls.size(), calls.needed(acquire.kind), acquire.policy)
-        self.waits = Waits(calls.nodes)  # queued asks in flight
+        backend = acquire.backend
+        self.core, self.first = Attempt.start(backend.size(), backend.needed(acquire.kind), acquire.policy)
+        self.waits = Waits(backend.nodes)  # queued asks in flight
         self.asks: list[tuple[int, int]] = []  # plain asks to send together, (node, round)
         self.ready: list[Input] = []  # inputs in, not fed yet
         self.timers: list[tuple[float, int, int]] = []  # (when, node, round): asks after the pause
@@ -166,8 +167,8 @@ class Running:
         return round_owner(self.base, round_) + self.acquire.label
 
     def run(self) -> Won:
-        calls, queue = self.acquire.calls, self.acquire.policy.queue
-        end = max(self.acquire.deadline, time.monotonic() + calls.nodes.call_bound)  # a zero wait still asks once
+        nodes, queue = self.acquire.backend.nodes, self.acquire.policy.queue
+        end = max(self.acquire.deadline, time.monotonic() + nodes.call_bound)  # a zero wait still asks once
         try:
             actions = self.first
             while True:
@@ -189,7 +190,7 @@ class Running:
                     self.ask(node, action.round)
             elif isinstance(action, AskAgain):
                 if action.after_pause:
-                    self.timers.append((time.monotonic() + retry_pause(a.calls.opts), action.node, action.round))
+                    self.timers.append((time.monotonic() + retry_pause(a.backend.opts), action.node, action.round))
                 else:
                     self.ask(action.node, action.round)
             elif isinstance(action, Fence):
@@ -209,7 +210,7 @@ class Running:
         """An attempt ended by refusals for the call, with the failures of the replies in hand
         but not fed yet (the other nodes of one fan-out) added, so the error names them all."""
         if error.final:
-            names = self.acquire.calls.nodes.names
+            names = self.acquire.backend.nodes.names
             known = {failure.node for failure in error.failures}
             error.failures += [
                 value
@@ -231,9 +232,9 @@ class Running:
             return
         left = max(0.0, a.deadline - time.monotonic())
         owner = self.owner(round_)
-        request = cmd.wait(a.resource, owner, a.ttl_ms, ms(left), a.ticket, a.kind.option())
+        request = cmd.wait(a.resource, owner, a.ttl_ms, ms(left), a.ticket, a.kind)
         # A server notices a wait's timeout only at its next tick: its nil may come that late.
-        allowed = left + TIMEOUT_RESOLUTION + a.calls.opts.timeout
+        allowed = left + TIMEOUT_RESOLUTION + a.backend.opts.timeout
         failure = self.waits.send(node, round_, request, allowed)
         if failure is not None:
             self.ready.append(("reply", node, round_, failure))
@@ -284,18 +285,18 @@ class Running:
         """One input, into the core."""
         what, node, round_, value = item
         a = self.acquire
-        if a.calls.nodes.refusal() is not None:
+        if a.backend.nodes.refusal() is not None:
             # Two nodes reach one server: no reply counts, a grant brought is given back, and
             # the round is withdrawn everywhere, as at the deadline.
             late = self.core.on_late(node, round_, value, False) if what == "reply" else []
             return [*late, *self.core.on_deadline()]
         if what == "reply":
-            reply = ask_reply(a.calls.nodes.names[node], value)
+            reply = ask_reply(a.backend.nodes.names[node], value)
             if isinstance(reply, SetupRefusal):
                 a.refused[node] = reply
             return self.core.on_reply(node, round_, reply, time.monotonic() >= a.deadline)
         if what == "fenced":
-            valid = validity(a.ttl_ms, self.lease_from, time.monotonic(), a.calls.opts) is not None
+            valid = validity(a.ttl_ms, self.lease_from, time.monotonic(), a.backend.opts) is not None
             assert value is None or isinstance(value, NodeFailure)
             return self.core.on_fenced(node, round_, value, valid)
         return self.core.on_pause_over(node, round_)

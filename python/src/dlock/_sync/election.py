@@ -40,7 +40,7 @@ def campaign(calls: Calls, name: str, value: str, ttl_ms: int, policy: Policy) -
         if isinstance(won, AttemptFailed):
             if won.kind == CONTENDED:
                 continue
-            raise won.to_error(name, calls.needed(Kind()), attempts, waited=True) from None
+            raise won.to_error(name, calls.backend.needed(Kind()), attempts, waited=True) from None
         lock = Lock(calls, name, won.owner, ttl_ms, won.grant, Kind(), won.released)
         lock.start_watchdog()
         return Leadership(lock, value)
@@ -49,17 +49,17 @@ def campaign(calls: Calls, name: str, value: str, ttl_ms: int, policy: Policy) -
 def leader(calls: Calls, name: str) -> Leader | None:
     """Who leads `name` by DLOCK.STATUS on every node; NoQuorum when too few answered to tell,
     WrongKindError when it is held as a shared lock or a semaphore."""
-    replies = calls.nodes.everywhere(cmd.status(name))
+    replies = calls.backend.nodes.everywhere(cmd.status(name))
     seen: list[Seen | str] = []
     failures: list[NodeFailure] = []
-    for node, reply in zip(calls.nodes.names, replies, strict=True):
+    for node, reply in zip(calls.backend.nodes.names, replies, strict=True):
         holder = seen_holder(name, node, reply)
         if isinstance(holder, NodeFailure):
             failures.append(holder)
             seen.append(UNKNOWN)
         else:
             seen.append(holder)
-    needed = calls.needed(Kind())
+    needed = calls.backend.needed(Kind())
     view = leader_view(seen, needed)
     if isinstance(view, str):
         raise NoQuorum(name, needed, failures)

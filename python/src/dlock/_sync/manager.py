@@ -14,18 +14,27 @@ from typing import TypeVar
 from redis import Redis
 
 from .._pure import commands as cmd
-from .._pure.ack import ReplicaAck
 from .._pure.admin import NodeStatus, node_status
 from .._pure.attempt import QUEUE, Policy
+from .._pure.connect import security
 from .._pure.election import Leader, check_election
 from .._pure.kind import Kind, check_kind, check_limit
-from .._pure.options import Duration, Options, WaitMode, check_lease, check_owner, check_resource, check_wait
-from .._pure.security import security
-from .._pure.top import NodeTop, Walk, check_rows
+from .._pure.observe import NodeTop, Walk, check_rows
+from .._pure.options import (
+    Duration,
+    Options,
+    ReplicaAck,
+    WaitMode,
+    check_lease,
+    check_owner,
+    check_resource,
+    check_wait,
+)
 from .._pure.urls import check_nodes
 from .._pure.verdicts import AttemptFailed
 from .._transport.sync.nodes import Nodes
 from ..errors import LockLost
+from .backend import Backend
 from .calls import Calls
 from .driver import Acquire
 from .election import Leadership, campaign, leader
@@ -106,11 +115,12 @@ class LockManager:
             sentinel_username=sentinel_username,
             sentinel_password=sentinel_password,
         )
-        self._calls = Calls(Nodes(endpoints, self.options, reach), self.options)
+        self._backend = Backend(Nodes(endpoints, self.options, reach), self.options)
+        self._calls = Calls(self._backend)
 
     @property
     def nodes(self) -> list[str]:
-        return list(self._calls.nodes.names)
+        return list(self._backend.nodes.names)
 
     def try_lock(
         self,
@@ -177,7 +187,7 @@ class LockManager:
         """Runs the attempts (one when `once`: try_lock) and hands out the lock, or raises why not."""
         won, attempts = acquire.run(once)
         if isinstance(won, AttemptFailed):
-            needed = self._calls.needed(acquire.kind)
+            needed = self._backend.needed(acquire.kind)
             raise won.to_error(acquire.resource, needed, attempts, waited=not once) from None
         lock = Lock(self._calls, acquire.resource, won.owner, acquire.ttl_ms, won.grant, acquire.kind, won.released)
         return self._held(lock, watchdog)
@@ -208,7 +218,7 @@ class LockManager:
     def status(self, resource: str) -> list[NodeStatus]:
         """DLOCK.STATUS on every node: each node's view (held, free, or why unreachable)."""
         resource = check_resource(resource)
-        replies = self._calls.nodes.everywhere(cmd.status(resource))
+        replies = self._backend.nodes.everywhere(cmd.status(resource))
         return [node_status(name, r) for name, r in zip(self.nodes, replies, strict=True)]
 
     def top(self, rows: int = 20) -> list[NodeTop]:
@@ -218,7 +228,7 @@ class LockManager:
         node is refused by name (list each master instead)."""
         walk = Walk(self.nodes, check_rows(rows))
         while calls := walk.requests():
-            walk.take(calls, self._calls.nodes.fan_out(calls))
+            walk.take(calls, self._backend.nodes.fan_out(calls))
         return walk.result()
 
     def release_owner(self, resource: str, owner: str, *, limit: int | None = None) -> int:
@@ -226,7 +236,7 @@ class LockManager:
         NoQuorum naming the unreachable nodes if fewer than a quorum answered (a majority; for
         a semaphore's permit, `limit=k`, its larger quorum)."""
         resource, owner = check_resource(resource), check_owner(owner)
-        needed = self._calls.needed(Kind(limit=check_limit(limit)))
+        needed = self._backend.needed(Kind(limit=check_limit(limit)))
         tally = self._calls.release(resource, owner)
         if tally.answered() < needed:
             raise tally.no_quorum(resource, needed)
@@ -238,7 +248,7 @@ class LockManager:
         semaphore's permit, `limit=k`, its larger quorum)."""
         resource, owner = check_resource(resource), check_owner(owner)
         ttl_ms = check_lease(ttl, self.options)
-        needed = self._calls.needed(Kind(limit=check_limit(limit)))
+        needed = self._backend.needed(Kind(limit=check_limit(limit)))
         result = self._calls.extend(resource, owner, ttl_ms, needed)
         if isinstance(result, float):
             return max(0.0, result - time.monotonic())
@@ -246,7 +256,7 @@ class LockManager:
 
     def _queues(self) -> bool:
         """Tickets are only safe with the commit round: queue mode needs fencing on several nodes."""
-        return self.options.wait_mode == "queue" and (self._calls.size() == 1 or self.options.fencing)
+        return self.options.wait_mode == "queue" and (self._backend.size() == 1 or self.options.fencing)
 
     def _no_wait(self) -> Policy:
         """Attempts without a server wait commit their grants unless fencing is off."""
@@ -259,7 +269,7 @@ class LockManager:
 
     def close(self) -> None:
         """Closes every connection (locks still held run out at their TTL)."""
-        self._calls.nodes.close()
+        self._backend.nodes.close()
 
     def __enter__(self) -> LockManager:
         return self

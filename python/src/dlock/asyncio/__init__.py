@@ -24,7 +24,7 @@ from .._async.lock import Lock
 from .._async.manager import LockManager, PendingLock
 from .._pure.admin import Holder, LockInfo, NodeStatus
 from .._pure.election import Leader
-from .._pure.top import HeldLock, NodeTop, QueuedLock, TopHolder
+from .._pure.observe import HeldLock, NodeTop, QueuedLock, TopHolder
 from ..errors import (
     ArgumentRefused,
     DatabaseRefused,

@@ -10,20 +10,20 @@ import time
 import redis
 
 from ..._pure import ack as _ack
-from ..._pure.cluster import CLUSTER_SLOTS, MAX_REDIRECTS, Seed, SlotMap, Topology, host_of, redirect, with_asking
+from ..._pure import urls as ends
+from ..._pure.cluster import CLUSTER_SLOTS, MAX_REDIRECTS, SlotMap, Topology, host_of, redirect, with_asking
 from ..._pure.commands import Args
+from ..._pure.connect import Security
 from ..._pure.identity import Identity
 from ..._pure.refusals import node_failure
 from ..._pure.replies import NodeTimeout, answer, reason
-from ..._pure.security import Security
 from ...errors import NodeFailure
-from .connect import cluster_master_clients
-from .server import Server
+from .server import ClientMaker, PlainConnection, Server, TLSConnection, base, client, identified, tls
 
 
 class Cluster:
     def __init__(
-        self, seed: Seed, timeout: float, security: Security, ack: _ack.Ack | None, identity: Identity
+        self, seed: ends.Seed, timeout: float, security: Security, ack: _ack.Ack | None, identity: Identity
     ) -> None:
         self.name = seed.name
         self.ack = ack
@@ -119,3 +119,13 @@ class Cluster:
         masters, self.topology.masters = list(self.topology.masters.values()), {}
         for server in masters:
             await server.close()
+
+
+def cluster_master_clients(
+    seed: ends.Seed, master: str, timeout: float, security: Security, identity: Identity
+) -> ClientMaker:
+    checked = {"redis_connect_func": identified(identity)}
+    kwargs = {**ends.cluster_master_kwargs(seed, master, security), **base(timeout), **checked}
+    if seed.tls:
+        return lambda: client(TLSConnection, **kwargs, **tls(security))
+    return lambda: client(PlainConnection, **kwargs)

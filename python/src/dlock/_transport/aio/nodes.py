@@ -19,17 +19,17 @@ import redis.asyncio as aioredis
 
 from ..._pure import ack as _ack
 from ..._pure.commands import Args
+from ..._pure.connect import Security
 from ..._pure.identity import Identity
+from ..._pure.nodes import QuorumNodes
 from ..._pure.options import Options
-from ..._pure.quorum_nodes import QuorumNodes
 from ..._pure.refusals import node_failure
 from ..._pure.replies import NodeTimeout, answer
-from ..._pure.security import Security
-from ..._pure.urls import Endpoint
+from ..._pure.urls import Endpoint, SentinelGroup
 from ...errors import NodeFailure
 from .cluster import Cluster
-from .connect import clients
-from .server import Server
+from .sentinel import sentinel_clients
+from .server import Server, server_clients
 
 
 class Member(Protocol):
@@ -51,7 +51,11 @@ class Master:
     ) -> None:
         self.name = node.name
         self.ack = ack
-        self.server = Server(node.name, clients(node, timeout, security, identity))
+        if isinstance(node, SentinelGroup):
+            clients = sentinel_clients(node, timeout, security, identity)
+        else:
+            clients = server_clients(node, timeout, security, identity)
+        self.server = Server(node.name, clients)
         # A sentinel-managed master's connection to a master since demoted fails (redis-py turns
         # READONLY into a connection error): the request is made once more, on a new connection,
         # which asks the sentinels again. (A plain master's pool replaces a connection found

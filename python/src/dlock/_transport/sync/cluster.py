@@ -7,15 +7,17 @@ from __future__ import annotations
 import threading
 import time
 
+from redis.connection import ConnectionPool
+
 from ..._pure import ack as _ack
-from ..._pure.cluster import CLUSTER_SLOTS, MAX_REDIRECTS, Seed, SlotMap, Topology, host_of, redirect, with_asking
+from ..._pure import urls as ends
+from ..._pure.cluster import CLUSTER_SLOTS, MAX_REDIRECTS, SlotMap, Topology, host_of, redirect, with_asking
 from ..._pure.commands import Args
+from ..._pure.connect import Security
 from ..._pure.identity import Identity
 from ..._pure.replies import answer, reason
-from ..._pure.security import Security
 from ...errors import NodeFailure
-from .connect import cluster_master_pool
-from .server import Packed, Sent, Server
+from .server import Packed, PlainConnection, Sent, Server, TLSConnection, base, identified, tls
 
 
 class Cluster:
@@ -23,7 +25,7 @@ class Cluster:
     slot-map read at a time (the others wait for its result)."""
 
     def __init__(
-        self, seed: Seed, timeout: float, security: Security, ack: _ack.Ack | None, identity: Identity
+        self, seed: ends.Seed, timeout: float, security: Security, ack: _ack.Ack | None, identity: Identity
     ) -> None:
         self.name = seed.name
         self.ack = ack
@@ -129,3 +131,13 @@ class Cluster:
             masters, self.topology.masters = list(self.topology.masters.values()), {}
         for server in masters:
             server.close()
+
+
+def cluster_master_pool(
+    seed: ends.Seed, master: str, timeout: float, security: Security, identity: Identity
+) -> ConnectionPool:
+    checked = {"redis_connect_func": identified(identity)}
+    kwargs = {**ends.cluster_master_kwargs(seed, master, security), **base(timeout), **checked}
+    if seed.tls:
+        return ConnectionPool(connection_class=TLSConnection, **kwargs, **tls(security))
+    return ConnectionPool(connection_class=PlainConnection, **kwargs)

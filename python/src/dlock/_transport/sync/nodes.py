@@ -18,16 +18,16 @@ import redis
 
 from ..._pure import ack as _ack
 from ..._pure.commands import Args
+from ..._pure.connect import Security
 from ..._pure.identity import Identity
+from ..._pure.nodes import QuorumNodes
 from ..._pure.options import Options
-from ..._pure.quorum_nodes import QuorumNodes
 from ..._pure.replies import NodeTimeout, answer
-from ..._pure.security import Security
-from ..._pure.urls import Endpoint
+from ..._pure.urls import Endpoint, SentinelGroup
 from ...errors import NodeFailure
 from .cluster import Cluster
-from .connect import pool
-from .server import Packed, Sent, Server
+from .sentinel import sentinel_pool
+from .server import Packed, Sent, Server, server_pool
 
 T = TypeVar("T")
 
@@ -57,7 +57,11 @@ class Master:
     ) -> None:
         self.name = node.name
         self.ack = ack
-        self.server = Server(node.name, pool(node, timeout, security, identity))
+        if isinstance(node, SentinelGroup):
+            pool = sentinel_pool(node, timeout, security, identity)
+        else:
+            pool = server_pool(node, timeout, security, identity)
+        self.server = Server(node.name, pool)
         self.follows_failovers = node.replicated  # a sentinel-managed master
 
     def connected(self, request: Args, blocking: bool) -> bool:

@@ -1,7 +1,7 @@
-"""The quorum nodes as both transports hold them (_transport/sync/nodes.py, _transport/aio/nodes.py): in the
-order given, each a plain master, a whole Redis Cluster or a sentinel-managed master, with its
-replica acknowledgement and its identity (which servers it reaches: _pure/identity.py). The
-transports add only the talking."""
+"""The quorum nodes (client/src/transport/nodes.rs) as both transports hold them
+(_transport/sync/nodes.py, _transport/aio/nodes.py): in the order given, each a plain master, a
+whole Redis Cluster or a sentinel-managed master, with its replica acknowledgement and its
+identity (which servers it reaches: _pure/identity.py). The transports add only the talking."""
 
 from __future__ import annotations
 
@@ -9,12 +9,11 @@ from collections.abc import Callable, Sequence
 from typing import Generic, Protocol, TypeVar
 
 from . import ack as _ack
-from .cluster import Seed
 from .commands import Args
+from .connect import Security
 from .identity import Identity, Registry
 from .options import Options
-from .security import Security
-from .urls import Endpoint
+from .urls import Endpoint, Seed
 
 
 class Acknowledging(Protocol):

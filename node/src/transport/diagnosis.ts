@@ -1,11 +1,11 @@
 /**
- * Why a node could not be used, in the words every dlock client uses (conformance/errors.json):
- * what failed, then what to do. The transport reports what node-redis and the socket said; this
- * turns the failures a user can fix (a refused connection, a login, TLS on the wrong port) into
- * advice. No text here carries a credential.
+ * Why a node could not be used, in the words every dlock client uses (conformance/errors.json;
+ * client/src/transport/diagnosis.rs, go/transport/diagnosis.go): what failed, then what to do.
+ * The servers report what node-redis and the socket said; this turns the failures a user can fix
+ * (a refused connection, a login, TLS on the wrong port) into advice. No text here carries a
+ * credential.
  */
-import type { NodeFailure } from "./errors.js";
-import { redact } from "./transport/urls.js";
+import type { NodeFailure } from "../errors.js";
 
 const LOGIN = "the username and password options, or user:password@ in the URL";
 export const REFUSED = "connection refused: is the server running, and is the port right?";
@@ -39,19 +39,4 @@ function describe(reason: string, tls: boolean): string {
     return `no TLS handshake within ${within}: a port without TLS? then use redis:// (or the server is paused or overloaded)`;
   }
   return reason;
-}
-
-const SCHEMES = ["redis://", "rediss://", "unix://", "redis+cluster://", "rediss+cluster://", "redis+sentinel://", "rediss+sentinel://"];
-
-/**
- * `url` if its scheme is one dlock knows (in any case), else the TypeError every client words the
- * same way, listing the schemes it takes. Any other check of a URL is the transport's.
- */
-export function checkScheme(url: unknown): string {
-  if (typeof url !== "string") return url as string; // the transport names the type
-  if (SCHEMES.some((s) => url.toLowerCase().startsWith(s))) return url;
-  const name = redact(url);
-  const what = url.includes("://") ? "an unknown scheme" : "no scheme";
-  const known = SCHEMES.slice(0, -1).join(", ");
-  throw new TypeError(`node URL ${JSON.stringify(name)} has ${what}: use ${known} or ${SCHEMES.at(-1)}`);
 }

@@ -1,7 +1,7 @@
-"""TLS and credentials for every node, from the LockManager's keywords (redis-py's names and
-meaning): checked, and the TLS context built, before any node is asked. One context serves every
-TLS connection of the manager (redis-py builds one per connection, reading the files each time:
-20 ms with the system roots, more than the default per-node timeout).
+"""TLS and credentials for every node (client/src/connect.rs), from the LockManager's keywords
+(redis-py's names and meaning): checked, and the TLS context built, before any node is asked. One
+context serves every TLS connection of the manager (redis-py builds one per connection, reading
+the files each time: 20 ms with the system roots, more than the default per-node timeout).
 
 Secrets (passwords, the key's pass phrase) never appear in a repr or a message."""
 
