@@ -454,6 +454,13 @@ fn assert_folder_acyclic(graph: &Graph, what: &str) {
     );
 }
 
+/// The module's files, each a module, and each folder also as a whole (tests/architecture/
+/// nested.rs): a folder's `mod.rs` uses its files, never the other way.
+#[test]
+fn the_modules_files_and_folders_depend_on_each_other_without_a_cycle() {
+    nested::assert_layered(&repo("src"), "src/");
+}
+
 #[test]
 fn the_files_of_each_module_folder_depend_on_each_other_without_a_cycle() {
     for folder in ["keyspace", "commands", "waiting", "replication", "wire"] {

@@ -19,7 +19,8 @@ use redis_module::{raw, Context, RedisError, RedisResult, RedisString, RedisValu
 
 use super::wrapped::{self, Wrapped};
 use crate::keyspace::gate::{self, Gate};
-use crate::keyspace::{ghosts, notify, place};
+use crate::keyspace::places::place;
+use crate::keyspace::{ghosts, notify};
 use crate::node::node;
 use crate::replication::effects;
 use crate::server::selected_db;

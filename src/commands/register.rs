@@ -8,7 +8,7 @@ use std::ptr;
 
 use redis_module::{raw, Context};
 
-use super::{ArgDoc, ArgKind, Audience, Command, KeyUse, CALLBACKS, COMMANDS};
+use super::table::{ArgDoc, ArgKind, Audience, Command, KeyUse, CALLBACKS, COMMANDS};
 use crate::server;
 
 /// The ACL category of the application commands (Redis 7.2+).
@@ -46,7 +46,7 @@ pub fn register(ctx: &Context) -> Result<(), String> {
 fn create(
     ctx: &Context,
     name: &CStr,
-    callback: super::Callback,
+    callback: super::table::Callback,
     command: &Command,
     internal: bool,
 ) -> Result<(), String> {

@@ -40,7 +40,7 @@ fn reference() -> String {
     out
 }
 
-const START: &str = "<!-- commands:start (generated from the table in src/commands/mod.rs by DLOCK_BLESS=1 cargo test -p dlock commands_reference; do not edit) -->\n";
+const START: &str = "<!-- commands:start (generated from the table in src/commands/table.rs by DLOCK_BLESS=1 cargo test -p dlock commands_reference; do not edit) -->\n";
 const END: &str = "<!-- commands:end -->";
 
 /// Fails when docs/commands.md and the table drift; `DLOCK_BLESS=1` rewrites the page instead.

@@ -11,8 +11,8 @@ use redis_module::raw;
 use super::codec;
 use super::form::{Form, Value};
 use super::holder::mode_word;
+use super::places::MOVED;
 use super::rdb::{self, RdbOut};
-use super::MOVED;
 use crate::node::node;
 use crate::{server, stats};
 

@@ -38,7 +38,7 @@ pub struct Record<'a> {
     pub holds: u16,
     /// Unix ms.
     pub deadline_ms: u64,
-    /// Where the lock was granted (see [`super::place`]); [`super::MOVED`] once it was moved.
+    /// Where the lock was granted (see [`super::places::place`]); [`super::places::MOVED`] once it was moved.
     pub place: u64,
 }
 

@@ -15,9 +15,9 @@ use redis_module::raw;
 use super::codec::{self, Bounds, Sink};
 use super::compact::{CompactMut, CompactRef, OwnedCompact, Record};
 use super::owner::OwnerBuf;
+use super::places::MOVED;
 use super::rdb::{self, RdbIn};
 use super::table::HolderTable;
-use super::MOVED;
 
 /// A resource value of the module (either form): where Redis keeps it, and which form it is.
 #[derive(Clone, Copy)]
@@ -51,7 +51,7 @@ impl Value {
         }
     }
 
-    /// Where the resource was granted ([`super::place`]), [`MOVED`] once moved.
+    /// Where the resource was granted ([`super::places::place`]), [`MOVED`] once moved.
     ///
     /// # Safety
     /// As for every read: a live value nothing writes during the call.

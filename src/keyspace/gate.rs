@@ -22,7 +22,7 @@ use std::ptr::NonNull;
 
 use redis_module::{native_types::RedisType, raw, RedisError};
 
-use super::MOVED;
+use super::places::MOVED;
 use crate::node::node;
 use crate::server;
 use crate::wire::errors;
@@ -225,7 +225,7 @@ extern "C" fn aof_rewrite(
     let here = crate::api!(RedisModule_GetDbIdFromIO).map(|db_of| {
         // SAFETY: the rewrite's IO, for this call.
         let db = unsafe { db_of(aof) };
-        super::place(db, redis_module::RedisString::string_as_slice(key))
+        super::places::place(db, redis_module::RedisString::string_as_slice(key))
     });
     let standing = here.map_or(gate.moved(), |here| gate.at(here));
     let token = i64::try_from(standing.token).unwrap_or(i64::MAX);

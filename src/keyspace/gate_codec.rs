@@ -14,7 +14,7 @@ pub const ENCODING_VERSION: i32 = 1;
 pub struct Gate {
     /// The highest token written under.
     pub token: u64,
-    /// Where it stands ([`super::place`], or [`super::MOVED`] once floored by a move).
+    /// Where it stands ([`super::places::place`], or [`super::places::MOVED`] once floored by a move).
     pub place: u64,
 }
 

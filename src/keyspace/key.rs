@@ -17,7 +17,7 @@ use super::compact::{CompactMut, CompactRef, OwnedCompact, Record};
 use super::form::Value;
 use super::holder::{Conflict, Lease, Slot};
 use super::owner::OwnerBuf;
-use super::place;
+use super::places::place;
 use super::table::HolderTable;
 use super::values;
 use super::view::View;

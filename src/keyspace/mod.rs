@@ -27,6 +27,7 @@ pub mod moves;
 pub mod notify;
 pub mod observers;
 pub mod owner;
+pub mod places;
 pub mod rdb;
 pub mod refusals;
 pub mod sweep;
@@ -49,45 +50,4 @@ pub fn create_types(ctx: &redis_module::Context) -> Result<(), &'static str> {
             .map_err(|_| "a data type could not be created")?;
     }
     Ok(())
-}
-
-/// The compact form's type name, as `TYPE` shows it and `SCAN ... TYPE` matches it.
-pub const TYPE_NAME: &str = "dlocklock";
-
-/// The table form's type name.
-pub const TABLE_TYPE_NAME: &str = "dlockmany";
-
-/// `place` of a lock that was moved away from the key it was granted under: never held.
-pub const MOVED: u64 = 0;
-
-/// Where a lock is granted: a fingerprint of the database and key name, stored in the lock.
-/// A lock found under another key or database (RENAME, MOVE, SWAPDB, RESTORE under a new name)
-/// is not held there: its token was issued for another resource and may be smaller than one
-/// already issued for this one. Never [`MOVED`].
-pub fn place(db: i32, key: &[u8]) -> u64 {
-    use std::hash::Hasher;
-    let mut hasher = fnv::FnvHasher::default();
-    hasher.write(&db.to_le_bytes());
-    hasher.write(key);
-    hasher.finish() | 1
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn places_differ_by_key_and_database_and_are_never_moved() {
-        assert_ne!(place(0, b"lock:a"), place(0, b"lock:b"));
-        assert_ne!(place(0, b"lock:a"), place(1, b"lock:a"));
-        assert_eq!(place(3, b"x"), place(3, b"x"));
-        assert_ne!(place(0, b""), MOVED);
-    }
-
-    #[test]
-    fn places_are_stable_across_builds() {
-        // Saved in RDB files: the hash must never change. FNV-1a 64 of 0i32 LE ++ "lock:a", | 1
-        // (computed independently).
-        assert_eq!(place(0, b"lock:a"), 0xc357_485f_5bc8_c9db);
-    }
 }

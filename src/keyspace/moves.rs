@@ -9,7 +9,7 @@
 //! anything, and no command that is not about a lock pays for it (no keyspace subscription).
 //!
 //! A lock RESTOREd under another name keeps its place fingerprint and is never held there
-//! either (see [`super::place`]). The key-TTL rule lives in [`super::ttl`].
+//! either (see [`super::places::place`]). The key-TTL rule lives in [`super::ttl`].
 //!
 //! Gates move the same ways and are floored at the node counter as they move
 //! ([`super::gate`]). After a SWAPDB the clients waiting on a key of either database wait on

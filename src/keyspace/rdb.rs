@@ -9,7 +9,7 @@ use std::os::raw::c_void;
 use redis_module::raw;
 
 use super::codec::{Bounds, Sink, Source};
-use super::{place, MOVED};
+use super::places::{place, MOVED};
 use crate::config;
 use crate::server;
 use crate::wire::limits::{CLOCK_SLACK_MS, LIMIT_MS};

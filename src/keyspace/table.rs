@@ -26,7 +26,7 @@ type DeadlineKey = (u64, u64, Mode, u32);
 pub struct HolderTable {
     /// A semaphore's limit; 0 for a read/write lock. Set while the table is empty.
     limit: u32,
-    /// Where the resource was granted ([`super::place`]); [`super::MOVED`] once moved.
+    /// Where the resource was granted ([`super::places::place`]); [`super::places::MOVED`] once moved.
     pub place: u64,
     slots: Vec<Slot>,
     /// Each slot's owner hash, at the same position: a removal or a move finds its index entry

@@ -18,6 +18,12 @@ use super::rdb::{refuse, RdbIn};
 use super::unlink::unlink;
 use crate::node::node;
 
+/// The compact form's type name, as `TYPE` shows it and `SCAN ... TYPE` matches it.
+const TYPE_NAME: &str = "dlocklock";
+
+/// The table form's type name.
+const TABLE_TYPE_NAME: &str = "dlockmany";
+
 /// The callbacks of form `F`'s type; the aux callbacks carry the node counter (on one type).
 const fn methods<F: Form>(
     aux_load: raw::RedisModuleTypeAuxLoadFunc,
@@ -51,14 +57,14 @@ const fn methods<F: Form>(
 
 /// One exclusive holder. Carries the node counter as aux data.
 pub static LOCK_TYPE: RedisType = RedisType::new(
-    super::TYPE_NAME,
+    TYPE_NAME,
     ENCODING_VERSION,
     methods::<Compact>(Some(aux_load), Some(aux_save), Some(aux_save2)),
 );
 
 /// Several holders.
 pub static TABLE_TYPE: RedisType = RedisType::new(
-    super::TABLE_TYPE_NAME,
+    TABLE_TYPE_NAME,
     TABLE_ENCODING_VERSION,
     methods::<Table>(None, None, None),
 );

@@ -7,7 +7,7 @@
 //!
 //! Three things happen here:
 //! - a lease that had ended counts as expired (`INFO dlock`);
-//! - the value is marked moved ([`super::MOVED`]): after RENAME or MOVE it lives on under another
+//! - the value is marked moved ([`super::places::MOVED`]): after RENAME or MOVE it lives on under another
 //!   key and must never be held there, nor again if moved back (see [`super::moves`]); every
 //!   other unlink frees the value right after, so the mark is harmless;
 //! - the layer above hears the key's database and name, to hand the lock to its waiters.

@@ -45,7 +45,7 @@ fn on_key_left(db: i32, name: &[u8]) {
         return;
     }
     let place = (db, name.to_vec());
-    if super::count(&place) > 0 {
+    if queues::waiting(&place) > 0 {
         if let Some(ctx) = crate::server::detached() {
             handoff::schedule(&ctx, &place, Duration::ZERO);
         }

@@ -171,7 +171,7 @@ impl<'a> Waiters<'a> {
         if queues::idle() {
             return 0;
         }
-        count(self.key())
+        queues::waiting(self.key())
     }
 
     /// `DLOCK.WAITERS`: owner, ticket (or nil) and ms waited, in service order.
@@ -246,9 +246,4 @@ pub fn busiest(db: i32, limit: usize) -> Vec<Queued> {
     });
     queued.truncate(limit);
     queued
-}
-
-/// Waiters queued on one key.
-fn count(key: &QueueKey) -> usize {
-    queues::peek(key, |s| s.map_or(0, |s| s.queue.len()))
 }

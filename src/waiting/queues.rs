@@ -16,7 +16,7 @@ use dlock_core::Want;
 use super::parked::Parked;
 
 /// The registry's name for a lock key: its database and key name. (Not to be confused with the
-/// fingerprint a lock stores of where it was granted, `keyspace::place`.)
+/// fingerprint a lock stores of where it was granted, `keyspace::places::place`.)
 pub type QueueKey = (i32, Vec<u8>);
 
 /// One waiting ACQUIRE, as its queue keeps it.
@@ -282,4 +282,9 @@ fn forget<'a>(gone: impl Iterator<Item = &'a Waiter<Parked>>) {
             r.parked_at.remove(&w.handle.id());
         }
     });
+}
+
+/// Waiters queued on one key.
+pub fn waiting(key: &QueueKey) -> usize {
+    peek(key, |s| s.map_or(0, |s| s.queue.len()))
 }
