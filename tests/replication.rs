@@ -202,3 +202,34 @@ fn a_module_loaded_at_runtime_on_a_master_with_replicas_replicates_at_once() {
         Some(("alice".to_string(), token))
     );
 }
+
+/// A replica names the event of an applied effect after it: a holder gone is `dlock.release`
+/// (before the one write interface, the release of a plain lock reached it as `DEL`, and for a
+/// while after as an APPLY it announced as `dlock.acquire`).
+#[test]
+fn a_replica_announces_a_release_as_a_release() {
+    let master = Server::start();
+    let replica = replica_of(&master);
+    let (mut m, mut r) = (master.conn(), replica.conn());
+    redis::cmd("CONFIG")
+        .arg(&["SET", "notify-keyspace-events", "Ed"])
+        .exec(&mut r)
+        .unwrap();
+    let mut listener = replica.conn();
+    listener
+        .set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    let mut pubsub = listener.as_pubsub();
+    pubsub.psubscribe("__keyevent@0__:dlock.*").unwrap();
+    acquire(&mut m, "k", "o", 60_000).unwrap();
+    release(&mut m, "k", "o");
+    sync(&mut m);
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        let message = pubsub.get_message().expect("an event on the replica");
+        let channel = message.get_channel_name().to_string();
+        seen.push(channel.trim_start_matches("__keyevent@0__:").to_string());
+    }
+    assert_eq!(seen, ["dlock.acquire", "dlock.release"]);
+    assert_eq!(status(&mut r, "k"), None, "gone on the replica too");
+}

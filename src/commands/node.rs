@@ -131,7 +131,12 @@ pub fn apply(ctx: &Context, argv: &[Arg]) -> RedisResult {
             scope,
         };
         effects::apply(ctx, server::context_flags(ctx.ctx), key.name(), &change);
-        key.changed(notify::ACQUIRE);
+        // Named after the effect: a holder gone is a release (the master said so too).
+        key.changed(if holds == 0 {
+            notify::RELEASE
+        } else {
+            notify::ACQUIRE
+        });
     }
     Ok(RedisValue::SimpleStringStatic("OK"))
 }
@@ -207,7 +212,7 @@ fn holder_mode(
 ) -> Result<Scope, RedisError> {
     let given = [exclusive.is_some(), shared.is_some(), limit.is_some()];
     if given.iter().filter(|&&g| g).count() > 1 {
-        return Err(errors::shared_and_limit());
+        return Err(errors::apply_modes());
     }
     let holder = |mode, limit| Scope::Holder { mode, limit };
     Ok(match (exclusive, shared, limit.flatten()) {

@@ -269,5 +269,10 @@ pub fn guard_refused(command: &[u8], why: &str) -> RedisError {
 }
 
 pub fn apply_needs_pxat() -> RedisError {
-    err("ERR DLOCK.APPLY of a shared lock's or a semaphore's holder needs PXAT".to_string())
+    err("ERR DLOCK.APPLY of one holder (EXCLUSIVE, SHARED or LIMIT) needs PXAT".to_string())
+}
+
+/// A DLOCK.APPLY names one holder's mode at most.
+pub fn apply_modes() -> RedisError {
+    err("ERR DLOCK.APPLY takes one of EXCLUSIVE, SHARED and LIMIT".to_string())
 }
