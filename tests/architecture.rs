@@ -308,6 +308,14 @@ fn the_node_clients_files_import_each_other_without_a_cycle() {
     assert_acyclic(&typescript_graph(&repo("node/src")), "node/src/");
 }
 
+/// The pages that name the project's files: the architecture, the clients' one file map, and
+/// the suites file by file.
+const ARCHITECTURE_PAGES: [&str; 3] = [
+    "docs/architecture.md",
+    "docs/internals/file-map.md",
+    "docs/internals/suites.md",
+];
+
 /// The source folders docs/architecture.md lists file by file (the clients' files: it or the
 /// clients' file map, docs/internals/file-map.md), and each one's extension.
 const LISTED: [(&str, &str); 11] = [
@@ -337,7 +345,10 @@ fn needs_no_line(name: &str) -> bool {
 #[test]
 fn architecture_md_names_every_source_file() {
     let read = |page: &str| std::fs::read_to_string(repo(page)).expect(page);
-    let doc = read("docs/architecture.md") + &read("docs/internals/file-map.md");
+    let doc = ARCHITECTURE_PAGES
+        .iter()
+        .map(|page| read(page))
+        .collect::<String>();
     let mut missing = Vec::new();
     for (dir, ext) in LISTED {
         for file in files(&repo(dir), ext) {
@@ -362,7 +373,7 @@ fn architecture_md_names_every_source_file() {
     }
     assert!(
         missing.is_empty(),
-        "docs/architecture.md (or, for a client's file, docs/internals/file-map.md) does not name \
+        "docs/architecture.md (or docs/internals/file-map.md, docs/internals/suites.md) does not name \
          these files (add a line saying what each is for):\n{}",
         missing.join("\n")
     );
@@ -813,7 +824,7 @@ fn architecture_md_lists_every_dependency_and_only_real_ones() {
 }
 
 /// Words of docs/architecture.md that look like paths but name no file: a placeholder, a name.
-const NOT_FILES: [&str; 2] = ["client/examples/F.rs", "Node.js"];
+const NOT_FILES: [&str; 3] = ["client/examples/F.rs", "Node.js", "_transport/*/x.py"];
 
 /// What ends a file name the doc may name (a word like `e.g.` or `0.4` is not one).
 const FILE_ENDINGS: [&str; 16] = [
@@ -898,7 +909,11 @@ fn some_path_ends_with(paths: &BTreeSet<String>, pattern: &str) -> bool {
 
 #[test]
 fn every_file_architecture_md_names_exists() {
-    let doc = std::fs::read_to_string(repo("docs/architecture.md")).expect("architecture.md");
+    let read = |page: &str| std::fs::read_to_string(repo(page)).expect(page);
+    let doc = ARCHITECTURE_PAGES
+        .iter()
+        .map(|page| read(page))
+        .collect::<String>();
     let (files, dirs) = tree();
     let named = named_paths(&doc);
     assert!(
@@ -919,7 +934,7 @@ fn every_file_architecture_md_names_exists() {
         .collect();
     assert!(
         stale.is_empty(),
-        "docs/architecture.md names files or folders that are not in the tree (renamed? removed?):\n{}",
+        "docs/architecture.md or docs/internals/ names files or folders that are not in the tree (renamed? removed?):\n{}",
         stale.join("\n")
     );
 }

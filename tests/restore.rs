@@ -253,3 +253,51 @@ fn a_grant_in_the_transaction_of_a_restore_takes_a_larger_token_than_the_restore
         "granted {granted} after restoring token {restored}"
     );
 }
+
+/// The form follows from the holders whatever brought them: a table of one exclusive holder,
+/// RESTOREd whole (no write of the module made it), is a plain lock once it is in, as a write
+/// would have left it — on this node and on a replica, which runs the same RESTORE.
+#[test]
+fn a_restored_table_of_one_exclusive_holder_becomes_a_plain_lock() {
+    let master = Server::start();
+    let replica = replica_of(&master);
+    let (mut c, mut r) = (master.conn(), replica.conn());
+    let (plain, _, _) = dumped(&mut c, "t");
+    let place = u64::from_be_bytes(
+        plain[plain.len() - 19..plain.len() - 11]
+            .try_into()
+            .unwrap(),
+    );
+    redis::cmd("DLOCK.ACQUIRE")
+        .arg(&["rw", "reader", "60000", "SHARED"])
+        .exec(&mut c)
+        .unwrap();
+    let table = Parts::of(&dump::dump(&mut c, "rw"));
+    let token = counter(&mut c) as u64 + 1_000;
+    let fields = [
+        uint(0),           // a lock's table
+        uint(place),       // granted under "t" in db 0
+        uint(1),           // one holder
+        string(b"writer"), // ... exclusive
+        uint(0),
+        uint(token),
+        uint(1),
+        uint(soon_ms()),
+    ]
+    .concat();
+    let forged = table.payload(&table.header, &fields, true);
+    redis::cmd("DEL").arg("t").exec(&mut c).unwrap();
+    assert_eq!(dump::restore(&mut c, "t", &forged), None);
+    sync(&mut c);
+    for (side, conn) in [("master", &mut c), ("replica", &mut r)] {
+        let kind: String = redis::cmd("TYPE").arg("t").query(conn).unwrap();
+        assert_eq!(kind, "dlocklock", "{side}: the form follows the holders");
+        let (owner, held, _, holds) = status(conn, "t").expect("held");
+        assert_eq!(
+            (owner.as_str(), held as u64, holds),
+            ("writer", token, 1),
+            "{side}"
+        );
+    }
+    assert!(pttl(&mut c, "t") > 0, "the key expires with the lease");
+}

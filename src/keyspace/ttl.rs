@@ -71,6 +71,7 @@ pub fn settle_arrived(ctx: &Context, db: i32, name: &[u8]) {
             crate::node::node().raise_counter(unsafe { value.newest_token() });
             super::arrivals::arrived(value.address());
         }
+        super::values::settle_form(key);
         settle(key, Align::Exactly);
         super::gate::settle_arrived(key);
     });

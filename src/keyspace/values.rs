@@ -6,7 +6,7 @@ use std::ptr::NonNull;
 
 use redis_module::{raw, RedisError};
 
-use super::compact::{CompactMut, OwnedCompact};
+use super::compact::{CompactMut, OwnedCompact, Record};
 use super::form::Value;
 use super::table::HolderTable;
 use super::types::{lock_type, table_type};
@@ -113,4 +113,29 @@ pub unsafe fn table_mut<'a>(value: NonNull<c_void>) -> &'a mut HolderTable {
 pub unsafe fn compact_mut<'a>(value: NonNull<c_void>) -> CompactMut<'a> {
     // SAFETY: the caller's promise is `CompactMut::new`'s contract.
     unsafe { CompactMut::new(value) }
+}
+
+/// A table of one exclusive holder that arrived whole (a RESTORE, or a file another path wrote)
+/// becomes the plain lock it is, as a write would have left it: the form follows from the
+/// holders, whatever brought them. The key's TTL is the caller's to set next.
+pub fn settle_form(key: NonNull<raw::RedisModuleKey>) {
+    let Ok(Some(Value::Table(ptr))) = value_of(key) else {
+        return;
+    };
+    // SAFETY: a table in an open key, only read here; the lock below is built before it goes.
+    let table = unsafe { &*ptr.as_ptr().cast::<HolderTable>() };
+    let sole = match (table.limit(), table.exclusive()) {
+        (0, Some(x)) if table.len() == 1 => x,
+        _ => return,
+    };
+    let record = Record {
+        owner: &sole.owner,
+        token: sole.lease.token,
+        holds: sole.lease.holds,
+        deadline_ms: sole.lease.deadline_ms,
+        place: table.place,
+    };
+    if let Some(lock) = OwnedCompact::new(&record) {
+        let _ = set_compact(key, lock); // on failure the table stays, as it was
+    }
 }
