@@ -173,18 +173,26 @@ fn insert(
     if edit.set(slot)? {
         stats::count(&EXPIRED); // the ended lease it replaced
     }
-    let pruned = edit.prune(now_ms, PRUNE_PER_WRITE)?;
-    edit.finish()?;
-    let scope = Scope::Holder { mode, limit };
-    effects::apply(ctx, flags, name, &apply_of(owner, lease, scope));
-    stats::count_n(&EXPIRED, pruned.len()); // leases that ended unreleased
-    replicate_gone(ctx, (flags, name), &pruned, limit);
-    Ok(pruned)
+    replicate_holder(ctx, (flags, name), owner, (mode, limit), lease);
+    finish(ctx, (flags, name), edit, now_ms)
 }
 
-/// Replicates the removal of each of `gone` from the resource under the key `name` (`flags`:
-/// the context's).
-fn replicate_gone(ctx: &Context, (flags, name): (c_int, &Arg), gone: &[Slot], limit: u32) {
+/// Replicates one holder of the resource under the key `name` as it is now (`holds` 0: gone;
+/// `flags`: the context's).
+#[inline(always)]
+fn replicate_holder(
+    ctx: &Context,
+    (flags, name): (c_int, &Arg),
+    owner: Owner<'_>,
+    (mode, limit): (Mode, u32),
+    lease: Lease,
+) {
+    let scope = Scope::Holder { mode, limit };
+    effects::apply(ctx, flags, name, &apply_of(owner, lease, scope));
+}
+
+/// Replicates the removal of each of `gone` from the resource under the key `name`.
+fn replicate_gone(ctx: &Context, target: (c_int, &Arg), gone: &[Slot], limit: u32) {
     for s in gone {
         let owner = Owner {
             bytes: &s.owner,
@@ -194,12 +202,25 @@ fn replicate_gone(ctx: &Context, (flags, name): (c_int, &Arg), gone: &[Slot], li
             holds: 0,
             ..s.lease
         };
-        let scope = Scope::Holder {
-            mode: s.mode,
-            limit,
-        };
-        effects::apply(ctx, flags, name, &apply_of(owner, lease, scope));
+        replicate_holder(ctx, target, owner, (s.mode, limit), lease);
     }
+}
+
+/// Ends an edit: clears up to [`PRUNE_PER_WRITE`] ended leases (counted, replicated and
+/// returned), then settles the form.
+#[inline(always)]
+fn finish(
+    ctx: &Context,
+    target: (c_int, &Arg),
+    mut edit: Edit<'_, '_>,
+    now_ms: u64,
+) -> Result<Vec<Slot>, RedisError> {
+    let limit = edit.limit();
+    let pruned = edit.prune(now_ms, PRUNE_PER_WRITE)?;
+    edit.finish()?;
+    stats::count_n(&EXPIRED, pruned.len()); // leases that ended unreleased
+    replicate_gone(ctx, target, &pruned, limit);
+    Ok(pruned)
 }
 
 /// The exclusive holder `owner` takes the shared side too: a shared entry with its token.
@@ -243,20 +264,15 @@ pub fn change(
     (event, now_ms): (&CStr, u64),
     f: impl Fn(&mut Lease),
 ) -> Result<Vec<Slot>, RedisError> {
-    let flags = server::context_flags(ctx.ctx);
-    let name = key.name();
+    let target = (server::context_flags(ctx.ctx), key.name());
     let mut edit = Edit::open(key, None)?;
     let limit = edit.limit();
     for &mode in modes {
         if let Some(lease) = edit.update(owner.bytes, mode, &f)? {
-            let scope = Scope::Holder { mode, limit };
-            effects::apply(ctx, flags, name, &apply_of(owner, lease, scope));
+            replicate_holder(ctx, target, owner, (mode, limit), lease);
         }
     }
-    let pruned = edit.prune(now_ms, PRUNE_PER_WRITE)?;
-    edit.finish()?;
-    stats::count_n(&EXPIRED, pruned.len());
-    replicate_gone(ctx, (flags, name), &pruned, limit);
+    let pruned = finish(ctx, target, edit, now_ms)?;
     key.changed(event);
     Ok(pruned)
 }
@@ -284,7 +300,7 @@ pub fn remove(
     entries: &[(&[u8], Mode)],
     (event, now_ms): (&CStr, u64),
 ) -> Result<Vec<Slot>, RedisError> {
-    let (flags, name) = (server::context_flags(ctx.ctx), key.name());
+    let target = (server::context_flags(ctx.ctx), key.name());
     let mut edit = Edit::open(key, None)?;
     let limit = edit.limit();
     for &(owner, mode) in entries {
@@ -294,14 +310,10 @@ pub fn remove(
                 arg: None,
             };
             let lease = Lease { holds: 0, ..lease };
-            let scope = Scope::Holder { mode, limit };
-            effects::apply(ctx, flags, name, &apply_of(gone, lease, scope));
+            replicate_holder(ctx, target, gone, (mode, limit), lease);
         }
     }
-    let pruned = edit.prune(now_ms, PRUNE_PER_WRITE)?;
-    edit.finish()?;
-    stats::count_n(&EXPIRED, pruned.len());
-    replicate_gone(ctx, (flags, name), &pruned, limit);
+    let pruned = finish(ctx, target, edit, now_ms)?;
     key.changed(event);
     Ok(pruned)
 }
