@@ -212,3 +212,47 @@ async fn node_urls() {
         }
     }
 }
+
+/// What `commits.json` calls an outcome, as this client's machine states it.
+fn outcome(v: &Value) -> crate::commit::Outcome {
+    use crate::commit::Outcome;
+    match v {
+        Value::String(s) if s == "pending" => Outcome::Pending,
+        Value::String(s) if s == "lost" => Outcome::Lost,
+        Value::Object(o) => Outcome::Committed(token(&o["committed"])),
+        other => panic!("unknown outcome {other}"),
+    }
+}
+
+#[test]
+fn deferred_commits() {
+    use crate::commit::{owed, Commit, Outcome};
+    for case in table("commits.json") {
+        let at = name(&case);
+        let nodes = case["nodes"].as_u64().unwrap() as usize;
+        let no_wait = case["policy"] == "no_wait";
+        let is_owed = owed(no_wait, nodes, case["fencing"].as_bool().unwrap());
+        assert_eq!(is_owed, case["owed"].as_bool().unwrap(), "{at}");
+        let start = &case["start"];
+        let valid = case.get("valid").is_none_or(|v| v.as_bool() == Some(true));
+        if !is_owed || !valid {
+            let expected = outcome(&start["outcome"]);
+            let got = if valid { Outcome::Committed(token(&case["token"])) } else { Outcome::Lost };
+            assert_eq!(got, expected, "{at}");
+            assert!(start.get("fence").is_none(), "{at}");
+            continue;
+        }
+        let needed = case["needed"].as_u64().unwrap() as usize;
+        let (mut commit, asked) =
+            Commit::start(nodes, needed, token(&case["token"]), &usizes(&case["holding"]));
+        assert_eq!(asked, usizes(&start["fence"]["nodes"]), "{at}");
+        assert_eq!(commit.token(), token(&start["fence"]["token"]), "{at}");
+        assert_eq!(commit.outcome(), outcome(&start["outcome"]), "{at}");
+        for step in case["script"].as_array().unwrap() {
+            let fenced = &step["fenced"];
+            let node = fenced["node"].as_u64().unwrap() as usize;
+            let got = commit.on_fenced(node, fenced["answer"] == "committed");
+            assert_eq!(got, outcome(&step["outcome"]), "{at}: {step}");
+        }
+    }
+}

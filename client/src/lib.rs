@@ -24,6 +24,8 @@ mod builder;
 mod calls;
 mod checks;
 mod commands;
+#[doc(hidden)]
+pub mod commit;
 mod connect;
 mod driver;
 mod election;
