@@ -162,7 +162,8 @@ impl Contender {
         let got = match self {
             Contender::Dlock(m) => {
                 let holder = m.try_lock(key, ttl).await.map_err(|e| e.to_string())?;
-                holder.detach();
+                // Dies: no release on drop, and no commit either (its token is never read).
+                std::mem::forget(holder);
                 let next = m.lock(key, TTL, Duration::from_secs(10)).await;
                 let got = Instant::now();
                 next.map_err(|e| e.to_string())?

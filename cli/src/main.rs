@@ -328,11 +328,13 @@ async fn acquire(
     quiet: bool,
 ) -> u8 {
     match progress::lock(manager, resource, times, quiet).await {
-        Ok(guard) => {
-            let (owner, token, validity) = guard.detach();
-            println!("{owner} {token} {}", validity.as_millis());
-            0
-        }
+        Ok(guard) => match guard.detach().await {
+            Ok((owner, token, validity)) => {
+                println!("{owner} {token} {}", validity.as_millis());
+                0
+            }
+            Err(e) => code_of(&e),
+        },
         Err(e) => code_of(&e),
     }
 }

@@ -31,8 +31,17 @@ pub async fn run(
         Ok(guard) => guard,
         Err(code) => return code,
     };
+    // DLOCK_TOKEN leaves dlock only committed (a no-wait hold commits it now).
+    let token = match guard.token().await {
+        Ok(token) => token,
+        Err(e) => {
+            eprintln!("dlock: {e}");
+            let _ = guard.release().await;
+            return exit::LOST;
+        }
+    };
     let started = Instant::now();
-    let mut command = match spawn(argv, &guard) {
+    let mut command = match spawn(argv, &guard, token) {
         Ok(command) => command,
         Err(e) => {
             eprintln!("dlock: cannot run {:?}: {e}", argv[0]);
@@ -190,11 +199,11 @@ enum Ended {
 
 /// Starts the command with the lock in its environment, supervised (`supervise::spawn`: it
 /// cannot outlive dlock, and starts with every signal at its default action).
-fn spawn(argv: &[String], guard: &LockGuard) -> std::io::Result<Supervised> {
+fn spawn(argv: &[String], guard: &LockGuard, token: u64) -> std::io::Result<Supervised> {
     let mut command = Command::new(&argv[0]);
     command
         .args(&argv[1..])
-        .env("DLOCK_TOKEN", guard.token().to_string())
+        .env("DLOCK_TOKEN", token.to_string())
         .env("DLOCK_OWNER", guard.owner())
         .env("DLOCK_RESOURCE", guard.resource())
         // The command needs the lock, not the nodes' password.

@@ -31,9 +31,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // One attempt: granted now, or an error now (`Error::Contended` when someone holds it).
     let first = locks.try_lock(RESOURCE, ttl).await?;
+    // Reading the token commits it on a majority first (one more round trip, paid only by
+    // holders that use their token: docs/protocol.md §4.1).
+    let first_token = first.token().await?;
     println!(
         "try_lock: token {} for owner {}, valid for {} ms",
-        first.token(),
+        first_token,
         first.owner(),
         first.validity().as_millis()
     );
@@ -52,16 +55,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         tokio::spawn(async move { locks.lock(RESOURCE, ttl, Duration::from_secs(5)).await })
     };
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let first_token = first.token();
     first.release().await?;
     println!("released token {first_token}");
     let second = waiter.await??;
+    let second_token = second.token().await?; // a queued lock committed while acquiring
     println!(
         "lock (waited for the release): token {} for owner {}",
-        second.token(),
+        second_token,
         second.owner()
     );
-    if second.token() <= first_token {
+    if second_token <= first_token {
         return Err("tokens must rise from one holder to the next".into());
     }
     second.release().await?;

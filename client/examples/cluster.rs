@@ -31,7 +31,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Slots 12707, 448 and 8454: one on each master of `make redis-cluster`.
     for resource in ["orders:1", "orders:2", "orders:4"] {
         let guard = locks.lock(resource, ttl, wait).await?;
-        println!("{resource}: token {}", guard.token());
+        println!("{resource}: token {}", guard.token().await?);
         for node in locks.status(resource).await? {
             match node.state.as_ref().map(|held| held.holders.first()) {
                 Ok(Some(lock)) => println!(

@@ -25,7 +25,7 @@ async fn library() -> Result<(), Error> {
     // Or wait up to 5 s, queued on the nodes in arrival order (no polling):
     let ttl = Duration::from_secs(10);
     let mut guard = locks.lock("orders:42", ttl, Duration::from_secs(5)).await?;
-    write_with_token(guard.token()); // the resource rejects tokens lower than it has seen
+    write_with_token(guard.token().await?); // the resource rejects tokens lower than it has seen
     guard.extend(ttl).await?;
     println!("{} ms left", guard.validity().as_millis());
     guard.release().await?;
@@ -34,8 +34,9 @@ async fn library() -> Result<(), Error> {
     let wait = Duration::from_secs(5);
     let done = locks
         .with_lock("orders:42", ttl, wait, |lock| async move {
+            let token = lock.token().await.ok()?; // Err(LockLost): its commit failed
             tokio::select! {
-                out = do_work(lock.token()) => Some(out),
+                out = do_work(token) => Some(out),
                 _ = lock.lost() => None, // an extension missed a majority, or validity ran out
             }
         })

@@ -10,7 +10,7 @@ async fn main() -> Result<(), Error> {
 
     // One attempt: Err(Error::Contended) at once when someone else holds it.
     let guard = locks.try_lock("orders:42", ttl).await?;
-    println!("token {}", guard.token()); // hand it to the resource, which refuses lower ones
+    println!("token {}", guard.token().await?); // hand it to the resource, which refuses lower ones
     guard.release().await?;
 
     // Or wait up to 5 s, queued on the nodes: granted the moment the holder releases.

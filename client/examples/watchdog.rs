@@ -42,11 +42,13 @@ async fn work(lock: LockContext, steps: u32, started: Instant) -> u32 {
             }
             _ = tokio::time::sleep(STEP) => {}
         }
-        // A real job would write to the protected resource here, with `lock.token()`.
+        // A real job would write to the protected resource here, with this token.
+        let Ok(token) = lock.token().await else {
+            return step - 1; // its commit failed: the lock is lost
+        };
         println!(
-            "  {:>4} ms: step {step} done under token {}",
+            "  {:>4} ms: step {step} done under token {token}",
             started.elapsed().as_millis(),
-            lock.token()
         );
     }
     steps

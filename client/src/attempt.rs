@@ -217,6 +217,11 @@ impl Attempt {
         self.machine.round()
     }
 
+    /// Once held, the nodes it is held on.
+    pub fn holding_nodes(&self) -> Vec<usize> {
+        self.machine.holding_nodes()
+    }
+
     pub fn is_over(&self) -> bool {
         self.machine.is_over()
     }

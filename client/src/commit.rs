@@ -41,7 +41,12 @@ pub struct Commit {
 impl Commit {
     /// Starts the commit of `token` on `holding` (the nodes that granted it), held once
     /// `needed` of them committed: the machine and the nodes to send `FENCE` to.
-    pub fn start(nodes: usize, needed: usize, token: u64, holding: &[usize]) -> (Commit, Vec<usize>) {
+    pub fn start(
+        nodes: usize,
+        needed: usize,
+        token: u64,
+        holding: &[usize],
+    ) -> (Commit, Vec<usize>) {
         let mut pending = vec![false; nodes];
         let asked: Vec<usize> = holding.iter().copied().filter(|&n| n < nodes).collect();
         for &n in &asked {

@@ -237,14 +237,22 @@ fn deferred_commits() {
         let valid = case.get("valid").is_none_or(|v| v.as_bool() == Some(true));
         if !is_owed || !valid {
             let expected = outcome(&start["outcome"]);
-            let got = if valid { Outcome::Committed(token(&case["token"])) } else { Outcome::Lost };
+            let got = if valid {
+                Outcome::Committed(token(&case["token"]))
+            } else {
+                Outcome::Lost
+            };
             assert_eq!(got, expected, "{at}");
             assert!(start.get("fence").is_none(), "{at}");
             continue;
         }
         let needed = case["needed"].as_u64().unwrap() as usize;
-        let (mut commit, asked) =
-            Commit::start(nodes, needed, token(&case["token"]), &usizes(&case["holding"]));
+        let (mut commit, asked) = Commit::start(
+            nodes,
+            needed,
+            token(&case["token"]),
+            &usizes(&case["holding"]),
+        );
         assert_eq!(asked, usizes(&start["fence"]["nodes"]), "{at}");
         assert_eq!(commit.token(), token(&start["fence"]["token"]), "{at}");
         assert_eq!(commit.outcome(), outcome(&start["outcome"]), "{at}");

@@ -30,16 +30,22 @@ use tokio_util::sync::CancellationToken;
 use crate::attempt::{another_attempt, lease, Action, Attempt, AttemptError, Lease, Policy, Reply};
 use crate::backend::new_owner;
 use crate::calls::Calls;
+use crate::commit;
 use crate::errors::NodeFailure;
 use crate::probe::WaitProbe;
 use crate::refusals::Refusals;
 use crate::timing::{draw_ticket, validity, whole_ms};
 
-/// A lock won: its token and until when it is safe to use.
-#[derive(Debug, Clone, Copy)]
+/// A lock won: its token, until when it is safe to use, and, when its token still owes its
+/// commit (commit.rs), the nodes that granted it.
+#[derive(Debug, Clone)]
 pub struct Granted {
     pub token: u64,
     pub valid_until: Instant,
+    /// The TTL the nodes were given.
+    pub ttl: Duration,
+    /// `Some(nodes that granted)` when the commit is owed until the token is read.
+    pub owes_commit: Option<Vec<usize>>,
 }
 
 /// A lock won, the owner it is held under, and the token to cancel when the holder releases
@@ -210,7 +216,7 @@ impl Acquire {
     /// [`lease`]). Given up, the lock is released everywhere first.
     async fn check_lease(
         &self,
-        (owner, token): (String, u64),
+        (owner, token, holding): (String, u64, Vec<usize>),
         lease_from: Instant,
         released: CancellationToken,
     ) -> Result<Acquired, AttemptError> {
@@ -225,7 +231,14 @@ impl Acquire {
         }
         if let Lease::Held(left) = left {
             let valid_until = backend.clock.now() + left;
-            let granted = Granted { token, valid_until };
+            let no_wait = matches!(self.policy, Policy::NoWait { .. });
+            let owed = commit::owed(no_wait, nodes, backend.opts.rounds.fencing);
+            let granted = Granted {
+                token,
+                valid_until,
+                ttl: self.ttl,
+                owes_commit: owed.then_some(holding),
+            };
             return Ok(Acquired {
                 owner,
                 granted,
@@ -415,9 +428,10 @@ impl<'a> Running<'a> {
         };
         let (acquire, owner) = (self.acquire, self.owner(round));
         let (lease_from, released) = (self.lease_from, self.released.clone());
+        let holding = self.core.holding_nodes();
         drop(self); // requests still out stay out, in the background (see `Drop`)
         acquire
-            .check_lease((owner, token), lease_from, released)
+            .check_lease((owner, token, holding), lease_from, released)
             .await
     }
 }

@@ -173,20 +173,29 @@ pub(crate) async fn leader(backend: &Arc<Backend>, name: &str) -> Result<Option<
 /// background.
 pub struct Leadership {
     guard: LockGuard,
+    /// The guard's token, committed before the leadership was reported.
+    epoch: u64,
     watchdog: Option<Watchdog>,
     ttl: Duration,
     value: String,
 }
 
 impl Leadership {
-    pub(crate) fn new(guard: LockGuard, ttl: Duration, value: &str) -> Leadership {
+    /// Leadership under `guard`, its epoch committed first (`LockGuard::token`).
+    pub(crate) async fn new(
+        guard: LockGuard,
+        ttl: Duration,
+        value: &str,
+    ) -> Result<Leadership, Error> {
+        let epoch = guard.token().await?;
         let watchdog = Some(guard.watchdog(ttl));
-        Leadership {
+        Ok(Leadership {
             guard,
+            epoch,
             watchdog,
             ttl,
             value: value.to_string(),
-        }
+        })
     }
 
     /// The election's name.
@@ -197,7 +206,7 @@ impl Leadership {
     /// The epoch: this leadership's fencing token, larger than every earlier leader's. Pass it
     /// to guarded writes so that a deposed leader's writes are refused.
     pub fn epoch(&self) -> u64 {
-        self.guard.token()
+        self.epoch
     }
 
     /// The value observers read.

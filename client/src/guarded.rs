@@ -72,7 +72,7 @@ impl LockGuard {
         gate: &str,
         cmd: &Cmd,
     ) -> Result<T, Error> {
-        let place = (gate, self.token(), self.resource());
+        let place = (gate, self.token().await?, self.resource());
         run(conn, place, cmd, self.lost_signal()).await
     }
 }
@@ -86,7 +86,7 @@ impl LockContext {
         gate: &str,
         cmd: &Cmd,
     ) -> Result<T, Error> {
-        let place = (gate, self.token(), self.resource());
+        let place = (gate, self.token().await?, self.resource());
         run(conn, place, cmd, &self.cancellation_token()).await
     }
 }

@@ -7,19 +7,31 @@
 //! `is_lost()` and hear "no" until that task had run. Now an extension moves the validity for
 //! everyone, and past the renew deadline a watched lease is lost by the clock, whichever task
 //! looks first (the lease-loss contract, renewal.rs).
+//!
+//! The lease also carries the hold's token and the commit it may owe (commit.rs): the guard,
+//! its watchdogs and the work's contexts read one token, and whoever reads first pays for the
+//! one commit the others wait on.
 
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+use futures::stream::{FuturesUnordered, StreamExt};
+use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::Backend;
+use crate::calls::Calls;
+use crate::commit::{Commit, Outcome};
+use crate::errors::Error;
 use crate::renewal::renew_margin;
+use crate::timing::validity;
 
 #[derive(Clone, Copy)]
 struct Ends {
     valid_until: Instant,
+    /// The TTL the nodes were last given (the acquire's, or the last extension's).
+    ttl: Duration,
     /// Set while a watchdog keeps the lease: past it, without a confirmed extension, it is lost.
     renew_by: Option<Instant>,
 }
@@ -31,6 +43,22 @@ pub(crate) struct Lease {
     /// gave it up, or its renew deadline passed).
     lost: CancellationToken,
     backend: Arc<Backend>,
+    token: Arc<Token>,
+}
+
+/// The hold's token, and the commit it owes before anyone may read it.
+struct Token {
+    token: u64,
+    owed: Option<Owed>,
+    /// The commit's outcome once run: committed (true) or lost.
+    outcome: OnceCell<bool>,
+}
+
+/// What a commit owed needs: the lock's calls, its owner and the nodes that granted.
+pub(crate) struct Owed {
+    pub(crate) calls: Calls,
+    pub(crate) owner: String,
+    pub(crate) holding: Vec<usize>,
 }
 
 impl fmt::Debug for Lease {
@@ -54,14 +82,27 @@ fn renew_deadline(valid_until: Instant, ttl: Duration, now: Instant) -> Instant 
 }
 
 impl Lease {
-    pub(crate) fn new(backend: Arc<Backend>, valid_until: Instant) -> Lease {
+    /// The lease of a hold of `token` (owing the commit `owed`, if any), valid until
+    /// `valid_until` under a TTL of `ttl`.
+    pub(crate) fn new(
+        backend: Arc<Backend>,
+        (valid_until, ttl): (Instant, Duration),
+        token: u64,
+        owed: Option<Owed>,
+    ) -> Lease {
         Lease {
             ends: Arc::new(Mutex::new(Ends {
                 valid_until,
+                ttl,
                 renew_by: None,
             })),
             lost: CancellationToken::new(),
             backend,
+            token: Arc::new(Token {
+                token,
+                owed,
+                outcome: OnceCell::new(),
+            }),
         }
     }
 
@@ -89,6 +130,7 @@ impl Lease {
         let now = self.now();
         let mut ends = self.ends();
         ends.valid_until = valid_until;
+        ends.ttl = ttl;
         if ends.renew_by.is_some() {
             ends.renew_by = Some(renew_deadline(valid_until, ttl, now));
         }
@@ -127,5 +169,69 @@ impl Lease {
             return Duration::ZERO;
         }
         self.valid_until().saturating_duration_since(self.now())
+    }
+
+    /// The token once it may leave the client: at once when no commit is owed or it ran; else
+    /// after the one commit (docs/protocol.md §4.1), which every reader shares. A commit that
+    /// fails, or a lease already over, makes the lock lost: [`Error::LockLost`], then and on
+    /// every later read.
+    pub(crate) async fn token(&self, resource: &str) -> Result<u64, Error> {
+        let Some(owed) = &self.token.owed else {
+            return Ok(self.token.token);
+        };
+        let committed = *self.token.outcome.get_or_init(|| self.commit(owed)).await;
+        if committed {
+            return Ok(self.token.token);
+        }
+        Err(Error::LockLost {
+            resource: resource.to_string(),
+        })
+    }
+
+    /// The token if it may leave the client now (no commit owed, or committed), for display.
+    pub(crate) fn committed_token(&self) -> Option<u64> {
+        let done = self.token.owed.is_none() || self.token.outcome.get() == Some(&true);
+        done.then_some(self.token.token)
+    }
+
+    /// Once the lock is released, an owed commit is never sent: reading fails as lost.
+    pub(crate) fn close(&self) {
+        let _ = self.token.outcome.set(false);
+    }
+
+    /// FENCE on every node that granted, the lease set afresh; stops at the first outcome.
+    async fn commit(&self, owed: &Owed) -> bool {
+        if self.is_lost() || self.validity().is_zero() {
+            self.lose(); // the lease may be someone else's by now
+            return false;
+        }
+        let (token, ttl, started) = (self.token.token, self.ends().ttl, self.now());
+        let nodes = self.backend.nodes();
+        let needed = owed.calls.kind().quorum(nodes);
+        let (mut commit, asked) = Commit::start(nodes, needed, token, &owed.holding);
+        let mut replies: FuturesUnordered<_> = (asked.into_iter())
+            .map(|n| async move {
+                let reply = owed.calls.fence(n, &owed.owner, token, Some(ttl)).await;
+                (n, reply.is_ok())
+            })
+            .collect();
+        while commit.outcome() == Outcome::Pending {
+            let Some((node, committed)) = replies.next().await else {
+                break;
+            };
+            commit.on_fenced(node, committed);
+        }
+        let drift = &self.backend.opts.rounds.drift;
+        let left = validity(ttl, started, self.now(), drift);
+        match (commit.outcome(), left) {
+            (Outcome::Committed(_), Some(left)) => {
+                self.extended(self.now() + left, ttl);
+                true
+            }
+            _ => {
+                self.lose();
+                false
+            }
+        }
     }
 }

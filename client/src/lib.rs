@@ -8,7 +8,7 @@
 //!     "redis://127.0.0.1:7001", "redis://127.0.0.1:7002", "redis://127.0.0.1:7003",
 //! ])?;
 //! let guard = locks.lock("orders:42", Duration::from_secs(10), Duration::from_secs(5)).await?;
-//! println!("token {} valid for {:?}", guard.token(), guard.validity());
+//! println!("token {} valid for {:?}", guard.token().await?, guard.validity());
 //! guard.release().await?;
 //! # Ok(()) }
 //! ```

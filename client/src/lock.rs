@@ -13,7 +13,7 @@ use crate::checks::check_lease;
 use crate::driver::Granted;
 use crate::errors::Error;
 use crate::kind::{LockKind, Resource};
-use crate::lease::Lease;
+use crate::lease::{Lease, Owed};
 use crate::renewal::{renewal, Extension, Renewal};
 use crate::timing::quorum as majority;
 
@@ -23,8 +23,8 @@ pub struct LockGuard {
     /// The lock's calls (its nodes, name and kind).
     calls: Calls,
     owner: String,
-    token: u64,
-    /// Validity, loss signal and renew deadline, shared with the watchdog and the work's context.
+    /// Validity, loss signal, renew deadline and the token (with the commit it may owe), shared
+    /// with the watchdog and the work's context.
     lease: Lease,
     acquired_at: Instant,
     released: bool,
@@ -44,11 +44,17 @@ impl LockGuard {
         granted: Granted,
     ) -> Self {
         let acquired_at = backend.clock.now();
-        let lease = Lease::new(backend.clone(), granted.valid_until);
-        LockGuard {
-            calls: Calls::new(backend, resource.name, resource.kind),
+        let calls = Calls::new(backend.clone(), resource.name, resource.kind);
+        let owed = granted.owes_commit.map(|holding| Owed {
+            calls: calls.clone(),
             owner: owner.to_string(),
-            token: granted.token,
+            holding,
+        });
+        let ends = (granted.valid_until, granted.ttl);
+        let lease = Lease::new(backend, ends, granted.token, owed);
+        LockGuard {
+            calls,
+            owner: owner.to_string(),
             lease,
             acquired_at,
             released: false,
@@ -64,6 +70,7 @@ impl LockGuard {
     }
 
     fn signal_release(&self) {
+        self.lease.close();
         self.halt.cancel();
         if let Some(token) = &self.on_release {
             token.cancel();
@@ -71,8 +78,13 @@ impl LockGuard {
     }
 
     /// The fencing token: pass it to the protected resource, which must reject lower ones.
-    pub fn token(&self) -> u64 {
-        self.token
+    ///
+    /// A lock taken without waiting on the nodes (`try_lock`, retry mode) with several nodes
+    /// commits its token on a quorum only now, on the first read (one `FENCE` round, shared by
+    /// every reader; docs/protocol.md §4.1): a token leaves the client only once committed. A
+    /// commit that fails, or a lease already over, makes the lock lost: [`Error::LockLost`].
+    pub async fn token(&self) -> Result<u64, Error> {
+        self.lease.token(self.resource()).await
     }
 
     /// The owner name this lock is held under on the nodes (32 hex digits and `:round`): what
@@ -122,7 +134,6 @@ impl LockGuard {
     /// What work under this lock sees: token, owner and the loss signal.
     pub(crate) fn context(&self) -> LockContext {
         LockContext {
-            token: self.token,
             owner: self.owner.clone(),
             resource: self.resource().to_string(),
             lease: self.lease.clone(),
@@ -135,12 +146,13 @@ impl LockGuard {
         if owner == self.owner {
             return Ok(());
         }
-        let tally = self.calls.proclaim(&self.owner, self.token, owner).await;
+        let token = self.token().await?;
+        let tally = self.calls.proclaim(&self.owner, token, owner).await;
         if tally.done >= self.needed() {
             self.owner = owner.to_string();
             return Ok(());
         }
-        self.calls.proclaim(owner, self.token, &self.owner).await;
+        self.calls.proclaim(owner, token, &self.owner).await;
         Err(tally.extend_error(self.resource(), self.needed()))
     }
 
@@ -179,10 +191,18 @@ impl LockGuard {
     }
 
     /// Keeps the lock held after the guard is gone (no release on drop): for handing it to
-    /// another process, as `dlock acquire` does. Returns (owner, token, validity).
-    pub fn detach(mut self) -> (String, u64, Duration) {
+    /// another process, as `dlock acquire` does. Returns (owner, token, validity), the token
+    /// committed first ([`LockGuard::token`]); on [`Error::LockLost`] the lock is released.
+    pub async fn detach(mut self) -> Result<(String, u64, Duration), Error> {
+        let token = match self.token().await {
+            Ok(token) => token,
+            Err(e) => {
+                let _ = self.release().await;
+                return Err(e);
+            }
+        };
         self.released = true;
-        (self.owner.clone(), self.token, self.validity())
+        Ok((self.owner.clone(), token, self.validity()))
     }
 
     /// Starts extending this lock every `extend_interval` (default ttl / 3) until stopped, or
@@ -216,7 +236,7 @@ impl std::fmt::Debug for LockGuard {
         f.debug_struct("LockGuard")
             .field("resource", &self.resource())
             .field("owner", &self.owner)
-            .field("token", &self.token)
+            .field("token", &self.lease.committed_token())
             .field("validity", &self.validity())
             .finish()
     }
@@ -330,16 +350,16 @@ impl Watchdog {
 /// Handed to work running under a lock.
 #[derive(Clone, Debug)]
 pub struct LockContext {
-    token: u64,
     owner: String,
     resource: String,
     lease: Lease,
 }
 
 impl LockContext {
-    /// The lock's fencing token (see [`LockGuard::token`]).
-    pub fn token(&self) -> u64 {
-        self.token
+    /// The lock's fencing token, committed first when a commit is owed (see
+    /// [`LockGuard::token`]).
+    pub async fn token(&self) -> Result<u64, Error> {
+        self.lease.token(&self.resource).await
     }
 
     /// The owner name the lock is held under.

@@ -117,11 +117,11 @@ impl LockManager {
         }
     }
 
-    /// Attempts without a server wait commit their grants unless fencing is off.
+    /// Attempts without a server wait hold on their grants: no ticket can wound a plain grant,
+    /// so exclusion needs no commit, and the token's commit waits until the token is read
+    /// (commit.rs; docs/protocol.md §4.1).
     fn no_wait(&self) -> Policy {
-        Policy::NoWait {
-            commit: self.backend.opts.rounds.fencing,
-        }
+        Policy::NoWait { commit: false }
     }
 
     /// Runs the attempts (one when `once`) and hands out the lock, or says why not.
@@ -264,7 +264,12 @@ impl LockManager {
             let policy = self.waiting_policy();
             let acquire = Acquire::labelled(calls, (ttl, deadline), policy, value);
             match self.run(Resource::exclusive(name), acquire, false).await {
-                Ok(guard) => return Ok(Leadership::new(guard, ttl, value)),
+                // The epoch leaves the client only committed: a commit that fails is a
+                // leadership lost at once, and the campaign goes on.
+                Ok(guard) => match Leadership::new(guard, ttl, value).await {
+                    Err(Error::LockLost { .. }) => continue,
+                    won => return won,
+                },
                 Err(Error::Contended { .. }) => continue,
                 Err(error) => return Err(error),
             }

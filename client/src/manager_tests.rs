@@ -36,8 +36,8 @@ async fn lock_retries_until_granted() {
         .lock("res", Duration::from_secs(10), Duration::from_secs(5))
         .await
         .unwrap();
-    assert_eq!(guard.token(), 7);
-    guard.detach();
+    assert_eq!(guard.token().await, Ok(7));
+    guard.detach().await.unwrap();
 }
 
 #[tokio::test(start_paused = true)]

@@ -51,11 +51,15 @@ async fn each_lock_lives_on_its_slot_master_and_its_replica_has_it_on_return() {
     for (resource, master) in resources_on_every_shard(&cluster) {
         let guard = locks.try_lock(&resource, TTL).await.expect("lock");
         let on_master = token_on(&cluster.nodes[master], &resource);
-        assert_eq!(on_master, Some(guard.token()), "{resource} on its master");
+        assert_eq!(
+            on_master,
+            Some(guard.token().await.unwrap()),
+            "{resource} on its master"
+        );
         let replica = &cluster.nodes[cluster.replica_of(master)];
         assert_eq!(
             token_on_replica(replica, &resource),
-            Some(guard.token()),
+            Some(guard.token().await.unwrap()),
             "{resource}: acknowledged by the replica before the grant was reported"
         );
         let status = locks.status(&resource).await.expect("a name");
@@ -66,7 +70,7 @@ async fn each_lock_lives_on_its_slot_master_and_its_replica_has_it_on_return() {
             .expect("reachable")
             .holders
             .remove(0);
-        assert_eq!(held.token, guard.token());
+        assert_eq!(held.token, guard.token().await.unwrap());
         guard.release().await.expect("release");
         assert_eq!(token_on(&cluster.nodes[master], &resource), None);
     }
@@ -102,10 +106,14 @@ async fn a_wait_on_a_cluster_is_served_by_the_slot_master_when_the_holder_releas
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let released_at = Instant::now();
-    let first = holder.token();
+    let first = holder.token().await.unwrap();
     holder.release().await.expect("release");
     let next = waiter.await.expect("task").expect("granted");
-    assert!(next.token() > first, "{} after {first}", next.token());
+    assert!(
+        next.token().await.unwrap() > first,
+        "{} after {first}",
+        next.token().await.unwrap()
+    );
     assert!(
         released_at.elapsed() < Duration::from_secs(2),
         "handed over by the release, not by polling or a TTL: {:?}",
@@ -135,7 +143,7 @@ async fn a_slot_moving_under_a_held_lock_and_its_waiter_is_followed_by_both() {
     cluster.migrate_slot(KEY, from, to, || {
         std::thread::sleep(Duration::from_millis(300))
     });
-    let first = holder.token();
+    let first = holder.token().await.unwrap();
     holder
         .release()
         .await
@@ -145,8 +153,15 @@ async fn a_slot_moving_under_a_held_lock_and_its_waiter_is_followed_by_both() {
         .expect("handed over on the new owner, not left waiting")
         .expect("task")
         .expect("granted");
-    assert!(next.token() > first, "{} after {first}", next.token());
-    assert_eq!(token_on(&cluster.nodes[to], KEY), Some(next.token()));
+    assert!(
+        next.token().await.unwrap() > first,
+        "{} after {first}",
+        next.token().await.unwrap()
+    );
+    assert_eq!(
+        token_on(&cluster.nodes[to], KEY),
+        Some(next.token().await.unwrap())
+    );
     let left_behind: i64 = redis::cmd("DBSIZE")
         .query(&mut cluster.nodes[from].conn())
         .expect("DBSIZE");
@@ -160,7 +175,7 @@ async fn after_its_master_dies_the_lock_is_found_on_the_promoted_replica() {
     let mut cluster = Cluster::start(3, 1);
     let locks = cluster_manager(&cluster, PATIENT_ACK);
     let guard = locks.try_lock(KEY, TTL).await.expect("lock");
-    let (owner, first, _) = guard.detach();
+    let (owner, first, _) = guard.detach().await.expect("detach");
     let master = cluster.master_for(KEY);
     cluster.nodes[master].kill();
     // The acknowledged grant survived: once the replica is promoted, the client (whose slot
@@ -188,7 +203,11 @@ async fn after_its_master_dies_the_lock_is_found_on_the_promoted_replica() {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
-    assert!(next.token() > first, "{} after {first}", next.token());
+    assert!(
+        next.token().await.unwrap() > first,
+        "{} after {first}",
+        next.token().await.unwrap()
+    );
     next.release().await.expect("release");
 }
 
@@ -262,7 +281,10 @@ async fn a_handoff_on_a_master_with_a_replica_counts_only_once_the_replica_has_i
         !reported_while_paused,
         "the handed-over grant was reported before the replica had it"
     );
-    assert_eq!(token_on(&replica, "batch"), Some(guard.token()));
+    assert_eq!(
+        token_on(&replica, "batch"),
+        Some(guard.token().await.unwrap())
+    );
 }
 
 /// The first lock on a fresh master and replica, taken once the replica is attached.
@@ -291,11 +313,11 @@ async fn three_clusters_are_three_quorum_nodes_with_one_committed_token() {
         let master = &cluster.nodes[cluster.master_for("ledger")];
         assert_eq!(
             token_on(master, "ledger"),
-            Some(guard.token()),
+            Some(guard.token().await.unwrap()),
             "committed everywhere"
         );
     }
-    let first = guard.token();
+    let first = guard.token().await.unwrap();
     guard.release().await.expect("release");
 
     let mut clusters = clusters;
@@ -306,7 +328,7 @@ async fn three_clusters_are_three_quorum_nodes_with_one_committed_token() {
         .try_lock("ledger", TTL)
         .await
         .expect("two clusters of three");
-    assert!(guard.token() > first);
+    assert!(guard.token().await.unwrap() > first);
     guard.release().await.expect("release");
 
     for node in &mut clusters[1].nodes {

@@ -41,7 +41,7 @@ async fn failure(case: &ErrorCase, setup: &Setup) -> Error {
         Some(wait) => locks.lock(asked, case.ttl, wait).await,
     };
     match asked {
-        Ok(guard) => panic!("{}: taken, token {}", case.situation, guard.token()),
+        Ok(guard) => panic!("{}: taken by {}", case.situation, guard.owner()),
         Err(e) => e,
     }
 }

@@ -55,7 +55,7 @@ async fn a_stalled_holder_is_refused_and_marked_lost(n: usize) {
         .try_lock("report", TTL)
         .await
         .expect("the lock is free again");
-    assert!(new.token() > old.token());
+    assert!(new.token().await.unwrap() > old.token().await.unwrap());
     let _: () = new
         .guarded(&mut conn, "report:gate", &set("fresh"))
         .await
@@ -65,7 +65,10 @@ async fn a_stalled_holder_is_refused_and_marked_lost(n: usize) {
         Err(Error::Stale {
             ref gate, token, ..
         }) => {
-            assert_eq!((gate.as_str(), token), ("report:gate", old.token()))
+            assert_eq!(
+                (gate.as_str(), token),
+                ("report:gate", old.token().await.unwrap())
+            )
         }
         other => panic!("expected Stale, got {other:?}"),
     }
@@ -98,7 +101,7 @@ async fn a_stale_write_fires_the_watchdogs_loss_signal_and_stops_it() {
         // A newer holder's write at the gate (what a takeover leaves behind).
         let _: () = redis::cmd("DLOCK.GUARD")
             .arg("job:gate")
-            .arg(guard.token() + 1)
+            .arg(guard.token().await.unwrap() + 1)
             .arg("SET")
             .arg("job:out")
             .arg("newer")
@@ -157,7 +160,7 @@ async fn a_lock_known_lost_sends_nothing() {
         let guard = locks.try_lock("gone", TTL).await.expect("granted");
         let _: () = redis::cmd("DLOCK.GUARD")
             .arg("gone:gate")
-            .arg(guard.token() + 1)
+            .arg(guard.token().await.unwrap() + 1)
             .arg("SET")
             .arg("report")
             .arg("newer")

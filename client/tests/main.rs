@@ -5,6 +5,7 @@
 mod common;
 
 mod cluster;
+mod commit;
 mod election;
 mod errors;
 mod guarded;

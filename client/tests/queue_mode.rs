@@ -48,7 +48,8 @@ async fn take_turns(
     for _ in 0..times {
         let guard = locks.lock("shared", TTL, LONG).await.expect("lock");
         assert!(!inside.swap(true, Ordering::SeqCst), "two holders at once");
-        served.lock().unwrap().push((me, guard.token()));
+        let token = guard.token().await.unwrap();
+        served.lock().unwrap().push((me, token));
         tokio::time::sleep(Duration::from_millis(2)).await;
         inside.store(false, Ordering::SeqCst);
         guard.release().await.expect("release");
@@ -142,7 +143,7 @@ async fn a_waiter_is_served_through_a_majority_killed_and_restarted() {
         servers[i].restart();
     }
     assert!(!waiting.is_finished(), "the first holder still holds it");
-    let first_token = held.token();
+    let first_token = held.token().await.unwrap();
     held.release()
         .await
         .expect("released, restarted nodes included");
@@ -151,10 +152,9 @@ async fn a_waiter_is_served_through_a_majority_killed_and_restarted() {
         .expect("served within 10 s of the restart")
         .expect("task")
         .expect("lock");
-    assert!(guard.token() > first_token);
-    let holding = servers
-        .iter()
-        .filter(|s| token_on(s, "res") == Some(guard.token()));
+    let token = guard.token().await.unwrap();
+    assert!(token > first_token);
+    let holding = servers.iter().filter(|s| token_on(s, "res") == Some(token));
     assert!(holding.count() >= 3, "committed on a majority");
     guard.release().await.unwrap();
 }
@@ -226,7 +226,7 @@ async fn the_wait_deadline_is_kept_within_50_ms_and_leaves_nothing_queued() {
         eventually("the waits withdrawn", || waiters(server, "res") == 0).await;
         assert_eq!(
             token_on(server, "res"),
-            Some(held.token()),
+            Some(held.token().await.unwrap()),
             "the holder untouched"
         );
     }

@@ -16,7 +16,7 @@ async fn five_nodes_grant_and_commit_one_token_everywhere() {
     for server in &servers {
         assert_eq!(
             token_on(server, "res"),
-            Some(guard.token()),
+            Some(guard.token().await.unwrap()),
             "fenced token on every node"
         );
     }
@@ -43,7 +43,7 @@ async fn two_of_five_down_still_works() {
         .lock("res", TTL, Duration::from_secs(2))
         .await
         .expect("majority of 3");
-    assert!(guard.token() > 0);
+    assert!(guard.token().await.unwrap() > 0);
     guard.release().await.expect("release reaches a majority");
 }
 
@@ -127,7 +127,8 @@ async fn twenty_contending_tasks_never_overlap_and_tokens_increase() {
                         .await
                         .expect("lock");
                     assert!(!inside.swap(true, Ordering::SeqCst), "two holders at once");
-                    tokens.lock().unwrap().push(guard.token());
+                    let token = guard.token().await.unwrap();
+                    tokens.lock().unwrap().push(token);
                     tokio::time::sleep(Duration::from_millis(2)).await;
                     inside.store(false, Ordering::SeqCst);
                     guard.release().await.expect("release");
@@ -185,7 +186,7 @@ async fn with_lock_keeps_the_lock_past_its_ttl_and_releases_after() {
         .with_lock("res", ttl, Duration::from_secs(1), |lock| async move {
             tokio::time::sleep(Duration::from_millis(1_000)).await; // > 3 TTLs
             assert!(!lock.is_lost());
-            lock.token()
+            lock.token().await.unwrap()
         })
         .await
         .expect("not lost");
@@ -306,16 +307,20 @@ async fn quorum_fencing_keeps_tokens_ordered_when_nodes_disagree() {
             .build()
             .unwrap();
         let first = locks.try_lock("res", TTL).await.unwrap();
-        let t1 = first.token();
+        let t1 = first.token().await.unwrap();
         assert!(t1 > ahead);
         first.release().await.unwrap();
         servers[0].kill();
         let second = locks.try_lock("res", TTL).await.expect("B and C grant");
         if fencing {
-            assert!(second.token() > t1, "fenced: {} > {t1}", second.token());
+            assert!(
+                second.token().await.unwrap() > t1,
+                "fenced: {} > {t1}",
+                second.token().await.unwrap()
+            );
         } else {
             assert!(
-                second.token() < t1,
+                second.token().await.unwrap() < t1,
                 "the counterexample: unfenced tokens go backwards"
             );
         }
@@ -327,7 +332,10 @@ async fn one_node_returns_its_own_token_without_fencing() {
     let servers = nodes(1);
     let locks = manager(&servers);
     let guard = locks.try_lock("res", TTL).await.unwrap();
-    assert_eq!(token_on(&servers[0], "res"), Some(guard.token()));
+    assert_eq!(
+        token_on(&servers[0], "res"),
+        Some(guard.token().await.unwrap())
+    );
     let info: String = redis::cmd("INFO")
         .arg("dlock")
         .query(&mut servers[0].conn())

@@ -52,7 +52,7 @@ async fn a_manual_failover_is_followed_and_tokens_keep_rising() {
     let first_master = set.master().expect("a master");
     assert_eq!(
         token_on(&set.nodes[first_master], "jobs:1"),
-        Some(before.token())
+        Some(before.token().await.unwrap())
     );
 
     let new_master = tokio::task::block_in_place(|| set.failover());
@@ -60,19 +60,19 @@ async fn a_manual_failover_is_followed_and_tokens_keep_rising() {
     // The lock was acknowledged by the replica, now the master: still held there.
     assert_eq!(
         token_on(&set.nodes[new_master], "jobs:1"),
-        Some(before.token())
+        Some(before.token().await.unwrap())
     );
     // The same manager (its master cached) follows: the old master refuses writes now.
     let after = try_lock_retrying(&locks, "jobs:2", 5).await;
     assert_eq!(
         token_on(&set.nodes[new_master], "jobs:2"),
-        Some(after.token())
+        Some(after.token().await.unwrap())
     );
     assert!(
-        after.token() > before.token(),
+        after.token().await.unwrap() > before.token().await.unwrap(),
         "{} after {}",
-        after.token(),
-        before.token()
+        after.token().await.unwrap(),
+        before.token().await.unwrap()
     );
     before.release().await.expect("release on the new master");
     assert_eq!(token_on(&set.nodes[new_master], "jobs:1"), None);
@@ -90,7 +90,7 @@ async fn a_lock_survives_the_master_being_killed_and_the_next_token_is_larger() 
 
     assert_eq!(
         token_on(&set.nodes[new], "jobs:1"),
-        Some(held.token()),
+        Some(held.token().await.unwrap()),
         "the grant was acknowledged by the replica, so the promoted replica has it"
     );
     let other = manager(&set);
@@ -104,10 +104,10 @@ async fn a_lock_survives_the_master_being_killed_and_the_next_token_is_larger() 
     set.nodes[old].restart();
     let next = try_lock_retrying(&locks, "jobs:2", 40).await;
     assert!(
-        next.token() > held.token(),
+        next.token().await.unwrap() > held.token().await.unwrap(),
         "{} after {}",
-        next.token(),
-        held.token()
+        next.token().await.unwrap(),
+        held.token().await.unwrap()
     );
 }
 

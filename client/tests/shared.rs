@@ -27,7 +27,7 @@ async fn readers_share_and_a_writer_waits_for_them_on_1_and_5_masters() {
             .await
             .expect("reader b");
         assert!(
-            a.token() < b.token(),
+            a.token().await.unwrap() < b.token().await.unwrap(),
             "N={n}: each reader its own rising token"
         );
         assert_eq!(a.kind(), LockKind::Shared);
@@ -38,7 +38,7 @@ async fn readers_share_and_a_writer_waits_for_them_on_1_and_5_masters() {
         );
         let waiting = {
             let locks = manager(&servers);
-            tokio::spawn(async move { locks.lock("doc", TTL, LONG).await.map(|g| g.token()) })
+            tokio::spawn(async move { locks.lock("doc", TTL, LONG).await?.token().await })
         };
         tokio::time::sleep(Duration::from_millis(200)).await;
         let late = locks.try_lock(Resource::shared("doc"), TTL).await;
@@ -48,7 +48,7 @@ async fn readers_share_and_a_writer_waits_for_them_on_1_and_5_masters() {
         );
         a.release().await.expect("release a");
         assert!(!waiting.is_finished(), "N={n}: one reader still in");
-        let b_token = b.token();
+        let b_token = b.token().await.unwrap();
         b.release().await.expect("release b");
         let writer = waiting.await.expect("task").expect("the writer gets it");
         assert!(writer > b_token, "N={n}");
@@ -81,7 +81,8 @@ async fn contend(
                     .expect("permit");
                 let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
                 most.fetch_max(now, Ordering::SeqCst);
-                tokens.lock().unwrap().push(guard.token());
+                let token = guard.token().await.unwrap();
+                tokens.lock().unwrap().push(token);
                 tokio::time::sleep(Duration::from_millis(15)).await;
                 inside.fetch_sub(1, Ordering::SeqCst);
                 guard.release().await.expect("release");

@@ -73,7 +73,7 @@ async fn a_queued_wait_follows_the_slot_to_its_new_owner() {
         info.contains("dlock_waiters:0\r\n"),
         "nothing left on the old owner:\n{info}"
     );
-    let first = holder.token();
+    let first = holder.token().await.unwrap();
     holder
         .release()
         .await
@@ -83,8 +83,15 @@ async fn a_queued_wait_follows_the_slot_to_its_new_owner() {
         .expect("handed over on the new owner, not left waiting")
         .expect("task")
         .expect("granted");
-    assert!(next.token() > first, "{} after {first}", next.token());
-    assert_eq!(token_on(&cluster.nodes[to], KEY), Some(next.token()));
+    assert!(
+        next.token().await.unwrap() > first,
+        "{} after {first}",
+        next.token().await.unwrap()
+    );
+    assert_eq!(
+        token_on(&cluster.nodes[to], KEY),
+        Some(next.token().await.unwrap())
+    );
     next.release().await.expect("release");
 }
 
@@ -158,10 +165,10 @@ async fn work(locks: &LockManager, resource: &str, fenced: &Mutex<Fenced>, stop:
         else {
             continue;
         };
-        write(fenced, resource, guard.token(), true);
+        write(fenced, resource, guard.token().await.unwrap(), true);
         tokio::time::sleep(Duration::from_millis(5)).await;
         let extended = guard.extend(Duration::from_secs(5)).await;
-        write(fenced, resource, guard.token(), false);
+        write(fenced, resource, guard.token().await.unwrap(), false);
         let _ = guard.release().await;
         // A node that does not answer in time (the source pauses writes while ownership
         // passes; a loaded machine stretches that) fails an extension as NoQuorum, which is

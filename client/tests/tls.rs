@@ -50,7 +50,10 @@ fn mutual(certs: &Certificates) -> Tls {
 async fn refusal(locks: LockManager) -> Vec<String> {
     match locks.try_lock("r", TTL).await {
         Err(Error::NoQuorum { failures, .. }) => failures.into_iter().map(|f| f.reason).collect(),
-        other => panic!("expected NoQuorum, got {:?}", other.map(|g| g.token())),
+        other => panic!(
+            "expected NoQuorum, got {:?}",
+            other.map(|g| g.owner().to_string())
+        ),
     }
 }
 
@@ -69,9 +72,10 @@ async fn a_quorum_over_mutual_tls_locks_extends_watches_and_releases() {
         .try_lock("orders:1", TTL)
         .await
         .expect("lock over TLS");
+    let token = guard.token().await.expect("committed over TLS");
     assert!(servers
         .iter()
-        .all(|s| token_on(s, "orders:1") == Some(guard.token())));
+        .all(|s| token_on(s, "orders:1") == Some(token)));
     guard.extend(TTL).await.expect("extend over TLS");
     guard.release().await.expect("release over TLS");
     assert!(servers.iter().all(|s| token_on(s, "orders:1").is_none()));
@@ -230,6 +234,6 @@ async fn a_unix_socket_is_a_node() {
         .try_lock("r", TTL)
         .await
         .expect("lock over the socket");
-    assert_eq!(token_on(&server, "r"), Some(guard.token()));
+    assert_eq!(token_on(&server, "r"), Some(guard.token().await.unwrap()));
     guard.release().await.unwrap();
 }

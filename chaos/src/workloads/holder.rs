@@ -73,7 +73,10 @@ async fn hold_until(args: &HolderArgs, mut log: LineWriter<File>) -> ExitCode {
         // (validity keeps running down) instead of lengthening it past the real one.
         let granted = wall_ms();
         let valid_end = granted + millis(guard.validity());
-        let token = guard.token();
+        // A commit that fails is a lock lost before its token was used: nothing to log.
+        let Ok(token) = guard.token().await else {
+            continue;
+        };
         if logged(&mut log, &format!("grant {token} {granted} {valid_end}\n")).is_err() {
             return ExitCode::FAILURE;
         }

@@ -60,7 +60,10 @@ async fn worker(id: usize, manager: LockManager, resource: Arc<Resource>, plan: 
             continue;
         };
         sections += 1;
-        let (token, granted_at, start) = (guard.token(), Instant::now(), resource.now());
+        let Ok(token) = guard.token().await else {
+            continue; // a commit that failed: the lock is lost, its token never used
+        };
+        let (granted_at, start) = (Instant::now(), resource.now());
         for write in 0..plan.writes {
             // A refusal is the gate doing its job.
             resource.write(&mut conn, token).await;

@@ -93,7 +93,7 @@ fn watch(id: u32, ctx: LockContext) -> (oneshot::Sender<()>, tokio::task::JoinHa
             biased;
             _ = ctx.lost() => {
                 let mut e = Event::new(id, Kind::Ok, F::Lost);
-                e.token = Some(ctx.token());
+                e.token = ctx.token().await.ok();
                 emit(&e);
             }
             _ = stopped => {}

@@ -35,7 +35,10 @@ pub async fn acquire(
         Err(_) => (Kind::Info, None, Some("lock() did not return".into())),
     };
     let mut e = event(kind);
-    e.token = guard.as_ref().map(LockGuard::token);
+    e.token = match &guard {
+        Some(guard) => guard.token().await.ok(),
+        None => None,
+    };
     e.validity_ms = guard.as_ref().map(|g| g.validity().as_millis() as u64);
     e.error = error;
     emit(&e);

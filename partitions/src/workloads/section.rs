@@ -21,10 +21,11 @@ pub enum Holder<'a> {
 }
 
 impl Holder<'_> {
-    fn token(&self) -> u64 {
+    /// The token, committed first if owed (`None`: the commit failed, the lock is lost).
+    async fn token(&self) -> Option<u64> {
         match self {
-            Holder::Lock(guard) => guard.token(),
-            Holder::Leader(ctx) => ctx.token(),
+            Holder::Lock(guard) => guard.token().await.ok(),
+            Holder::Leader(ctx) => ctx.token().await.ok(),
         }
     }
 
@@ -54,7 +55,7 @@ pub async fn cas(
     data: &mut MultiplexedConnection,
     new: u64,
 ) {
-    let (token, gated) = (Some(holder.token()), Some(!args.bypass_gate));
+    let (token, gated) = (holder.token().await, Some(!args.bypass_gate));
     let mut invoke = Event::new(args.id, Kind::Invoke, F::Cas);
     (invoke.token, invoke.new, invoke.gated) = (token, Some(new), gated);
     emit(&invoke);

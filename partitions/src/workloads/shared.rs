@@ -84,14 +84,18 @@ async fn acquire(args: &WorkerArgs, locks: &LockManager, role: Role) -> Option<L
 
 /// A reader's read (checked against the gate, unless the run bypasses it), then its hold.
 async fn read(args: &WorkerArgs, guard: &LockGuard, data: &mut MultiplexedConnection) {
+    // Queued holds are committed before they are held: reading the token sends nothing.
+    let Ok(token) = guard.token().await else {
+        return;
+    };
     let event = |kind| {
         let mut e = Event::new(args.id, kind, F::Read);
-        (e.token, e.role) = (Some(guard.token()), Some(Role::Reader));
+        (e.token, e.role) = (Some(token), Some(Role::Reader));
         e.gated = Some(!args.bypass_gate);
         e
     };
     emit(&event(Kind::Invoke));
-    let done = match checked_get(args, guard.token(), data).await {
+    let done = match checked_get(args, token, data).await {
         Ok((true, value)) => {
             let mut e = event(Kind::Ok);
             e.read = Some(value);
@@ -99,7 +103,7 @@ async fn read(args: &WorkerArgs, guard: &LockGuard, data: &mut MultiplexedConnec
         }
         Ok((false, _)) => {
             let mut e = event(Kind::Fail);
-            e.error = Some(format!("STALE: a write newer than token {}", guard.token()));
+            e.error = Some(format!("STALE: a write newer than token {token}"));
             e
         }
         // A read changes nothing: whatever became of it, it is left out of the register's check.
