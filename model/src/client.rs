@@ -11,7 +11,7 @@ use crate::system::{Chan, Hold, Msg, Phase, State, To};
 
 /// How many nodes must commit: a majority for the lock and its shared side, more for a
 /// semaphore (docs/protocol.md §7). The `SemaphoreMajority` mutant settles for a majority.
-fn needed(config: &Config, client: usize) -> usize {
+pub fn needed(config: &Config, client: usize) -> usize {
     match config.want(client) {
         Want::Permit { limit } if config.mutant != Some(Mutant::SemaphoreMajority) => {
             semaphore_quorum(config.nodes, limit)
@@ -22,7 +22,12 @@ fn needed(config: &Config, client: usize) -> usize {
 
 pub fn start(config: &Config, state: &mut State, client: usize) {
     let needed = needed(config, client);
-    let (acquisition, steps) = Acquisition::start_needing(config.nodes, needed);
+    let (acquisition, steps) = if config.no_wait.contains(&client) {
+        // One round of plain ACQUIREs, held on the grants: the commit waits for a read.
+        Acquisition::start_once(config.nodes, needed, false)
+    } else {
+        Acquisition::start_needing(config.nodes, needed)
+    };
     let c = &mut state.clients[client];
     c.phase = Phase::Acquiring;
     c.acquisition = Some(acquisition);
@@ -31,6 +36,9 @@ pub fn start(config: &Config, state: &mut State, client: usize) {
 
 pub fn on_message(config: &Config, state: &mut State, client: usize, msg: Msg) {
     let c = &mut state.clients[client];
+    if let (Some(_), Msg::Fenced { node, ok, .. }) = (&c.commit, msg) {
+        return crate::deferred::on_fenced(config, state, client, (node, ok));
+    }
     let Some(acquisition) = c.acquisition.as_mut() else {
         return;
     };
@@ -70,7 +78,17 @@ fn apply(config: &Config, state: &mut State, client: usize, steps: Vec<Step>) {
     let ticket = state.clients[client].ticket;
     for step in steps {
         match step {
+            Step::Wait { round, nodes } if config.no_wait.contains(&client) => {
+                for node in nodes {
+                    state.send(To::Node(node), Msg::Try { client, round });
+                }
+            }
             Step::Wait { round, nodes } => send_waits(state, client, round, ticket, nodes),
+            Step::Fence { token, nodes, .. }
+                if config.mutant == Some(Mutant::DeferredTicketedGrant) =>
+            {
+                crate::deferred::owe(state, client, (token, nodes)); // tentative, uncommitted
+            }
             Step::Fence { token, nodes, .. } if config.mutant == Some(Mutant::NoCommit) => {
                 hold(config, state, client, (token, nodes)); // the largest token, uncommitted
             }
@@ -110,7 +128,11 @@ fn apply(config: &Config, state: &mut State, client: usize, steps: Vec<Step>) {
                     .as_ref()
                     .map(Acquisition::holding_nodes)
                     .unwrap_or_default();
-                hold(config, state, client, (token, on));
+                if config.no_wait.contains(&client) {
+                    crate::deferred::owe(state, client, (token, on));
+                } else {
+                    hold(config, state, client, (token, on));
+                }
             }
             Step::Failed => state.clients[client].phase = Phase::Done,
         }

@@ -67,10 +67,20 @@ pub enum Mutant {
     GateOneBelow,
     /// The gate's server keeps the data across a restart but loses the gate.
     GateForgetsOnRestart,
+    /// A holder without its commit uses its token before the commit (the largest grant).
+    UsedBeforeCommit,
+    /// A release overtakes the commit: the token is read after the release went out, and the
+    /// nodes that refuse the FENCE because of that release are counted as committed.
+    ReleaseOvertakesCommit,
+    /// The commit goes to one node only (the one that granted the largest token) and counts.
+    CommitToMinority,
+    /// A queued (ticketed) grant defers its commit too: it holds on tentative grants, which a
+    /// smaller ticket may wound while it believes it holds.
+    DeferredTicketedGrant,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 10] = [
+    pub const ALL: [Mutant; 14] = [
         Mutant::NoCommit,
         Mutant::FenceWithoutOwnerCheck,
         Mutant::RevokeCommitted,
@@ -81,6 +91,10 @@ impl Mutant {
         Mutant::UncheckedResource,
         Mutant::GateOneBelow,
         Mutant::GateForgetsOnRestart,
+        Mutant::UsedBeforeCommit,
+        Mutant::ReleaseOvertakesCommit,
+        Mutant::CommitToMinority,
+        Mutant::DeferredTicketedGrant,
     ];
 
     pub fn name(self) -> &'static str {
@@ -95,6 +109,12 @@ impl Mutant {
             Mutant::UncheckedResource => "a resource that does not check tokens (no gate)",
             Mutant::GateOneBelow => "a gate that lets a lower token through",
             Mutant::GateForgetsOnRestart => "a gate that forgets its token on restart",
+            Mutant::UsedBeforeCommit => "deferred: a token used before its commit",
+            Mutant::ReleaseOvertakesCommit => "deferred: a release that overtakes its commit",
+            Mutant::CommitToMinority => "deferred: a commit sent to a minority",
+            Mutant::DeferredTicketedGrant => {
+                "deferred: a ticketed grant wounded while its owner believes it holds"
+            }
         }
     }
 }
@@ -124,6 +144,9 @@ pub struct Config {
     pub holding_at_start: Vec<(usize, Vec<usize>)>,
     /// Each client writes once, while it holds, to a resource behind a gate.
     pub gate: bool,
+    /// Clients that take the lock with one attempt without a wait (`try_lock`): held on plain
+    /// grants, their token committed only when read (docs/protocol.md §4.1).
+    pub no_wait: Vec<usize>,
     /// Explore every behaviour of at most this many steps (`None`: every behaviour).
     pub max_depth: Option<usize>,
 }
@@ -154,6 +177,7 @@ impl Config {
             earlier: Vec::new(),
             holding_at_start: Vec::new(),
             gate: false,
+            no_wait: Vec::new(),
             max_depth: None,
         }
     }

@@ -8,6 +8,7 @@
 
 mod client;
 mod config;
+mod deferred;
 mod gate;
 mod model;
 mod node;

@@ -10,7 +10,7 @@ use stateright::{Model, Property};
 
 use crate::config::{Config, Crashes, Expiry};
 use crate::system::{Action, Msg, Phase, State, To};
-use crate::{client, gate, node};
+use crate::{client, deferred, gate, node};
 
 pub struct DlockModel {
     pub config: Config,
@@ -37,12 +37,17 @@ impl Model for DlockModel {
                 Phase::Idle => actions.push(Action::Start(i)),
                 Phase::Holding => {
                     actions.push(Action::Finish(i));
-                    if cfg.gate && !c.wrote {
+                    // A token owed its commit, or being committed, cannot be written with yet.
+                    let usable = c.owed.is_none() && c.commit.is_none();
+                    if cfg.gate && !c.wrote && usable {
                         actions.push(Action::Write(i));
                     }
                 }
                 Phase::Acquiring if s.budget.asks_again > 0 => actions.push(Action::AskAgain(i)),
                 _ => {}
+            }
+            if deferred::may_use(cfg, s, i) {
+                actions.push(Action::Use(i));
             }
         }
         for &(node, client, chan) in s.net.keys() {
@@ -82,6 +87,7 @@ impl Model for DlockModel {
         match action {
             Action::Start(c) => client::start(cfg, &mut s, c),
             Action::Finish(c) => client::finish(cfg, &mut s, c),
+            Action::Use(c) => deferred::use_token(cfg, &mut s, c),
             Action::AskAgain(c) => client::ask_again(cfg, &mut s, c),
             Action::Deliver(n, c, chan) => {
                 if let Some(msg) = s.take((n, c, chan)) {

@@ -89,6 +89,7 @@ pub fn on_message(config: &Config, state: &mut State, node: usize, msg: Msg) {
             round,
             ticket,
         } => acquire(config, state, node, owner(client, round), ticket),
+        Msg::Try { client, round } => try_acquire(config, state, node, owner(client, round)),
         Msg::Fence {
             client,
             round,
@@ -157,6 +158,40 @@ fn acquire(config: &Config, state: &mut State, node: usize, who: Vec<u8>, ticket
         }
         Decision::Contended | Decision::UpgradeRefused | Decision::HoldLimit => {}
     }
+}
+
+/// A plain ACQUIRE (no wait, no ticket): granted as a committed entry, which no ticket can
+/// wound, or answered nil (`Unavailable`): held, someone queued first, or quarantined.
+fn try_acquire(config: &Config, state: &mut State, node: usize, who: Vec<u8>) {
+    let (client, round) = (usize::from(who[0]), u32::from(who[1]));
+    let want = config.want(client);
+    let n = &state.nodes[node];
+    let view = View::of(config, &n.holders, Some(want.mode()));
+    let req = Request {
+        owner: &who,
+        want,
+        reentrant: false,
+        wait: false,
+        ticket: None,
+        rank: u64::MAX,
+    };
+    let decision = rules::decide(&view.holders(config), &view.marks, &n.queue, &req);
+    drop(view);
+    let token = match decision {
+        Decision::Grant if !state.nodes[node].quarantined => {
+            state.nodes[node].node.grant(&SETTINGS)
+        }
+        Decision::Renew { token, .. } => Ok(token),
+        _ => return state.send(To::Client(client), Msg::Unavailable { node, round }),
+    };
+    let Ok(token) = token else {
+        return state.send(To::Client(client), Msg::Unavailable { node, round });
+    };
+    if !matches!(decision, Decision::Renew { .. }) {
+        let holder = Holder::committed([who[0], who[1]], want.mode(), token);
+        state.nodes[node].holders.push(holder);
+    }
+    state.send(To::Client(client), Msg::Granted { node, round, token });
 }
 
 /// Revokes the victims' entries; revoking a committed one is what `NEVER_REVOKED` forbids.

@@ -131,6 +131,7 @@ pub fn design(bounds: Bounds) -> Vec<Run> {
         run(quarantined, &safety_and_exclusion, &[]),
     ];
     runs.extend(gate_runs(bounds));
+    runs.extend(deferred_runs(bounds));
     runs.extend(shared_runs(bounds));
     runs.extend(semaphore_runs(bounds));
     runs
@@ -158,6 +159,63 @@ fn gate_runs(bounds: Bounds) -> Vec<Run> {
     vec![
         run(one, &checked, &[MUTUAL_EXCLUSION]),
         run(three, &checked, &[MUTUAL_EXCLUSION]),
+    ]
+}
+
+/// Clients that take the lock with one attempt without a wait: held on plain grants, their
+/// token committed only when they read it (docs/protocol.md §4.1). Each may release without
+/// reading it, or read it (the commit goes out) and then use it.
+fn deferred(name: &'static str, no_wait: &[usize]) -> Config {
+    let mut config = Config::base(name, 3, 2);
+    config.no_wait = no_wait.to_vec();
+    config
+}
+
+fn deferred_runs(bounds: Bounds) -> Vec<Run> {
+    let depth = |model: usize| bounds.depth(model);
+    let mut both = deferred("deferred commit: two clients without a wait", &[0, 1]);
+    both.max_depth = bounds.faultless(FAULTLESS_CI_DEPTH);
+    let mut mixed = deferred(
+        "deferred commit: a client without a wait beside a queued one",
+        &[0],
+    );
+    mixed.max_depth = bounds.faultless(FAULTLESS_CI_DEPTH);
+    let mut crashing = deferred(
+        "deferred commit: crash and restart with state, a duplicate, expiry of idle holders",
+        &[0, 1],
+    );
+    crashing.crashes = Crashes::KeepState;
+    crashing.expiry = Expiry::WhenNotHolding;
+    crashing.budget = faults(1, 1, 1);
+    crashing.max_depth = depth(14);
+    let mut amnesia = deferred(
+        "deferred commit: restart without state, with quarantine",
+        &[0, 1],
+    );
+    amnesia.crashes = Crashes::LoseState { quarantine: true };
+    amnesia.expiry = Expiry::WhenNotHolding;
+    amnesia.budget = faults(0, 1, 1);
+    amnesia.max_depth = depth(14);
+    let mut paused = deferred(
+        "deferred commit: holders paused past the TTL write through a gate",
+        &[0, 1],
+    );
+    paused.expiry = Expiry::Anytime;
+    paused.budget = faults(0, 0, 1);
+    paused.budget.gate_restarts = 1;
+    paused.gate = true;
+    paused.max_depth = depth(16);
+    let exclusion = [TOKEN_ORDER, NEVER_REVOKED, MUTUAL_EXCLUSION];
+    vec![
+        run(both, &exclusion, &[]),
+        run(mixed, &ALL, &[]),
+        run(crashing, &exclusion, &[]),
+        run(amnesia, &exclusion, &[]),
+        run(
+            paused,
+            &[NO_STALE_WRITE, TOKEN_ORDER, NEVER_REVOKED],
+            &[MUTUAL_EXCLUSION],
+        ),
     ]
 }
 
@@ -308,6 +366,13 @@ pub fn mutants() -> Vec<Run> {
                     config = paused_writers(mutant.name(), 1);
                     NO_STALE_WRITE
                 }
+                Mutant::UsedBeforeCommit
+                | Mutant::ReleaseOvertakesCommit
+                | Mutant::CommitToMinority => {
+                    config = deferred(mutant.name(), &[0, 1]);
+                    TOKEN_ORDER
+                }
+                Mutant::DeferredTicketedGrant => MUTUAL_EXCLUSION,
             };
             config.mutant = Some(mutant);
             config.max_depth = Some(24);

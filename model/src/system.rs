@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use dlock_client::acquisition::Acquisition;
+use dlock_client::commit::Commit;
 use dlock_core::queue::Queue;
 use dlock_core::{Clock, Mode, Node, Settings};
 
@@ -50,6 +51,9 @@ pub enum Msg {
         round: u32,
         ticket: u64,
     },
+    /// `DLOCK.ACQUIRE key <client:round> ttl`: one attempt without a wait or a ticket (a plain
+    /// grant, which no ticket can wound).
+    Try { client: usize, round: u32 },
     /// `DLOCK.FENCE key <client:round> token`.
     Fence {
         client: usize,
@@ -152,9 +156,17 @@ pub struct ClientState {
     pub outlived_ttl: bool,
     /// It sent its write (runs with a gate).
     pub wrote: bool,
+    /// Held without its commit (an attempt without a wait): the token and the nodes that
+    /// granted it, until the token is read (docs/protocol.md §4.1).
+    pub owed: Option<(u64, Vec<usize>)>,
+    /// The commit of a token being read, in flight.
+    pub commit: Option<Commit>,
+    /// Its token was read: committed on a quorum, now usable (recorded in `Ghost::holds`).
+    pub used: bool,
 }
 
-/// One successful acquisition, for the token-order property: its token and, per node it held,
+/// One token used (a queued acquisition's, or a deferred commit's once it committed), for the
+/// token-order property: its token and, per node it held,
 /// the token that node granted it (node tokens increase, so they give the order of grants).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Hold {
@@ -207,6 +219,8 @@ pub enum Action {
     AskAgain(usize),
     /// The critical section ends: release everywhere.
     Finish(usize),
+    /// A holder without its commit reads its token: the commit goes out.
+    Use(usize),
     /// A holder sends its write through the gate.
     Write(usize),
     /// The gate's server restarts.
@@ -257,6 +271,9 @@ impl State {
                 grants: vec![None; config.nodes],
                 outlived_ttl: false,
                 wrote: false,
+                owed: None,
+                commit: None,
+                used: false,
             })
             .collect();
         State {
@@ -290,9 +307,10 @@ impl State {
             (To::Client(client), _) => return self.inbox.push((client, msg)),
             (To::Gate, Msg::Write { client, .. }) => (GATE, client, Chan::Command),
             (To::Node(node), Msg::Acquire { client, .. }) => (node, client, Chan::Wait),
-            (To::Node(node), Msg::Fence { client, .. } | Msg::Release { client, .. }) => {
-                (node, client, Chan::Command)
-            }
+            (
+                To::Node(node),
+                Msg::Fence { client, .. } | Msg::Release { client, .. } | Msg::Try { client, .. },
+            ) => (node, client, Chan::Command),
             (To::Node(_) | To::Gate, _) => return,
         };
         self.net.entry((node, client, chan)).or_default().push(msg);

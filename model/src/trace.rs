@@ -38,6 +38,7 @@ fn step(before: &State, action: &Action) -> String {
             before.clients[*c].ticket
         ),
         Action::Finish(c) => format!("c{c} leaves its critical section and releases everywhere"),
+        Action::Use(c) => format!("c{c} reads its token: the commit goes out"),
         Action::AskAgain(c) => format!("c{c} times out and asks again"),
         Action::Deliver(n, c, chan) => {
             let msg = before.net.get(&(*n, *c, *chan)).and_then(|q| q.first());
@@ -77,6 +78,7 @@ fn message(msg: &Msg) -> String {
             token,
         } => format!("FENCE c{client}:{round} {token}"),
         Msg::Release { client, round } => format!("RELEASE c{client}:{round}"),
+        Msg::Try { client, round } => format!("ACQUIRE c{client}:{round} (no wait)"),
         Msg::Write { client, token } => format!("c{client}'s write under token {token}"),
         other => format!("{other:?}"),
     }
@@ -133,6 +135,9 @@ fn summary(s: &State) -> String {
         .iter()
         .enumerate()
         .map(|(i, c)| match c.phase {
+            Phase::Holding if c.owed.is_some() || c.commit.is_some() => {
+                format!("c{i} HOLDS, its token uncommitted")
+            }
             Phase::Holding => {
                 let token = s
                     .ghost
