@@ -29,7 +29,10 @@ import (
 
 // policy is how an attempt asks the nodes: queued on them (ACQUIRE ... WAIT, round after round
 // until the deadline, the commit starting the lease afresh), or one plain ACQUIRE per node in
-// one round (TryLock, retry mode; commit off only with fencing off).
+// one round (TryLock, retry mode). The driver runs the one-round attempt without its commit
+// (conformance/attempts.json "no_wait_uncommitted"): a commit it owes is paid when the token is
+// first read (commit.go); the one-round attempt with the commit ("no_wait") stays pinned by the
+// table.
 type policy struct {
 	queue  bool
 	commit bool

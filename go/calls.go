@@ -71,6 +71,34 @@ func (c *calls) fence(node int, owner string, token uint64, ttl time.Duration) *
 	return &NodeFailure{Node: c.b.nodes[node].Name(), Reason: "fence refused: lock no longer held"}
 }
 
+// commit is the commit a hold owes (commit.go): DLOCK.FENCE of token as owner, PX ttl, on the
+// holding nodes in parallel, each answer fed to the machine until its outcome is decided (later
+// answers are not waited for): whether a quorum (needed) committed it.
+func (c *calls) commit(owner string, token uint64, ttl time.Duration, holding []int, needed int) bool {
+	machine, asked := startCommit(len(c.b.nodes), needed, token, holding)
+	answers := make(chan fenced, len(asked))
+	for _, n := range asked {
+		n := n
+		c.b.shared.workers.run(func() {
+			answers <- fenced{node: n, committed: c.fence(n, owner, token, ttl) == nil}
+		})
+	}
+	for range asked {
+		if machine.outcome != commitPending {
+			break
+		}
+		a := <-answers
+		machine.onFenced(a.node, a.committed)
+	}
+	return machine.outcome == commitCommitted
+}
+
+// fenced is one node's answer to a commit: committed, or not.
+type fenced struct {
+	node      int
+	committed bool
+}
+
 // renew is DLOCK.EXTEND on one node (the renewal of a lock held on one node).
 func (c *calls) renew(node int, owner string, ttl time.Duration) bool {
 	r, f := c.b.call(node, cmdExtend(c.resource, owner, ttl), true, 0)

@@ -7,7 +7,8 @@
 //	locks, err := dlock.Connect([]string{"redis://10.0.0.1:6379", "redis://10.0.0.2:6379", "redis://10.0.0.3:6379"})
 //	lock, err := locks.Acquire(ctx, "orders:42", 10*time.Second, dlock.Wait(5*time.Second))
 //	defer lock.Release(ctx)
-//	storage.Write(lock.Token(), data) // the resource refuses lower tokens
+//	token, err := lock.Token(ctx) // committed on a quorum (ErrLockLost when it cannot be)
+//	storage.Write(token, data)    // the resource refuses lower tokens
 //
 // and New is redsync's, over one pool per node:
 //
@@ -17,7 +18,8 @@
 //	defer mutex.Unlock()
 //
 // Waiting queues on the nodes in ticket order (no polling); the largest token a quorum granted
-// is committed on it (FENCE) before the lock is held; Shared and Limit take a reader's hold or a
+// is committed on it (FENCE) before the lock is held (one attempt without a wait commits it
+// when Lock.Token is first called); Shared and Limit take a reader's hold or a
 // semaphore's permit with their quorums; Lock.Context is done at the lock's renew deadline, and
 // WithLock keeps the lock extended while work runs. Campaign, Leader and Observe elect and
 // follow a leader on the same locks (docs/election.md). Errors are *Error, told apart with

@@ -25,13 +25,15 @@ import (
 //     before answering; requests still out end in the background, where onLate says which
 //     grants they bring to release.
 
-// granted is a lock won: its owner, token, end of validity, and the signal its release gives
-// the acquisition's requests still out.
+// granted is a lock won: its owner, token, end of validity, the signal its release gives the
+// acquisition's requests still out, and the nodes that granted in the round it was held (those
+// a commit owed goes to, commit.go).
 type granted struct {
 	owner      string
 	token      uint64
 	validUntil time.Time
 	stale      *signal
+	holding    []int
 }
 
 // signal is a one-way flag: raised once, read any time.
@@ -141,7 +143,7 @@ func (a *acquirer) refused() *attemptError {
 
 // lease: held; what the lease comes to (attempt.go lease), counted from the request that last
 // set the TTL.
-func (a *acquirer) lease(owner string, token uint64, leaseFrom time.Time, stale *signal) *granted {
+func (a *acquirer) lease(owner string, token uint64, leaseFrom time.Time, stale *signal, holding []int) *granted {
 	b := a.calls.b
 	left, ok := b.validity(a.ttl, leaseFrom)
 	verdict := lease(len(b.nodes), left, ok, a.ttl, false)
@@ -155,7 +157,7 @@ func (a *acquirer) lease(owner string, token uint64, leaseFrom time.Time, stale 
 		verdict = lease(len(b.nodes), left, ok, a.ttl, true)
 	}
 	if verdict == leaseHeld {
-		return &granted{owner: owner, token: token, validUntil: time.Now().Add(left), stale: stale}
+		return &granted{owner: owner, token: token, validUntil: time.Now().Add(left), stale: stale, holding: holding}
 	}
 	stale.raise()
 	a.calls.release(owner, a.reachable(b.everywhere())) // before answering, as any failure before the deadline
@@ -268,8 +270,8 @@ func (r *running) perform(actions []action) (*granted, *attemptError, bool) {
 				calls.b.spawn(func() { calls.release(owner, nodes) })
 			}
 		case actHeld:
-			r.end()
-			if won := r.a.lease(r.owner(act.round), act.token, r.leaseFrom, r.stale); won != nil {
+			r.end() // the machine's grants stay as they were: the holding nodes
+			if won := r.a.lease(r.owner(act.round), act.token, r.leaseFrom, r.stale, r.core.machine.GrantedNodes()); won != nil {
 				return won, nil, true
 			}
 			return nil, &attemptError{kind: ErrValidityExpired}, true

@@ -182,9 +182,9 @@ func (m *Manager) Campaign(ctx context.Context, name, value string, ttl time.Dur
 	}
 	ttl = ttl.Truncate(time.Millisecond)
 	c := &calls{b: m.b, resource: name, kind: Exclusive}
-	p := policy{queue: false, commit: m.b.cfg.fencing}
+	p, owes := noWait(m.b)
 	if m.b.queue {
-		p = queuePolicy
+		p, owes = queuePolicy, false
 	}
 	for {
 		if err := ctx.Err(); err != nil {
@@ -192,7 +192,7 @@ func (m *Manager) Campaign(ctx context.Context, name, value string, ttl time.Dur
 		}
 		won, failure, attempts := newAcquirer(ctx, c, ttl, campaignRound, p).labelled(value).run(false)
 		if failure == nil {
-			return newLeadership(newLock(c, ttl, won), value), nil
+			return elected(ctx, newLock(c, ttl, won, owes), value)
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -201,6 +201,17 @@ func (m *Manager) Campaign(ctx context.Context, name, value string, ttl time.Dur
 			return nil, toError(m.b, name, Exclusive, failure, attempts)
 		}
 	}
+}
+
+// elected is the leadership lock holds, its epoch read first: a campaign won by an attempt
+// that does not wait on the nodes commits its token before it reports leadership (commit.go).
+// A commit that fails gives the lock back and is the error (ErrLockLost), as is a done ctx.
+func elected(ctx context.Context, lock *Lock, value string) (*Leadership, error) {
+	if _, err := lock.Token(ctx); err != nil {
+		_ = lock.Release(context.Background())
+		return nil, err
+	}
+	return newLeadership(lock, value), nil
 }
 
 // Leader is who leads name now (nil: nobody), read from every node; ErrNoQuorum when too few
@@ -265,8 +276,9 @@ func newLeadership(lock *Lock, value string) *Leadership {
 func (l *Leadership) Name() string { return l.lock.Resource() }
 
 // Epoch is this leadership's fencing token, larger than every earlier leader's: pass it to
-// guarded writes so that a deposed leader's writes are refused.
-func (l *Leadership) Epoch() uint64 { return l.lock.Token() }
+// guarded writes so that a deposed leader's writes are refused. It is committed on a quorum
+// before Campaign returns, so reading it sends nothing.
+func (l *Leadership) Epoch() uint64 { return l.lock.token }
 
 // ID is the candidate id observers see with the value.
 func (l *Leadership) ID() string {

@@ -174,7 +174,8 @@ func failure(ctx context.Context, a asked, urls []string) (err, setup error) {
 		return nil, fmt.Errorf("the call took %v, more than %v: %v", took, a.within, err)
 	}
 	if err == nil {
-		return nil, fmt.Errorf("taken, token %d", lock.Token())
+		token, _ := lock.Token(ctx)
+		return nil, fmt.Errorf("taken, token %d", token)
 	}
 	return err, nil
 }

@@ -70,7 +70,7 @@ func TestAGateANewerHolderRaisedRefusesTheWriteAndTheLockIsLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lock.Release(ctx)
-	if _, err := data.Do("DLOCK.GUARD", "job:gate", lock.Token()+1, "SET", "job:out", "newer"); err != nil {
+	if _, err := data.Do("DLOCK.GUARD", "job:gate", tokenOf(t, lock)+1, "SET", "job:out", "newer"); err != nil {
 		t.Fatal(err)
 	}
 	_, err = lock.Guarded(data, "job:gate", "SET", "job:out", "mine")

@@ -126,9 +126,9 @@ func TestInteropNoOverlapAndRisingTokensAcrossClients(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < interopRounds; i++ {
 				err := m.WithLock(ctx, "interop", 10*time.Second, func(_ context.Context, l *dlock.Lock) error {
-					appendLine(t, log, fmt.Sprintf("go %d start", l.Token()))
+					appendLine(t, log, fmt.Sprintf("go %d start", tokenOf(t, l)))
 					time.Sleep(interopHoldMS * time.Millisecond)
-					appendLine(t, log, fmt.Sprintf("go %d end", l.Token()))
+					appendLine(t, log, fmt.Sprintf("go %d end", tokenOf(t, l)))
 					return nil
 				}, dlock.Wait(60*time.Second))
 				if err != nil {

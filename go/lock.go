@@ -9,7 +9,7 @@ import (
 // A held lock (client/src/lock.rs): its token, owner and validity; Extend, Reenter, Release;
 // the lease-loss contract (renewal.go; Context: cancelled at the renew deadline unless an
 // extension came first, at once when the nodes refuse one, and on release) and the watchdog
-// (Watch).
+// (Watch); the commit its token may owe (commit.go), paid when Token is first called.
 type Lock struct {
 	calls      *calls
 	ttl        time.Duration
@@ -17,9 +17,11 @@ type Lock struct {
 	token      uint64
 	acquiredAt time.Time
 	stale      *signal // raised on the last release: grants still coming are not the holder's
+	owes       *owing  // nil: nothing owed (a queued hold, one node, fencing off)
 
 	mu         sync.Mutex
 	validUntil time.Time
+	ttlSet     time.Duration // the TTL last set on the nodes: the acquire's, or the last extension's
 	holds      int
 	released   bool
 	lost       error
@@ -31,16 +33,33 @@ type Lock struct {
 	sending sync.Mutex
 }
 
-func newLock(c *calls, ttl time.Duration, won *granted) *Lock {
+// newLock is the lock won; owes: its hold owes the commit of its token (owed), to the nodes
+// that granted it.
+func newLock(c *calls, ttl time.Duration, won *granted, owes bool) *Lock {
 	l := &Lock{calls: c, ttl: ttl, owner: won.owner, token: won.token, acquiredAt: time.Now(),
-		stale: won.stale, validUntil: won.validUntil, holds: 1}
+		stale: won.stale, validUntil: won.validUntil, ttlSet: ttl, holds: 1}
+	if owes {
+		l.owes = &owing{holding: won.holding, needed: c.b.needed(c.kind)}
+	}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.renewBy = time.AfterFunc(renewIn(won.validUntil, ttl), func() { l.lose(l.calls.lockLost()) })
 	return l
 }
 
 // Token is the fencing token: pass it to the protected resource, which must refuse lower ones.
-func (l *Lock) Token() uint64 { return l.token }
+// A hold taken without waiting on the nodes (Acquire without Wait, retry mode) with fencing on
+// and more than one node owes the commit of its token: the first call pays it (DLOCK.FENCE on
+// every node that granted, one round shared by every caller, its outcome remembered) and the
+// token comes once a quorum committed it. A commit that fails, or a lock released, known lost
+// or past its validity before the commit, is an ErrLockLost error, and the lock is lost. A
+// done ctx ends this call's wait, not the commit. Nothing owed (or committed already): the
+// token at once.
+func (l *Lock) Token(ctx context.Context) (uint64, error) {
+	if l.owes == nil {
+		return l.token, nil
+	}
+	return l.owes.read(ctx, l)
+}
 
 // Owner is the owner name the nodes hold it under.
 func (l *Lock) Owner() string {
@@ -115,8 +134,16 @@ func (l *Lock) renewed(until time.Time, ttl time.Duration) {
 	defer l.mu.Unlock()
 	if l.lost == nil && !l.released {
 		l.validUntil = until
+		l.ttlSet = ttl
 		l.renewBy.Reset(renewIn(until, ttl))
 	}
+}
+
+// nodeTTL is the TTL last set on the nodes.
+func (l *Lock) nodeTTL() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ttlSet
 }
 
 // Extend resets the TTL on every node to ttl (0: the TTL it was taken with). ErrNoQuorum when

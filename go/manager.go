@@ -254,18 +254,26 @@ func acquireOn(ctx context.Context, b *backend, resource string, ttl time.Durati
 	}
 	c := &calls{b: b, resource: resource, kind: a.kind}
 	// Without a wait, one attempt that does not wait on the nodes; with one, queued (or retrying).
-	p := policy{queue: false, commit: b.cfg.fencing}
+	p, owes := noWait(b)
 	if a.waiting && b.queue {
-		p = queuePolicy
+		p, owes = queuePolicy, false
 	}
 	won, failure, attempts := newAcquirer(ctx, c, ttl, a.wait, p).run(!a.waiting)
 	if failure == nil {
-		return newLock(c, ttl, won), nil
+		return newLock(c, ttl, won, owes), nil
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	return nil, toError(b, resource, a.kind, failure, attempts)
+}
+
+// noWait is the policy of an attempt that does not wait on the nodes (TryLock, retry mode),
+// and whether its hold owes a commit (owed): it never commits while acquiring, its grants
+// being the lock; with fencing on and more than one node, the commit is paid when the token is
+// first read (commit.go).
+func noWait(b *backend) (policy, bool) {
+	return policy{queue: false, commit: false}, owed(true, len(b.nodes), b.cfg.fencing)
 }
 
 func toError(b *backend, resource string, kind Kind, f *attemptError, attempts int) error {

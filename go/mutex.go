@@ -176,13 +176,21 @@ func (mx *Mutex) Until() time.Time {
 	return time.Time{}
 }
 
-// Token is the fencing token of the lock held (0 when not held): pass it to the protected
-// resource, which must refuse lower ones.
-func (mx *Mutex) Token() uint64 {
-	if l := mx.held(); l != nil {
-		return l.Token()
+// Token is the fencing token of the lock held: pass it to the protected resource, which must
+// refuse lower ones. Lock.Token's rules: a TryLock (or retry-mode Lock) with fencing on and more
+// than one node commits its token on first read, and a commit that fails is an ErrLockLost
+// error (the lock is lost); not held is an ErrLockLost error too.
+func (mx *Mutex) Token() (uint64, error) { return mx.TokenContext(context.Background()) }
+
+// TokenContext is Token; a done ctx ends its wait for the commit (ctx's error).
+func (mx *Mutex) TokenContext(ctx context.Context) (uint64, error) {
+	if mx.err != nil {
+		return 0, mx.err
 	}
-	return 0
+	if l := mx.held(); l != nil {
+		return l.Token(ctx)
+	}
+	return 0, &Error{Kind: ErrLockLost, Resource: mx.name}
 }
 
 func (mx *Mutex) held() *Lock {

@@ -21,8 +21,12 @@ func main() {
 	}
 	defer locks.Close()
 	err = locks.WithLock(context.Background(), os.Args[1], 10*time.Second, func(ctx context.Context, lock *dlock.Lock) error {
+		token, err := lock.Token(ctx) // committed on a quorum: never a token the nodes may not keep
+		if err != nil {
+			return err // ErrLockLost: the lock is lost
+		}
 		cmd := exec.CommandContext(ctx, os.Args[2], os.Args[3:]...) // killed if the lock is lost
-		cmd.Env = append(os.Environ(), fmt.Sprintf("DLOCK_TOKEN=%d", lock.Token()))
+		cmd.Env = append(os.Environ(), fmt.Sprintf("DLOCK_TOKEN=%d", token))
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 		return cmd.Run()
 	}, dlock.Wait(time.Minute))

@@ -36,7 +36,11 @@ func main() {
 	}
 
 	// Do your work that requires the lock.
-	fmt.Println("token", mutex.Token())
+	token, err := mutex.Token() // the fencing token, committed on a quorum
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("token", token)
 
 	// Release the lock so other processes or threads can obtain a lock.
 	if ok, err := mutex.Unlock(); !ok || err != nil {
