@@ -80,7 +80,7 @@ def acquire(args: argparse.Namespace, locks: LockManager) -> Lock | None:
         emit(args.id, "fail", "acquire", error=f"{type(e).__name__}: {e}")
         return None
     validity_ms = int(lock.validity * 1000)
-    emit(args.id, "ok", "acquire", token=lock.token, validity_ms=validity_ms)
+    emit(args.id, "ok", "acquire", token=lock.token(), validity_ms=validity_ms)  # queued: committed
     return lock
 
 
@@ -92,7 +92,7 @@ def send(args: argparse.Namespace, lock: Lock, data: redis.Redis, *command: Any)
 
 def cas(args: argparse.Namespace, lock: Lock, data: redis.Redis, new: int) -> None:
     """The critical section: read, hold, write `new`."""
-    common = {"token": lock.token, "new": new, "gated": not args.bypass_gate}
+    common = {"token": lock.token(), "new": new, "gated": not args.bypass_gate}
     emit(args.id, "invoke", "cas", **common)
     try:
         raw = send(args, lock, data, "GET", REGISTER)

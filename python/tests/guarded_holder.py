@@ -29,11 +29,12 @@ def main() -> None:
     nodes, target, where = sys.argv[1].split(","), sys.argv[2], sys.argv[3]
     with dlock.LockManager(nodes, timeout=0.5) as locks:
         lock = locks.try_lock("report", ttl=0.5)  # no watchdog: nothing renews it while stopped
-        print(lock.token, flush=True)
+        token = lock.token()  # committed when read (5 nodes), within its lease
+        print(token, flush=True)
         sys.stdin.readline()
         if target == "postgres":
             with psycopg.connect(where) as db:
-                print("written" if fenced_update(db, lock.token, "stale") else "refused", flush=True)
+                print("written" if fenced_update(db, token, "stale") else "refused", flush=True)
             return
         try:
             lock.guarded(redis.Redis.from_url(where), "report:gate", "SET", "report", "stale")

@@ -18,12 +18,13 @@ def test_status_shows_each_node_held_free_or_unreachable(five: list[Server]) -> 
     locks = dlock.LockManager(urls(five), timeout=0.5)
     assert all(s.info is None and s.failure is None for s in locks.status("r"))
     lock = locks.try_lock("r", ttl=10.0)
+    token = lock.token()  # committed on the five nodes that granted
     five[4].kill()
     views = locks.status("r")
     assert [v.node for v in views] == urls(five)
     for view in views[:4]:
         assert view.info is not None and view.failure is None
-        assert (view.info.owner, view.info.token, view.info.holds, view.info.waiters) == (lock.owner, lock.token, 1, 0)
+        assert (view.info.owner, view.info.token, view.info.holds, view.info.waiters) == (lock.owner, token, 1, 0)
         assert 9_000 < view.info.ttl_ms <= 10_000
     assert views[4].info is None and views[4].failure is not None and "connection refused" in views[4].failure
     lock.release()
@@ -32,7 +33,7 @@ def test_status_shows_each_node_held_free_or_unreachable(five: list[Server]) -> 
 def test_a_detached_lock_is_released_and_extended_by_owner_name(five: list[Server]) -> None:
     with dlock.LockManager(urls(five), timeout=0.5) as locks, locks.lock("r", ttl=10.0, wait=1.0) as lock:
         owner, token, validity = lock.detach()
-    assert (owner, token) == (lock.owner, lock.token) and 9.0 < validity <= 10.0
+    assert (owner, token) == (lock.owner, lock.token()) and 9.0 < validity <= 10.0
     other = dlock.LockManager(urls(five), timeout=0.5)  # as another process would
     assert all(v.info is not None and v.info.owner == owner for v in other.status("r"))  # still held
     assert 29.0 < other.extend_owner("r", owner, ttl=30.0) <= 30.0
@@ -59,7 +60,7 @@ def test_asyncio_admin(three: list[Server]) -> None:
     async def test() -> None:
         locks = dlock.asyncio.LockManager(urls(three), timeout=0.5)
         lock = await locks.try_lock("r", ttl=10.0)
-        owner, token, _ = lock.detach()
+        owner, token, _ = await lock.detach()  # the token committed first
         assert {v.info.token for v in await locks.status("r") if v.info} == {token}
         assert await locks.extend_owner("r", owner, ttl=20.0) > 19.0
         assert await locks.release_owner("r", owner) == 3

@@ -55,12 +55,12 @@ def test_lock_extend_release_through_a_seed_that_does_not_own_the_slot(redis_clu
         lock = locks.lock(key, ttl=2.0, wait=1.0)
         held = status(owner, key)
         assert held is not None and held["owner"] == lock.owner
-        assert held["token"] == lock.token  # the token is the owning shard's
+        assert held["token"] == lock.token()  # the token is the owning shard's
         lock.extend(ttl=30.0)
         held = status(owner, key)
         assert held is not None and int(str(held["ttl"])) > 20_000
         [node_status] = locks.status(key)
-        assert node_status.info is not None and node_status.info.token == lock.token
+        assert node_status.info is not None and node_status.info.token == lock.token()
         lock.release()
         assert status(owner, key) is None
 
@@ -81,12 +81,12 @@ def test_a_slot_migrated_under_a_held_lock_is_followed_by_moved_and_ask(redis_cl
 
         redis_cluster.migrate_slot(key, source, target, in_the_ask_window)
         held = status(target, key)
-        assert held is not None and held["token"] == lock.token and int(str(held["ttl"])) <= 20_000
+        assert held is not None and held["token"] == lock.token() and int(str(held["ttl"])) <= 20_000
         lock.extend(ttl=30.0)  # MOVED: the map is read again
         assert redis_cluster.master_for(key) is target
         lock.release()
         assert status(target, key) is None
-        assert locks.try_lock(key).token > lock.token
+        assert locks.try_lock(key).token() > lock.token()  # one node: nothing owed, read after the release
 
 
 def test_a_server_side_wait_on_a_cluster_node_is_handed_the_lock(redis_cluster: Cluster) -> None:
@@ -102,7 +102,7 @@ def test_a_server_side_wait_on_a_cluster_node_is_handed_the_lock(redis_cluster: 
         finally:
             holder.release()
             waiter.join(10)
-        assert got and got[0].token > holder.token
+        assert got and got[0].token() > holder.token()
         got[0].release()
 
 
@@ -134,8 +134,9 @@ def test_quorum_across_a_cluster_and_plain_masters(redis_cluster: Cluster, three
     plain = three[:2]
     nodes = [redis_cluster.url(), *(s.url for s in plain)]
     with dlock.LockManager(nodes, ack_timeout=ACK_TIMEOUT) as locks, locks.try_lock(key) as lock:
+        token = lock.token()  # committed when read
         tokens = {str(status(server, key)["token"]) for server in (shard, *plain)}  # type: ignore[index]
-        assert tokens == {str(lock.token)}  # one committed token on the shard and both masters
+        assert tokens == {str(token)}  # one committed token on the shard and both masters
     with paused(redis_cluster.replica_of(shard), shard), dlock.LockManager(nodes) as locks:
         plain[1].kill()
         with pytest.raises(dlock.NoQuorum, match=SHORTFALL):
@@ -152,7 +153,7 @@ def test_a_plain_master_with_replica_ack_1(master_with_replica: tuple[Server, Se
         dlock.LockManager([master.url], replica_ack=1, ack_timeout=ACK_TIMEOUT) as locks,
         locks.try_lock("plain-acked") as lock,
     ):
-        assert lock.token > 0
+        assert lock.token() > 0
         lock.extend()
     with dlock.LockManager([master.url]) as default, paused(replica, master), default.try_lock("plain-acked"):
         pass  # "auto" asks nothing of a plain master
@@ -178,13 +179,13 @@ def test_a_killed_master_is_dropped_and_its_promoted_replica_serves_the_lock() -
             [stale] = locks.status(key)
             assert stale.failure is not None and f"master 127.0.0.1:{master.port}" in stale.failure
             [fresh] = locks.status(key)
-            assert fresh.info is not None and (fresh.info.owner, fresh.info.token) == (lock.owner, lock.token)
+            assert fresh.info is not None and (fresh.info.owner, fresh.info.token) == (lock.owner, lock.token())
             lock.release()
             assert status(replica, key) is None
         with dlock.LockManager([cluster.url(seed)]) as quick, pytest.raises(dlock.NoQuorum, match=SHORTFALL):
             quick.try_lock(key)  # the promoted master has no replica left to acknowledge
         assert status(replica, key) is None
         with dlock.LockManager([cluster.url(seed)], replica_ack="off") as unacked, unacked.try_lock(key) as after:
-            assert after.token > lock.token  # the token order holds across the failover
+            assert after.token() > lock.token()  # the token order holds across the failover
     finally:
         cluster.stop()

@@ -13,6 +13,7 @@ from redis._parsers import _RESP2Parser
 
 from dlock._pure import acquisition as acq
 from dlock._pure import attempt as att
+from dlock._pure import commit as cm
 from dlock._pure.cluster import slot_of
 from dlock._pure.election import UNKNOWN, Leader, Seen, leader_view, split_owner
 from dlock._pure.kind import Kind
@@ -289,3 +290,33 @@ def test_leaders_by_the_leader_rule(case: dict[str, Any]) -> None:
         if isinstance(node, dict):
             id_, value = split_owner(node["owner"])
             assert (f"{id_} {value}" if value else id_) == node["owner"]
+
+
+def commit_outcome(pinned: Any) -> cm.Outcome:
+    """What commits.json calls an outcome, as this client's machine states it."""
+    if pinned == "pending":
+        return cm.PENDING
+    if pinned == "lost":
+        return cm.LOST
+    return cm.Committed(int(pinned["committed"]))
+
+
+@table("commits.json")
+def test_deferred_commits(case: dict[str, Any]) -> None:
+    nodes, start = case["nodes"], case["start"]
+    owed = cm.owed(case["policy"] == "no_wait", nodes, case["fencing"])
+    assert owed == case["owed"]
+    valid = case.get("valid", True)
+    if not owed or not valid:
+        got = cm.Committed(int(case["token"])) if valid else cm.LOST
+        assert got == commit_outcome(start["outcome"])
+        assert "fence" not in start
+        return
+    commit, asked = cm.Commit.start(nodes, case["needed"], int(case["token"]), case["holding"])
+    assert asked == start["fence"]["nodes"]
+    assert commit.token == int(start["fence"]["token"])
+    assert commit.outcome == commit_outcome(start["outcome"])
+    for step in case["script"]:
+        fenced = step["fenced"]
+        got = commit.on_fenced(fenced["node"], fenced["answer"] == "committed")
+        assert got == commit_outcome(step["outcome"]), step

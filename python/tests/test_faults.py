@@ -18,7 +18,7 @@ def test_two_of_five_nodes_down_still_locks(five: list[Server]) -> None:
         server.kill()
     locks = dlock.LockManager(urls(five), timeout=0.5)
     with locks.lock("r", ttl=10.0, wait=2.0) as lock:
-        assert all(status(s, "r")["token"] == lock.token for s in five[2:])  # type: ignore[index]
+        assert all(status(s, "r")["token"] == lock.token() for s in five[2:])  # type: ignore[index]
     first = locks.try_lock("r", ttl=10.0)
     first.release()
 
@@ -146,7 +146,7 @@ def test_a_quarantined_node_is_named_with_its_tryagain() -> None:
     try:
         locks = dlock.LockManager(urls(servers), timeout=0.5)
         with locks.lock("r", ttl=5.0, wait=1.0) as lock:  # the three others are a majority
-            assert lock.token > 0
+            assert lock.token() > 0
         for server in servers[:2]:
             server.kill()
         with pytest.raises(dlock.NoQuorum) as caught:

@@ -24,10 +24,10 @@ with LockManager(nodes, timeout=0.5) as locks:
     for _ in range(rounds):
         with locks.lock("interop", ttl=10.0, wait=60.0) as lock:
             with open(log, "a") as f:
-                f.write(f"python {lock.token} start\\n")
+                f.write(f"python {lock.token()} start\\n")
             time.sleep(hold)
             with open(log, "a") as f:
-                f.write(f"python {lock.token} end\\n")
+                f.write(f"python {lock.token()} end\\n")
 """
 
 CLI_SECTION = 'echo "rust $DLOCK_TOKEN start" >> "$LOG"; sleep {hold}; echo "rust $DLOCK_TOKEN end" >> "$LOG"'

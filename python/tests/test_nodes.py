@@ -33,12 +33,12 @@ def hand_over(locks: dlock.LockManager, other: dlock.LockManager, key: str) -> N
     """`other` waits on the nodes while `locks` holds `key`, and gets it at the release."""
     handed: list[int] = []
     with locks.lock(key, ttl=5.0, wait=1.0) as lock:
-        assert [v.info.token for v in locks.status(key) if v.info].count(lock.token) >= 2
-        waiter = threading.Thread(target=lambda: handed.append(other.lock(key, ttl=5.0, wait=5.0).token))
+        assert [v.info.token for v in locks.status(key) if v.info].count(lock.token()) >= 2
+        waiter = threading.Thread(target=lambda: handed.append(other.lock(key, ttl=5.0, wait=5.0).token()))
         waiter.start()
         lock.extend(10.0)
     waiter.join(5.0)
-    assert handed and handed[0] > lock.token
+    assert handed and handed[0] > lock.token()
     owner = next(v.info.owner for v in other.status(key) if v.info)
     assert other.release_owner(key, owner) == 3
 
@@ -55,7 +55,7 @@ def test_unix_socket_nodes(unix_three: list[ACLServer]) -> None:
     async def test() -> None:
         alocks = dlock.asyncio.LockManager(sockets, username=USER, password=PASSWORD, timeout=0.5)
         async with alocks, alocks.lock("unix-async", ttl=5.0, wait=1.0) as lock:
-            assert [v.info.token for v in await alocks.status("unix-async") if v.info].count(lock.token) >= 2
+            assert [v.info.token for v in await alocks.status("unix-async") if v.info].count(await lock.token()) >= 2
             await lock.extend(10.0)
 
     asyncio.run(test())
@@ -95,7 +95,7 @@ def test_ready_made_asyncio_clients(three: list[Server]) -> None:
             await asyncio.sleep(0.1)  # queued on the nodes
             await lock.release()
             handed = await asyncio.wait_for(waiter, 5.0)
-            assert handed.token > lock.token
+            assert await handed.token() > await lock.token()
             await handed.release()
         for client in clients:
             await client.aclose()

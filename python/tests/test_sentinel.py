@@ -51,8 +51,8 @@ def test_locks_on_the_master_the_sentinels_name_acknowledged_by_its_replica(depl
     locks = dlock.LockManager([deployment.url()], **keywords())  # type: ignore[arg-type]
     assert locks.nodes == [deployment.url()]
     with locks.lock("s", ttl=10.0, wait=1.0) as lock:
-        assert held(deployment.master, "s") == held(deployment.replica, "s") == lock.token  # acknowledged
-        assert [v.info.token for v in locks.status("s") if v.info] == [lock.token]
+        assert held(deployment.master, "s") == held(deployment.replica, "s") == lock.token()  # acknowledged
+        assert [v.info.token for v in locks.status("s") if v.info] == [lock.token()]
         lock.extend(20.0)
         assert deployment.replica.client().pttl("s") > 19_000
     assert held(deployment.master, "s") is None
@@ -62,7 +62,7 @@ def test_locks_on_the_master_the_sentinels_name_acknowledged_by_its_replica(depl
     ready = dlock.LockManager([sentinels.master_for(MASTER_NAME, username=USER, password=PASSWORD)], ack_timeout=2.0)
     assert ready.nodes == [deployment.url()]  # a ready-made sentinel client: replica_ack "auto" is 1 too
     with ready.lock("s", ttl=10.0) as lock:
-        assert held(deployment.replica, "s") == lock.token
+        assert held(deployment.replica, "s") == lock.token()
     deployment.replica.pause()  # no acknowledgement: no lock, and nothing left behind
     try:
         with pytest.raises(dlock.NoQuorum, match="granted but only 0 of 1 replicas acknowledged"):
@@ -88,9 +88,9 @@ def test_a_sentinel_failover_is_followed_by_a_client_holding_the_old_master(depl
     # The stale client's connections now reach a replica: READONLY, asked again, the new master.
     lock.extend(30.0)
     assert "errorstat_READONLY" in old.client().info("errorstats")  # it did ask the old one first
-    assert held(new, "f") == lock.token and held(old, "f") == lock.token
+    assert held(new, "f") == lock.token() and held(old, "f") == lock.token()
     lock.release()
-    assert stale.try_lock("f", ttl=5.0).token > lock.token
+    assert stale.try_lock("f", ttl=5.0).token() > lock.token()
     stale.close()
     window.close()
 
@@ -106,9 +106,9 @@ def test_a_sentinel_failover_is_followed_in_asyncio(deployment: SentinelDeployme
         await asyncio.to_thread(demote, old, new)
         await lock.extend(30.0)  # READONLY from the old master, then the new one
         assert "errorstat_READONLY" in old.client().info("errorstats")
-        assert held(new, "f") == lock.token
+        assert held(new, "f") == await lock.token()
         await lock.release()
-        assert (await stale.try_lock("f", ttl=5.0)).token > lock.token
+        assert await (await stale.try_lock("f", ttl=5.0)).token() > await lock.token()
         await stale.close()
 
     asyncio.run(test())
@@ -127,15 +127,15 @@ def test_kill_9_of_the_master_keeps_the_lock_and_the_token_order_in_asyncio(depl
         assert views[0].failure is not None and time.monotonic() - started < 1.0
         await asyncio.to_thread(deployment.wait_for_master, new.port)
         views = await locks.status("k")  # on the promoted replica, which had acknowledged it
-        assert views[0].info is not None and views[0].info.token == lock.token
+        assert views[0].info is not None and views[0].info.token == await lock.token()
         with pytest.raises(dlock.NoQuorum, match="only 0 of 1 replicas acknowledged"):
             await lock.extend(30.0)  # no replica left to acknowledge
         old.restart()  # the old master is back, and replicates the new one
         await asyncio.to_thread(demote, old, new)
         await lock.extend(30.0)
-        assert held(new, "k") == lock.token
+        assert held(new, "k") == await lock.token()
         await lock.release()
-        assert (await locks.try_lock("k", ttl=5.0)).token > lock.token
+        assert await (await locks.try_lock("k", ttl=5.0)).token() > await lock.token()
         await locks.close()
 
     asyncio.run(test())
@@ -148,8 +148,8 @@ def test_tls_sentinels_and_tls_masters(pki: Pki) -> None:
         node = [deployment.url("rediss+sentinel")]
         locks = dlock.LockManager(node, **tls_keywords(pki, **keywords()))  # type: ignore[arg-type]
         with locks.lock("t", ttl=10.0, wait=1.0) as lock:
-            assert held(deployment.replica, "t") == lock.token
-            assert [v.info.token for v in locks.status("t") if v.info] == [lock.token]
+            assert held(deployment.replica, "t") == lock.token()
+            assert [v.info.token for v in locks.status("t") if v.info] == [lock.token()]
         untrusted = tls_keywords(pki, **keywords(ssl_ca_certs=pki["other_ca.crt"]))
         with pytest.raises(dlock.NoQuorum, match=r"sentinel 127\.0\.0\.1:\d+: TLS: the server's certificate is not"):
             dlock.LockManager(node, **untrusted).try_lock("t")  # type: ignore[arg-type]

@@ -40,7 +40,7 @@ def test_many_shared_holders_at_once(masters: list[Server]) -> None:
     locks = manager(masters)
     held = [locks.try_lock("r", ttl=10.0, shared=True) for _ in range(4)]
     held.append(locks.lock("r", ttl=10.0, wait=1.0, shared=True))
-    tokens = [lock.token for lock in held]
+    tokens = [lock.token() for lock in held]  # committed when read, before the nodes are looked at
     assert all(a < b for a, b in itertools.pairwise(tokens)), tokens  # each its own, rising
     assert all(lock.shared and lock.limit is None for lock in held)
     views = locks.status("r")
@@ -51,7 +51,7 @@ def test_many_shared_holders_at_once(masters: list[Server]) -> None:
         assert {h.mode for h in view.info.holders} == {"shared"}
     for lock in held:  # committed on a majority (a wait granted late elsewhere has its own token)
         seen = [(h.owner, h.token) for v in views if v.info for h in v.info.holders]
-        assert seen.count((lock.owner, lock.token)) >= len(masters) // 2 + 1
+        assert seen.count((lock.owner, lock.token())) >= len(masters) // 2 + 1
     for lock in held:
         lock.release()
     assert free_everywhere(masters, "r")
@@ -79,11 +79,12 @@ def test_the_kind_option_goes_on_every_acquire_and_wait(masters: list[Server]) -
 
     def contend() -> None:
         writer = locks.try_lock("r", ttl=10.0)
+        written = writer.token()  # read while held: an uncommitted token is not read after the release
         thread, reader = take_in_thread(locks, 0.0, shared=True)  # waits in the queue
         eventually(lambda: all(waiters(s, "r") for s in masters), what="the shared wait queued")
         writer.release()
         thread.join(10)
-        assert reader.error is None and reader.token > writer.token
+        assert reader.error is None and reader.token > written
         locks.try_lock("s", ttl=10.0, limit=3).release()
 
     seen = acquires_seen(masters[-1], contend)
@@ -97,13 +98,14 @@ def test_the_kind_option_goes_on_every_acquire_and_wait(masters: list[Server]) -
 def test_shared_excludes_exclusive_and_exclusive_excludes_shared(masters: list[Server]) -> None:
     locks = manager(masters)
     reader = locks.try_lock("r", ttl=10.0, shared=True)
+    read = reader.token()
     with pytest.raises(dlock.LockContended):
         locks.try_lock("r", ttl=10.0)
     with pytest.raises(dlock.LockTimeout):
         locks.lock("r", ttl=10.0, wait=0.2)
     reader.release()
     writer = locks.try_lock("r", ttl=10.0)
-    assert writer.token > reader.token
+    assert writer.token() > read
     with pytest.raises(dlock.LockContended):
         locks.try_lock("r", ttl=10.0, shared=True)
     with pytest.raises(dlock.LockTimeout):
@@ -128,7 +130,7 @@ def take_in_thread(locks: dlock.LockManager, hold: float, **kind: object) -> tup
     def run() -> None:
         try:
             with locks.lock("r", ttl=10.0, wait=20.0, **kind) as lock:  # type: ignore[arg-type]
-                taken.token, taken.at = lock.token, time.monotonic()
+                taken.token, taken.at = lock.token(), time.monotonic()
                 time.sleep(hold)
         except BaseException as e:
             taken.error = e
@@ -141,6 +143,7 @@ def take_in_thread(locks: dlock.LockManager, hold: float, **kind: object) -> tup
 def test_a_queued_exclusive_waiter_blocks_later_shared_arrivals(masters: list[Server]) -> None:
     locks = manager(masters)
     reader = locks.try_lock("r", ttl=10.0, shared=True)
+    read = reader.token()
     writer_thread, writer = take_in_thread(locks, 0.3)
     eventually(lambda: all(len(waiters(s, "r")) == 1 for s in masters), what="the exclusive waiter queued everywhere")
     with pytest.raises(dlock.LockContended):  # shared is held, but a writer waits: no barging
@@ -153,7 +156,7 @@ def test_a_queued_exclusive_waiter_blocks_later_shared_arrivals(masters: list[Se
     for thread in (writer_thread, late_thread):
         thread.join(30)
     assert writer.error is None and late.error is None, (writer.error, late.error)
-    assert reader.token < writer.token < late.token
+    assert read < writer.token < late.token
     assert late.at >= writer.at + 0.25, "the later shared arrival waited for the writer's whole hold"
     assert free_everywhere(masters, "r")
 
@@ -188,7 +191,7 @@ def test_a_semaphore_never_has_more_than_k_holders(masters: list[Server]) -> Non
                     with guard:
                         inside[0] -= 1
                         released = time.monotonic()
-                taken.append((asked, released, permit.token))
+                taken.append((asked, released, permit.token()))
         except BaseException as e:
             errors.append(e)
 
@@ -220,7 +223,7 @@ def test_a_semaphore_never_has_more_than_k_holders_asyncio(masters: list[Server]
                     await asyncio.sleep(0.03)
                     inside[0] -= 1
                     released = time.monotonic()
-                taken.append((asked, released, permit.token))
+                taken.append((asked, released, await permit.token()))
 
         await asyncio.gather(*(contender() for _ in range(limit + 2)))
         await locks.close()
@@ -238,7 +241,7 @@ import sys, time
 from dlock import LockManager
 locks = LockManager(sys.argv[1].split(","), timeout=0.5)
 permit = locks.try_lock("sem", ttl=float(sys.argv[2]), limit=2)
-print(permit.token, flush=True)
+print(permit.token(), flush=True)
 time.sleep(3600)
 """
 
@@ -263,7 +266,7 @@ def test_a_killed_holder_s_permit_is_free_when_its_lease_ends(masters: list[Serv
         locks.try_lock("sem", ttl=30.0, limit=2)  # the dead holder's lease still runs
     third = locks.lock("sem", ttl=30.0, wait=10.0, limit=2)
     assert time.monotonic() - taken_at >= lease - 0.2, "granted only once the lease ran out"
-    assert third.token > max(child_token, mine.token)
+    assert third.token() > max(child_token, mine.token())
     third.release()
     mine.release()
     assert free_everywhere(masters, "sem")
@@ -363,7 +366,7 @@ def test_with_lock_keeps_a_permit_and_a_shared_hold_extended(masters: list[Serve
     def work(lock: dlock.Lock) -> int:
         time.sleep(1.0)
         assert not lock.lost.is_set() and lock.validity > 0
-        return lock.token
+        return lock.token()
 
     assert locks.with_lock("sem", work, ttl=0.3, wait=1.0, limit=2) > 0
     assert locks.with_lock("rw", work, ttl=0.3, wait=1.0, shared=True) > 0

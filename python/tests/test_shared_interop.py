@@ -42,7 +42,7 @@ def test_shared_holders_of_both_languages_see_each_other(masters: list[Server]) 
     assert taken.returncode == 0, taken.stderr
     cli_owner, cli_token, _ = taken.stdout.split()
     reader = locks.try_lock("rw", ttl=10.0, shared=True)  # readers together
-    assert reader.token > int(cli_token)
+    assert reader.token() > int(cli_token)
     with pytest.raises(dlock.LockContended):
         locks.try_lock("rw", ttl=10.0)  # no writer beside the CLI's reader
     for view in locks.status("rw"):

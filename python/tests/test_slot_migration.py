@@ -87,7 +87,7 @@ def test_a_queued_wait_follows_the_slot_to_its_new_owner(cluster: tuple[Cluster,
             waiter.join(10)
         finally:
             waiter.join(10)
-        assert got and got[0].token > holder.token
+        assert got and got[0].token() > holder.token()
         assert time.monotonic() - released < 5.0
         got[0].release()
 
@@ -106,7 +106,7 @@ def test_a_queued_asyncio_wait_follows_the_slot_to_its_new_owner(cluster: tuple[
             await asyncio.to_thread(eventually, lambda: waiting_on(target) == 1, what="queued on the new owner")
             await holder.release()
             lock = await asyncio.wait_for(waiter, 5.0)
-            assert lock.token > holder.token
+            assert await lock.token() > await holder.token()
             await lock.release()
 
     asyncio.run(scenario())

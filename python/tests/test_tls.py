@@ -27,18 +27,18 @@ def test_a_tls_quorum_locks_hands_over_extends_and_keeps_a_watchdog(tls_three: l
     other = dlock.LockManager(urls(tls_three), **tls_keywords(pki))  # type: ignore[arg-type]
     handed: list[int] = []
     with locks.lock("tls", ttl=0.6, wait=1.0, watchdog=True) as lock:
-        assert [status(s, "tls")["token"] for s in tls_three].count(lock.token) >= 2  # type: ignore[index]
+        assert [status(s, "tls")["token"] for s in tls_three].count(lock.token()) >= 2  # type: ignore[index]
         with pytest.raises(dlock.LockContended):
             other.try_lock("tls", ttl=1.0)
-        waiter = threading.Thread(target=lambda: handed.append(other.lock("tls", ttl=5.0, wait=5.0).token))
+        waiter = threading.Thread(target=lambda: handed.append(other.lock("tls", ttl=5.0, wait=5.0).token()))
         waiter.start()  # queued on the nodes (a wait on a TLS connection of its own)
         time.sleep(1.5)  # 2.5 TTLs: the watchdog extends it
-        assert [v.info.token for v in locks.status("tls") if v.info].count(lock.token) >= 2  # held, one token
+        assert [v.info.token for v in locks.status("tls") if v.info].count(lock.token()) >= 2  # held, one token
         lock.stop_watchdog()  # or it would extend it again by its TTL
         lock.extend(30.0)
         assert sum(s.client().pttl("tls") > 29_000 for s in tls_three) >= 2
     waiter.join(5.0)
-    assert handed and handed[0] > lock.token  # granted at the release, a later token
+    assert handed and handed[0] > lock.token()  # granted at the release, a later token
     other.release_owner("tls", next(v.info.owner for v in other.status("tls") if v.info))
     assert free_everywhere(tls_three, "tls")
     locks.close()
@@ -52,13 +52,13 @@ def test_a_tls_quorum_in_asyncio(tls_three: list[TLSServer], pki: Pki) -> None:
         lock = await locks.lock("tls-async", ttl=0.6, wait=1.0, watchdog=True)
         waiter = asyncio.ensure_future(other.lock("tls-async", ttl=5.0, wait=5.0))
         await asyncio.sleep(1.5)  # the watchdog extends it; the waiter waits on the nodes
-        assert [v.info.token for v in await locks.status("tls-async") if v.info].count(lock.token) >= 2
+        assert [v.info.token for v in await locks.status("tls-async") if v.info].count(await lock.token()) >= 2
         await lock.stop_watchdog()
         await lock.extend(30.0)
         assert sum(s.client().pttl("tls-async") > 29_000 for s in tls_three) >= 2
         await lock.release()
         handed = await asyncio.wait_for(waiter, 5.0)
-        assert handed.token > lock.token
+        assert await handed.token() > await lock.token()
         await handed.release()
         assert free_everywhere(tls_three, "tls-async")
         await locks.close()
@@ -71,7 +71,7 @@ def test_credentials_in_the_url_win_over_the_keywords(tls_three: list[TLSServer]
     nodes = [f"rediss://{USER}:{PASSWORD}@127.0.0.1:{s.port}" for s in tls_three]
     locks = dlock.LockManager(nodes, **tls_keywords(pki, password="not-this-one"))  # type: ignore[arg-type]
     with locks.lock("url-login", ttl=5.0) as lock:
-        assert lock.token > 0
+        assert lock.token() > 0
     assert locks.nodes == [f"rediss://{USER}:***@127.0.0.1:{s.port}" for s in tls_three]
     locks.close()
 

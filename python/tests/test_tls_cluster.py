@@ -53,14 +53,14 @@ def test_a_tls_cluster_is_one_quorum_node(tls_cluster: list[TLSServer], pki: Pki
     seed = f"rediss+cluster://127.0.0.1:{tls_cluster[0].port}"  # not the key's master
     locks = dlock.LockManager([seed], **tls_keywords(pki, replica_ack="off"))  # type: ignore[arg-type]
     with locks.lock(key, ttl=10.0, wait=1.0) as lock:
-        assert owner(tls_cluster, key).client().execute_command("DLOCK.STATUS", key)[3] == lock.token
-        assert [v.info.token for v in locks.status(key) if v.info] == [lock.token]
+        assert owner(tls_cluster, key).client().execute_command("DLOCK.STATUS", key)[3] == lock.token()
+        assert [v.info.token for v in locks.status(key) if v.info] == [lock.token()]
         lock.extend(20.0)
 
     async def test() -> None:
         alocks = dlock.asyncio.LockManager([seed], **tls_keywords(pki, replica_ack="off"))  # type: ignore[arg-type]
         async with alocks, alocks.lock(key, ttl=10.0, wait=1.0) as lock:
-            assert [v.info.token for v in await alocks.status(key) if v.info] == [lock.token]
+            assert [v.info.token for v in await alocks.status(key) if v.info] == [await lock.token()]
 
     asyncio.run(test())
     locks.close()

@@ -322,8 +322,10 @@ class LockManager:
         return self.options.wait_mode == "queue" and (self._backend.size() == 1 or self.options.fencing)
 
     def _no_wait(self) -> Policy:
-        """Attempts without a server wait commit their grants unless fencing is off."""
-        return Policy(queue=False, commit=self.options.fencing)
+        """Attempts without a server wait hold once a quorum granted, without a commit: with
+        fencing on and several nodes the hold owes it, paid when its token is first read
+        (Lock.token, _pure/commit.py)."""
+        return Policy(queue=False, commit=False)
 
     def _held(self, lock: Lock, watchdog: bool) -> Lock:
         if watchdog:

@@ -15,7 +15,9 @@ With one node there is nothing to commit: the grant is the lock.
 An attempt that does not wait on the nodes (try_lock, retry mode: see attempt.py) runs the same
 machine for one round only (`start_once`): every node's answer comes within the per-node
 timeout, so the commit waits for all of them and covers every node that granted; a commit that
-misses fails the acquisition; with fencing off the grants are the lock.
+misses fails the acquisition. Without the commit (`commit` off: how the clients run it) the
+grants are the lock once every node answered; with fencing on, the hold then owes its commit
+until its token is read (commit.py).
 """
 
 from __future__ import annotations

@@ -46,7 +46,10 @@ from .verdicts import (
 class Policy:
     """How an attempt asks the nodes: queued on them (`queue`: ACQUIRE ... WAIT, round after
     round until the deadline, the commit starting the lease afresh), or one plain ACQUIRE per node
-    in one round (try_lock, retry mode; `commit` off only with fencing off)."""
+    in one round (try_lock, retry mode). With `commit` off such a round holds once a quorum
+    granted and every node answered: the managers run their no-wait attempts so, the hold owing
+    its commit until its token is read when fencing is on (commit.py); `commit` on is the
+    one-round commit of conformance/attempts.json's policy "no_wait"."""
 
     queue: bool
     commit: bool = True
@@ -173,6 +176,10 @@ class Attempt:
     @property
     def round(self) -> int:
         return self.machine.round
+
+    def holding(self) -> list[int]:
+        """The nodes that granted this round (once held: the hold's nodes, a commit owed goes to)."""
+        return self.machine.granted_nodes()
 
     def is_over(self) -> bool:
         return self.machine.is_over()

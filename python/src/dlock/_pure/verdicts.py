@@ -123,7 +123,11 @@ class Tally:
 
 @dataclass(frozen=True)
 class Grant:
-    """A successful acquisition: its token and until when (monotonic) it is safe to use."""
+    """A successful acquisition: its token (the largest grant), until when (monotonic) it is safe
+    to use, the nodes that granted it, and whether it owes its commit (_pure/commit.py: paid when
+    the token is first read)."""
 
     token: int
     valid_until: float
+    holding: tuple[int, ...] = ()
+    owed: bool = False

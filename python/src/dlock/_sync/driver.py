@@ -6,7 +6,9 @@ time.
 
 - try_lock is one attempt that does not wait on the nodes; lock runs attempts until one holds or
   `another_attempt` says stop: queued on the nodes (the default), or without a server wait and
-  with the retry pause between attempts (wait_mode "retry").
+  with the retry pause between attempts (wait_mode "retry"). An attempt without a server wait
+  holds once a quorum granted, uncommitted: with fencing on and several nodes the hold owes its
+  commit (_pure/commit.py), which the lock pays when its token is first read (lock.py).
 - Queue mode draws one ticket per lock() call (wall-clock us); with one node no ticket (plain
   FIFO, and a grant that is never committed must not be revocable). Each wait goes on a
   connection of its own (Waits: one selector read from the caller's thread in the sync
@@ -42,6 +44,7 @@ from .._pure.attempt import (
     another_attempt,
     lease,
 )
+from .._pure.commit import owed
 from .._pure.kind import Kind
 from .._pure.timing import draw_ticket, ms, new_owner, retry_pause, round_owner, validity
 from .._pure.verdicts import EXPIRED, AttemptFailed, Grant, SetupRefusal, ask_reply
@@ -78,6 +81,8 @@ class Acquire:
         self.policy = policy
         self.ticket: int | None = draw_ticket() if policy.queue and calls.backend.size() > 1 else None
         self.label = label  # appended to every round's owner: empty, or a campaign's ` <value>`
+        # A hold of an attempt that does not wait on the nodes commits when its token is read.
+        self.owes = owed(not policy.queue, calls.backend.size(), calls.backend.opts.fencing)
         # Nodes whose connection setup met a refusal waiting cannot cure (_pure/refusals.py): not
         # connected to again within this call, their refusal the answer to every ask.
         self.refused: dict[int, NodeFailure] = {}
@@ -120,17 +125,20 @@ class Acquire:
         nodes = [n for n in range(self.backend.size()) if n not in self.refused]
         shielded(self.calls.release_on(self.resource, owner, nodes))
 
-    def held(self, owner: str, token: int, lease_from: float, released: threading.Event) -> Won:
-        """The lock, if its lease checks out. Otherwise, or when interrupted meanwhile (the caller
-        then never gets it), `released` is set and the lock released everywhere."""
+    def held(self, owner: str, token: int, holding: list[int], lease_from: float, released: threading.Event) -> Won:
+        """The lock (`holding`: the nodes that granted `token`), if its lease checks out. Otherwise, or
+        when interrupted meanwhile (the caller then never gets it), `released` is set and the lock
+        released everywhere."""
         try:
-            return self.check_lease(owner, token, lease_from, released)
+            return self.check_lease(owner, token, holding, lease_from, released)
         except BaseException:
             released.set()  # requests still out now know a grant they bring is stale
             self.withdraw(owner)
             raise
 
-    def check_lease(self, owner: str, token: int, lease_from: float, released: threading.Event) -> Won:
+    def check_lease(
+        self, owner: str, token: int, holding: list[int], lease_from: float, released: threading.Event
+    ) -> Won:
         """Held: what the lease comes to (attempt.lease), counted from the request that last set
         the TTL; with one node and too little left, renewed once first."""
         opts, nodes = self.backend.opts, self.backend.size()
@@ -142,7 +150,7 @@ class Acquire:
             left = validity(self.ttl_ms, renewed_from, time.monotonic(), opts) if renewed else None
             verdict = lease(nodes, left, self.ttl_ms, True)
         if verdict == "held" and left is not None:
-            return Won(owner, Grant(token, time.monotonic() + left), released)
+            return Won(owner, Grant(token, time.monotonic() + left, tuple(holding), self.owes), released)
         raise AttemptFailed(EXPIRED)
 
 
@@ -175,7 +183,8 @@ class Running:
                 held = self.perform(actions)
                 if held is not None:
                     owner = self.owner(held.round)
-                    return self.acquire.held(owner, held.token, self.lease_from, self.released)
+                    holding = self.core.holding()
+                    return self.acquire.held(owner, held.token, holding, self.lease_from, self.released)
                 actions = self.next_actions(end if queue else None)
         finally:
             self.finish()

@@ -8,6 +8,7 @@ watchdog under the lease-loss contract (_pure/renewal.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from types import TracebackType
@@ -20,7 +21,7 @@ from .._pure.attempt import Policy
 from .._pure.election import UNKNOWN, Leader, Seen, check_election, labelled, leader_view, seen_holder, split_owner
 from .._pure.kind import Kind
 from .._pure.verdicts import CONTENDED, AttemptFailed
-from ..errors import NodeFailure, NoQuorum
+from ..errors import DlockError, NodeFailure, NoQuorum
 from .calls import Calls
 from .driver import Acquire
 from .lock import Lock
@@ -32,7 +33,9 @@ CAMPAIGN_ROUND = 60.0
 
 def campaign(calls: Calls, name: str, value: str, ttl_ms: int, policy: Policy) -> Leadership:
     """Queues for `name` with owners labelled ` <value>` until elected; contention only makes it
-    queue again, anything else is raised."""
+    queue again, anything else is raised. A hold that owes its commit (a no-wait attempt: retry
+    mode) commits its token before it leads, so that the epoch is a committed one: LockLost, and
+    the hold released, when it cannot."""
     label = f" {value}" if value else ""
     while True:
         acquire = Acquire(calls, name, ttl_ms, time.monotonic() + CAMPAIGN_ROUND, Kind(), policy, label)
@@ -43,6 +46,12 @@ def campaign(calls: Calls, name: str, value: str, ttl_ms: int, policy: Policy) -
             raise won.to_error(name, calls.backend.needed(Kind()), attempts, waited=True) from None
         lock = Lock(calls, name, won.owner, ttl_ms, won.grant, Kind(), won.released)
         lock.start_watchdog()
+        try:
+            lock.token()  # the epoch never leaves before a quorum committed it
+        except BaseException:
+            with contextlib.suppress(DlockError):
+                lock.release()
+            raise
         return Leadership(lock, value)
 
 
@@ -82,8 +91,10 @@ class Leadership:
     @property
     def epoch(self) -> int:
         """The fencing token of this leadership: pass it to guarded writes, so that a deposed
-        leader's are refused."""
-        return self._lock.token
+        leader's are refused. Committed before the campaign returned: at hand."""
+        epoch = self._lock._known_token()
+        assert epoch is not None, "a campaign commits its token before it leads"
+        return epoch
 
     @property
     def value(self) -> str:

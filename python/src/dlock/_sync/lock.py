@@ -13,11 +13,13 @@ from typing import Any
 import redis
 from redis import Redis
 
+from .._pure.commit import PENDING, Commit, Committed
 from .._pure.kind import Kind
 from .._pure.options import Duration, check_lease
 from .._pure.renewal import Extension, outcome, renew_margin, renewal
+from .._pure.timing import validity
 from .._pure.verdicts import Grant
-from .._transport.sync.concurrency import Worker, shielded, within
+from .._transport.sync.concurrency import Flight, Worker, shielded, within
 from ..errors import DlockError, LockLost, StaleToken
 from .calls import Calls
 
@@ -25,7 +27,7 @@ from .calls import Calls
 class Lock:
     """A lock held on a quorum: a majority, more for a semaphore's permit (`shared`, `limit`
     say which hold it is). Use it as a context manager (released on exit), or call `release()`.
-    `token` is the fencing token to hand to the protected resource."""
+    `token()` gives the fencing token to hand to the protected resource."""
 
     def __init__(
         self,
@@ -43,7 +45,11 @@ class Lock:
         self._ttl_ms = ttl_ms
         self._kind = kind
         self._needed = calls.backend.needed(kind)  # the quorum of every extension and release
-        self._token = grant.token
+        self._token = grant.token  # the largest grant; a fencing token once committed
+        self._holding = list(grant.holding)  # the nodes that granted it
+        self._owed = grant.owed  # its commit, paid when the token is first read (_pure/commit.py)
+        self._committing: Flight[int] = Flight()  # that commit, shared by the readers meanwhile
+        self._lease_ttl_ms = ttl_ms  # the TTL last set on the nodes (acquired, or extended with)
         self._valid_until = grant.valid_until
         self._acquired_at = time.monotonic()
         self._on_release = on_release
@@ -51,11 +57,54 @@ class Lock:
         self._lost = threading.Event()
         self._watchdog: Worker | None = None
 
-    @property
     def token(self) -> int:
         """The fencing token: the protected resource must reject any token lower than the
-        highest it has seen."""
-        return self._token
+        highest it has seen. A hold of `try_lock` (or of `lock()` in retry mode) on several nodes
+        with fencing on commits its token when it is first read: DLOCK.FENCE on the nodes it
+        holds, once, whoever reads (readers meanwhile wait for that commit; later ones get its
+        outcome), the validity then counted from the commit. LockLost when it cannot be read: the
+        commit failed on too many nodes or the validity was over (the lock is then lost: `lost`
+        set), or the lock was released or lost before it was committed. Any other hold's token
+        is at hand (already committed): returned at once."""
+        if not self._owed:
+            return self._token
+        return self._committing.run(self._commit)
+
+    def _commit(self) -> int:
+        """The commit owed (_pure/commit.py): FENCE of the token, with the TTL last set, on the
+        nodes that granted it; the token once a quorum committed it, the lease then counted from
+        the commit's start. Otherwise the lock is lost: LockLost."""
+        if not self._owed:
+            return self._token  # committed by the reader before this one
+        if self._released or self._lost.is_set():
+            raise LockLost(self._resource)
+        if self.validity <= 0:
+            raise self._lose()  # the lease may be someone else's: nothing is sent
+        backend, started, ttl_ms = self._calls.backend, time.monotonic(), self._lease_ttl_ms
+        commit, asked = Commit.start(backend.size(), self._needed, self._token, self._holding)
+        why_not = self._calls.fence(self._resource, self._owner, self._token, ttl_ms, asked)
+        decided = commit.outcome
+        for node, failure in zip(asked, why_not, strict=True):
+            decided = commit.on_fenced(node, failure is None)
+            if decided != PENDING:
+                break  # the first decided outcome: later replies change nothing
+        left = validity(ttl_ms, started, time.monotonic(), backend.opts)
+        if not isinstance(decided, Committed) or left is None:
+            raise self._lose()
+        self._valid_until = time.monotonic() + left  # the watchdog's renew deadline moves with it
+        self._owed = False
+        return decided.token
+
+    def _lose(self) -> LockLost:
+        """The lock known lost (a commit that failed): `lost` set, the watchdog stopped; the error
+        to raise."""
+        self._lost.set()
+        self.stop_watchdog()
+        return LockLost(self._resource)
+
+    def _known_token(self) -> int | None:
+        """The token if reading it needs no commit (none owed, or committed), else None."""
+        return None if self._owed else self._token
 
     @property
     def owner(self) -> str:
@@ -87,27 +136,29 @@ class Lock:
     def lost(self) -> threading.Event:
         """Set (once) when the lock is known lost: by the watchdog (no extension confirmed by the
         renew deadline, a tenth of the TTL before validity ends; the nodes refused one; `max_hold`
-        reached: docs/election.md, the lease-loss contract), or by a guarded write that found a
-        newer holder's token."""
+        reached: docs/election.md, the lease-loss contract), by a guarded write that found a
+        newer holder's token, or by a token read whose commit failed."""
         return self._lost
 
     def guarded(self, client: Redis, gate: str, *command: Any) -> Any:
         """Runs `command` (e.g. "SET", "report", body) on `client` (the data's Redis, with the
         module) only if this lock's token is still current at the key `gate`, raising the gate
-        to it, in one step on that server (DLOCK.GUARD); returns the command's reply. When a
+        to it, in one step on that server (DLOCK.GUARD); returns the command's reply. The token
+        is read as `token()` reads it (committed first if the hold owes its commit). When a
         newer holder has written through the gate, nothing changes, `lost` is set and
         StaleToken (a LockLost) is raised; once `lost` is set, LockLost is raised before
         anything is sent. Other errors are redis-py's."""
         if self._lost.is_set():
             raise LockLost(self._resource)  # known lost: not even a first write may go
+        token = self.token()
         try:
-            return client.execute_command("DLOCK.GUARD", gate, self._token, *command)  # type: ignore[no-untyped-call, unused-ignore]
+            return client.execute_command("DLOCK.GUARD", gate, token, *command)  # type: ignore[no-untyped-call, unused-ignore]
         except redis.ResponseError as error:
             if not str(error).startswith("STALE"):
                 raise
             self._lost.set()
             self.stop_watchdog()
-            raise StaleToken(self._resource, gate, self._token) from error
+            raise StaleToken(self._resource, gate, token) from error
 
     def extend(self, ttl: Duration | None = None) -> None:
         """Resets the TTL (default: the one acquired with) on all nodes. Raises NoQuorum when too
@@ -118,7 +169,7 @@ class Lock:
             raise LockLost(self._resource)  # a newer holder exists: its lease is of no use
         result = self._calls.extend(self._resource, self._owner, ttl_ms, self._needed)
         if isinstance(result, float):
-            self._valid_until = result
+            self._valid_until, self._lease_ttl_ms = result, ttl_ms
             return
         raise result.extend_error(self._resource, self._needed)
 
@@ -151,12 +202,14 @@ class Lock:
     def detach(self) -> tuple[str, int, float]:
         """Keeps the lock held with nobody here to release it (no release on exit): for handing
         it to another process, which acts by owner name (`release_owner`, `extend_owner`).
-        Returns (owner, token, validity)."""
+        Returns (owner, token, validity), the token read as `token()` reads it (LockLost, and
+        nothing detached, when it cannot be)."""
+        token = self.token()
         watchdog, self._watchdog = self._watchdog, None
         if watchdog is not None:
             watchdog.cancel()
         self._released = True
-        return self._owner, self._token, self.validity
+        return self._owner, token, self.validity
 
     def start_watchdog(self) -> None:
         """Extends every `extend_interval` (default ttl/3) until released. It stops and sets
@@ -215,7 +268,7 @@ class Lock:
         if result is None or time.monotonic() >= renew_deadline:
             return None
         if isinstance(result, float):
-            self._valid_until = result
+            self._valid_until, self._lease_ttl_ms = result, self._ttl_ms
             return "extended"
         return outcome(self._calls.backend.size(), self._needed, result.refused)
 
@@ -236,7 +289,8 @@ class Lock:
     def __repr__(self) -> str:
         kind = ", shared=True" if self._kind.shared else ""
         kind = kind if self._kind.limit is None else f", limit={self._kind.limit}"
+        token = "(uncommitted)" if self._owed else self._token  # never a token before its commit
         return (
-            f"Lock(resource={self._resource!r}, owner={self._owner!r}, token={self._token}, "
+            f"Lock(resource={self._resource!r}, owner={self._owner!r}, token={token}, "
             f"validity={self.validity:.3f}{kind})"
         )

@@ -4,7 +4,7 @@
 from dlock.asyncio import LockManager
 locks = LockManager(["redis://10.0.0.1:6379", "redis://10.0.0.2:6379", "redis://10.0.0.3:6379"])
 async with locks.lock("orders:42", ttl=10.0, wait=5.0) as lock:
-    await storage.write(lock.token, data)
+    await storage.write(await lock.token(), data)
 """
 # unasync: sync only
 # """dlock: distributed locks with fencing tokens across Redis masters running the dlock module.
@@ -12,7 +12,7 @@ async with locks.lock("orders:42", ttl=10.0, wait=5.0) as lock:
 #     from dlock import LockManager
 #     locks = LockManager(["redis://10.0.0.1:6379", "redis://10.0.0.2:6379", "redis://10.0.0.3:6379"])
 #     with locks.lock("orders:42", ttl=10.0, wait=5.0) as lock:
-#         storage.write(lock.token, data)
+#         storage.write(lock.token(), data)
 #
 # The asyncio twin is `dlock.asyncio.LockManager`.
 # """

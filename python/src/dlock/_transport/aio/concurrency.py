@@ -46,6 +46,28 @@ async def within(work: Coroutine[Any, Any, T], seconds: float) -> T | None:
         return None
 
 
+def _retrieved(task: asyncio.Future[Any]) -> None:
+    """Marks a task's error seen (its readers may all have been cancelled meanwhile)."""
+    if not task.cancelled():
+        task.exception()
+
+
+class Flight(Generic[T]):
+    """One piece of work shared by every caller that comes while it runs (single flight: a lock's
+    commit, paid once whoever reads the token): they all await the same task, which a caller's
+    cancellation does not stop. A caller that comes after it ended starts it anew (the work
+    itself says what an earlier run left: a remembered outcome)."""
+
+    def __init__(self) -> None:
+        self.task: asyncio.Future[T] | None = None
+
+    async def run(self, work: Callable[[], Coroutine[Any, Any, T]]) -> T:
+        if self.task is None or self.task.done():
+            self.task = in_background(work())
+            self.task.add_done_callback(_retrieved)
+        return await asyncio.shield(self.task)
+
+
 class Worker:
     """`work(worker)` in a task of its own (the lock's watchdog); awaiting the worker waits for
     the work to end."""

@@ -28,6 +28,19 @@ def within(result: T, seconds: float) -> T | None:
     return result
 
 
+class Flight(Generic[T]):
+    """One piece of work shared by every caller that comes while it runs (single flight: a lock's
+    commit, paid once whoever reads the token): callers from other threads wait until it has
+    ended, then run it in turn, which finds what the first run left (a remembered outcome)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+
+    def run(self, work: Callable[[], T]) -> T:
+        with self.lock:
+            return work()
+
+
 class Worker:
     """`work(worker)` in a daemon thread of its own (the lock's watchdog)."""
 
