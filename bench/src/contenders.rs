@@ -13,6 +13,9 @@ const RELEASE_SCRIPT: &str =
 
 pub enum Contender {
     Dlock(dlock_client::LockManager),
+    /// dlock-client, reading each lock's token before the release (a no-wait hold's token
+    /// commits on that first read: docs/protocol.md §4.1).
+    DlockTokenUsed(dlock_client::LockManager),
     Rslock(rslock::LockManager),
     PingFloor(Vec<MultiplexedConnection>),
     RawDlock(MultiplexedConnection),
@@ -36,6 +39,14 @@ impl Contender {
             .build()
             .expect("dlock manager");
         Contender::Dlock(manager)
+    }
+
+    /// dlock-client with fencing on, each cycle reading its token (the commit paid).
+    pub fn dlock_token_used(nodes: &[String]) -> Contender {
+        match Self::dlock(nodes, true) {
+            Contender::Dlock(manager) => Contender::DlockTokenUsed(manager),
+            other => other,
+        }
     }
 
     pub fn rslock(nodes: &[String]) -> Contender {
@@ -63,6 +74,11 @@ impl Contender {
         match self {
             Contender::Dlock(m) => {
                 let guard = m.try_lock(key, TTL).await.map_err(|e| e.to_string())?;
+                guard.release().await.map_err(|e| e.to_string())
+            }
+            Contender::DlockTokenUsed(m) => {
+                let guard = m.try_lock(key, TTL).await.map_err(|e| e.to_string())?;
+                std::hint::black_box(guard.token().await.map_err(|e| e.to_string())?);
                 guard.release().await.map_err(|e| e.to_string())
             }
             Contender::Rslock(m) => {

@@ -76,7 +76,10 @@ async fn a_commit_that_misses_a_majority_loses_the_lock_for_good() {
         let (servers, locks) = three();
         let guard = locks.try_lock("r", TTL).await.expect("lock");
         for server in &servers[..2] {
-            let _: () = redis::cmd("DEL").arg("r").query(&mut server.conn()).unwrap();
+            let _: () = redis::cmd("DEL")
+                .arg("r")
+                .query(&mut server.conn())
+                .unwrap();
         }
         let lost = guard.watchdog(TTL).context();
         assert!(matches!(guard.token().await, Err(Error::LockLost { .. })));
@@ -108,7 +111,11 @@ async fn a_guarded_write_commits_first_and_a_queued_lock_owes_nothing() {
         let committed = all_fences(&servers);
         assert!(committed >= 5, "a queued lock commits while acquiring");
         queued.token().await.expect("token");
-        assert_eq!(all_fences(&servers), committed, "reading its token sends nothing");
+        assert_eq!(
+            all_fences(&servers),
+            committed,
+            "reading its token sends nothing"
+        );
         queued.release().await.expect("release");
     })
     .await;
@@ -136,7 +143,10 @@ async fn the_commit_re_bases_the_lease_and_a_lease_already_over_is_lost_unsent()
         tokio::time::sleep(Duration::from_millis(600)).await;
         assert!(guard.validity() < Duration::from_millis(1_450));
         guard.token().await.expect("committed");
-        assert!(guard.validity() > Duration::from_millis(1_700), "counted from the commit");
+        assert!(
+            guard.validity() > Duration::from_millis(1_700),
+            "counted from the commit"
+        );
         guard.release().await.expect("release");
 
         let short = locks
@@ -147,7 +157,11 @@ async fn the_commit_re_bases_the_lease_and_a_lease_already_over_is_lost_unsent()
         tokio::time::sleep(Duration::from_millis(150)).await;
         assert!(matches!(short.token().await, Err(Error::LockLost { .. })));
         assert!(short.is_lost());
-        assert_eq!(all_fences(&servers), sent, "no FENCE for a lease already over");
+        assert_eq!(
+            all_fences(&servers),
+            sent,
+            "no FENCE for a lease already over"
+        );
     })
     .await;
 }

@@ -9,10 +9,12 @@ use dlock_bench::cluster;
 use dlock_bench::contenders::Contender;
 use dlock_bench::contention::{contention, ContentionTable};
 use dlock_bench::expiry::{holder_dies, ExpiryTable};
-use dlock_bench::external::{self, External, GO_CLIENT, NODE_CLIENT, PYTHON_CLIENT};
+use dlock_bench::external::{self, External};
 use dlock_bench::median;
 use dlock_bench::page;
-use dlock_bench::report::{latency_svg, LatencyTable, RateTable};
+use dlock_bench::report::{
+    client_goals, latency_svg, LatencyTable, RateTable, FLOOR, UNUSED, USED,
+};
 use dlock_bench::{Named, Plan};
 use dlock_testkit::Server;
 
@@ -125,14 +127,12 @@ async fn rust_contenders(nodes: &[String], single: bool) -> Named {
         ]
     } else {
         vec![
-            ("dlock (fencing on)".into(), Contender::dlock(nodes, true)),
+            (UNUSED.into(), Contender::dlock(nodes, true)),
+            (USED.into(), Contender::dlock_token_used(nodes)),
             ("dlock (fencing off)".into(), Contender::dlock(nodes, false)),
         ]
     };
-    list.push((
-        "PING fan-out (1 RTT floor)".into(),
-        Contender::ping_floor(nodes).await,
-    ));
+    list.push((FLOOR.into(), Contender::ping_floor(nodes).await));
     list.push(("rslock".into(), Contender::rslock(nodes)));
     list
 }
@@ -145,32 +145,47 @@ async fn latency(
     single: bool,
 ) -> LatencyTable {
     let contenders = rust_contenders(nodes, single).await;
+    let externals: Vec<&External> = externals.iter().filter(|e| e.supports(nodes)).collect();
     let mut table = LatencyTable::default();
     for round in 0..plan.rounds {
-        for (name, c) in &contenders {
-            let mut samples = Vec::with_capacity(plan.n);
-            for i in 0..plan.n {
-                let t = Instant::now();
-                c.cycle(&format!("lat:{round}:{i}"))
-                    .await
-                    .unwrap_or_else(|e| panic!("{name}: {e}"));
-                samples.push(t.elapsed().as_micros() as f64);
-            }
+        // Order alternated: every other round runs the contenders back to front.
+        let mut order: Vec<usize> = (0..contenders.len() + externals.len()).collect();
+        if round % 2 == 1 {
+            order.reverse();
+        }
+        for at in order {
+            let (name, samples) = match contenders.get(at) {
+                Some((name, c)) => (name.as_str(), cycles(c, name, round, plan.n).await),
+                None => {
+                    let ext = externals[at - contenders.len()];
+                    let prefix = format!("{}:{round}", ext.name);
+                    match ext.run(nodes, "latency", plan.n, 1, 0, &prefix) {
+                        Ok(m) => (ext.name, m.latencies_us),
+                        Err(e) => {
+                            eprintln!("bench: {e}");
+                            continue;
+                        }
+                    }
+                }
+            };
             progress(title, round, plan, name, &samples);
             table.add(name, samples);
         }
-        for ext in externals.iter().filter(|e| e.supports(nodes)) {
-            let prefix = format!("{}:{round}", ext.name);
-            match ext.run(nodes, "latency", plan.n, 1, 0, &prefix) {
-                Ok(m) => {
-                    progress(title, round, plan, ext.name, &m.latencies_us);
-                    table.add(ext.name, m.latencies_us);
-                }
-                Err(e) => eprintln!("bench: {e}"),
-            }
-        }
     }
     table
+}
+
+/// `n` uncontended cycles of one contender, each one's µs.
+async fn cycles(c: &Contender, name: &str, round: usize, n: usize) -> Vec<f64> {
+    let mut samples = Vec::with_capacity(n);
+    for i in 0..n {
+        let t = Instant::now();
+        c.cycle(&format!("lat:{round}:{i}"))
+            .await
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        samples.push(t.elapsed().as_micros() as f64);
+    }
+    samples
 }
 
 fn progress(title: &str, round: usize, plan: &Plan, name: &str, samples: &[f64]) {
@@ -185,7 +200,8 @@ fn progress(title: &str, round: usize, plan: &Plan, name: &str, samples: &[f64])
 async fn throughput(plan: &Plan, nodes: &[String], externals: &[External]) -> RateTable {
     const TASKS: usize = 64;
     let contenders: Named = vec![
-        ("dlock (fencing on)".into(), Contender::dlock(nodes, true)),
+        (UNUSED.into(), Contender::dlock(nodes, true)),
+        (USED.into(), Contender::dlock_token_used(nodes)),
         ("dlock (fencing off)".into(), Contender::dlock(nodes, false)),
         ("rslock".into(), Contender::rslock(nodes)),
     ];
@@ -248,10 +264,7 @@ async fn throughput(plan: &Plan, nodes: &[String], externals: &[External]) -> Ra
 async fn extension(plan: &Plan, nodes: &[String], externals: &[External]) -> LatencyTable {
     let contenders: Named = vec![
         ("dlock".into(), Contender::dlock(nodes, true)),
-        (
-            "PING fan-out (1 RTT floor)".into(),
-            Contender::ping_floor(nodes).await,
-        ),
+        (FLOOR.into(), Contender::ping_floor(nodes).await),
         ("rslock".into(), Contender::rslock(nodes)),
     ];
     let mut table = LatencyTable::default();
@@ -313,8 +326,8 @@ fn results_markdown(
         "make bench"
     };
     let mut md = format!(
-        "# dlock benchmark results\n\nReproduce: `{cmd}` ({} rounds, contenders alternating each round; {} ops per latency batch; {:?} per throughput/contention batch). \
-         Five redis-server 7.0 masters with the module on loopback (a sixth for the 1-node tables), 2-core machine. Latencies are client-observed, pooled over rounds.\n\n",
+        "# dlock benchmark results\n\nReproduce: `{cmd}` ({} rounds, contenders in reverse order every other round; {} ops per latency batch; {:?} per throughput/contention batch). \
+         Five redis-server 7.0 masters with the module on loopback (a sixth for the 1-node tables), 2-core machine. Latencies are client-observed: p50 the median of the rounds' p50s (their range beside it), p99 pooled over rounds; the order of contenders alternates round by round.\n\n",
         plan.rounds, plan.n, plan.duration
     );
     let names: Vec<&str> = externals.iter().map(|e| e.name).collect();
@@ -327,9 +340,9 @@ fn results_markdown(
         }
     );
     md += "## 1. Uncontended acquire+release, 5 nodes\n\n";
-    md += &latency_tables[0].markdown("PING fan-out (1 RTT floor)");
+    md += &latency_tables[0].markdown(FLOOR);
     md += "\n## 1. Uncontended acquire+release, 1 node\n\n";
-    md += &latency_tables[1].markdown("PING fan-out (1 RTT floor)");
+    md += &latency_tables[1].markdown(FLOOR);
     md += "\n## 2. Throughput: 64 concurrent tasks, distinct resources, acquire+release pairs\n\n";
     md += &s2.markdown("pairs/s");
     for table in s3 {
@@ -337,80 +350,15 @@ fn results_markdown(
         md += &table.markdown();
     }
     md += "\n## 4. Extension, 5 nodes\n\n";
-    md += &s4.markdown("PING fan-out (1 RTT floor)");
+    md += &s4.markdown(FLOOR);
     for table in s5 {
         md += "\n";
         md += &table.markdown();
     }
-    md += &goals(latency_tables[0], s2);
+    md += &client_goals(latency_tables[0], s2);
     md += &s3[0].goals(2.0);
     md += &s3[1].goals(3.0);
     md += &s5[0].goal();
     md += &s5[1].goal();
-    md
-}
-
-fn goals(s1: &LatencyTable, s2: &RateTable) -> String {
-    let floor = s1.p50("PING fan-out (1 RTT floor)").unwrap_or(f64::NAN);
-    let on = s1.p50("dlock (fencing on)").unwrap_or(f64::NAN);
-    let off = s1.p50("dlock (fencing off)").unwrap_or(f64::NAN);
-    let verdict = |ok: bool| if ok { "met" } else { "missed" };
-    let mut md = String::from(
-        "\n## Goals (ratios from this run)\n\n| goal | measured | result |\n|---|---|---|\n",
-    );
-    md += &format!(
-        "| fencing off <= 1.2x floor x 2 RTT | {:.2}x | {} |\n",
-        off / (2.0 * floor),
-        verdict(off <= 2.4 * floor)
-    );
-    md += &format!(
-        "| fencing on <= 1.2x floor x 3 RTT | {:.2}x | {} |\n",
-        on / (3.0 * floor),
-        verdict(on <= 3.6 * floor)
-    );
-    for other in ["rslock", "node-redlock", "pottery"] {
-        if let Some(p50) = s1.p50(other) {
-            md += &format!(
-                "| p50 >= 2x faster than {other} (5 nodes) | {:.2}x | {} |\n",
-                p50 / on,
-                verdict(p50 >= 2.0 * on)
-            );
-        }
-    }
-    if let Some(node) = s1.p50(NODE_CLIENT) {
-        md += &format!(
-            "| {NODE_CLIENT} p50 <= 1.2x the Rust client's (dlock (fencing on), 5 nodes) | {:.2}x | {} |\n",
-            node / on,
-            verdict(node <= 1.2 * on)
-        );
-    }
-    if let Some(go) = s1.p50(GO_CLIENT) {
-        md += &format!(
-            "| {GO_CLIENT} p50 <= 1.2x the Rust client's (dlock (fencing on), 5 nodes) | {:.2}x | {} |\n",
-            go / on,
-            verdict(go <= 1.2 * on)
-        );
-    }
-    if let (Some(python), Some(pottery)) = (s1.p50(PYTHON_CLIENT), s1.p50("pottery")) {
-        md += &format!(
-            "| {PYTHON_CLIENT} p50 >= 3x faster than pottery (5 nodes) | {:.2}x | {} |\n",
-            pottery / python,
-            verdict(pottery >= 3.0 * python)
-        );
-    }
-    let ours = s2.median_of("dlock (fencing on)").unwrap_or(0.0);
-    let best = ["rslock", "node-redlock", "pottery"]
-        .iter()
-        .filter_map(|n| s2.median_of(n).map(|r| (n, r)))
-        .fold(
-            ("none", 0.0),
-            |best, (n, r)| if r > best.1 { (n, r) } else { best },
-        );
-    md += &format!(
-        "| throughput >= 2x the best other ({}) | {:.2}x | {} |\n",
-        best.0,
-        ours / best.1,
-        verdict(ours >= 2.0 * best.1)
-    );
     md
 }
