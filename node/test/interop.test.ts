@@ -29,9 +29,9 @@ const [nodes, log, rounds, hold] = [process.argv[2].split(","), process.argv[3],
 const locks = new LockManager(nodes, { timeout: 500 });
 for (let i = 0; i < rounds; i++) {
   await locks.using("interop", { ttl: 10000, wait: 60000 }, async (lock) => {
-    appendFileSync(log, "node " + lock.token + " start\\n");
+    appendFileSync(log, "node " + (await lock.token()) + " start\\n");
     await new Promise((r) => setTimeout(r, hold));
-    appendFileSync(log, "node " + lock.token + " end\\n");
+    appendFileSync(log, "node " + (await lock.token()) + " end\\n");
   });
 }
 await locks.close();
@@ -164,7 +164,7 @@ test("shared holds and semaphore permits mean the same in Node, the Rust CLI and
     const waiting = locks.acquire("sem", { ttl: 10_000, limit: 2, wait: 5_000 });
     assert.equal((await dlock("release", "sem", second.out.split(" ")[0]!, "--nodes", nodes)).code, 0);
     const third = await waiting;
-    assert.ok(third.token > 0n);
+    assert.ok((await third.token()) > 0n);
     await third.release();
     await permit.release();
   } finally {
