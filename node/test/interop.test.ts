@@ -45,10 +45,10 @@ with LockManager(nodes, timeout=0.5) as locks:
     for _ in range(rounds):
         with locks.lock("interop", ttl=10.0, wait=60.0) as lock:
             with open(log, "a") as f:
-                f.write(f"python {lock.token} start\\n")
+                f.write(f"python {lock.token()} start\\n")
             time.sleep(hold)
             with open(log, "a") as f:
-                f.write(f"python {lock.token} end\\n")
+                f.write(f"python {lock.token()} end\\n")
 `;
 
 const SECTION = `echo "rust $DLOCK_TOKEN start" >> "$LOG"; sleep ${HOLD_MS / 1000}; echo "rust $DLOCK_TOKEN end" >> "$LOG"`;
@@ -116,7 +116,7 @@ import dlock
 locks = dlock.LockManager(sys.argv[1].split(","), timeout=0.5)
 try:
     lock = locks.try_lock(sys.argv[2], ttl=10.0, ${kind})
-    print("held", lock.token)
+    print("held", lock.token())
     lock.release()
 except dlock.DlockError as e:
     print(type(e).__name__)
