@@ -131,6 +131,11 @@ export class Attempt {
     return this.#machine.round;
   }
 
+  /** The nodes that granted this round: once held, the nodes the hold is on (a commit owed goes to them). */
+  holding(): number[] {
+    return this.#machine.grantedNodes();
+  }
+
   isOver(): boolean {
     return this.#machine.isOver();
   }

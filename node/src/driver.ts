@@ -6,6 +6,9 @@
  * - acquire without `wait` is one attempt that does not wait on the nodes; with `wait`, attempts
  *   run until one holds or `anotherAttempt` says stop: queued on the nodes (the default), or
  *   without a server wait and with the retry pause between attempts (waitMode "retry").
+ * - An attempt that does not wait on the nodes, on several nodes with fencing on, holds without
+ *   committing: its token's commit is owed (commit.ts) and paid when the lock's token is first
+ *   read (lock.ts); `Granted` carries the nodes that granted for it.
  * - Queue mode draws one ticket per acquire (wall-clock us); with one node no ticket (plain
  *   FIFO, and a grant that is never committed must not be revocable).
  * - Round r of an attempt asks as owner `<base>:<r>`, each attempt under a new base, so a late
@@ -20,10 +23,21 @@
 import { type Action, Attempt, type AttemptError, type Policy, type Reply, anotherAttempt, lease } from "./attempt.js";
 import type { NodeFailure } from "./errors.js";
 import type { Calls } from "./calls.js";
+import { owed } from "./commit.js";
 import { drawTicket, later, newOwner, now, roundOwner } from "./timing.js";
 
-/** A lock won: its owner, token and validity (ms), and the controller to abort on release. */
-export type Granted = { readonly owner: string; readonly token: bigint; readonly validity: number; readonly stale: AbortController };
+/**
+ * A lock won: its owner, token (the largest grant) and validity (ms), the controller to abort on
+ * release, the nodes that granted it, and whether its token still owes its commit (commit.ts).
+ */
+export type Granted = {
+  readonly owner: string;
+  readonly token: bigint;
+  readonly validity: number;
+  readonly stale: AbortController;
+  readonly holding: readonly number[];
+  readonly owed: boolean;
+};
 export type Outcome = { ok: true; granted: Granted } | { ok: false; error: AttemptError; attempts: number };
 
 type Input =
@@ -104,8 +118,11 @@ export class Acquire {
     if (refusal !== undefined) throw new RangeError(refusal);
   }
 
-  /** Held: what the lease comes to (attempt.ts lease), counted from the request that last set the TTL. */
-  async lease(owner: string, token: bigint, leaseFrom: number, stale: AbortController): Promise<Granted | undefined> {
+  /**
+   * Held on `holding`: what the lease comes to (attempt.ts lease), counted from the request that
+   * last set the TTL.
+   */
+  async lease(owner: string, token: bigint, leaseFrom: number, stale: AbortController, holding: readonly number[]): Promise<Granted | undefined> {
     const backend = this.calls.backend;
     const nodes = backend.nodes.length;
     let left = backend.validity(this.ttl, leaseFrom);
@@ -116,7 +133,9 @@ export class Acquire {
       left = renewed ? backend.validity(this.ttl, renewedFrom) : undefined;
       verdict = lease(nodes, left, this.ttl, true);
     }
-    if (verdict === "held" && left !== undefined) return { owner, token, validity: left, stale };
+    if (verdict === "held" && left !== undefined) {
+      return { owner, token, validity: left, stale, holding, owed: owed(!this.policy.queue, nodes, backend.opts.fencing) };
+    }
     stale.abort();
     await this.calls.release(owner, this.reachable()); // before answering, as any failure before the deadline
     return undefined;
@@ -195,7 +214,7 @@ class Running {
         }
         case "held": {
           this.#over = true;
-          const granted = await this.acquire.lease(this.#owner(action.round), action.token, this.#leaseFrom, this.#stale);
+          const granted = await this.acquire.lease(this.#owner(action.round), action.token, this.#leaseFrom, this.#stale, this.#core.holding());
           return granted ? { ok: true, granted } : { ok: false, error: { type: "expired" } };
         }
         case "failed":

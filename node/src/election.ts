@@ -144,16 +144,19 @@ export async function leaderOf(backend: Backend, name: string): Promise<Leader |
  */
 export class Leadership implements AsyncDisposable {
   readonly #lock: Lock;
+  readonly #epoch: bigint;
   #value: string;
   #stop: () => void;
 
-  /** @internal */
+  /** @internal `epoch`: the lock's token, read (committed) before leadership is reported. */
   constructor(
     lock: Lock,
     value: string,
+    epoch: bigint,
     private readonly watch: () => () => void,
   ) {
     this.#lock = lock;
+    this.#epoch = epoch;
     this.#value = value;
     this.#stop = watch();
   }
@@ -163,9 +166,12 @@ export class Leadership implements AsyncDisposable {
     return this.#lock.resource;
   }
 
-  /** This leadership's fencing token, larger than every earlier leader's: pass it to the resources it writes to. */
+  /**
+   * This leadership's fencing token, larger than every earlier leader's: pass it to the resources
+   * it writes to. Committed on a quorum before `campaign` resolved, so read at once.
+   */
   get epoch(): bigint {
-    return this.#lock.token;
+    return this.#epoch;
   }
 
   /** The value observers read. */

@@ -1,10 +1,13 @@
 /**
  * A held lock: its fencing token, owner and validity; extend(), release() and the watchdog, which
- * keeps the lease-loss contract (renewal.ts, docs/election.md).
+ * keeps the lease-loss contract (renewal.ts, docs/election.md). A hold taken without waiting on
+ * the nodes may owe its token's commit (commit.ts): `token()` pays it on the first read, one FENCE
+ * round shared by every reader, and no token leaves before a quorum committed it.
  */
 import type { Granted } from "./driver.js";
 import { sleepUnless } from "./backend.js";
 import type { Calls, Tally } from "./calls.js";
+import { Commit, type Outcome } from "./commit.js";
 import { type DlockError, LockLostError, NoQuorumError, StaleTokenError } from "./errors.js";
 import type { Kind } from "./kind.js";
 import { type Extension, renewMargin, renewal } from "./renewal.js";
@@ -18,7 +21,16 @@ export interface DataClient {
 
 /** A held lock: its fencing token, owner and validity; extend(), guarded() and release(). */
 export class Lock {
-  readonly token: bigint;
+  /** The largest grant: the fencing token once a quorum committed it. */
+  readonly #token: bigint;
+  /** The nodes that granted it: those its commit goes to. */
+  readonly #holding: readonly number[];
+  /** Its commit is owed and has not succeeded yet (commit.ts). */
+  #owed: boolean;
+  /** The commit, once started: one for every reader, its outcome remembered. */
+  #commit: Promise<bigint> | undefined;
+  /** The TTL last set on the nodes (the acquire's, or the last extension's): a commit sets it again. */
+  #ttlSet: number;
   #owner: string;
   #validUntil: number;
   readonly #acquiredAt = now();
@@ -41,7 +53,10 @@ export class Lock {
   ) {
     this.resource = calls.resource;
     this.kind = calls.kind;
-    this.token = granted.token;
+    this.#token = granted.token;
+    this.#holding = granted.holding;
+    this.#owed = granted.owed;
+    this.#ttlSet = ttl;
     this.#owner = granted.owner;
     this.#validUntil = now() + granted.validity;
     this.#stale = granted.stale;
@@ -68,20 +83,78 @@ export class Lock {
   }
 
   /**
+   * The fencing token (a bigint, larger than every earlier holder's). A hold taken without waiting
+   * on several nodes with fencing on (`acquire` without `wait`, waitMode "retry") commits it on
+   * the first read: FENCE on the nodes that granted, one round shared by every reader, the
+   * validity counted afresh from it. LockLostError when that commit misses its quorum, when the
+   * validity is over by then, or when the lock was released or is known lost before it: the lock
+   * is then lost (`lost`, `signal`) and every later read rejects alike. Nothing owed, or already
+   * committed: the token at once.
+   */
+  async token(): Promise<bigint> {
+    if (!this.#owed) return this.#token;
+    this.#commit ??= this.#committed();
+    return this.#commit;
+  }
+
+  /** The owed commit, paid: the token, or LockLostError. */
+  async #committed(): Promise<bigint> {
+    if (this.#released || this.#lost) throw new LockLostError(this.resource);
+    const ttl = this.#ttlSet;
+    const started = now();
+    // Validity over: the lease may be someone else's by now, and no FENCE is sent.
+    const outcome = this.validity === 0 ? undefined : await this.#fence(ttl);
+    const left = outcome?.outcome === "committed" ? this.calls.backend.validity(ttl, started) : undefined;
+    if (left === undefined) {
+      const lost = new LockLostError(this.resource, unitHint(ttl));
+      this.#lose(lost);
+      throw lost;
+    }
+    if (this.#released || this.#lost) throw new LockLostError(this.resource); // meanwhile
+    this.#validUntil = now() + left; // from the commit round's start, as an extension's
+    this.#owed = false;
+    return this.#token;
+  }
+
+  /** FENCE ... PX `ttl` on every node that granted, at once: the commit's first decided outcome. */
+  #fence(ttl: number): Promise<Outcome> {
+    const backend = this.calls.backend;
+    const [commit, asked] = Commit.start(backend.nodes.length, backend.needed(this.kind), this.#token, this.#holding);
+    if (commit.outcome.outcome !== "pending") return Promise.resolve(commit.outcome);
+    return new Promise((resolve) => {
+      for (const node of asked) {
+        const fenced = this.calls.fence(node, this.#owner, this.#token, ttl).then(
+          (failure) => failure === undefined,
+          () => false,
+        );
+        // Replies after the outcome change nothing; close() still waits for them.
+        backend.spawn(
+          fenced.then((committed) => {
+            const outcome = commit.onFenced(node, committed);
+            if (outcome.outcome !== "pending") resolve(outcome);
+          }),
+        );
+      }
+    });
+  }
+
+  /**
    * Runs `command` (e.g. `["SET", "report", body]`) on `client` only if this lock's token is
    * still current at the key `gate`, raising the gate to it, in one step on that server
    * (DLOCK.GUARD); resolves to the command's reply. When a newer holder has written through the
    * gate, nothing changes, the lock is marked lost (`lost`, `signal`) and StaleTokenError (a
    * LockLostError) is thrown; a lock already known lost throws LockLostError and sends nothing.
-   * Other errors are node-redis's.
+   * The token is read as `token()` reads it: a commit still owed is paid first, and one that
+   * fails throws its LockLostError before anything is sent. Other errors are node-redis's.
    */
   async guarded(client: DataClient, gate: string, command: string[]): Promise<unknown> {
     if (this.#lost) throw new LockLostError(this.resource);
+    const token = await this.token(); // a commit owed is paid first
     try {
-      return await client.sendCommand(["DLOCK.GUARD", gate, this.token.toString(), ...command]);
+      return await client.sendCommand(["DLOCK.GUARD", gate, token.toString(), ...command]);
     } catch (e) {
       if (!(e instanceof Error) || !e.message.startsWith("STALE")) throw e;
-      const stale = new StaleTokenError(this.resource, gate, this.token);
+      const stale = new StaleTokenError(this.resource, gate, token);
       this.#lose(stale);
       throw stale;
     }
@@ -100,6 +173,7 @@ export class Lock {
     const extended = await this.calls.extend(this.#owner, whole);
     if (typeof extended === "number") {
       this.#validUntil = now() + extended;
+      this.#ttlSet = whole;
       return extended;
     }
     throw this.#failure(extended, needed, whole);
@@ -120,12 +194,12 @@ export class Lock {
     if (owner === this.#owner) return;
     if (this.#released || this.#lost) throw new LockLostError(this.resource);
     const needed = this.calls.backend.needed(this.kind);
-    const t = await this.calls.proclaim(this.#owner, this.token, owner);
+    const t = await this.calls.proclaim(this.#owner, this.#token, owner);
     if (t.done >= needed) {
       this.#owner = owner;
       return;
     }
-    await this.calls.proclaim(owner, this.token, this.#owner);
+    await this.calls.proclaim(owner, this.#token, this.#owner);
     throw this.#failure(t, needed);
   }
 
@@ -196,6 +270,7 @@ export class Lock {
     if (won === "time") return "lost"; // even if the extension is still on its way
     if (typeof won === "number") {
       this.#validUntil = now() + won;
+      this.#ttlSet = this.ttl;
       return "extended";
     }
     const nodes = this.calls.backend.nodes.length;

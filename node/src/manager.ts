@@ -6,6 +6,7 @@
  */
 import { type AttemptError, type Policy, QUEUE } from "./attempt.js";
 import { Backend } from "./backend.js";
+import { owed } from "./commit.js";
 import { Acquire } from "./driver.js";
 import { ArgumentRefusedError, DatabaseRefusedError, LockContendedError, LockLostError, NoQuorumError, NodeError, ValidityExpiredError, WrongKindError } from "./errors.js";
 import { type Leader, Leadership, check, leaderOf } from "./election.js";
@@ -50,7 +51,7 @@ export class LockManager {
     signal?.throwIfAborted();
     const backend = this.#backend;
     // Without a wait, one attempt that does not wait on the nodes; with one, queued (or retrying).
-    const policy: Policy = wait !== undefined && backend.opts.queue ? QUEUE : { queue: false, commit: backend.opts.fencing };
+    const policy = this.#policy(wait !== undefined && backend.opts.queue);
     const acquire = new Acquire(new Calls(backend, resource, kind), ttl, now() + (wait ?? 0), policy, signal);
     const result = await acquire.run(wait === undefined);
     if (result.ok) return new Lock(new Calls(backend, resource, kind), ttl, result.granted);
@@ -82,20 +83,27 @@ export class LockManager {
    * bytes) and resolves once elected, its leadership kept by a watchdog extending every ttl / 3
    * (docs/election.md). Waits as long as others lead; an aborted `signal` withdraws the campaign
    * and rejects with its reason. Rejects on anything but contention (NoQuorumError, WrongKindError...).
+   * A leadership taken without waiting on the nodes (waitMode "retry") commits its epoch before it
+   * resolves; a commit that fails rejects with LockLostError, the hold given back.
    */
   async campaign(name: string, value: string, options: CampaignOptions): Promise<Leadership> {
     check(name, value);
     const { ttl, signal } = this.#check(name, options);
     signal?.throwIfAborted();
     const backend = this.#backend;
-    const policy: Policy = backend.opts.queue ? QUEUE : { queue: false, commit: backend.opts.fencing };
+    const policy = this.#policy(backend.opts.queue);
     for (;;) {
       // One round waits on the nodes; it is renewed only to bound how stale a forgotten campaign's place gets.
       const calls = new Calls(backend, name, EXCLUSIVE);
       const result = await new Acquire(calls, ttl, now() + CAMPAIGN_ROUND, policy, signal, Acquire.labelled(value)).run(false);
       if (result.ok) {
         const lock = new Lock(calls, ttl, result.granted);
-        return new Leadership(lock, value, () => lock.watch(backend.opts.extendInterval ?? ttl / 3, backend.opts.maxHold));
+        // The epoch leaves the client committed: a no-wait hold pays its commit before it leads.
+        const epoch = await lock.token().catch(async (e: unknown) => {
+          await lock.release().catch(() => undefined);
+          throw e;
+        });
+        return new Leadership(lock, value, epoch, () => lock.watch(backend.opts.extendInterval ?? ttl / 3, backend.opts.maxHold));
       }
       signal?.throwIfAborted();
       if (result.error.type !== "contended") throw this.#error(name, EXCLUSIVE, result.error, result.attempts, ttl);
@@ -156,6 +164,17 @@ export class LockManager {
     if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) throw new TypeError("signal must be an AbortSignal");
     this.#checkOpen();
     return { kind, ttl, wait, signal: options.signal };
+  }
+
+  /**
+   * How an acquire asks: queued on the nodes, or one attempt that does not wait on them, which
+   * commits its grants only when no commit is owed (commit.ts: an owed commit waits for the
+   * token's first read, lock.ts).
+   */
+  #policy(queued: boolean): Policy {
+    if (queued) return QUEUE;
+    const { fencing } = this.#backend.opts;
+    return { queue: false, commit: fencing && !owed(true, this.#backend.nodes.length, fencing) };
   }
 
   #checkOpen(): void {

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { Acquisition, type Event, type Step } from "../src/acquisition.js";
 import { type Action, Attempt, type AttemptError, type Policy, QUEUE, type Reply, anotherAttempt, classify, lease } from "../src/attempt.js";
+import { Commit, type Outcome, owed } from "../src/commit.js";
 import type { NodeFailure } from "../src/errors.js";
 import { type Leader, type Seen, leaderView } from "../src/election.js";
 import { quorum, type Kind } from "../src/kind.js";
@@ -146,6 +147,35 @@ test("another attempt or not", () => {
           : { type: c["error"] };
     const again = anotherAttempt(POLICIES[c["policy"]]!, failure, c["out_of_time"], c["attempts"], c["retry_count"] ?? Infinity);
     assert.equal(again, c["again"], JSON.stringify(c));
+  }
+});
+
+/** An outcome as commits.json writes it: "pending", "lost" or {"committed": token}. */
+function outcome(o: unknown): Outcome {
+  if (o === "pending" || o === "lost") return { outcome: o };
+  return { outcome: "committed", token: BigInt((o as { committed: string }).committed) };
+}
+
+test("deferred commits", () => {
+  for (const c of table("commits.json")) {
+    const at = label(c);
+    const isOwed = owed(c["policy"] === "no_wait", c["nodes"], c["fencing"]);
+    assert.equal(isOwed, c["owed"], at);
+    const start = c["start"] as Case;
+    const valid = c["valid"] ?? true;
+    if (!isOwed || !valid) {
+      assert.deepEqual(valid ? outcome({ committed: c["token"] }) : outcome("lost"), outcome(start["outcome"]), at);
+      assert.equal(start["fence"], undefined, at);
+      continue;
+    }
+    const [commit, asked] = Commit.start(c["nodes"], c["needed"], BigInt(c["token"]), c["holding"]);
+    assert.deepEqual(asked, start["fence"]["nodes"], at);
+    assert.equal(commit.token, BigInt(start["fence"]["token"]), at);
+    assert.deepEqual(commit.outcome, outcome(start["outcome"]), at);
+    for (const step of c["script"] as Case[]) {
+      const { node, answer } = step["fenced"] as { node: number; answer: string };
+      assert.deepEqual(commit.onFenced(node, answer === "committed"), outcome(step["outcome"]), `${at}: ${JSON.stringify(step)}`);
+    }
   }
 });
 

@@ -29,13 +29,14 @@ for (const count of [1, 5]) {
     test("the stalled holder's write is StaleTokenError, the newer one stands, the lock is lost", async () => {
       const old = await locks.acquire("report", { ttl: 300 });
       assert.equal(await old.guarded(data, "report:gate", ["SET", "report", "first"]), "OK");
+      const oldToken = await old.token(); // committed by the guarded write
       await sleep(400); // stalled past its lease
       const fresh = await locks.acquire("report", { ttl: 10_000 });
-      assert.ok(fresh.token > old.token);
+      assert.ok((await fresh.token()) > oldToken);
       await fresh.guarded(data, "report:gate", ["SET", "report", "fresh"]);
       await assert.rejects(old.guarded(data, "report:gate", ["SET", "report", "stale"]), (e: unknown) => {
         assert.ok(e instanceof StaleTokenError && e instanceof LockLostError);
-        assert.equal(e.token, old.token);
+        assert.equal(e.token, oldToken);
         return true;
       });
       assert.ok(old.lost && old.signal.aborted && old.validity === 0);

@@ -29,9 +29,9 @@ const [nodes, log, rounds, hold] = [process.argv[2].split(","), process.argv[3],
 const locks = new LockManager(nodes, { timeout: 500 });
 for (let i = 0; i < rounds; i++) {
   await locks.using("interop", { ttl: 10000, wait: 60000 }, async (lock) => {
-    appendFileSync(log, "node " + lock.token + " start\\n");
+    appendFileSync(log, "node " + (await lock.token()) + " start\\n");
     await new Promise((r) => setTimeout(r, hold));
-    appendFileSync(log, "node " + lock.token + " end\\n");
+    appendFileSync(log, "node " + (await lock.token()) + " end\\n");
   });
 }
 await locks.close();
@@ -45,10 +45,10 @@ with LockManager(nodes, timeout=0.5) as locks:
     for _ in range(rounds):
         with locks.lock("interop", ttl=10.0, wait=60.0) as lock:
             with open(log, "a") as f:
-                f.write(f"python {lock.token} start\\n")
+                f.write(f"python {lock.token()} start\\n")
             time.sleep(hold)
             with open(log, "a") as f:
-                f.write(f"python {lock.token} end\\n")
+                f.write(f"python {lock.token()} end\\n")
 `;
 
 const SECTION = `echo "rust $DLOCK_TOKEN start" >> "$LOG"; sleep ${HOLD_MS / 1000}; echo "rust $DLOCK_TOKEN end" >> "$LOG"`;
@@ -116,7 +116,7 @@ import dlock
 locks = dlock.LockManager(sys.argv[1].split(","), timeout=0.5)
 try:
     lock = locks.try_lock(sys.argv[2], ttl=10.0, ${kind})
-    print("held", lock.token)
+    print("held", lock.token())
     lock.release()
 except dlock.DlockError as e:
     print(type(e).__name__)
@@ -164,7 +164,7 @@ test("shared holds and semaphore permits mean the same in Node, the Rust CLI and
     const waiting = locks.acquire("sem", { ttl: 10_000, limit: 2, wait: 5_000 });
     assert.equal((await dlock("release", "sem", second.out.split(" ")[0]!, "--nodes", nodes)).code, 0);
     const third = await waiting;
-    assert.ok(third.token > 0n);
+    assert.ok((await third.token()) > 0n);
     await third.release();
     await permit.release();
   } finally {

@@ -31,13 +31,14 @@ describe("three masters", () => {
 
   test("acquire, release: bigint tokens rise, the lock is free after", async () => {
     const a = await locks.acquire("plain", { ttl: 10_000 });
-    assert.equal(typeof a.token, "bigint");
+    const first = await a.token();
+    assert.equal(typeof first, "bigint");
     assert.ok(a.validity > 9_000 && a.validity <= 10_000, String(a.validity));
     assert.match(a.owner, /^[0-9a-f]{32}:0$/); // 128 random bits in hex, and the round
     await a.release();
     await a.release(); // a second call does nothing
     const b = await locks.acquire("plain", { ttl: 10_000 });
-    assert.ok(b.token > a.token);
+    assert.ok((await b.token()) > first);
     await b.release();
     assert.deepEqual(await everywhere("DLOCK.STATUS", "plain"), [null, null, null]);
   });
@@ -45,9 +46,10 @@ describe("three masters", () => {
   test("the token is committed on every granting node (two-phase fencing)", async () => {
     await servers[1]!.command("DLOCK.RAISE", "500");
     const lock = await locks.acquire("fenced", { ttl: 10_000 });
-    assert.ok(lock.token >= 501n);
+    const token = await lock.token(); // committed when read (test/commit.test.ts)
+    assert.ok(token >= 501n);
     for (const status of await everywhere("DLOCK.STATUS", "fenced")) {
-      assert.equal((status as string[])[3], lock.token.toString());
+      assert.equal((status as string[])[3], token.toString());
     }
     await lock.release();
   });
@@ -65,18 +67,20 @@ describe("three masters", () => {
 
   test("a queued waiter gets the lock as soon as the holder releases", async () => {
     const held = await locks.acquire("queue", { ttl: 10_000 });
+    const heldToken = await held.token();
     const waiting = locks.acquire("queue", { ttl: 10_000, wait: 5_000 });
     await sleep(100);
     const released = Date.now();
     await held.release();
     const next = await waiting;
     assert.ok(Date.now() - released < 1_000);
-    assert.ok(next.token > held.token);
+    assert.ok((await next.token()) > heldToken);
     await next.release();
   });
 
   test("waiters are served in the order they came (one ticket per acquire)", async () => {
     const held = await locks.acquire("fifo", { ttl: 10_000 });
+    const heldToken = await held.token();
     const order: string[] = [];
     const first = locks.acquire("fifo", { ttl: 10_000, wait: 5_000 }).then((l) => (order.push("first"), l));
     await sleep(50);
@@ -89,19 +93,21 @@ describe("three masters", () => {
     await a.release();
     const b = await second;
     assert.deepEqual(order, ["first", "second"]);
-    assert.ok(held.token < a.token && a.token < b.token);
+    const [ta, tb] = [await a.token(), await b.token()];
+    assert.ok(heldToken < ta && ta < tb);
     await b.release();
   });
 
   test("a node closing a waiting connection does not crash the process; the wait goes on", async () => {
     const held = await locks.acquire("killed", { ttl: 10_000 });
+    const heldToken = await held.token();
     const waiting = locks.acquire("killed", { ttl: 10_000, wait: 5_000 });
     await sleep(100);
     await servers[0]!.command("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes");
     await sleep(100);
     await held.release();
     const next = await waiting;
-    assert.ok(next.token > held.token);
+    assert.ok((await next.token()) > heldToken);
     await next.release();
   });
 
@@ -110,7 +116,7 @@ describe("three masters", () => {
     // Held by someone else on one node: the wait there stays queued once the other two made it held.
     await servers[2]!.command("DLOCK.ACQUIRE", "close", "someone-else", "10000");
     const held = await other.acquire("close", { ttl: 10_000, wait: 20_000 });
-    assert.ok(held.token > 0n);
+    assert.ok((await held.token()) > 0n);
     assert.equal(((await servers[2]!.command("DLOCK.WAITERS", "close")) as unknown[]).length, 1);
     const started = Date.now();
     await other.close();
@@ -122,9 +128,10 @@ describe("three masters", () => {
     const retrying = new LockManager(urls, { timeout: 500, waitMode: "retry" });
     try {
       const held = await locks.acquire("retry", { ttl: 10_000 });
+      const heldToken = await held.token();
       setTimeout(() => void held.release(), 200);
       const next = await retrying.acquire("retry", { ttl: 10_000, wait: 5_000 });
-      assert.ok(next.token > held.token);
+      assert.ok((await next.token()) > heldToken);
       await next.release();
     } finally {
       await retrying.close();
@@ -156,7 +163,7 @@ describe("three masters", () => {
   test("using: the watchdog keeps it past its ttl, then it is released", async () => {
     let token = 0n;
     const out = await locks.using("watched", { ttl: 300 }, async (lock) => {
-      token = lock.token;
+      token = await lock.token();
       await sleep(800);
       assert.equal(lock.signal.aborted, false);
       assert.ok(lock.validity > 0);
@@ -192,7 +199,7 @@ describe("three masters", () => {
   test("await using releases at the end of the block", async () => {
     {
       await using lock = await locks.acquire("disposed", { ttl: 5_000 });
-      assert.ok(lock.token > 0n);
+      assert.ok((await lock.token()) > 0n);
     }
     assert.deepEqual(await everywhere("DLOCK.STATUS", "disposed"), [null, null, null]);
   });
@@ -216,7 +223,7 @@ describe("three masters", () => {
     await sleep(100);
     await a.release();
     const c = await waiting;
-    assert.ok(c.token > 0n);
+    assert.ok((await c.token()) > 0n);
     await b.release();
     await c.release();
   });
@@ -287,7 +294,7 @@ describe("nodes down", () => {
       servers[0]!.spawn();
       assert.ok(await servers[0]!.ready());
       const lock = await locks.acquire("down", { ttl: 5_000, wait: 8_000 });
-      assert.ok(lock.token > 0n);
+      assert.ok((await lock.token()) > 0n);
       await lock.release().catch(() => undefined);
     } finally {
       await locks.close();

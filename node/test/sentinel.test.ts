@@ -124,6 +124,7 @@ describe("redis+sentinel://", () => {
     const locks = new LockManager([url], { timeout: 1_000, ackTimeout: 2_000, sentinelPassword: SENTINEL_PASSWORD });
     try {
       const before = await locks.acquire("failover", { ttl: 10_000 });
+      const first = await before.token();
       await before.release();
       await ask(sentinels[0]!.port, "SENTINEL", "FAILOVER", SERVICE);
       await eventually(async () => {
@@ -131,7 +132,8 @@ describe("redis+sentinel://", () => {
         return named[1] === String(data[1]!.port) && String(await data[1]!.command("ROLE")).startsWith("master");
       }, "the failover");
       const next = await locks.acquire("failover", { ttl: 10_000, wait: 15_000 });
-      assert.ok(next.token > before.token, `${next.token} > ${before.token}`);
+      const token = await next.token();
+      assert.ok(token > first, `${token} > ${first}`);
       assert.equal(((await data[1]!.command("DLOCK.STATUS", "failover")) as string[])[1], next.owner);
       await next.release();
     } finally {
