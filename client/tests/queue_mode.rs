@@ -25,15 +25,6 @@ fn calls(server: &Server, command: &str) -> u64 {
         .map_or(0, |n| n.parse().expect("calls"))
 }
 
-/// Polls `check` for up to 5 s.
-async fn eventually(what: &str, check: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !check() {
-        assert!(Instant::now() < deadline, "not within 5 s: {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 /// One service: who, with which token.
 type Served = Arc<Mutex<Vec<(usize, u64)>>>;
 
@@ -208,6 +199,14 @@ async fn the_wait_deadline_is_kept_within_50_ms_and_leaves_nothing_queued() {
     let servers = nodes(5);
     let holder = manager(&servers);
     let held = holder.try_lock("res", TTL).await.expect("free");
+    // Its token committed (a no-wait hold commits on the first read) on every node.
+    let token = held.token().await.unwrap();
+    for server in &servers {
+        eventually("committed everywhere", || {
+            token_on(server, "res") == Some(token)
+        })
+        .await;
+    }
     // The default 50 ms per-node timeout: an attempt lasts at least that long (so that a zero
     // wait still gets its answer), here the 400 ms wait is the longer.
     let waiter = LockManager::new(urls(&servers)).unwrap();
@@ -224,11 +223,7 @@ async fn the_wait_deadline_is_kept_within_50_ms_and_leaves_nothing_queued() {
     );
     for server in &servers {
         eventually("the waits withdrawn", || waiters(server, "res") == 0).await;
-        assert_eq!(
-            token_on(server, "res"),
-            Some(held.token().await.unwrap()),
-            "the holder untouched"
-        );
+        assert_eq!(token_on(server, "res"), Some(token), "the holder untouched");
     }
     held.release().await.unwrap();
 }

@@ -1,7 +1,7 @@
 //! Real redis-server nodes with the module for the client tests.
 #![allow(dead_code)]
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use dlock_client::LockManager;
 // Not every test binary uses every helper.
@@ -21,4 +21,13 @@ pub fn manager(servers: &[Server]) -> LockManager {
         .timeout(PATIENT)
         .build()
         .expect("valid node URLs")
+}
+
+/// Polls `check` for up to 5 s.
+pub async fn eventually(what: &str, check: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !check() {
+        assert!(Instant::now() < deadline, "not within 5 s: {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
