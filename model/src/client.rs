@@ -3,25 +3,12 @@
 //! release.
 
 use dlock_client::acquisition::{Acquisition, Event, Step};
-use dlock_client::timing::{quorum, semaphore_quorum};
-use dlock_core::Want;
 
 use crate::config::{Config, Mutant};
 use crate::system::{Chan, Hold, Msg, Phase, State, To};
 
-/// How many nodes must commit: a majority for the lock and its shared side, more for a
-/// semaphore (docs/protocol.md §7). The `SemaphoreMajority` mutant settles for a majority.
-pub fn needed(config: &Config, client: usize) -> usize {
-    match config.want(client) {
-        Want::Permit { limit } if config.mutant != Some(Mutant::SemaphoreMajority) => {
-            semaphore_quorum(config.nodes, limit)
-        }
-        _ => quorum(config.nodes),
-    }
-}
-
 pub fn start(config: &Config, state: &mut State, client: usize) {
-    let needed = needed(config, client);
+    let needed = config.needed(client);
     let (acquisition, steps) = if config.no_wait.contains(&client) {
         // One round of plain ACQUIREs, held on the grants: the commit waits for a read.
         Acquisition::start_once(config.nodes, needed, false)
@@ -156,12 +143,7 @@ fn hold(config: &Config, state: &mut State, client: usize, (token, on): (u64, Ve
 
 /// The critical section is over: release on every node.
 pub fn finish(config: &Config, state: &mut State, client: usize) {
-    let c = &mut state.clients[client];
-    c.phase = Phase::Done;
-    let round = c.acquisition.as_ref().map_or(0, Acquisition::round);
-    for node in 0..config.nodes {
-        state.send(To::Node(node), Msg::Release { client, round });
-    }
+    state.finish(config.nodes, client);
 }
 
 /// A timed-out call: ask every node that has not granted this round again (idempotent).

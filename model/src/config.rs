@@ -1,6 +1,7 @@
 //! What one model run explores: sizes, fault budgets, which assumptions hold, and (for the
 //! mutants) which rule is broken on purpose.
 
+use dlock_client::timing::{quorum, semaphore_quorum};
 use dlock_core::Want;
 
 /// When a lock's TTL may run out on a node.
@@ -206,6 +207,18 @@ impl Config {
             .chain(&self.earlier)
             .find_map(permit)
             .unwrap_or(0)
+    }
+
+    /// How many nodes must commit for `client`: a majority for the lock and its shared side,
+    /// more for a semaphore (docs/protocol.md §7). The `SemaphoreMajority` mutant settles for a
+    /// majority.
+    pub fn needed(&self, client: usize) -> usize {
+        match self.want(client) {
+            Want::Permit { limit } if self.mutant != Some(Mutant::SemaphoreMajority) => {
+                semaphore_quorum(self.nodes, limit)
+            }
+            _ => quorum(self.nodes),
+        }
     }
 
     pub fn faultless(&self) -> bool {

@@ -29,7 +29,7 @@ fn mutant(config: &Config, mutant: Mutant) -> bool {
 
 /// The token is read: its commit goes to every node that granted (FENCE, same round owner).
 pub fn use_token(config: &Config, state: &mut State, client: usize) {
-    let needed = crate::client::needed(config, client);
+    let needed = config.needed(client);
     let c = &mut state.clients[client];
     let Some((token, on)) = c.owed.take() else {
         return;
@@ -79,7 +79,7 @@ pub fn on_fenced(config: &Config, state: &mut State, client: usize, (node, ok): 
         Outcome::Lost => {
             c.commit = None;
             if holding {
-                crate::client::finish(config, state, client);
+                state.finish(config.nodes, client);
             }
         }
     }

@@ -316,6 +316,16 @@ impl State {
         self.net.entry((node, client, chan)).or_default().push(msg);
     }
 
+    /// `client`'s critical section is over (or its commit failed): release on every node.
+    pub fn finish(&mut self, nodes: usize, client: usize) {
+        let c = &mut self.clients[client];
+        c.phase = Phase::Done;
+        let round = c.acquisition.as_ref().map_or(0, Acquisition::round);
+        for node in 0..nodes {
+            self.send(To::Node(node), Msg::Release { client, round });
+        }
+    }
+
     /// Takes the oldest request off a connection.
     pub fn take(&mut self, key: (usize, usize, Chan)) -> Option<Msg> {
         let queue = self.net.get_mut(&key)?;
