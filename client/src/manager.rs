@@ -264,12 +264,9 @@ impl LockManager {
             let policy = self.waiting_policy();
             let acquire = Acquire::labelled(calls, (ttl, deadline), policy, value);
             match self.run(Resource::exclusive(name), acquire, false).await {
-                // The epoch leaves the client only committed: a commit that fails is a
-                // leadership lost at once, and the campaign goes on.
-                Ok(guard) => match Leadership::new(guard, ttl, value).await {
-                    Err(Error::LockLost { .. }) => continue,
-                    won => return won,
-                },
+                // The epoch leaves the client only committed: a commit that fails is
+                // `Error::LockLost` (the hold given back as the guard drops), as in every client.
+                Ok(guard) => return Leadership::new(guard, ttl, value).await,
                 Err(Error::Contended { .. }) => continue,
                 Err(error) => return Err(error),
             }
