@@ -153,15 +153,9 @@ async fn a_slot_moving_under_a_held_lock_and_its_waiter_is_followed_by_both() {
         .expect("handed over on the new owner, not left waiting")
         .expect("task")
         .expect("granted");
-    assert!(
-        next.token().await.unwrap() > first,
-        "{} after {first}",
-        next.token().await.unwrap()
-    );
-    assert_eq!(
-        token_on(&cluster.nodes[to], KEY),
-        Some(next.token().await.unwrap())
-    );
+    let token = next.token().await.unwrap();
+    assert!(token > first, "{token} after {first}");
+    assert_eq!(token_on(&cluster.nodes[to], KEY), Some(token));
     let left_behind: i64 = redis::cmd("DBSIZE")
         .query(&mut cluster.nodes[from].conn())
         .expect("DBSIZE");

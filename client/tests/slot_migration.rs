@@ -83,15 +83,9 @@ async fn a_queued_wait_follows_the_slot_to_its_new_owner() {
         .expect("handed over on the new owner, not left waiting")
         .expect("task")
         .expect("granted");
-    assert!(
-        next.token().await.unwrap() > first,
-        "{} after {first}",
-        next.token().await.unwrap()
-    );
-    assert_eq!(
-        token_on(&cluster.nodes[to], KEY),
-        Some(next.token().await.unwrap())
-    );
+    let token = next.token().await.unwrap();
+    assert!(token > first, "{token} after {first}");
+    assert_eq!(token_on(&cluster.nodes[to], KEY), Some(token));
     next.release().await.expect("release");
 }
 
