@@ -16,8 +16,8 @@ use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+use futures::future::{BoxFuture, FutureExt, Shared};
 use futures::stream::{FuturesUnordered, StreamExt};
-use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::Backend;
@@ -50,8 +50,10 @@ pub(crate) struct Lease {
 struct Token {
     token: u64,
     owed: Option<Owed>,
-    /// The commit's outcome once run: committed (true) or lost.
-    outcome: OnceCell<bool>,
+    /// The one commit, once a read started it: a task of its own, so that a reader that gives up
+    /// (a dropped future, a timeout) neither stops it nor makes the next reader start another.
+    /// Its outcome: committed (true) or lost.
+    commit: Mutex<Option<Shared<BoxFuture<'static, bool>>>>,
 }
 
 /// What a commit owed needs: the lock's calls, its owner and the nodes that granted.
@@ -101,7 +103,7 @@ impl Lease {
             token: Arc::new(Token {
                 token,
                 owed,
-                outcome: OnceCell::new(),
+                commit: Mutex::new(None),
             }),
         }
     }
@@ -176,11 +178,7 @@ impl Lease {
     /// fails, or a lease already over, makes the lock lost: [`Error::LockLost`], then and on
     /// every later read.
     pub(crate) async fn token(&self, resource: &str) -> Result<u64, Error> {
-        let Some(owed) = &self.token.owed else {
-            return Ok(self.token.token);
-        };
-        let committed = *self.token.outcome.get_or_init(|| self.commit(owed)).await;
-        if committed {
+        if self.token.owed.is_none() || self.commit_once().await {
             return Ok(self.token.token);
         }
         Err(Error::LockLost {
@@ -188,19 +186,42 @@ impl Lease {
         })
     }
 
+    fn commit_slot(&self) -> MutexGuard<'_, Option<Shared<BoxFuture<'static, bool>>>> {
+        self.token
+            .commit
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The one commit: started by the first read, shared by every other.
+    fn commit_once(&self) -> Shared<BoxFuture<'static, bool>> {
+        let mut slot = self.commit_slot();
+        let commit = slot.get_or_insert_with(|| {
+            let lease = self.clone();
+            let task = tokio::spawn(async move { lease.commit().await });
+            async move { task.await.unwrap_or(false) }.boxed().shared()
+        });
+        commit.clone()
+    }
+
     /// The token if it may leave the client now (no commit owed, or committed), for display.
     pub(crate) fn committed_token(&self) -> Option<u64> {
-        let done = self.token.owed.is_none() || self.token.outcome.get() == Some(&true);
+        let committed = self.commit_slot().as_ref().and_then(|c| c.peek().copied());
+        let done = self.token.owed.is_none() || committed == Some(true);
         done.then_some(self.token.token)
     }
 
     /// Once the lock is released, an owed commit is never sent: reading fails as lost.
     pub(crate) fn close(&self) {
-        let _ = self.token.outcome.set(false);
+        let mut slot = self.commit_slot();
+        slot.get_or_insert_with(|| futures::future::ready(false).boxed().shared());
     }
 
     /// FENCE on every node that granted, the lease set afresh; stops at the first outcome.
-    async fn commit(&self, owed: &Owed) -> bool {
+    async fn commit(&self) -> bool {
+        let Some(owed) = &self.token.owed else {
+            return true;
+        };
         if self.is_lost() || self.validity().is_zero() {
             self.lose(); // the lease may be someone else's by now
             return false;

@@ -165,3 +165,21 @@ async fn the_commit_re_bases_the_lease_and_a_lease_already_over_is_lost_unsent()
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_read_given_up_midway_leaves_the_one_commit_running() {
+    bounded(async {
+        let (servers, locks) = three();
+        let guard = locks.try_lock("r", TTL).await.expect("lock");
+        let gave_up = tokio::time::timeout(Duration::from_micros(1), guard.token()).await;
+        assert!(gave_up.is_err(), "a commit takes a round trip");
+        let token = guard.token().await.expect("committed");
+        eventually("the first read's round done", || all_fences(&servers) == 3).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(all_fences(&servers), 3, "one FENCE round, not two");
+        let on = servers.iter().filter(|s| token_on(s, "r") == Some(token));
+        assert_eq!(on.count(), 3);
+        guard.release().await.expect("release");
+    })
+    .await;
+}
