@@ -34,11 +34,17 @@ pub async fn acquire(
         Ok(Err(e)) => (Kind::Fail, None, Some(e.to_string())),
         Err(_) => (Kind::Info, None, Some("lock() did not return".into())),
     };
-    let mut e = event(kind);
-    e.token = match &guard {
-        Some(guard) => guard.token().await.ok(),
-        None => None,
+    // A hold without a wait commits its token on this read; one whose commit failed was held
+    // for a moment and then lost: an outcome the history cannot call either way.
+    let (kind, guard, error, token) = match guard {
+        Some(guard) => match guard.token().await {
+            Ok(token) => (kind, Some(guard), error, Some(token)),
+            Err(e) => (Kind::Info, None, Some(e.to_string()), None),
+        },
+        None => (kind, None, error, None),
     };
+    let mut e = event(kind);
+    e.token = token;
     e.validity_ms = guard.as_ref().map(|g| g.validity().as_millis() as u64);
     e.error = error;
     emit(&e);
