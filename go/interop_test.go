@@ -37,10 +37,10 @@ with LockManager(nodes, timeout=0.5) as locks:
     for _ in range(rounds):
         with locks.lock("interop", ttl=10.0, wait=60.0) as lock:
             with open(log, "a") as f:
-                f.write(f"python {lock.token} start\n")
+                f.write(f"python {lock.token()} start\n")
             time.sleep(hold)
             with open(log, "a") as f:
-                f.write(f"python {lock.token} end\n")
+                f.write(f"python {lock.token()} end\n")
 `
 
 const nodeWorker = `
@@ -50,9 +50,9 @@ const [nodes, log, rounds, hold] = [process.argv[2].split(","), process.argv[3],
 const locks = new LockManager(nodes, { timeout: 500 });
 for (let i = 0; i < rounds; i++) {
   await locks.using("interop", { ttl: 10000, wait: 60000 }, async (lock) => {
-    appendFileSync(log, "node " + lock.token + " start\n");
+    appendFileSync(log, "node " + (await lock.token()) + " start\n");
     await new Promise((r) => setTimeout(r, hold));
-    appendFileSync(log, "node " + lock.token + " end\n");
+    appendFileSync(log, "node " + (await lock.token()) + " end\n");
   });
 }
 await locks.close();
@@ -262,7 +262,7 @@ import dlock
 locks = dlock.LockManager(sys.argv[1].split(","), timeout=0.5)
 try:
     lock = locks.try_lock(sys.argv[2], ttl=10.0, ` + kind + `)
-    print("held", lock.token)
+    print("held", lock.token())
     lock.release()
 except dlock.DlockError as e:
     print(type(e).__name__)
