@@ -44,6 +44,12 @@ pub(crate) struct Lease {
     lost: CancellationToken,
     backend: Arc<Backend>,
     token: Arc<Token>,
+    /// Held by every write of the nodes' TTL (an extension, the watchdog's, the commit) from
+    /// before its requests go out until its outcome is applied: the nodes keep the write that
+    /// arrives last, so the lease must apply them in the order they were sent (issue 50's
+    /// adversary: a commit's reply applied after a shorter extension's left the client 9 s of
+    /// validity on nodes that held 0.2 s).
+    writes: Arc<tokio::sync::Mutex<()>>,
 }
 
 /// The hold's token, and the commit it owes before anyone may read it.
@@ -105,7 +111,14 @@ impl Lease {
                 owed,
                 commit: Mutex::new(None),
             }),
+            writes: Arc::new(tokio::sync::Mutex::new(())),
         }
+    }
+
+    /// One write of the nodes' TTL at a time (see the field): hold the guard from before the
+    /// requests are sent until the outcome is applied.
+    pub(crate) async fn writing(&self) -> tokio::sync::OwnedMutexGuard<()> {
+        self.writes.clone().lock_owned().await
     }
 
     // A panic elsewhere while holding the lock leaves plain data that is still right to read.
@@ -222,6 +235,7 @@ impl Lease {
         let Some(owed) = &self.token.owed else {
             return true;
         };
+        let _write = self.writing().await;
         if self.is_lost() || self.validity().is_zero() {
             self.lose(); // the lease may be someone else's by now
             return false;
@@ -250,7 +264,12 @@ impl Lease {
                 true
             }
             _ => {
+                // A FENCE still out may land later and keep the lost lock for a whole TTL.
                 self.lose();
+                let (calls, owner) = (owed.calls.clone(), owed.owner.clone());
+                self.backend.spawn(async move {
+                    calls.release(&owner).await;
+                });
                 false
             }
         }

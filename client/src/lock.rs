@@ -168,6 +168,7 @@ impl LockGuard {
                 resource: self.resource().to_string(),
             });
         }
+        let _write = self.lease.writing().await;
         match self.calls.extend(&self.owner, ttl).await {
             Ok(valid_until) => {
                 self.lease.extended(valid_until, ttl);
@@ -298,17 +299,30 @@ async fn keep_extended(
             _ = stop.cancelled() => return,
             _ = lost.cancelled() => return,
             _ = tokio::time::sleep(until_deadline) => return lease.lose(),
-            extended = calls.extend(&owner, at.ttl) => last = match extended {
+            extended = extend_once(&calls, &owner, at.ttl, &lease) => last = match extended {
                 // Confirmed after the deadline is too late: the lease counts as lost already.
-                Ok(_) if lease.is_lost() => return,
-                Ok(until) => {
-                    lease.extended(until, at.ttl);
-                    Extension::Extended
-                }
+                Ok(()) if lease.is_lost() => return,
+                Ok(()) => Extension::Extended,
                 Err(tally) => outcome(&calls, &tally),
             },
         }
     }
+}
+
+/// One extension of the watchdog's, applied to the lease unless it came too late (lost),
+/// as one write of the lease (`Lease::writing`).
+async fn extend_once(
+    calls: &Calls,
+    owner: &str,
+    ttl: Duration,
+    lease: &Lease,
+) -> Result<(), Tally> {
+    let _write = lease.writing().await;
+    let until = calls.extend(owner, ttl).await?;
+    if !lease.is_lost() {
+        lease.extended(until, ttl);
+    }
+    Ok(())
 }
 
 /// An extension that was not confirmed: refused when so many nodes said "not held" that no

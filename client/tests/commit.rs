@@ -174,7 +174,10 @@ async fn a_read_given_up_midway_leaves_the_one_commit_running() {
         {
             // A reader that starts the commit and gives up before its answer (dropped).
             let mut read = std::pin::pin!(guard.token());
-            assert!(futures::poll!(read.as_mut()).is_pending(), "a commit takes a round trip");
+            assert!(
+                futures::poll!(read.as_mut()).is_pending(),
+                "a commit takes a round trip"
+            );
         }
         let token = guard.token().await.expect("committed");
         eventually("the first read's round done", || all_fences(&servers) == 3).await;
