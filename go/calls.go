@@ -72,9 +72,9 @@ func (c *calls) fence(node int, owner string, token uint64, ttl time.Duration) *
 }
 
 // commit is the commit a hold owes (commit.go): DLOCK.FENCE of token as owner, PX ttl, on the
-// holding nodes in parallel, each answer fed to the machine until its outcome is decided (later
-// answers are not waited for): whether a quorum (needed) committed it.
-func (c *calls) commit(owner string, token uint64, ttl time.Duration, holding []int, needed int) bool {
+// holding nodes in parallel, each answer fed to the machine until its outcome is decided:
+// whether a quorum (needed) committed it, and rest, which waits for the later answers.
+func (c *calls) commit(owner string, token uint64, ttl time.Duration, holding []int, needed int) (bool, func()) {
 	machine, asked := startCommit(len(c.b.nodes), needed, token, holding)
 	answers := make(chan fenced, len(asked))
 	for _, n := range asked {
@@ -83,14 +83,17 @@ func (c *calls) commit(owner string, token uint64, ttl time.Duration, holding []
 			answers <- fenced{node: n, committed: c.fence(n, owner, token, ttl) == nil}
 		})
 	}
-	for range asked {
-		if machine.outcome != commitPending {
-			break
-		}
+	got := 0
+	for ; got < len(asked) && machine.outcome == commitPending; got++ {
 		a := <-answers
 		machine.onFenced(a.node, a.committed)
 	}
-	return machine.outcome == commitCommitted
+	rest := func() {
+		for ; got < len(asked); got++ {
+			<-answers
+		}
+	}
+	return machine.outcome == commitCommitted, rest
 }
 
 // fenced is one node's answer to a commit: committed, or not.

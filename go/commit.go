@@ -2,6 +2,9 @@ package dlock
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -159,22 +162,81 @@ func (o *owing) unstarted(ctx context.Context, l *Lock) error {
 // commit pays what the hold owes (calls.commit: FENCE on every node that granted, ttl the
 // TTL last set on the nodes): nil once committed, the lease then counted from the commit
 // round's start (the renew deadline moving with it); else the lock is lost and the error says
-// so (a commit that took longer than the TTL allows is lost too).
+// so (a commit that took longer than the TTL allows is lost too), and the hold is given back
+// (RELEASE everywhere, in the background: a FENCE that timed out may still land). It is one of
+// the lease's writes (writes.go): held from before the FENCEs go out until every node
+// answered, so an extension waiting for it cannot be overtaken by this round's FENCE PX.
 func (l *Lock) commit(o *owing) error {
+	_ = l.writing(nil)
+	if err := o.unstarted(context.Background(), l); err != nil {
+		l.written() // released, lost or over while an earlier write was out: nothing sent
+		return err
+	}
 	started := time.Now()
 	ttl := l.nodeTTL()
-	if l.calls.commit(l.Owner(), l.token, ttl, o.holding, o.needed) {
-		if left, ok := l.calls.b.validity(ttl, started); ok {
-			l.renewed(time.Now().Add(left), ttl)
-			return nil
-		}
+	owner := l.Owner()
+	committed, rest := l.calls.commit(owner, l.token, ttl, o.holding, o.needed)
+	var lost error
+	if left, ok := l.calls.b.validity(ttl, started); committed && ok {
+		l.renewed(time.Now().Add(left), ttl)
+	} else {
+		lost = l.calls.commitLost()
+		l.lose(lost)
 	}
-	lost := l.calls.commitLost()
-	l.lose(lost)
+	l.calls.b.spawn(func() {
+		defer l.written()
+		rest()
+		if lost != nil {
+			l.stale.raise()
+			for i := 0; i < l.Holds(); i++ {
+				l.calls.release(owner, l.calls.b.everywhere())
+			}
+		}
+	})
 	return lost
 }
 
 // commitLost is the error of a token that cannot be read: the lock is lost.
 func (c *calls) commitLost() error {
 	return &Error{Kind: ErrLockLost, Resource: c.resource}
+}
+
+// committed tells whether the token may leave the client: nothing owed, or its commit made.
+func (l *Lock) committed() bool {
+	o := l.owes
+	if o == nil {
+		return true
+	}
+	o.mu.Lock()
+	f := o.flight
+	o.mu.Unlock()
+	if f == nil {
+		return false
+	}
+	select {
+	case <-f.done:
+		return f.err == nil
+	default:
+		return false
+	}
+}
+
+// String is the lock as a log line shows it: the token only once it may leave the client (its
+// commit made, or none owed), "(uncommitted)" before.
+func (l *Lock) String() string {
+	if l == nil {
+		return "<nil>"
+	}
+	token := "(uncommitted)"
+	if l.committed() {
+		token = strconv.FormatUint(l.token, 10)
+	}
+	return fmt.Sprintf("dlock.Lock{resource: %q, kind: %v, owner: %q, token: %s, holds: %d, validity: %v}",
+		l.Resource(), l.Kind(), l.Owner(), token, l.Holds(), l.Validity())
+}
+
+// Format prints String for every verb (%v, %+v, %#v, %d ...): fmt never shows the fields, so
+// never an uncommitted token.
+func (l *Lock) Format(f fmt.State, _ rune) {
+	_, _ = io.WriteString(f, l.String())
 }

@@ -20,7 +20,8 @@
 // Waiting queues on the nodes in ticket order (no polling); the largest token a quorum granted
 // is committed on it (FENCE) before the lock is held (one attempt without a wait commits it
 // when Lock.Token is first called); Shared and Limit take a reader's hold or a
-// semaphore's permit with their quorums; Lock.Context is done at the lock's renew deadline, and
+// semaphore's permit with their quorums; Lock.Context is done at the lock's renew deadline (while
+// watched; else when its validity ends), and
 // WithLock keeps the lock extended while work runs. Campaign, Leader and Observe elect and
 // follow a leader on the same locks (docs/election.md). Errors are *Error, told apart with
 // errors.Is (ErrContended, ErrNoQuorum, ErrLockLost, ...). docs/go.md in the repository has the

@@ -41,8 +41,8 @@ func TestAStalledHoldersGuardedWriteIsRefused(t *testing.T) {
 			if _, err := fresh.Guarded(data, "report:gate", "SET", "report", "fresh"); err != nil {
 				t.Fatal(err)
 			}
-			// Go's lease-loss contract ended the lock at its renew deadline: refused before
-			// anything is sent (the gate is for the write already in flight, below).
+			// Go's lease-loss contract ended the lock when its validity ended (unwatched: no
+			// renew deadline): refused before anything is sent (the gate is for the write already in flight, below).
 			_, err = old.Guarded(data, "report:gate", "SET", "report", "stale")
 			if !errors.Is(err, dlock.ErrLockLost) {
 				t.Fatalf("the stalled holder's write: %v, want ErrLockLost", err)

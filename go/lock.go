@@ -7,9 +7,10 @@ import (
 )
 
 // A held lock (client/src/lock.rs): its token, owner and validity; Extend, Reenter, Release;
-// the lease-loss contract (renewal.go; Context: cancelled at the renew deadline unless an
-// extension came first, at once when the nodes refuse one, and on release) and the watchdog
-// (Watch); the commit its token may owe (commit.go), paid when Token is first called.
+// the lease-loss contract (renewal.go; Context: cancelled at the renew deadline while watched,
+// unless an extension came first, at validity's end unwatched, at once when the nodes refuse
+// one, and on release) and the watchdog (Watch); the commit its token may owe (commit.go), paid
+// when Token is first called; the lease's writes one at a time (writes.go).
 type Lock struct {
 	calls      *calls
 	ttl        time.Duration
@@ -27,22 +28,24 @@ type Lock struct {
 	lost       error
 	ctx        context.Context
 	cancel     context.CancelFunc
-	renewBy    *time.Timer // the renew deadline: renewMargin before validity's end
-	// sending is held while the watchdog's extension is out: a release takes it before its
-	// RELEASE goes out, so that no extension follows a release.
-	sending sync.Mutex
+	watched    bool        // a watchdog keeps it: Context ends at the renew deadline
+	renewBy    *time.Timer // Context's end: the renew deadline while watched, else validity's end
+	// writes is the lease's one write at a time (writes.go): held by whatever sets the TTL on the
+	// nodes (Extend, Reenter, the watchdog's extension, the commit) and by the last release,
+	// from before its requests go out until their outcome is applied and every node answered.
+	writes chan struct{}
 }
 
 // newLock is the lock won; owes: its hold owes the commit of its token (owed), to the nodes
 // that granted it.
 func newLock(c *calls, ttl time.Duration, won *granted, owes bool) *Lock {
 	l := &Lock{calls: c, ttl: ttl, owner: won.owner, token: won.token, acquiredAt: time.Now(),
-		stale: won.stale, validUntil: won.validUntil, ttlSet: ttl, holds: 1}
+		stale: won.stale, validUntil: won.validUntil, ttlSet: ttl, holds: 1, writes: make(chan struct{}, 1)}
 	if owes {
 		l.owes = &owing{holding: won.holding, needed: c.b.needed(c.kind)}
 	}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
-	l.renewBy = time.AfterFunc(renewIn(won.validUntil, ttl), func() { l.lose(l.calls.lockLost()) })
+	l.renewBy = time.AfterFunc(time.Until(won.validUntil), func() { l.lose(l.calls.lockLost()) })
 	return l
 }
 
@@ -74,15 +77,20 @@ func (l *Lock) Resource() string { return l.calls.resource }
 // Kind is how it is held: exclusively, shared, or as a semaphore's permit.
 func (l *Lock) Kind() Kind { return l.calls.kind }
 
-// Until is when the validity ends; the renew deadline is a tenth of the TTL before it.
+// Until is when the validity ends; the renew deadline (while watched) is a tenth of the TTL
+// before it.
 func (l *Lock) Until() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.validUntil
 }
 
-// Validity is the time left before the lock may be held by someone else (0 when over).
+// Validity is the time left before the lock may be held by someone else (0 when over, and
+// once the lock is lost).
 func (l *Lock) Validity() time.Duration {
+	if l.Err() != nil {
+		return 0
+	}
 	if left := time.Until(l.Until()); left > 0 {
 		return left
 	}
@@ -96,10 +104,11 @@ func (l *Lock) Holds() int {
 	return l.holds
 }
 
-// Context is done once the lock may no longer be relied on: at its renew deadline (a tenth of
-// the TTL before validity ends, moved by each confirmed extension: docs/election.md, the
-// lease-loss contract), at once when the nodes refuse an extension or the watchdog passes max
-// hold, and when it is released. Hand it to the work the lock protects.
+// Context is done once the lock may no longer be relied on: while a watchdog keeps it (Watch),
+// at its renew deadline (a tenth of the TTL before validity ends, moved by each confirmed
+// extension: docs/election.md, the lease-loss contract), without one when its validity ends; at
+// once when the nodes refuse an extension, a commit fails or the watchdog passes max hold; and
+// when it is released. Hand it to the work the lock protects.
 func (l *Lock) Context() context.Context { return l.ctx }
 
 // Err is why Context is done: an ErrLockLost error, or nil (held, or released).
@@ -123,19 +132,14 @@ func (c *calls) lockLost() error {
 	return &Error{Kind: ErrLockLost, Resource: c.resource, op: opExtend}
 }
 
-// renewIn is the time to the renew deadline of a hold of ttl valid until until.
-func renewIn(until time.Time, ttl time.Duration) time.Duration {
-	return time.Until(until) - renewMargin(ttl)
-}
-
-// renewed moves the validity's end to until (a hold of ttl), and the renew deadline with it.
+// renewed moves the validity's end to until (a hold of ttl), and Context's end with it.
 func (l *Lock) renewed(until time.Time, ttl time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.lost == nil && !l.released {
 		l.validUntil = until
 		l.ttlSet = ttl
-		l.renewBy.Reset(renewIn(until, ttl))
+		l.renewBy.Reset(endIn(until, ttl, l.watched))
 	}
 }
 
@@ -156,6 +160,10 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if err := checkLease(ttl, l.calls.b.cfg.drift); err != nil {
 		return err
 	}
+	if err := l.writing(ctx.Done()); err != nil {
+		return ctx.Err()
+	}
+	defer l.written()
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -173,6 +181,10 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 // Reenter takes the lock once more under the same owner and token (DLOCK.ACQUIRE ...
 // REENTRANT): one Release more is then needed before it is free. The TTL starts afresh.
 func (l *Lock) Reenter(ctx context.Context) error {
+	if err := l.writing(ctx.Done()); err != nil {
+		return ctx.Err()
+	}
+	defer l.written()
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -234,10 +246,11 @@ func (l *Lock) release() (*tally, error) {
 	owner := l.owner
 	l.mu.Unlock()
 	if last {
-		// No extension follows the RELEASE: one still out ends first, and the watchdog's next
-		// finds the lock released (it checks under sending, held through the RELEASE).
-		l.sending.Lock()
-		defer l.sending.Unlock()
+		// No write of the TTL follows the RELEASE: one still out (an extension, the commit)
+		// ends first, and the next finds the lock released (it checks under writes, held
+		// through the RELEASE).
+		_ = l.writing(nil)
+		defer l.written()
 	}
 	t := l.calls.release(owner, l.calls.b.everywhere())
 	if last {
@@ -254,6 +267,7 @@ func (l *Lock) release() (*tally, error) {
 // extension not confirmed is tried again at shorter pauses until the renew deadline (where
 // Context ends), one the nodes refuse ends Context at once, and so does max hold. stop ends the
 // extending and tells whether the lock was lost; Release stops it too, before its RELEASE.
+// Without a watchdog there is no renew deadline: Context then ends when validity does.
 func (l *Lock) Watch() (stop func() (lost bool)) {
 	cfg := l.calls.b.cfg
 	interval := cfg.extendInterval
@@ -269,6 +283,7 @@ func (l *Lock) Watch() (stop func() (lost bool)) {
 	}
 	done := make(chan struct{})
 	finished := make(chan struct{})
+	l.watching(true)
 	go func() {
 		defer close(finished)
 		l.keepExtended(interval, holdUntil, done)
@@ -277,6 +292,7 @@ func (l *Lock) Watch() (stop func() (lost bool)) {
 	return func() bool {
 		once.Do(func() { close(done) })
 		<-finished
+		l.watching(false)
 		return l.Err() != nil
 	}
 }
@@ -322,8 +338,11 @@ func (l *Lock) keepExtended(interval time.Duration, holdUntil time.Time, done ch
 func (l *Lock) extendOnce(done chan struct{}) (extension, bool) {
 	result := make(chan extension, 1)
 	go func() {
-		l.sending.Lock()
-		defer l.sending.Unlock()
+		if l.writing(done) != nil {
+			result <- unconfirmed
+			return
+		}
+		defer l.written()
 		if l.isReleased() || l.Err() != nil {
 			result <- unconfirmed
 			return

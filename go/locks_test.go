@@ -220,34 +220,49 @@ func TestTheLostLockSignal(t *testing.T) {
 	}
 }
 
-func TestContextEndsAtTheRenewDeadline(t *testing.T) {
-	nodes := servers.Start(t, 3, servers.Flavour{})
-	m := connect(t, servers.URLs(nodes), dlock.WithTimeout(500*time.Millisecond))
-	ctx := deadline(t, 30*time.Second)
-	lock, err := m.Acquire(ctx, "lease", 400*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	until := lock.Until()
-	time.Sleep(200 * time.Millisecond)
-	if err := lock.Extend(ctx, 0); err != nil { // moves the deadline
-		t.Fatal(err)
-	}
-	if !lock.Until().After(until) {
-		t.Errorf("Extend did not move the deadline: %v then %v", until, lock.Until())
-	}
-	select {
-	case <-lock.Context().Done():
-		// The renew deadline is a tenth of the TTL before validity ends (docs/election.md).
-		late := time.Since(lock.Until().Add(-40 * time.Millisecond))
-		if late < 0 || late > 50*time.Millisecond {
-			t.Errorf("done %v after the renew deadline", late)
-		}
-		if !errors.Is(lock.Err(), dlock.ErrLockLost) {
-			t.Errorf("Err() = %v", lock.Err())
-		}
-	case <-time.After(2 * time.Second):
-		t.Fatal("the context outlived the lease")
+// Context ends at the renew deadline while a watchdog keeps the lock (two nodes frozen: no
+// extension confirmed), and with validity without one (there is no renew deadline then).
+func TestContextEndsAtTheRenewDeadlineWhileWatched(t *testing.T) {
+	for _, watched := range []bool{true, false} {
+		t.Run(fmt.Sprintf("watched %v", watched), func(t *testing.T) {
+			nodes := servers.Start(t, 3, servers.Flavour{})
+			m := connect(t, servers.URLs(nodes), dlock.WithTimeout(500*time.Millisecond))
+			ctx := deadline(t, 30*time.Second)
+			lock, err := m.Acquire(ctx, "lease", 400*time.Millisecond)
+			if err != nil {
+				t.Fatal(err)
+			}
+			until := lock.Until()
+			time.Sleep(200 * time.Millisecond)
+			if err := lock.Extend(ctx, 0); err != nil { // moves the deadline
+				t.Fatal(err)
+			}
+			if !lock.Until().After(until) {
+				t.Errorf("Extend did not move the deadline: %v then %v", until, lock.Until())
+			}
+			end := lock.Until()
+			if watched {
+				stop := lock.Watch()
+				defer stop()
+				for _, s := range nodes[1:] {
+					s.Pause()
+					defer s.Resume()
+				}
+				// The renew deadline is a tenth of the TTL before validity ends (docs/election.md).
+				end = end.Add(-40 * time.Millisecond)
+			}
+			select {
+			case <-lock.Context().Done():
+				if late := time.Since(end); late < 0 || late > 50*time.Millisecond {
+					t.Errorf("done %v after %v", late, end)
+				}
+				if !errors.Is(lock.Err(), dlock.ErrLockLost) {
+					t.Errorf("Err() = %v", lock.Err())
+				}
+			case <-time.After(2 * time.Second):
+				t.Fatal("the context outlived the lease")
+			}
+		})
 	}
 }
 

@@ -6,12 +6,13 @@ import "time"
 // (client/src/renewal.rs): the one lease-loss contract every client keeps (docs/election.md,
 // conformance/renewals.json).
 //
-// A lock is lost at its renew deadline, renewMargin before its validity ends, unless an
+// A watched lock is lost at its renew deadline, renewMargin before its validity ends, unless an
 // extension confirmed by a quorum came first: never after the lease may already have ended on
 // the nodes, so the holder has the margin to stop before anyone else can be granted. An
 // extension the nodes refused (a quorum is out of reach: they say it is not held) is a loss at
 // once; one that could not be confirmed (nodes unreachable, too slow) is tried again, at
-// shorter and shorter pauses, until the renew deadline.
+// shorter and shorter pauses, until the renew deadline. Without a watchdog there is no renew
+// deadline: the lock ends with its validity (endIn, watching).
 
 // renewMargin is how long before its validity ends a lock without a confirmed extension is
 // declared lost: a tenth of the TTL, at least 1 ms (whole milliseconds, as every client counts
@@ -64,4 +65,23 @@ func (c *calls) outcome(t tally) extension {
 		return refused
 	}
 	return unconfirmed
+}
+
+// endIn is the time to Context's end for a hold of ttl valid until until: the renew deadline
+// while watched, else validity's end (without a watchdog there is no renew deadline).
+func endIn(until time.Time, ttl time.Duration, watched bool) time.Duration {
+	if !watched {
+		return time.Until(until)
+	}
+	return time.Until(until) - renewMargin(ttl)
+}
+
+// watching: a watchdog starts keeping the lock (Context ends at the renew deadline), or stops.
+func (l *Lock) watching(on bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lost == nil && !l.released {
+		l.watched = on
+		l.renewBy.Reset(endIn(l.validUntil, l.ttlSet, on))
+	}
 }
