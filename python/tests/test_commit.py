@@ -2,13 +2,16 @@
 against real nodes, sync and asyncio: try_lock (and lock() in retry mode) sends no FENCE until the
 token is read; one commit round, whoever reads and however often; the token read is the one the
 nodes store; a commit that fails loses the lock; guarded writes, detach and a campaign read the
-token that way; a queued lock() commits while it acquires, as before."""
+token that way; a queued lock() commits while it acquires, as before; an extension (a caller's or
+the watchdog's) racing the commit leaves the validity the nodes hold (the lease's writes go one
+at a time); a lost commit gives the hold back."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
 import time
+from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
@@ -219,3 +222,108 @@ def test_asyncio_a_failed_commit_loses_the_lock_and_guarded_commits_first(three:
         asyncio.run(test())
     finally:
         data.stop()
+
+
+def node_ttls(servers: list[Server], key: str) -> list[float]:
+    """Seconds each node still holds `key` for (0: free there)."""
+    return [int(str((status(s, key) or {}).get("ttl", 0))) / 1000 for s in servers]
+
+
+@pytest.mark.timeout(60)
+def test_an_extension_racing_the_commit_leaves_the_validity_the_nodes_hold(
+    three: list[Server], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The adversary's F1: the commit's FENCE ... PX 10000 reaches the nodes, then an EXTEND ...
+    # 500 (the nodes hold 0.5 s), but the FENCE's replies come back last (a slow path: held here
+    # 0.4 s). The lease's writes going one at a time, the extension waits for the commit.
+    lock = dlock.LockManager(urls(three), timeout=2.0).try_lock("r", ttl=10.0)
+    fence = lock._calls.fence
+
+    def slow_fence(*args: Any) -> list[dlock.NodeFailure | None]:
+        replies = fence(*args)
+        time.sleep(0.4)
+        return replies
+
+    monkeypatch.setattr(lock._calls, "fence", slow_fence)
+    read: list[int] = []
+    reader = threading.Thread(target=lambda: read.append(lock.token()))
+    reader.start()
+    time.sleep(0.1)  # the FENCEs have landed; their replies are on their way
+    lock.extend(0.5)
+    reader.join(timeout=10)
+    assert read and not lock.lost.is_set()
+    nodes = min(node_ttls(three, "r"))  # read first: the validity read after is less
+    assert lock.validity <= nodes + 0.005, "never more than the nodes give"
+    lock.release()
+
+
+@pytest.mark.timeout(60)
+def test_asyncio_an_extension_racing_the_commit_leaves_the_validity_the_nodes_hold(
+    three: list[Server], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def test() -> None:
+        async with dlock.asyncio.LockManager(urls(three), timeout=2.0) as locks:
+            lock = await locks.try_lock("r", ttl=10.0)
+            fence = lock._calls.fence
+
+            async def slow_fence(*args: Any) -> list[dlock.NodeFailure | None]:
+                replies = await fence(*args)
+                await asyncio.sleep(0.4)
+                return replies
+
+            monkeypatch.setattr(lock._calls, "fence", slow_fence)
+            reader = asyncio.ensure_future(lock.token())
+            await asyncio.sleep(0.1)
+            await lock.extend(0.5)
+            await reader
+            assert not lock.lost.is_set()
+            nodes = min(node_ttls(three, "r"))  # read first: the validity read after is less
+            assert lock.validity <= nodes + 0.005, "never more than the nodes give"
+            await lock.release()
+
+    asyncio.run(test())
+
+
+@pytest.mark.timeout(60)
+def test_the_watchdog_extending_during_the_commit_leaves_the_validity_the_nodes_hold(
+    three: list[Server], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No thread of the caller's: the watchdog extends with the acquire's 2 s while the commit
+    # sets the 30 s of the last extend().
+    lock = manager(three, extend_interval=0.05).try_lock("r", ttl=2.0)
+    lock.extend(30.0)
+    fence = lock._calls.fence
+
+    def slow_fence(*args: Any) -> list[dlock.NodeFailure | None]:
+        replies = fence(*args)
+        time.sleep(0.2)
+        return replies
+
+    monkeypatch.setattr(lock._calls, "fence", slow_fence)
+    lock.start_watchdog()
+    lock.token()
+    assert not lock.stop_watchdog()
+    nodes = min(node_ttls(three, "r"))  # read first: the validity read after is less
+    assert lock.validity <= nodes + 0.005, "never more than the nodes give"
+    lock.release()
+
+
+@pytest.mark.timeout(60)
+def test_a_lost_commit_gives_the_hold_back(three: list[Server]) -> None:
+    lock = manager(three).try_lock("r", ttl=10.0)
+    for server in three[:2]:
+        assert server.client().delete("r") == 1
+    with pytest.raises(dlock.LockLost):
+        lock.token()
+    assert status(three[2], "r") is None, "released where it was still held, not kept a whole TTL"
+
+    async def test() -> None:
+        async with dlock.asyncio.LockManager(urls(three), timeout=0.5) as locks:
+            lock = await locks.try_lock("a", ttl=10.0)
+            for server in three[1:]:
+                assert server.client().delete("a") == 1
+            with pytest.raises(dlock.LockLost):
+                await lock.token()
+            assert status(three[0], "a") is None
+
+    asyncio.run(test())

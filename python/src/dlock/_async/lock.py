@@ -20,8 +20,8 @@ from .._pure.kind import Kind
 from .._pure.options import Duration, check_lease
 from .._pure.renewal import Extension, outcome, renew_margin, renewal
 from .._pure.timing import validity
-from .._pure.verdicts import Grant
-from .._transport.aio.concurrency import Flight, Worker, shielded, within
+from .._pure.verdicts import Grant, Tally
+from .._transport.aio.concurrency import Flight, Mutex, Worker, shielded, within
 from ..errors import DlockError, LockLost, StaleToken
 from .calls import Calls
 
@@ -58,6 +58,12 @@ class Lock:
         self._owed = grant.owed  # its commit, paid when the token is first read (_pure/commit.py)
         self._committing: Flight[int] = Flight()  # that commit, shared by the readers meanwhile
         self._lease_ttl_ms = ttl_ms  # the TTL last set on the nodes (acquired, or extended with)
+        # The lease's writes (an extension, the watchdog's, the commit: what sets the nodes' TTL)
+        # go one at a time, each from before its requests are sent until its outcome is applied:
+        # sent in the order they are applied, they reach each node in that order too, so the
+        # validity kept here is the one the last write gave the nodes (the nodes keep the write
+        # that arrived last; two at once could leave the client believing the other one).
+        self._writes = Mutex()
         self._valid_until = grant.valid_until
         self._acquired_at = time.monotonic()
         self._on_release = on_release
@@ -86,13 +92,29 @@ class Lock:
     async def _commit(self) -> int:
         """The commit owed (_pure/commit.py): FENCE of the token, with the TTL last set, on the
         nodes that granted it; the token once a quorum committed it, the lease then counted from
-        the commit's start. Otherwise the lock is lost: LockLost."""
+        the commit's start. Otherwise the lock is lost: LockLost, and when FENCEs went out the
+        hold is given back (RELEASE everywhere, best effort: one that timed out may land later
+        and would keep the lost lock a whole TTL)."""
         if not self._owed:
             return self._token  # committed by the reader before this one
         if self._released or self._lost.is_set():
             raise LockLost(self._resource)
-        if self.validity <= 0:
-            raise await self._lose()  # the lease may be someone else's: nothing is sent
+        async with self._writes:  # no extension meanwhile: the lease's writes go one at a time
+            if self.validity <= 0:
+                self._lost.set()  # the lease may be someone else's: nothing is sent
+                committed, sent = False, False
+            else:
+                committed, sent = await self._fence(), True
+        if committed:
+            return self._token
+        if sent:
+            await shielded(self._calls.release(self._resource, self._owner))
+        raise await self._lose()
+
+    async def _fence(self) -> bool:
+        """The commit's round, with the lease's writes held: FENCE on the holding nodes, its
+        outcome applied to the lease (committed: validity counted from the round's start, no
+        longer owed; else `lost` set). Whether a quorum committed it in time."""
         backend, started, ttl_ms = self._calls.backend, time.monotonic(), self._lease_ttl_ms
         commit, asked = Commit.start(backend.size(), self._needed, self._token, self._holding)
         why_not = await self._calls.fence(self._resource, self._owner, self._token, ttl_ms, asked)
@@ -103,10 +125,11 @@ class Lock:
                 break  # the first decided outcome: later replies change nothing
         left = validity(ttl_ms, started, time.monotonic(), backend.opts)
         if not isinstance(decided, Committed) or left is None:
-            raise await self._lose()
+            self._lost.set()
+            return False
         self._valid_until = time.monotonic() + left  # the watchdog's renew deadline moves with it
         self._owed = False
-        return decided.token
+        return True
 
     async def _lose(self) -> LockLost:
         """The lock known lost (a commit that failed): `lost` set, the watchdog stopped; the error
@@ -184,16 +207,31 @@ class Lock:
         # unasync: sync only
         # """Resets the TTL (default: the one acquired with) on all nodes. Raises NoQuorum when too
         # few nodes answered, LockLost when a quorum answered and did not extend; either way
-        # `validity` still counts down from the last success."""
+        # `validity` still counts down from the last success. While the token's commit or the
+        # watchdog's extension is out, it waits for it (the lease's writes go one at a time)."""
         # unasync: end
         ttl_ms = self._ttl_ms if ttl is None else check_lease(ttl, self._calls.backend.opts)
         if self._lost.is_set():
             raise LockLost(self._resource)  # a newer holder exists: its lease is of no use
-        result = await self._calls.extend(self._resource, self._owner, ttl_ms, self._needed)
-        if isinstance(result, float):
-            self._valid_until, self._lease_ttl_ms = result, ttl_ms
-            return
-        raise result.extend_error(self._resource, self._needed)
+        # A cancellation of the caller does not cut it short: its outcome is applied.
+        result = await shielded(self._extend_lease(ttl_ms, None, None))
+        if result is None:
+            raise LockLost(self._resource)  # lost while it waited for the lease's other write
+        if isinstance(result, Tally):
+            raise result.extend_error(self._resource, self._needed)
+
+    async def _extend_lease(self, ttl_ms: int, timeout: float | None, by: float | None) -> float | Tally | None:
+        """One extension (EXTEND ... `ttl_ms` everywhere, each node's call within `timeout`),
+        with the lease's writes held: the new deadline, applied to the lease when confirmed
+        (before `by`, if not None); the tally when not extended; None (nothing sent) when the lock
+        is known lost."""
+        async with self._writes:
+            if self._lost.is_set():
+                return None
+            result = await self._calls.extend(self._resource, self._owner, ttl_ms, self._needed, timeout)
+            if isinstance(result, float) and (by is None or time.monotonic() < by):
+                self._valid_until, self._lease_ttl_ms = result, ttl_ms
+            return result
 
     async def _rename(self, owner: str) -> None:
         """Holds the lock under `owner` from now on (DLOCK.PROCLAIM, keeping token and lease): when
@@ -301,12 +339,11 @@ class Lock:
         until = renew_deadline - time.monotonic()
         # Each node's call is bounded by the deadline too: a sync extension cannot be raced.
         bound = max(0.001, min(self._calls.backend.opts.timeout, until))
-        extend = self._calls.extend(self._resource, self._owner, self._ttl_ms, self._needed, bound)
+        extend = self._extend_lease(self._ttl_ms, bound, renew_deadline)
         result = await within(extend, until)
         if result is None or time.monotonic() >= renew_deadline:
             return None
         if isinstance(result, float):
-            self._valid_until, self._lease_ttl_ms = result, self._ttl_ms
             return "extended"
         return outcome(self._calls.backend.size(), self._needed, result.refused)
 

@@ -13,6 +13,10 @@ T = TypeVar("T")
 
 sleep = asyncio.sleep
 
+#: A lock taken with `async with` (the sync side's is a threading.Lock): a lease's writes, which
+#: go one at a time (Lock._writes).
+Mutex = asyncio.Lock
+
 _background: set[asyncio.Future[Any]] = set()
 
 

@@ -14,6 +14,10 @@ T = TypeVar("T")
 
 sleep = time.sleep
 
+#: A lock taken with `with` (the asyncio side's is an asyncio.Lock): a lease's writes, which go
+#: one at a time (Lock._writes).
+Mutex = threading.Lock
+
 
 def shielded(result: T) -> T:
     """Where the asyncio flavour awaits work that a cancellation must not cut short (a RELEASE
