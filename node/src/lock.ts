@@ -2,7 +2,9 @@
  * A held lock: its fencing token, owner and validity; extend(), release() and the watchdog, which
  * keeps the lease-loss contract (renewal.ts, docs/election.md). A hold taken without waiting on
  * the nodes may owe its token's commit (commit.ts): `token()` pays it on the first read, one FENCE
- * round shared by every reader, and no token leaves before a quorum committed it.
+ * round shared by every reader, and no token leaves before a quorum committed it. The writes of the
+ * nodes' TTL (extend(), the watchdog's extensions, the commit) go one at a time (#write), so the
+ * validity the client keeps is the one the nodes keep.
  */
 import type { Granted } from "./driver.js";
 import { sleepUnless } from "./backend.js";
@@ -33,6 +35,10 @@ export class Lock {
   #ttlSet: number;
   #owner: string;
   #validUntil: number;
+  /** The write of the nodes' TTL in flight (#write), settled once its outcome is applied. */
+  #writing: Promise<void> | undefined;
+  /** Aborted, and replaced, whenever the lease moves (#rebase): a watchdog waiting on its renew deadline looks again. */
+  #moved = new AbortController();
   readonly #acquiredAt = now();
   #released = false;
   #lost = false;
@@ -86,19 +92,21 @@ export class Lock {
    * The fencing token (a bigint, larger than every earlier holder's). A hold taken without waiting
    * on several nodes with fencing on (`acquire` without `wait`, waitMode "retry") commits it on
    * the first read: FENCE on the nodes that granted, one round shared by every reader, the
-   * validity counted afresh from it. LockLostError when that commit misses its quorum, when the
-   * validity is over by then, or when the lock was released or is known lost before it: the lock
-   * is then lost (`lost`, `signal`) and every later read rejects alike. Nothing owed, or already
-   * committed: the token at once.
+   * validity counted afresh from it. LockLostError when that commit misses its quorum (the nodes
+   * that committed are then given back the hold, in the background), when the validity is over by
+   * then, or when the lock was released or is known lost before the read: the lock is then lost
+   * (`lost`, `signal`) and every later read rejects alike. A read started before release() keeps
+   * its commit's outcome. Nothing owed, or already committed: the token at once.
    */
   async token(): Promise<bigint> {
     if (!this.#owed) return this.#token;
-    this.#commit ??= this.#committed();
+    this.#commit ??= this.#released || this.#lost ? Promise.reject(new LockLostError(this.resource)) : this.#write(() => this.#committed());
     return this.#commit;
   }
 
-  /** The owed commit, paid: the token, or LockLostError. */
+  /** The owed commit, paid as the lease's one write in flight (#write): the token, or LockLostError. */
   async #committed(): Promise<bigint> {
+    // Released or lost while an earlier write was out: nothing is sent.
     if (this.#released || this.#lost) throw new LockLostError(this.resource);
     const ttl = this.#ttlSet;
     const started = now();
@@ -108,12 +116,47 @@ export class Lock {
     if (left === undefined) {
       const lost = new LockLostError(this.resource, unitHint(ttl));
       this.#lose(lost);
+      // A FENCE still out may land later and keep the lost lock for a whole TTL: given back, as a
+      // failed acquisition's grants are (best effort).
+      if (outcome !== undefined) this.calls.backend.spawn(this.calls.release(this.#owner));
       throw lost;
     }
-    if (this.#released || this.#lost) throw new LockLostError(this.resource); // meanwhile
-    this.#validUntil = now() + left; // from the commit round's start, as an extension's
+    if (this.#lost) throw new LockLostError(this.resource); // lost meanwhile (the watchdog's deadline, a stale write)
+    // Released meanwhile: the FENCE went out before the RELEASE, so the token is committed and given.
+    if (!this.#released) this.#rebase(now() + left, ttl); // from the commit round's start, as an extension's
     this.#owed = false;
     return this.#token;
+  }
+
+  /**
+   * Runs `write`, one of the operations that set the nodes' TTL (extend(), the watchdog's
+   * extension, the commit), as the lease's only one in flight, from before its requests are sent
+   * until its outcome is applied: at once when none is in flight, else after it. So they are sent
+   * in the order they are applied, and on a node's one connection they arrive in that order too:
+   * the nodes keep the TTL of the last one, and so does the client (a commit's reply applied after
+   * a later extension's would give the client a longer validity than the nodes give).
+   */
+  async #write<T>(write: () => Promise<T>): Promise<T> {
+    while (this.#writing !== undefined) await this.#writing;
+    const running = write();
+    const settled = running.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#writing = settled;
+    try {
+      return await running;
+    } finally {
+      if (this.#writing === settled) this.#writing = undefined;
+    }
+  }
+
+  /** The nodes confirmed `ttl` ms: the lease runs until `validUntil`, and a watchdog's renew deadline moves with it. */
+  #rebase(validUntil: number, ttl: number): void {
+    this.#validUntil = validUntil;
+    this.#ttlSet = ttl;
+    this.#moved.abort();
+    this.#moved = new AbortController();
   }
 
   /** FENCE ... PX `ttl` on every node that granted, at once: the commit's first decided outcome. */
@@ -169,14 +212,16 @@ export class Lock {
   async extend(ttl: number = this.ttl): Promise<number> {
     const whole = checkLease(ttl, this.calls.backend.opts.drift);
     if (this.#released || this.#lost) throw new LockLostError(this.resource);
-    const needed = this.calls.backend.needed(this.kind);
-    const extended = await this.calls.extend(this.#owner, whole);
-    if (typeof extended === "number") {
-      this.#validUntil = now() + extended;
-      this.#ttlSet = whole;
-      return extended;
-    }
-    throw this.#failure(extended, needed, whole);
+    return this.#write(async () => {
+      if (this.#released || this.#lost) throw new LockLostError(this.resource); // while an earlier write was out
+      const needed = this.calls.backend.needed(this.kind);
+      const extended = await this.calls.extend(this.#owner, whole);
+      if (typeof extended === "number") {
+        this.#rebase(now() + extended, whole);
+        return extended;
+      }
+      throw this.#failure(extended, needed, whole);
+    });
   }
 
   /** Why a quorum did not do it: too few answered, or enough said it is not held. */
@@ -251,29 +296,50 @@ export class Lock {
         this.#controller.abort(new LockLostError(this.resource, unitHint(this.ttl))); // held long enough: it runs out at its TTL
         return;
       }
-      const deadline = this.#validUntil - Math.min(renewMargin(this.ttl), left);
-      const extended = await this.#extendBefore(deadline, signals);
+      const extended = await this.#extendBefore(signals);
       if (extended === undefined) return; // stopped meanwhile: released, or about to be
       if (extended === "lost") return lost();
       last = extended;
     }
   }
 
-  /** One extension, raced against the renew deadline: how it went, lost when the deadline came first, undefined when stopped. */
-  async #extendBefore(deadline: number, signals: readonly AbortSignal[]): Promise<Extension | "lost" | undefined> {
+  /**
+   * One extension, as the lease's one write in flight (#write), raced against the renew deadline
+   * (from the wait for an earlier write on): how it went, lost when the deadline came first,
+   * undefined when stopped. One still waiting to be sent then is not sent; one on its way is not
+   * applied.
+   */
+  async #extendBefore(signals: readonly AbortSignal[]): Promise<Extension | "lost" | undefined> {
     const settled = new AbortController(); // ends the deadline's timer once the extension is back
-    const extension = this.calls.extend(this.#owner, this.ttl);
-    const timeUp = sleepUnless(deadline - now(), [...signals, settled.signal]).then(() => "time" as const);
+    let late = false;
+    const extension = this.#write(async () => {
+      if (late || signals.some((s) => s.aborted)) return undefined;
+      const extended = await this.calls.extend(this.#owner, this.ttl);
+      if (typeof extended === "number" && !late && !this.#lost) this.#rebase(now() + extended, this.ttl);
+      return extended;
+    });
+    const timeUp = this.#renewDeadline([...signals, settled.signal]).then((came) => {
+      late ||= came;
+      return "time" as const;
+    });
     const won = await Promise.race([extension, timeUp]);
     settled.abort();
     if (signals.some((s) => s.aborted)) return undefined;
-    if (won === "time") return "lost"; // even if the extension is still on its way
-    if (typeof won === "number") {
-      this.#validUntil = now() + won;
-      this.#ttlSet = this.ttl;
-      return "extended";
-    }
+    if (won === "time" || won === undefined) return "lost"; // even if the extension is still on its way
+    if (typeof won === "number") return "extended";
     const nodes = this.calls.backend.nodes.length;
     return won.refused > nodes - this.calls.backend.needed(this.kind) ? "refused" : "unconfirmed";
+  }
+
+  /**
+   * Sleeps until the renew deadline, `renewMargin` before the validity ends, following the lease
+   * when a write confirmed meanwhile moves it: true when it came, false when cut short.
+   */
+  async #renewDeadline(signals: readonly AbortSignal[]): Promise<boolean> {
+    for (;;) {
+      const moved = this.#moved.signal;
+      if (await sleepUnless(this.#validUntil - renewMargin(this.ttl) - now(), [...signals, moved])) return true;
+      if (!moved.aborted || signals.some((s) => s.aborted)) return false;
+    }
   }
 }

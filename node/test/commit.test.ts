@@ -122,7 +122,26 @@ describe("three masters: a no-wait hold commits its token when it is read", () =
     await sleep(100);
     assert.equal(await fences(), 3, "no FENCE for the second read");
     assert.equal(told.calls, 1);
+    // The node that committed is given the hold back at once, not at the end of the TTL.
+    await eventually(async () => (await stored(servers, "failing")).every((t) => t === undefined), "the lost hold given back", 2_000);
     await lock.release();
+  });
+
+  test("a commit and an extension at once: the client's validity never exceeds the TTL the nodes hold", BOUND, async () => {
+    // Node 0 is taken by another owner: the hold is on nodes 1 and 2, and both the commit and the
+    // extension are decided by node 2's replies, which come back together. Each must be applied
+    // in the order the nodes applied it: the lease's writes go one at a time.
+    for (let round = 0; round < 10; round++) {
+      const resource = `raced${round}`;
+      assert.notEqual(await servers[0]!.command("DLOCK.ACQUIRE", resource, "someone-else", "10000"), null);
+      const lock = await locks.acquire(resource, { ttl: 10_000 });
+      const [token, extended] = await Promise.all([lock.token(), lock.extend(500)]);
+      assert.ok(token > 0n && extended <= 500);
+      const ttls = await Promise.all(servers.slice(1).map(async (s) => Number(await s.command("PTTL", resource))));
+      const validity = lock.validity; // read after the nodes' TTL: no later than theirs by the time it took
+      assert.ok(validity <= Math.min(...ttls) + 50, `round ${round}: the client's validity ${validity} ms, the nodes hold ${ttls.join(", ")} ms`);
+      await lock.release();
+    }
   });
 
   test("validity over when read: LockLostError, the lock lost, no FENCE", BOUND, async () => {
@@ -139,6 +158,18 @@ describe("three masters: a no-wait hold commits its token when it is read", () =
     await lock.release();
     await assert.rejects(lock.token(), LockLostError);
     assert.equal(await fences(), 0);
+  });
+
+  test("a read started before release() keeps its commit's outcome: the committed token", BOUND, async () => {
+    const lock = await locks.acquire("read-then-released", { ttl: 10_000 });
+    const reading = lock.token(); // its FENCE goes out before the RELEASE
+    const releasing = lock.release();
+    const token = await reading;
+    await releasing;
+    assert.equal(await lock.token(), token, "later reads: the remembered token");
+    assert.equal(lock.lost, false);
+    assert.equal(await fences(), 3);
+    assert.deepEqual(await stored(servers, "read-then-released"), [undefined, undefined, undefined], "released");
   });
 
   test("guarded() on an uncommitted hold commits first, and writes under the committed token", BOUND, async () => {
