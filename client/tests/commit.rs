@@ -189,3 +189,47 @@ async fn a_read_given_up_midway_leaves_the_one_commit_running() {
     })
     .await;
 }
+
+/// The PTTL of `key` on `server`, in ms.
+fn pttl(server: &Server, key: &str) -> i64 {
+    redis::cmd("PTTL")
+        .arg(key)
+        .query(&mut server.conn())
+        .expect("PTTL")
+}
+
+/// The adversary's F1 (issue 50): the commit and an extension at once. In this client the
+/// window was a tie between two tasks woken by one read of a connection (the adversary's
+/// reproduction, delaying FENCE replies through a proxy, hit it in about 5% of rounds; this test
+/// did not catch it before the fix); in Python, Node and Go their tests reproduce it every time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_and_an_extension_at_once_leave_the_validity_the_nodes_hold() {
+    bounded(async {
+        let (servers, locks) = three();
+        for round in 0..40 {
+            let key = format!("race{round}");
+            // Node 0 is someone else's: the lock is held on nodes 1 and 2, whose replies decide
+            // both the commit (PX 10 s) and the extension (500 ms).
+            let _: u64 = redis::cmd("DLOCK.ACQUIRE")
+                .arg(&key)
+                .arg("someone-else")
+                .arg(60_000)
+                .query(&mut servers[0].conn())
+                .expect("taken on node 0");
+            let mut guard = locks.try_lock(key.as_str(), TTL).await.expect("lock");
+            let lease = guard.watchdog(TTL).context();
+            let (token, extended) =
+                tokio::join!(lease.token(), guard.extend(Duration::from_millis(500)));
+            token.expect("committed");
+            extended.expect("extended");
+            let held = servers[1..].iter().map(|s| pttl(s, &key)).min().unwrap();
+            let believed = guard.validity().as_millis() as i64;
+            assert!(
+                believed <= held + 5,
+                "round {round}: the client believes {believed} ms, the nodes hold {held} ms"
+            );
+            let _ = guard.release().await;
+        }
+    })
+    .await;
+}
