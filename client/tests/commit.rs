@@ -62,6 +62,12 @@ async fn readers_at_once_share_one_commit_of_the_token_the_nodes_store() {
         let token = a.expect("committed");
         assert_eq!((b, c), (Ok(token), Ok(token)));
         assert_eq!(guard.token().await, Ok(token), "remembered");
+        // The read returns once a majority committed; the third answer may still be on its way.
+        eventually("a FENCE per node that granted", || {
+            all_fences(&servers) == 3
+        })
+        .await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
         assert_eq!(all_fences(&servers), 3, "one FENCE per node that granted");
         let on = servers.iter().filter(|s| token_on(s, "r") == Some(token));
         assert_eq!(on.count(), 3, "every node stores the committed token");
@@ -84,6 +90,7 @@ async fn a_commit_that_misses_a_majority_loses_the_lock_for_good() {
         let lost = guard.watchdog(TTL).context();
         assert!(matches!(guard.token().await, Err(Error::LockLost { .. })));
         assert!(guard.is_lost() && lost.is_lost(), "the loss signal fired");
+        eventually("the round's FENCEs all in", || all_fences(&servers) == 3).await;
         let sent = all_fences(&servers);
         assert!(matches!(lost.token().await, Err(Error::LockLost { .. })));
         assert_eq!(all_fences(&servers), sent, "no second commit");
@@ -104,10 +111,11 @@ async fn a_guarded_write_commits_first_and_a_queued_lock_owes_nothing() {
         let guard = locks.try_lock("r", TTL).await.expect("lock");
         let set = redis::cmd("SET").arg("report").arg("v1").clone();
         let _: () = guard.guarded(&mut data, "gate", &set).await.expect("write");
-        assert_eq!(all_fences(&servers), 3, "committed before the write");
+        eventually("committed before the write", || all_fences(&servers) == 3).await;
         guard.release().await.expect("release");
         let queued = locks.lock("r", TTL, TTL).await.expect("lock");
-        // On the majority that granted first, at least.
+        tokio::time::sleep(Duration::from_millis(100)).await; // its requests still out land
+                                                              // On the majority that granted first, at least.
         let committed = all_fences(&servers);
         assert!(committed >= 5, "a queued lock commits while acquiring");
         queued.token().await.expect("token");
@@ -148,6 +156,7 @@ async fn the_commit_re_bases_the_lease_and_a_lease_already_over_is_lost_unsent()
             "counted from the commit"
         );
         guard.release().await.expect("release");
+        eventually("the round's FENCEs all in", || all_fences(&servers) == 3).await;
 
         let short = locks
             .try_lock("s", Duration::from_millis(100))
