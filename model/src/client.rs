@@ -83,18 +83,7 @@ fn apply(config: &Config, state: &mut State, client: usize, steps: Vec<Step>) {
                 round,
                 token,
                 nodes,
-            } => {
-                for node in nodes {
-                    state.send(
-                        To::Node(node),
-                        Msg::Fence {
-                            client,
-                            round,
-                            token,
-                        },
-                    );
-                }
-            }
+            } => state.fence(client, round, token, nodes),
             Step::Release { round, nodes } => {
                 for node in nodes {
                     state.send(To::Node(node), Msg::Release { client, round });

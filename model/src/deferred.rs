@@ -6,7 +6,7 @@
 use dlock_client::commit::{Commit, Outcome};
 
 use crate::config::{Config, Mutant};
-use crate::system::{Hold, Msg, Phase, State, To};
+use crate::system::{Hold, Phase, State};
 
 /// Held without its commit: `token` (the largest grant) on the nodes `on` that granted it.
 pub fn owe(state: &mut State, client: usize, (token, on): (u64, Vec<usize>)) {
@@ -46,16 +46,7 @@ pub fn use_token(config: &Config, state: &mut State, client: usize) {
     let (commit, asked) = Commit::start(config.nodes, needed, token, &asked);
     c.commit = Some(commit);
     let round = c.acquisition.as_ref().map_or(0, |a| a.round());
-    for node in asked {
-        state.send(
-            To::Node(node),
-            Msg::Fence {
-                client,
-                round,
-                token,
-            },
-        );
-    }
+    state.fence(client, round, token, asked);
 }
 
 /// A FENCE of the commit answered. Committed on a quorum: the token is used. Lost: the client

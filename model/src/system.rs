@@ -326,6 +326,20 @@ impl State {
         }
     }
 
+    /// `DLOCK.FENCE` of `token` as `client`'s owner of `round`, to each of `nodes`.
+    pub fn fence(&mut self, client: usize, round: u32, token: u64, nodes: Vec<usize>) {
+        for node in nodes {
+            self.send(
+                To::Node(node),
+                Msg::Fence {
+                    client,
+                    round,
+                    token,
+                },
+            );
+        }
+    }
+
     /// Takes the oldest request off a connection.
     pub fn take(&mut self, key: (usize, usize, Chan)) -> Option<Msg> {
         let queue = self.net.get_mut(&key)?;
