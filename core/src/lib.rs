@@ -10,6 +10,7 @@
 //! - [`rules`]: what ACQUIRE, RELEASE, EXTEND and FENCE do, who a queue serves next, and when a
 //!   ticket wounds a tentative grant.
 //! - [`queue`]: the fair wait queue of one resource.
+//! - [`sets`]: several resources of one node at once, all or nothing.
 //! - [`tentative`]: the grants not yet committed by FENCE.
 //! - [`gate`]: when a guarded write passes the token its data has seen.
 //! - [`node`]: per-node state — the fencing counter and the quarantine — and token issuance.
@@ -20,6 +21,7 @@ pub mod holders;
 pub mod node;
 pub mod queue;
 pub mod rules;
+pub mod sets;
 pub mod tentative;
 #[doc(hidden)]
 pub mod testing;

@@ -37,7 +37,7 @@ pub struct Queue<W> {
 }
 
 /// A waiter's place in service order: its rank, ties broken by arrival.
-type Place = (u64, u64);
+pub type Place = (u64, u64);
 
 impl<W> Default for Queue<W> {
     fn default() -> Self {
@@ -87,9 +87,23 @@ impl<W> Queue<W> {
         (ttl_ms, want): (u64, Want),
         handle: W,
     ) -> Option<Waiter<W>> {
-        let replaced = self.remove_owner(owner);
         let seq = self.next_seq;
-        self.next_seq += 1;
+        self.push_at(owner, (rank, seq), ticketed, (ttl_ms, want), handle)
+    }
+
+    /// As [`Queue::push`], with the arrival number given: a node numbers arrivals once for all
+    /// its queues, so that every queue follows one node-wide order and a set request waiting in
+    /// several queues is placed alike in each (crate::sets: no cycle of queue heads).
+    pub fn push_at(
+        &mut self,
+        owner: &[u8],
+        (rank, seq): Place,
+        ticketed: bool,
+        (ttl_ms, want): (u64, Want),
+        handle: W,
+    ) -> Option<Waiter<W>> {
+        let replaced = self.remove_owner(owner);
+        self.next_seq = self.next_seq.max(seq.saturating_add(1));
         let waiter = Waiter {
             owner: owner.to_vec(),
             rank,
@@ -102,6 +116,11 @@ impl<W> Queue<W> {
         self.places.insert(owner.to_vec(), (rank, seq));
         self.waiters.insert((rank, seq), waiter);
         replaced
+    }
+
+    /// `owner`'s place, if it waits here.
+    pub fn place_of(&self, owner: &[u8]) -> Option<Place> {
+        self.places.get(owner).copied()
     }
 
     pub fn head(&self) -> Option<&Waiter<W>> {
