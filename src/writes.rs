@@ -68,32 +68,85 @@ pub fn grant(
     ttl_ms: u64,
     now_us: u64,
 ) -> Result<Grant, Refusal> {
-    let flags = server::context_flags(ctx.ctx);
-    if let Some(newest) = key.newest_token() {
-        // A value that entered the keyspace a moment ago (RESTOREd in the same transaction or
-        // script, before its arrival is settled, `keyspace::arrivals`) never sees a smaller
-        // token granted after it.
-        node().raise_counter(newest);
-    }
-    let token = issue_token(ctx, flags, now_us)?;
-    let now_ms = now_us / 1000;
+    settle_newest(key);
+    let token = issue_token(ctx, server::context_flags(ctx.ctx), now_us)?;
     let lease = Lease {
         token,
         holds: 1,
-        deadline_ms: deadline_at(now_ms, ttl_ms),
+        deadline_ms: deadline_at(now_us / 1000, ttl_ms),
     };
+    let gone = put_grant(ctx, key, (owner, want), lease, now_us / 1000).map_err(Refusal::Error)?;
+    Ok(Grant { token, gone })
+}
+
+/// A value that entered the keyspace a moment ago (RESTOREd in the same transaction or script,
+/// before its arrival is settled, `keyspace::arrivals`) never sees a smaller token granted after
+/// it: the counter rises to its newest token before a grant issues one.
+pub fn settle_newest(key: &LockKey<'_>) {
+    if let Some(newest) = key.newest_token() {
+        node().raise_counter(newest);
+    }
+}
+
+/// Several keys granted to `owner` at once (a set, dlock_core::sets): one token for all, issued
+/// after every member's newest token raised the counter; the same lease on each. Refused as a
+/// whole (nothing written) during the quarantine, under an evicting policy, or when exhausted.
+/// Returns the token and, per member, the holders cleared on the way.
+pub fn grant_set(
+    ctx: &Context,
+    members: &mut [(LockKey<'_>, Want)],
+    owner: Owner<'_>,
+    ttl_ms: u64,
+    now_us: u64,
+) -> Result<(u64, Vec<Vec<Slot>>), Refusal> {
+    members.iter().for_each(|(key, _)| settle_newest(key));
+    let token = issue_token(ctx, server::context_flags(ctx.ctx), now_us)?;
+    let lease = Lease {
+        token,
+        holds: 1,
+        deadline_ms: deadline_at(now_us / 1000, ttl_ms),
+    };
+    let now_ms = now_us / 1000;
+    let mut gone = Vec::with_capacity(members.len());
+    for i in 0..members.len() {
+        let (key, want) = &mut members[i];
+        match put_grant(ctx, key, (owner, *want), lease, now_ms) {
+            Ok(cleared) => gone.push(cleared),
+            Err(error) => {
+                // All or nothing: the members written so far are taken back.
+                for (key, want) in &mut members[..i] {
+                    let entry = [(owner.bytes, want.mode())];
+                    let _ = remove(ctx, key, &entry, (notify::REVOKE, now_ms));
+                }
+                return Err(Refusal::Error(error));
+            }
+        }
+    }
+    Ok((token, gone))
+}
+
+/// Stores a granted `lease` (its token issued) for `owner` and replicates it. The rules said the
+/// resource admits it, so any stored holder it cannot coexist with has a lease that ended: those
+/// go first (returned).
+fn put_grant(
+    ctx: &Context,
+    key: &mut LockKey<'_>,
+    (owner, want): (Owner<'_>, Want),
+    lease: Lease,
+    now_ms: u64,
+) -> Result<Vec<Slot>, RedisError> {
     let mut gone = Vec::new();
     if want == Want::Exclusive {
         // Nobody holds it: one exclusive holder replaces whatever the key held.
-        key.put_sole(owner.bytes, lease).map_err(Refusal::Error)?;
+        key.put_sole(owner.bytes, lease)?;
         let change = apply_of(owner, lease, Scope::Sole);
-        effects::apply(ctx, flags, key.name(), &change);
+        effects::apply(ctx, server::context_flags(ctx.ctx), key.name(), &change);
     } else {
-        gone = join(ctx, key, (owner, want), lease, now_ms).map_err(Refusal::Error)?;
+        gone = join(ctx, key, (owner, want), lease, now_ms)?;
     }
     key.changed(notify::ACQUIRE);
     stats::count(&GRANTS);
-    Ok(Grant { token, gone })
+    Ok(gone)
 }
 
 /// A fresh token for a grant dated `now_us`: refused while the eviction policy could drop the

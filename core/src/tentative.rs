@@ -73,6 +73,11 @@ impl Tentatives {
             .map(|(t, owner)| (*t, owner.as_slice()))
     }
 
+    /// The owner's mark, if it has one.
+    pub fn get(&self, owner: &[u8]) -> Option<Mark> {
+        self.by_owner.get(owner).copied()
+    }
+
     /// Every mark, by owner.
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], Mark)> {
         self.by_owner.iter().map(|(o, m)| (o.as_slice(), *m))

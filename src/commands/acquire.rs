@@ -187,8 +187,9 @@ fn grant(
     Ok(token_reply(grant.token))
 }
 
-/// Revokes tentative grants made for larger tickets (their FENCE will answer 0).
-fn wound(
+/// Revokes tentative grants made for larger tickets (their FENCE will answer 0); a victim that
+/// is a member of a tentative set loses the whole set (a set is one hold).
+pub(super) fn wound(
     ctx: &Context,
     key: &mut LockKey<'_>,
     waiters: &Waiters<'_>,
@@ -200,6 +201,13 @@ fn wound(
     let owners = victims.iter().map(|v| &*v.owner);
     waiters.forget(owners.chain(gone.iter().map(|s| &*s.owner)));
     stats::count_n(&REVOCATIONS, victims.len());
+    let here = (
+        crate::server::selected_db(ctx),
+        key.name().as_bytes().to_vec(),
+    );
+    for victim in victims {
+        waiting::sets::wound_rest(ctx, &victim.owner, &here)?;
+    }
     Ok(())
 }
 

@@ -9,6 +9,8 @@ mod node;
 mod observe;
 mod register;
 mod reply;
+mod set_holds;
+mod sets;
 mod status;
 mod table;
 mod top;

@@ -51,7 +51,11 @@ fn create(
     internal: bool,
 ) -> Result<(), String> {
     let create = crate::api!(RedisModule_CreateCommand).ok_or("no RedisModule_CreateCommand")?;
-    let key = c_int::from(command.key != KeyUse::None);
+    // A set's keys are found by its key spec (keynum); the legacy triple cannot say "numkeys".
+    let key = c_int::from(matches!(
+        command.key,
+        KeyUse::Read | KeyUse::Update | KeyUse::Delete | KeyUse::Overwrite | KeyUse::Gate
+    ));
     let mut attempts = vec![command.flags.to_string()];
     if internal && command.audience == Audience::Effect {
         attempts.insert(0, format!("{} internal", command.flags));
@@ -95,6 +99,7 @@ fn set_info(handle: *mut raw::RedisModuleCommand, command: &Command) -> Result<(
     let mut key_specs = match command.key {
         KeyUse::None => vec![],
         KeyUse::Gate => vec![key_spec(KeyUse::Update), wrapped_keys_spec()],
+        KeyUse::Keys | KeyUse::KeysDelete => vec![keynum_spec(command.key)],
         key => vec![key_spec(key)],
     };
     key_specs.push(zeroed_key_spec());
@@ -122,10 +127,12 @@ fn set_info(handle: *mut raw::RedisModuleCommand, command: &Command) -> Result<(
 fn key_spec(key: KeyUse) -> raw::RedisModuleCommandKeySpec {
     let flags = match key {
         KeyUse::Read => raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS,
-        KeyUse::Update | KeyUse::Gate => {
+        KeyUse::Update | KeyUse::Gate | KeyUse::Keys => {
             raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_UPDATE
         }
-        KeyUse::Delete => raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_DELETE,
+        KeyUse::Delete | KeyUse::KeysDelete => {
+            raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_DELETE
+        }
         KeyUse::Overwrite | KeyUse::None => {
             raw::REDISMODULE_CMD_KEY_OW | raw::REDISMODULE_CMD_KEY_UPDATE
         }
@@ -139,6 +146,20 @@ fn key_spec(key: KeyUse) -> raw::RedisModuleCommandKeySpec {
         lastkey: 0,
         keystep: 1,
         limit: 0,
+    };
+    spec
+}
+
+/// `numkeys key [key ...]` from argument 1: the count at 1, the keys right after it.
+fn keynum_spec(key: KeyUse) -> raw::RedisModuleCommandKeySpec {
+    let mut spec = key_spec(key);
+    spec.begin_search_type = raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX;
+    spec.bs.index.pos = 1;
+    spec.find_keys_type = raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_KEYNUM;
+    spec.fk.keynum = raw::RedisModuleCommandKeySpec__bindgen_ty_2__bindgen_ty_2 {
+        keynumidx: 0,
+        firstkey: 1,
+        keystep: 1,
     };
     spec
 }
@@ -171,6 +192,16 @@ fn arg(doc: &ArgDoc) -> raw::RedisModuleCommandArg {
             arg.token = token.as_ptr();
             arg.flags = raw::REDISMODULE_CMD_ARG_OPTIONAL as c_int;
             raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_PURE_TOKEN
+        }
+        ArgKind::Keys => {
+            arg.key_spec_index = 0;
+            arg.flags = raw::REDISMODULE_CMD_ARG_MULTIPLE as c_int;
+            raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_KEY
+        }
+        ArgKind::Text(token) => {
+            arg.token = token.as_ptr();
+            arg.flags = raw::REDISMODULE_CMD_ARG_OPTIONAL as c_int;
+            raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_STRING
         }
         ArgKind::Option(token) => {
             arg.token = token.as_ptr();

@@ -6,7 +6,7 @@ use std::os::raw::c_int;
 
 use redis_module::{raw, Context, RedisResult};
 
-use super::{acquire, guard, holders, node, observe, status, top};
+use super::{acquire, guard, holders, node, observe, set_holds, sets, status, top};
 use crate::wire::{errors, Arg};
 
 /// A command body: the arguments (name included) in, the reply out.
@@ -23,6 +23,10 @@ pub enum KeyUse {
     /// A gate (read and updated), then a wrapped command's keys, which only the getkeys API
     /// can name (DLOCK.GUARD).
     Gate,
+    /// `numkeys key [key ...]` from argument 1, each read and updated (a set's commands).
+    Keys,
+    /// As `Keys`, each key's holder removed (DLOCK.RELEASEALL).
+    KeysDelete,
 }
 
 /// How an argument is shown by `COMMAND DOCS`.
@@ -35,6 +39,10 @@ pub enum ArgKind {
     Flag(&'static CStr),
     /// `TOKEN value`, optional (the token).
     Option(&'static CStr),
+    /// `TOKEN text`, optional (the token).
+    Text(&'static CStr),
+    /// One or more keys (after a `numkeys`).
+    Keys,
 }
 
 pub struct ArgDoc {
@@ -73,7 +81,7 @@ pub struct Command {
     pub audience: Audience,
 }
 
-use ArgKind::{Flag, Integer, Key, Option as Opt, String as Str};
+use ArgKind::{Flag, Integer, Key, Keys, Option as Opt, String as Str, Text};
 use Audience::{App, Effect, Operator};
 
 macro_rules! args {
@@ -102,6 +110,22 @@ pub static COMMANDS: &[Command] = &[
         usage: "key owner token new-owner",
         summary: "Gives a plain lock held by owner with token (or a larger one: a late grant's own) to new-owner, its token, lease and holds unchanged (an election's leader changing its value). Replies 1, else 0; WRONGKIND for a shared lock or a semaphore (as OBSERVE).",
         args: args![c"key": Key, c"owner": Str, c"token": Integer, c"new-owner": Str] },
+    Command { name: "dlock.acquireall", handler: sets::acquire_all, flags: "write deny-oom fast blocking", key: KeyUse::Keys, arity: -5, since: "0.5.0", complexity: "O(K log N): K keys (at most 16), N holders of each; with WAIT, queued on all K at once", audience: App,
+        usage: "numkeys key [key ...] owner ttl-ms [MODES modes] [WAIT timeout-ms] [TICKET n]",
+        summary: "Takes several keys of this node (one slot in Cluster) all or nothing, under one lease and one token (MODES: a letter per key, x exclusive or s shared; all exclusive by default); the same set asked again renews it. Replies the token, or nil when not every key is available; with WAIT, queues on every key at once holding nothing, served in the node's one order (TICKET, then arrival) when all are free.",
+        args: args![c"numkeys": Integer, c"key": Keys, c"owner": Str, c"ttl-ms": Integer, c"modes": Text(c"MODES"), c"timeout-ms": Opt(c"WAIT"), c"ticket": Opt(c"TICKET")] },
+    Command { name: "dlock.releaseall", handler: set_holds::release_all, flags: "write fast", key: KeyUse::KeysDelete, arity: -4, since: "0.5.0", complexity: "O(K log N): K keys, N holders of each; places freed go to the waiters at once", audience: App,
+        usage: "numkeys key [key ...] owner",
+        summary: "Releases owner's set: every key it holds among them, and its queued wait on each. Replies how many of the keys owner held.",
+        args: args![c"numkeys": Integer, c"key": Keys, c"owner": Str] },
+    Command { name: "dlock.extendall", handler: set_holds::extend_all, flags: "write deny-oom fast", key: KeyUse::Keys, arity: -5, since: "0.5.0", complexity: "O(K log N): K keys, N holders of each", audience: App,
+        usage: "numkeys key [key ...] owner ttl-ms",
+        summary: "Resets the TTL of owner's set. Replies 1 if owner holds every key under one token; else 0, and the keys it still holds are released (a set missing a key is lost).",
+        args: args![c"numkeys": Integer, c"key": Keys, c"owner": Str, c"ttl-ms": Integer] },
+    Command { name: "dlock.fenceall", handler: set_holds::fence_all, flags: "write deny-oom fast", key: KeyUse::Keys, arity: -5, since: "0.5.0", complexity: "O(K log N): K keys, N holders of each", audience: App,
+        usage: "numkeys key [key ...] owner token [PX ttl-ms]",
+        summary: "Commits a quorum token for owner's set: if owner holds every key, each takes token (never lower), the node counter rises to it, and PX resets the TTL. Replies 1; else 0, and the keys it still holds are released.",
+        args: args![c"numkeys": Integer, c"key": Keys, c"owner": Str, c"token": Integer, c"ttl-ms": Opt(c"PX")] },
     Command { name: "dlock.status", handler: status::status, flags: "readonly fast", key: KeyUse::Read, arity: -2, since: "0.1.0", complexity: "O(log N + C): N holders of the resource, C holders listed (COUNT, default 100)", audience: App,
         usage: "key [COUNT n]",
         summary: "Replies nil when free; a plain lock (one exclusive holder): owner, token, ttl (ms left), holds and waiters; otherwise kind (shared or semaphore), limit (a semaphore's), count (live holders), holders (at most COUNT, default 100, soonest lease end first: owner, token, ttl, holds and mode each) and waiters.",
@@ -213,10 +237,10 @@ extern "C" fn call<const I: usize>(
     unsafe { dispatch(ctx, argv, argc, I) }
 }
 
-pub(super) static CALLBACKS: [Callback; 17] = [
+pub(super) static CALLBACKS: [Callback; 21] = [
     call::<0>, call::<1>, call::<2>, call::<3>, call::<4>, call::<5>, call::<6>, call::<7>,
     call::<8>, call::<9>, call::<10>, call::<11>, call::<12>, call::<13>, call::<14>, call::<15>,
-    call::<16>,
+    call::<16>, call::<17>, call::<18>, call::<19>, call::<20>,
 ];
 
 #[cfg(test)]

@@ -23,6 +23,8 @@ fn reference() -> String {
             KeyUse::Delete => "1: RW DELETE",
             KeyUse::Overwrite => "1: OW UPDATE",
             KeyUse::Gate => "1: RW UPDATE; then the command's keys (getkeys API)",
+            KeyUse::Keys => "numkeys at 1, then the keys: RW UPDATE",
+            KeyUse::KeysDelete => "numkeys at 1, then the keys: RW DELETE",
         };
         out += &format!(
             "| `{}` | {} | {} | {} | {} | {} | {} | {} |\n",
@@ -72,11 +74,16 @@ fn every_command_has_a_callback_a_dotted_lowercase_name_and_consistent_arity() {
             "{}",
             c.name
         );
-        let fixed = 1 + c
-            .usage
-            .split_whitespace()
-            .take_while(|w| !w.starts_with('['))
-            .count();
+        // Every word outside brackets is required (`numkeys key [key ...] owner` needs three).
+        let mut depth = 0i32;
+        let mut fixed = 1;
+        for word in c.usage.split_whitespace() {
+            depth += word.matches('[').count() as i32;
+            if depth == 0 {
+                fixed += 1;
+            }
+            depth -= word.matches(']').count() as i32;
+        }
         let expected = if c.usage.contains('[') {
             -(fixed as i32)
         } else {
@@ -87,11 +94,13 @@ fn every_command_has_a_callback_a_dotted_lowercase_name_and_consistent_arity() {
             "{}: arity vs usage '{}'",
             c.name, c.usage
         );
+        let first_key = match c.key {
+            KeyUse::Keys | KeyUse::KeysDelete => c.args.get(1),
+            _ => c.args.first(),
+        };
         assert_eq!(
             c.key != KeyUse::None,
-            c.args
-                .first()
-                .is_some_and(|a| matches!(a.kind, ArgKind::Key)),
+            first_key.is_some_and(|a| matches!(a.kind, ArgKind::Key | ArgKind::Keys)),
             "{}: key spec vs its first argument",
             c.name
         );
@@ -100,7 +109,7 @@ fn every_command_has_a_callback_a_dotted_lowercase_name_and_consistent_arity() {
             .args
             .iter()
             .map(|a| match a.kind {
-                ArgKind::Flag(token) | ArgKind::Option(token) => token,
+                ArgKind::Flag(token) | ArgKind::Option(token) | ArgKind::Text(token) => token,
                 _ => a.name,
             })
             .map(|name| name.to_string_lossy().to_string())
@@ -110,6 +119,7 @@ fn every_command_has_a_callback_a_dotted_lowercase_name_and_consistent_arity() {
             .split_whitespace()
             .filter(|w| !w.ends_with(']') || w.starts_with('['))
             .filter(|w| *w != "|") // `[SHARED | LIMIT k]`: alternatives, each documented
+            .filter(|w| *w != "[key" && *w != "...]") // `key [key ...]`: one argument, multiple
             .map(|w| w.trim_matches(|ch| ch == '[' || ch == ']').to_string())
             .collect();
         assert_eq!(

@@ -15,6 +15,7 @@ use dlock_core::Want;
 
 use super::parked::{Outcome, Parked};
 use super::queues::{self, QueueKey};
+use super::sets::Served;
 use crate::keyspace::LockKey;
 use crate::server;
 use crate::stats::{self, HANDOFFS};
@@ -44,9 +45,21 @@ pub fn hand_off(ctx: &Context, queue: &QueueKey, name: &Arg) {
         let Ok(view) = key.view(now_us / 1000) else {
             return fail_all(queue, "ERR the key no longer holds a lock");
         };
-        let Some((owner, want)) = queues::head(queue) else {
+        let Some(queues::Head {
+            owner, want, id, ..
+        }) = queues::head(queue)
+        else {
             return;
         };
+        if queues::parked_keys(id).len() > 1 {
+            let next = view.next_deadline();
+            drop(key);
+            match super::sets::serve(ctx, id) {
+                Served::Done => continue,
+                Served::Wait => return next.into_iter().for_each(|d| watch(ctx, queue, d)),
+                Served::Retry(after) => return schedule(ctx, queue, after),
+            }
+        }
         match rules::serve_head(&view, &owner, want) {
             Serve::Wait => {
                 let next = view.next_deadline();

@@ -11,6 +11,7 @@ mod handoff;
 mod migration;
 mod parked;
 mod queues;
+pub mod sets;
 
 use std::cell::OnceCell;
 use std::time::Duration;

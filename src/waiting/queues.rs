@@ -46,10 +46,14 @@ pub struct KeyState {
 #[derive(Default)]
 struct Registry {
     keys: HashMap<QueueKey, KeyState>,
-    /// Parked client id -> its key and owner, for the timeout and disconnect callbacks (the
-    /// owner finds its place in the queue without a scan).
-    parked_at: HashMap<usize, (QueueKey, Vec<u8>)>,
+    /// Parked client id -> its keys (one, or a set's members) and owner, for the timeout and
+    /// disconnect callbacks (the owner finds its places without a scan), and so that a set
+    /// leaving one queue leaves all of them.
+    parked_at: HashMap<usize, (Vec<QueueKey>, Vec<u8>)>,
     waiters: usize,
+    /// Arrivals numbered once for every queue of the node: all queues follow one order, so a
+    /// set waiting in several is placed alike in each (dlock_core::sets: no cycle of heads).
+    next_seq: u64,
 }
 
 thread_local! {
@@ -105,27 +109,91 @@ pub fn peek<R>(key: &QueueKey, f: impl FnOnce(Option<&KeyState>) -> R) -> R {
 
 /// Queues a parked client; returns the same owner's earlier wait it replaces.
 pub fn enqueue(key: &QueueKey, wait: &Wait<'_>, parked: Parked) -> Option<Waiter<Parked>> {
-    let replaced = with_key(key, |k| {
-        k.queue.push(
-            wait.owner,
-            wait.rank,
-            wait.ticketed,
-            (wait.ttl_ms, wait.want),
-            parked,
-        )
-    })
-    .flatten();
+    enqueue_at(key, wait, parked, None)
+}
+
+/// Queues a parked client at its arrival number `seq` (a fresh one when `None`).
+fn enqueue_at(
+    key: &QueueKey,
+    wait: &Wait<'_>,
+    parked: Parked,
+    seq: Option<u64>,
+) -> Option<Waiter<Parked>> {
+    let seq = seq.unwrap_or_else(next_seq);
+    let replaced = with_key(key, |k| push(k, wait, parked, seq)).flatten();
+    forget(replaced.iter());
     REGISTRY.with_borrow_mut(|r| {
-        if let Some(old) = &replaced {
-            r.parked_at.remove(&old.handle.id());
-        }
-        r.parked_at
-            .insert(parked.id(), (key.clone(), wait.owner.to_vec()));
+        let at = (vec![key.clone()], wait.owner.to_vec());
+        r.parked_at.insert(parked.id(), at);
     });
     replaced
 }
 
-/// Puts a waiter taken off the queue back in its key (a handoff that could not grant yet).
+fn push(k: &mut KeyState, wait: &Wait<'_>, parked: Parked, seq: u64) -> Option<Waiter<Parked>> {
+    let place = (wait.rank, seq);
+    let asked = (wait.ttl_ms, wait.want);
+    k.queue
+        .push_at(wait.owner, place, wait.ticketed, asked, parked)
+}
+
+fn next_seq() -> u64 {
+    REGISTRY.with_borrow_mut(|r| {
+        let seq = r.next_seq;
+        r.next_seq = seq.saturating_add(1);
+        seq
+    })
+}
+
+/// Queues a parked set request in every member's queue at one arrival number; returns the
+/// same owner's earlier waits it replaces (to be answered).
+pub fn enqueue_set(
+    members: &[(QueueKey, Want)],
+    wait: &Wait<'_>,
+    parked: Parked,
+) -> Vec<Waiter<Parked>> {
+    let seq = next_seq();
+    let mut replaced = Vec::new();
+    for (key, want) in members {
+        let member = Wait {
+            want: *want,
+            ..*wait
+        };
+        replaced.extend(with_key(key, |k| push(k, &member, parked, seq)).flatten());
+    }
+    let replaced = unique(replaced);
+    forget(replaced.iter());
+    REGISTRY.with_borrow_mut(|r| {
+        let keys = members.iter().map(|(key, _)| key.clone()).collect();
+        r.parked_at.insert(parked.id(), (keys, wait.owner.to_vec()));
+    });
+    replaced
+}
+
+/// The keys a parked client waits on: one, or a set's members (empty once it left).
+pub fn parked_keys(id: usize) -> Vec<QueueKey> {
+    REGISTRY
+        .with_borrow(|r| r.parked_at.get(&id).map(|(keys, _)| keys.clone()))
+        .unwrap_or_default()
+}
+
+/// Takes the parked client `id` out of every queue it waits in (a set being served).
+pub fn take(id: usize) -> Option<Waiter<Parked>> {
+    let keys = parked_keys(id);
+    let mut taken = None;
+    for key in &keys {
+        let owner = REGISTRY.with_borrow(|r| r.parked_at.get(&id).map(|(_, o)| o.clone()));
+        let Some(owner) = owner else { break };
+        let gone = update(key, |k| {
+            k.queue.remove_owner_if(&owner, |w| w.handle.id() == id)
+        });
+        taken = taken.or(gone.flatten());
+    }
+    forget(taken.iter());
+    taken
+}
+
+/// Puts a waiter taken off the queue back in its key (a handoff that could not grant yet), at
+/// its place.
 pub fn requeue(key: &QueueKey, waiter: Waiter<Parked>) {
     let wait = Wait {
         owner: &waiter.owner,
@@ -134,7 +202,7 @@ pub fn requeue(key: &QueueKey, waiter: Waiter<Parked>) {
         ttl_ms: waiter.ttl_ms,
         want: waiter.want,
     };
-    enqueue(key, &wait, waiter.handle);
+    enqueue_at(key, &wait, waiter.handle, Some(waiter.seq));
 }
 
 /// Records a grant to `owner` on the key, made by a command or a handoff: a ticketed one stays
@@ -174,9 +242,35 @@ pub fn clear_marks(key: &QueueKey) {
     }
 }
 
-/// The first waiter's owner and what it wants, without taking it off the queue.
-pub fn head(key: &QueueKey) -> Option<(Vec<u8>, Want)> {
-    peek(key, |k| k?.queue.head().map(|w| (w.owner.clone(), w.want)))
+/// The first waiter of a queue, as a handoff reads it.
+pub struct Head {
+    pub owner: Vec<u8>,
+    pub want: Want,
+    /// Its parked client.
+    pub id: usize,
+    pub ttl_ms: u64,
+    pub ticket: Option<u64>,
+}
+
+/// The first waiter, without taking it off the queue.
+pub fn head(key: &QueueKey) -> Option<Head> {
+    peek(key, |k| {
+        k?.queue.head().map(|w| Head {
+            owner: w.owner.clone(),
+            want: w.want,
+            id: w.handle.id(),
+            ttl_ms: w.ttl_ms,
+            ticket: w.ticketed.then_some(w.rank),
+        })
+    })
+}
+
+/// Whether `owner`'s grant of `token` on `key` is still marked tentative.
+pub fn is_tentative(key: &QueueKey, owner: &[u8], token: u64) -> bool {
+    peek(key, |k| {
+        k.and_then(|k| k.marks.get(owner))
+            .is_some_and(|m| m.token == token)
+    })
 }
 
 /// Takes the first waiter in service order off the key's queue.
@@ -193,12 +287,16 @@ pub fn withdraw(key: &QueueKey, owner: &[u8]) -> Option<Waiter<Parked>> {
     gone
 }
 
-/// Takes a parked client out of whatever queue it is in (timeout, disconnect).
+/// Takes a parked client out of whatever queues it is in (timeout, disconnect).
 pub fn leave(id: usize) -> Option<Parked> {
-    let (key, owner) = REGISTRY.with_borrow_mut(|r| r.parked_at.remove(&id))?;
-    let gone = update(&key, |k| {
-        k.queue.remove_owner_if(&owner, |w| w.handle.id() == id)
-    })?;
+    let (keys, owner) = REGISTRY.with_borrow_mut(|r| r.parked_at.remove(&id))?;
+    let mut gone = None;
+    for key in &keys {
+        let left = update(key, |k| {
+            k.queue.remove_owner_if(&owner, |w| w.handle.id() == id)
+        });
+        gone = gone.or(left.flatten());
+    }
     gone.map(|w| w.handle)
 }
 
@@ -213,14 +311,21 @@ pub fn drain() -> (Vec<Waiter<Parked>>, Vec<u64>) {
             waiters.extend(state.queue.remove_where(|_| true));
             timers.extend(state.timer);
         }
-        (waiters, timers)
+        (unique(waiters), timers)
     })
+}
+
+/// Each parked client once: a set waits in several queues, and is answered once.
+fn unique(mut waiters: Vec<Waiter<Parked>>) -> Vec<Waiter<Parked>> {
+    let mut seen = std::collections::HashSet::new();
+    waiters.retain(|w| seen.insert(w.handle.id()));
+    waiters
 }
 
 /// Removes every key that `leaving` selects, with its waiters, tentative mark and timer
 /// (its slot left this node); returns the waiters, to be answered, and the timers, to be stopped.
 pub fn take_where(leaving: impl Fn(&QueueKey) -> bool) -> (Vec<Waiter<Parked>>, Vec<u64>) {
-    REGISTRY.with_borrow_mut(|r| {
+    let (waiters, timers) = REGISTRY.with_borrow_mut(|r| {
         let leaving_keys: Vec<QueueKey> = r.keys.keys().filter(|p| leaving(p)).cloned().collect();
         let mut waiters = Vec::new();
         let mut timers = Vec::new();
@@ -230,14 +335,14 @@ pub fn take_where(leaving: impl Fn(&QueueKey) -> bool) -> (Vec<Waiter<Parked>>, 
             };
             let gone = state.queue.remove_where(|_| true);
             r.waiters = r.waiters.saturating_sub(gone.len());
-            for waiter in &gone {
-                r.parked_at.remove(&waiter.handle.id());
-            }
             waiters.extend(gone);
             timers.extend(state.timer);
         }
         (waiters, timers)
-    })
+    });
+    // A set leaves its other queues too (its members share a slot: normally none is left).
+    forget(waiters.iter());
+    (unique(waiters), timers)
 }
 
 /// Every key with any state: waiters, a tentative mark or a timer.
@@ -276,10 +381,23 @@ pub fn waiters() -> usize {
     REGISTRY.with_borrow(|r| r.waiters)
 }
 
+/// These waiters left a queue: they leave every other queue they were in too (a set waits in
+/// all of its members' or in none), and the registry forgets their client.
 fn forget<'a>(gone: impl Iterator<Item = &'a Waiter<Parked>>) {
     REGISTRY.with_borrow_mut(|r| {
         for w in gone {
-            r.parked_at.remove(&w.handle.id());
+            let id = w.handle.id();
+            let Some((keys, owner)) = r.parked_at.remove(&id) else {
+                continue;
+            };
+            if keys.len() < 2 {
+                continue; // one queue, which the caller took it out of
+            }
+            for key in &keys {
+                change(r, key, false, |k| {
+                    k.queue.remove_owner_if(&owner, |w| w.handle.id() == id)
+                });
+            }
         }
     });
 }

@@ -276,3 +276,36 @@ pub fn apply_needs_pxat() -> RedisError {
 pub fn apply_modes() -> RedisError {
     err("ERR DLOCK.APPLY takes one of EXCLUSIVE, SHARED and LIMIT".to_string())
 }
+
+/// A set command's `numkeys` (dlock_core::sets::MAX_SET keys at most).
+pub fn numkeys(got: &[u8], max: usize) -> RedisError {
+    err(format!(
+        "ERR numkeys must be an integer from 1 to {max} (a set's most keys), got '{}'",
+        shown(got)
+    ))
+}
+
+/// A set names each key once.
+pub fn key_twice(key: &[u8]) -> RedisError {
+    err(format!(
+        "ERR key '{}' is given twice: a set names each key once",
+        shown(key)
+    ))
+}
+
+/// `MODES` gives one letter per key: `x` exclusive, `s` shared.
+pub fn modes(got: &[u8], numkeys: usize) -> RedisError {
+    err(format!(
+        "ERR MODES must be {numkeys} letters, one per key, each x (exclusive) or s (shared), got '{}'",
+        shown(got)
+    ))
+}
+
+/// A set asked while its owner holds some of its keys otherwise (a single lock, another set,
+/// the shared side of an exclusive hold).
+pub fn set_overlaps(key: &[u8]) -> RedisError {
+    err(format!(
+        "ERR owner already holds '{}' outside this set: release it, or ask for the set it holds",
+        shown(key)
+    ))
+}

@@ -8,6 +8,7 @@ pub mod args;
 pub mod errors;
 pub mod limits;
 pub mod requests;
+pub mod sets;
 
 use redis_module::raw;
 
