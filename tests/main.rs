@@ -30,6 +30,7 @@ mod replication;
 mod restore;
 mod restore_fuzz;
 mod run_id;
+mod sets;
 mod shared;
 mod shared_durability;
 mod slot_migration;

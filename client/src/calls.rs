@@ -12,9 +12,9 @@ use redis::Value;
 
 use crate::attempt::{AttemptError, Reply};
 use crate::backend::Backend;
-use crate::commands::{ms, Request};
+use crate::commands::{ms, Request, SetOp};
 use crate::errors::{refused_argument, Error, NodeFailure};
-use crate::kind::{LockKind, Resource};
+use crate::kind::{LockKind, LockSet, Resource};
 use crate::timing::{validity, whole_ms};
 
 /// One lock's calls. Cheap to clone (into the futures of requests left running).
@@ -23,6 +23,8 @@ pub struct Calls {
     backend: Arc<Backend>,
     resource: Arc<str>,
     kind: LockKind,
+    /// A set's members: then every call is the set's command (one answer for all of them).
+    set: Option<Arc<LockSet>>,
 }
 
 impl Calls {
@@ -31,6 +33,26 @@ impl Calls {
             backend,
             resource: resource.into(),
             kind,
+            set: None,
+        }
+    }
+
+    /// The calls of a set (docs/multi.md): each node answers for all its members at once, so
+    /// the set is one lock to the quorum (the exclusive kind's, whatever its members' modes).
+    pub fn for_set(backend: Arc<Backend>, set: Arc<LockSet>) -> Calls {
+        Calls {
+            backend,
+            resource: set.label().into(),
+            kind: LockKind::Exclusive,
+            set: Some(set),
+        }
+    }
+
+    /// The request for `op` when these are a set's calls, else `one`.
+    fn either<'a>(&'a self, owner: &'a str, op: SetOp, one: Request<'a>) -> Request<'a> {
+        match &self.set {
+            Some(set) => Request::Set { set, owner, op },
+            None => one,
         }
     }
 
@@ -81,6 +103,11 @@ impl Calls {
                 kind,
             },
         };
+        let op = SetOp::Acquire {
+            ttl_ms,
+            wait: wait.map(|(left, ticket)| (ms(left), ticket)),
+        };
+        let request = self.either(owner, op, request);
         match self.call(node, request).await {
             Ok(Value::Int(token)) if token > 0 => Reply::Granted(token as u64),
             Ok(Value::Nil) => Reply::Nil,
@@ -104,7 +131,11 @@ impl Calls {
             token,
             ttl_ms: ttl.map(ms),
         };
-        match self.call(node, request).await? {
+        let op = SetOp::Fence {
+            token,
+            ttl_ms: ttl.map(ms),
+        };
+        match self.call(node, self.either(owner, op, request)).await? {
             Value::Int(1) => Ok(()),
             _ => Err(self.named(node, "fence refused: lock no longer held")),
         }
@@ -117,6 +148,7 @@ impl Calls {
             owner,
             ttl_ms: ms(ttl),
         };
+        let request = self.either(owner, SetOp::Extend { ttl_ms: ms(ttl) }, request);
         matches!(self.call(node, request).await, Ok(Value::Int(1)))
     }
 
@@ -126,7 +158,8 @@ impl Calls {
         let mut tally = Tally::default();
         for reply in replies {
             match reply {
-                Ok(Value::Int(1)) => tally.done += 1,
+                // 1 (RELEASEALL: how many members it held, at least 1) is done.
+                Ok(Value::Int(n)) if n >= 1 => tally.done += 1,
                 Ok(_) => tally.refused += 1,
                 Err(failure) => tally.unreachable.push(failure),
             }
@@ -140,7 +173,8 @@ impl Calls {
             resource: &self.resource,
             owner,
         };
-        self.tally(request, nodes).await
+        self.tally(self.either(owner, SetOp::Release, request), nodes)
+            .await
     }
 
     /// `DLOCK.RELEASE` of `owner` on every node (a grant whose reply was lost is still a grant).
@@ -159,6 +193,7 @@ impl Calls {
             owner,
             ttl_ms: ms(ttl),
         };
+        let request = self.either(owner, SetOp::Extend { ttl_ms: ms(ttl) }, request);
         let tally = self.tally(request, &self.everywhere()).await;
         let now = clock.now();
         let needed = self.kind.quorum(self.backend.nodes());

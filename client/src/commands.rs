@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::kind::LockKind;
+use crate::kind::{LockKind, LockSet};
 
 /// What the client asks of one node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,6 +57,13 @@ pub enum Request<'a> {
         after: Option<(u64, &'a str)>,
         timeout_ms: u64,
     },
+    /// A set's command (`DLOCK.ACQUIREALL`, `RELEASEALL`, `EXTENDALL`, `FENCEALL`): the same
+    /// answers as the one-lock command, for every member at once.
+    Set {
+        set: &'a LockSet,
+        owner: &'a str,
+        op: SetOp,
+    },
     /// `DLOCK.STATUS resource`.
     Status { resource: &'a str },
     /// `DLOCK.WAITERS resource`: the waiters in service order (owner, ticket, ms waited).
@@ -64,6 +71,22 @@ pub enum Request<'a> {
     /// `DLOCK.TOP CURSOR cursor COUNT count`: one step of a node's hot locks. Names no key: on a
     /// cluster it would reach one master only, so the caller sends it to masters alone.
     Top { cursor: u64, count: u64 },
+}
+
+/// What a set's command does: the one-lock request it stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetOp {
+    /// `ACQUIREALL ... ttl-ms [MODES m] [WAIT timeout-ms [TICKET n]]`.
+    Acquire {
+        ttl_ms: u64,
+        wait: Option<(u64, Option<u64>)>,
+    },
+    /// `FENCEALL ... token [PX ttl-ms]`.
+    Fence { token: u64, ttl_ms: Option<u64> },
+    /// `EXTENDALL ... ttl-ms`.
+    Extend { ttl_ms: u64 },
+    /// `RELEASEALL ...`.
+    Release,
 }
 
 /// A duration as the commands carry it: whole milliseconds, rounded down, at least 1 (a `WAIT`
@@ -80,6 +103,14 @@ impl<'a> Request<'a> {
             Request::Wait { timeout_ms, .. } | Request::Observe { timeout_ms, .. } => {
                 Some(Duration::from_millis(timeout_ms))
             }
+            Request::Set {
+                op:
+                    SetOp::Acquire {
+                        wait: Some((timeout_ms, _)),
+                        ..
+                    },
+                ..
+            } => Some(Duration::from_millis(timeout_ms)),
             _ => None,
         }
     }
@@ -96,6 +127,7 @@ impl<'a> Request<'a> {
             | Request::Observe { resource, .. }
             | Request::Status { resource }
             | Request::Waiters { resource } => resource,
+            Request::Set { set, .. } => set.names().first().map_or("", String::as_str),
             Request::Top { .. } => "",
         }
     }
@@ -147,8 +179,46 @@ impl<'a> Request<'a> {
             Request::Status { resource } => command("DLOCK.STATUS", &[resource]),
             Request::Waiters { resource } => command("DLOCK.WAITERS", &[resource]),
             Request::Top { cursor, count } => top(cursor, count),
+            Request::Set { set, owner, op } => set_command(set, owner, op),
         }
     }
+}
+
+/// A set's command: `numkeys key [key ...] owner`, then what the operation adds.
+fn set_command(set: &LockSet, owner: &str, op: SetOp) -> redis::Cmd {
+    let name = match op {
+        SetOp::Acquire { .. } => "DLOCK.ACQUIREALL",
+        SetOp::Fence { .. } => "DLOCK.FENCEALL",
+        SetOp::Extend { .. } => "DLOCK.EXTENDALL",
+        SetOp::Release => "DLOCK.RELEASEALL",
+    };
+    let mut cmd = redis::cmd(name);
+    cmd.arg(set.names().len()).arg(set.names()).arg(owner);
+    match op {
+        SetOp::Acquire { ttl_ms, wait } => {
+            cmd.arg(ttl_ms);
+            if let Some(modes) = set.modes() {
+                cmd.arg("MODES").arg(modes);
+            }
+            if let Some((timeout_ms, ticket)) = wait {
+                cmd.arg("WAIT").arg(timeout_ms);
+                if let Some(ticket) = ticket {
+                    cmd.arg("TICKET").arg(ticket);
+                }
+            }
+        }
+        SetOp::Fence { token, ttl_ms } => {
+            cmd.arg(token);
+            if let Some(ttl_ms) = ttl_ms {
+                cmd.arg("PX").arg(ttl_ms);
+            }
+        }
+        SetOp::Extend { ttl_ms } => {
+            cmd.arg(ttl_ms);
+        }
+        SetOp::Release => {}
+    }
+    cmd
 }
 
 /// `DLOCK.FENCE`: the token confirmed, with the lease re-based when `ttl_ms` is given.

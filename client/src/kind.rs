@@ -96,6 +96,71 @@ impl<'a> From<&'a String> for Resource<'a> {
     }
 }
 
+/// Most resources one set may name (the module's bound: the fairness rule idles at most this
+/// many keys minus one while a set waits).
+pub const MAX_SET: usize = 16;
+
+/// Several resources of the same nodes taken at once, all or nothing, under one lease and one
+/// token (docs/multi.md): each exclusive, or shared where [`LockSet::shared`] says so. On a
+/// Redis Cluster node its keys must share a slot (a hash tag: `{acct}:1`, `{acct}:2`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockSet {
+    names: Vec<String>,
+    shared: Vec<bool>,
+}
+
+impl LockSet {
+    /// The set of `names`, each exclusive: 1 to [`MAX_SET`] names, none twice.
+    pub fn new<S: Into<String>>(names: impl IntoIterator<Item = S>) -> Result<LockSet, Error> {
+        let names: Vec<String> = names.into_iter().map(Into::into).collect();
+        let refused = |why: String| Err(Error::InvalidArgument(why));
+        if names.is_empty() || names.len() > MAX_SET {
+            return refused(format!(
+                "a set names 1 to {MAX_SET} resources, got {}",
+                names.len()
+            ));
+        }
+        for (i, name) in names.iter().enumerate() {
+            if names[..i].contains(name) {
+                return refused(format!(
+                    "resource {name:?} is given twice: a set names each once"
+                ));
+            }
+        }
+        let shared = vec![false; names.len()];
+        Ok(LockSet { names, shared })
+    }
+
+    /// The same set with `name` held shared (a reader's hold) instead of exclusive.
+    pub fn shared(mut self, name: &str) -> Result<LockSet, Error> {
+        match self.names.iter().position(|n| n == name) {
+            Some(i) => {
+                self.shared[i] = true;
+                Ok(self)
+            }
+            None => Err(Error::InvalidArgument(format!(
+                "resource {name:?} is not in the set"
+            ))),
+        }
+    }
+
+    /// The names, in the order given (the order every node is sent them in).
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// One letter per name, `x` exclusive or `s` shared; `None` when all are exclusive.
+    pub fn modes(&self) -> Option<String> {
+        let letters = self.shared.iter().map(|&s| if s { 's' } else { 'x' });
+        self.shared.contains(&true).then(|| letters.collect())
+    }
+
+    /// How errors and the guard name the set: its names joined by `+`.
+    pub fn label(&self) -> String {
+        self.names.join("+")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

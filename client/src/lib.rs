@@ -48,6 +48,8 @@ mod transport;
 #[cfg(test)]
 mod conformance_attempt_tests;
 #[cfg(test)]
+mod conformance_sets_tests;
+#[cfg(test)]
 mod conformance_tests;
 
 pub use admin::{Holders, LockInfo, NodeStatus};
@@ -58,9 +60,10 @@ pub use connect::{Credentials, Tls};
 pub use election::{split_owner, Leader, Leadership, MAX_VALUE_LEN};
 pub use election_watch::Observer;
 pub use errors::{Error, NodeFailure};
-pub use kind::{LockKind, Resource, MAX_LIMIT};
+pub use kind::{LockKind, LockSet, Resource, MAX_LIMIT, MAX_SET};
 pub use lock::{LockContext, LockGuard, Watchdog};
 pub use manager::LockManager;
 pub use observe::{HeldLock, Holder, NodeView, QueueState, QueuedLock, Top};
 pub use options::{ReplicaAck, WaitMode};
 pub use probe::WaitProbe;
+pub use transport::slots::set_groups;

@@ -12,7 +12,7 @@ use crate::calls::{Calls, Tally};
 use crate::checks::check_lease;
 use crate::driver::Granted;
 use crate::errors::Error;
-use crate::kind::{LockKind, Resource};
+use crate::kind::LockKind;
 use crate::lease::{Lease, Owed};
 use crate::renewal::{renewal, Extension, Renewal};
 use crate::timing::quorum as majority;
@@ -37,14 +37,10 @@ pub struct LockGuard {
 }
 
 impl LockGuard {
-    pub(crate) fn new(
-        backend: Arc<Backend>,
-        resource: Resource<'_>,
-        owner: &str,
-        granted: Granted,
-    ) -> Self {
+    /// The guard of a hold won through `calls` (a lock's, or a set's).
+    pub(crate) fn new(calls: Calls, owner: &str, granted: Granted) -> Self {
+        let backend = calls.backend().clone();
         let acquired_at = backend.clock.now();
-        let calls = Calls::new(backend.clone(), resource.name, resource.kind);
         let owed = granted.owes_commit.map(|holding| Owed {
             calls: calls.clone(),
             owner: owner.to_string(),

@@ -16,7 +16,7 @@ use crate::driver::Acquire;
 use crate::election::{self, Leader, Leadership};
 use crate::election_watch::{self, Observer};
 use crate::errors::Error;
-use crate::kind::{LockKind, Resource};
+use crate::kind::{LockKind, LockSet, Resource};
 use crate::lock::{LockContext, LockGuard};
 use crate::observe::{self, NodeView, QueueState, Top};
 use crate::options::Options;
@@ -108,6 +108,43 @@ impl LockManager {
             .await
     }
 
+    /// Several resources at once, all or nothing (docs/multi.md): one attempt that does not
+    /// wait on the nodes. The guard holds every member under one lease and one token; a member
+    /// lost on the nodes loses the whole set.
+    pub async fn try_lock_all(&self, set: &LockSet, ttl: Duration) -> Result<LockGuard, Error> {
+        let now = self.backend.clock.now();
+        self.take_set(set, (ttl, now), self.no_wait(), true).await
+    }
+
+    /// Waits up to `wait` for every member of `set` at once, holding none of them while it
+    /// waits: queued on every member in the node's one order (or retrying, [`WaitMode`]).
+    pub async fn lock_all(
+        &self,
+        set: &LockSet,
+        ttl: Duration,
+        wait: Duration,
+    ) -> Result<LockGuard, Error> {
+        check_wait(wait)?;
+        let deadline = self.backend.clock.now() + wait;
+        self.take_set(set, (ttl, deadline), self.waiting_policy(), false)
+            .await
+    }
+
+    async fn take_set(
+        &self,
+        set: &LockSet,
+        times: (Duration, Instant),
+        policy: Policy,
+        once: bool,
+    ) -> Result<LockGuard, Error> {
+        set.names().iter().try_for_each(|name| check_name(name))?;
+        check_lease(times.0, &self.backend.opts.rounds.drift)?;
+        let calls = Calls::for_set(self.backend.clone(), Arc::new(set.clone()));
+        let label = set.label();
+        let acquire = Acquire::new(calls, times, policy, None);
+        self.run(Resource::exclusive(&label), acquire, once).await
+    }
+
     /// How a call that waits waits: queued on the nodes, or retrying ([`WaitMode`]).
     pub(crate) fn waiting_policy(&self) -> Policy {
         if self.backend.queues() {
@@ -165,7 +202,8 @@ impl LockManager {
         }
         match outcome {
             Ok(won) => {
-                let guard = LockGuard::new(self.backend.clone(), resource, &won.owner, won.granted);
+                let calls = acquire.calls().clone();
+                let guard = LockGuard::new(calls, &won.owner, won.granted);
                 Ok(guard.signalling(won.released))
             }
             Err((failure, attempts)) => {

@@ -95,6 +95,7 @@ fn describe(request: &Request<'_>) -> String {
         Request::Status { .. } => "STATUS".into(),
         Request::Waiters { .. } => "WAITERS".into(),
         Request::Top { cursor, .. } => format!("TOP {cursor}"),
+        Request::Set { op, .. } => format!("SET {op:?}"),
     }
 }
 

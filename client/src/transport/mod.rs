@@ -10,7 +10,7 @@ mod identity;
 mod nodes;
 mod sentinel;
 mod server;
-pub(crate) mod slots;
+pub mod slots;
 pub(crate) mod urls;
 
 use std::time::Duration;

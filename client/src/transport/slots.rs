@@ -95,6 +95,26 @@ pub fn address(host: &str, port: i64) -> String {
     }
 }
 
+/// A set's names as a Redis Cluster takes them (docs/multi.md): the names of one slot together
+/// (one call each), groups in slot order, names sorted by bytes inside a group; one global
+/// order, so that sets taken group by group never wait for each other in a cycle.
+pub fn set_groups(names: &[String]) -> Vec<Vec<String>> {
+    let mut by_slot: std::collections::BTreeMap<u16, Vec<String>> = Default::default();
+    for name in names {
+        by_slot
+            .entry(key_slot(name.as_bytes()))
+            .or_default()
+            .push(name.clone());
+    }
+    by_slot
+        .into_values()
+        .map(|mut group| {
+            group.sort();
+            group
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
