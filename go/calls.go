@@ -16,6 +16,41 @@ type calls struct {
 	b        *backend
 	resource string
 	kind     Kind
+	set      *members // a set's keys (sets.go): the *ALL commands; nil: the lock of resource
+}
+
+// The commands about the lock: a set's DLOCK.*ALL (one token for all its keys), else the single
+// resource's. A set is one lock to everything else: one token or nil per node.
+
+func (c *calls) acquireCmd(owner string, ttl time.Duration, wait *queued) []string {
+	switch {
+	case c.set != nil:
+		return cmdAcquireAll(c.set.keys, c.set.modes, owner, ttl, wait)
+	case wait != nil:
+		return cmdWait(c.resource, owner, ttl, wait.timeout, wait.ticket, c.kind)
+	}
+	return cmdAcquire(c.resource, owner, ttl, c.kind, false)
+}
+
+func (c *calls) fenceCmd(owner string, token uint64, ttl time.Duration) []string {
+	if c.set != nil {
+		return cmdFenceAll(c.set.keys, owner, token, ttl)
+	}
+	return cmdFence(c.resource, owner, token, ttl)
+}
+
+func (c *calls) extendCmd(owner string, ttl time.Duration) []string {
+	if c.set != nil {
+		return cmdExtendAll(c.set.keys, owner, ttl)
+	}
+	return cmdExtend(c.resource, owner, ttl)
+}
+
+func (c *calls) releaseCmd(owner string) []string {
+	if c.set != nil {
+		return cmdReleaseAll(c.set.keys, owner)
+	}
+	return cmdRelease(c.resource, owner)
 }
 
 // tally is what a request sent to several nodes found.
@@ -34,17 +69,17 @@ type queued struct {
 
 // ask is DLOCK.ACQUIRE on node as owner; with wait, a server-side wait.
 func (c *calls) ask(node int, owner string, ttl time.Duration, wait *queued) reply {
-	cmd := cmdAcquire(c.resource, owner, ttl, c.kind, false)
 	var blocking time.Duration
 	if wait != nil {
 		timeout := wait.timeout.Truncate(time.Millisecond)
 		if timeout < time.Millisecond {
 			timeout = time.Millisecond
 		}
-		cmd = cmdWait(c.resource, owner, ttl, timeout, wait.ticket, c.kind)
+		wait = &queued{timeout: timeout, ticket: wait.ticket}
 		// A server notices a wait's timeout only at its next tick: its nil may come that late.
 		blocking = timeout + transport.Tick
 	}
+	cmd := c.acquireCmd(owner, ttl, wait)
 	r, f := c.b.call(node, cmd, true, blocking)
 	if f != nil {
 		return reply{failure: f}
@@ -61,7 +96,7 @@ func (c *calls) ask(node int, owner string, ttl time.Duration, wait *queued) rep
 // fence is DLOCK.FENCE of token as owner (with PX ttl when the commit starts the lease, ttl >
 // 0): nil when committed, else why not.
 func (c *calls) fence(node int, owner string, token uint64, ttl time.Duration) *NodeFailure {
-	r, f := c.b.call(node, cmdFence(c.resource, owner, token, ttl), true, 0)
+	r, f := c.b.call(node, c.fenceCmd(owner, token, ttl), true, 0)
 	if f != nil {
 		return f
 	}
@@ -104,7 +139,7 @@ type fenced struct {
 
 // renew is DLOCK.EXTEND on one node (the renewal of a lock held on one node).
 func (c *calls) renew(node int, owner string, ttl time.Duration) bool {
-	r, f := c.b.call(node, cmdExtend(c.resource, owner, ttl), true, 0)
+	r, f := c.b.call(node, c.extendCmd(owner, ttl), true, 0)
 	return f == nil && isOne(r)
 }
 
@@ -139,7 +174,7 @@ func (c *calls) everywhere(nodes []int, cmd []string, acked bool, read func(inte
 // within it, else the tally.
 func (c *calls) extend(owner string, ttl time.Duration) (time.Time, tally, bool) {
 	started := time.Now()
-	t := c.everywhere(c.b.everywhere(), cmdExtend(c.resource, owner, ttl), true, isOne)
+	t := c.everywhere(c.b.everywhere(), c.extendCmd(owner, ttl), true, isOne)
 	left, ok := c.b.validity(ttl, started)
 	return time.Now().Add(left), t, ok && t.done >= c.b.needed(c.kind)
 }
@@ -154,10 +189,10 @@ func (c *calls) reenter(owner string, ttl time.Duration) (time.Time, tally, bool
 	return time.Now().Add(left), t, ok && t.done >= c.b.needed(c.kind)
 }
 
-// release is DLOCK.RELEASE of owner on nodes: frees one hold of its grants, withdraws its
-// waits.
+// release is DLOCK.RELEASE (a set's RELEASEALL) of owner on nodes: frees one hold of its
+// grants, withdraws its waits.
 func (c *calls) release(owner string, nodes []int) tally {
-	return c.everywhere(nodes, cmdRelease(c.resource, owner), false, isOne)
+	return c.everywhere(nodes, c.releaseCmd(owner), false, released)
 }
 
 // proclaim is DLOCK.PROCLAIM everywhere: owner's lock with token held as newOwner from now on.
@@ -194,4 +229,10 @@ func (c *calls) observe(node int, after *seen, wait time.Duration) nodeAnswer {
 	// A server notices a blocked call's timeout only at its next tick: its reply may come that late.
 	r, f := c.b.call(node, cmdObserve(c.resource, after, wait), false, wait+transport.Tick)
 	return nodeAnswer{reply: r, failure: f}
+}
+
+// released reads a RELEASE (1 or 0) or a set's RELEASEALL (how many of its keys were held).
+func released(r interface{}) bool {
+	n, ok := r.(int64)
+	return ok && n >= 1
 }

@@ -72,3 +72,49 @@ func cmdObserve(resource string, after *seen, timeout time.Duration) []string {
 	}
 	return append(args, "TIMEOUT", ms(timeout))
 }
+
+// The commands of a set (several keys all or nothing, one token: docs/commands.md): `numkeys
+// key...` where a single lock names its resource; modes "" is every key exclusive.
+
+func setArgs(name string, keys []string) []string {
+	return append([]string{name, strconv.Itoa(len(keys))}, keys...)
+}
+
+// cmdAcquireAll is `DLOCK.ACQUIREALL numkeys key... owner ttl [MODES m] [WAIT timeout [TICKET
+// t]]`: the set's token, or nil when not every key is available (with wait, when the wait ended
+// without a grant; it blocks its connection on the node).
+func cmdAcquireAll(keys []string, modes, owner string, ttl time.Duration, wait *queued) []string {
+	args := append(setArgs("DLOCK.ACQUIREALL", keys), owner, ms(ttl))
+	if modes != "" {
+		args = append(args, "MODES", modes)
+	}
+	if wait != nil {
+		args = append(args, "WAIT", ms(wait.timeout))
+		if wait.ticket != 0 {
+			args = append(args, "TICKET", strconv.FormatUint(wait.ticket, 10))
+		}
+	}
+	return args
+}
+
+// cmdReleaseAll is `DLOCK.RELEASEALL numkeys key... owner`: how many of the keys owner held (its
+// queued wait withdrawn too).
+func cmdReleaseAll(keys []string, owner string) []string {
+	return append(setArgs("DLOCK.RELEASEALL", keys), owner)
+}
+
+// cmdExtendAll is `DLOCK.EXTENDALL numkeys key... owner ttl`: 1 extended, 0 not held whole (the
+// node gives back what is left).
+func cmdExtendAll(keys []string, owner string, ttl time.Duration) []string {
+	return append(setArgs("DLOCK.EXTENDALL", keys), owner, ms(ttl))
+}
+
+// cmdFenceAll is `DLOCK.FENCEALL numkeys key... owner token [PX ttl]`: 1 committed on every
+// key, 0 not held whole. ttl 0: no PX.
+func cmdFenceAll(keys []string, owner string, token uint64, ttl time.Duration) []string {
+	args := append(setArgs("DLOCK.FENCEALL", keys), owner, strconv.FormatUint(token, 10))
+	if ttl > 0 {
+		args = append(args, "PX", ms(ttl))
+	}
+	return args
+}

@@ -71,7 +71,7 @@ func (l *Lock) Owner() string {
 	return l.owner
 }
 
-// Resource is the lock's name.
+// Resource is the lock's name (a set's: its resources, comma-separated).
 func (l *Lock) Resource() string { return l.calls.resource }
 
 // Kind is how it is held: exclusively, shared, or as a semaphore's permit.
@@ -181,6 +181,9 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 // Reenter takes the lock once more under the same owner and token (DLOCK.ACQUIRE ...
 // REENTRANT): one Release more is then needed before it is free. The TTL starts afresh.
 func (l *Lock) Reenter(ctx context.Context) error {
+	if l.calls.set != nil {
+		return invalid("a set is not reentrant: AcquireAll again by its owner renews it, no more")
+	}
 	if err := l.writing(ctx.Done()); err != nil {
 		return ctx.Err()
 	}

@@ -120,6 +120,7 @@ type acquireConfig struct {
 	wait    time.Duration
 	waiting bool
 	kind    Kind
+	modes   []Kind // a set's, one per key (Modes); nil: none given
 	errs    []error
 }
 
@@ -209,12 +210,21 @@ func shortestTTL(drift Drift) (time.Duration, bool) {
 
 // check refuses bad input before any node is asked.
 func (m *Manager) check(resource string, ttl time.Duration, options []AcquireOption) (acquireConfig, error) {
+	if m.err == nil && resource == "" {
+		return acquireConfig{}, invalid("the resource name must not be empty")
+	}
+	a, err := m.checkOptions(resource, ttl, options)
+	if err == nil && a.modes != nil {
+		return a, invalid("Modes is for a set (AcquireAll): a single lock is Shared() or exclusive")
+	}
+	return a, err
+}
+
+// checkOptions: the lease and the options (resource names the lock in ErrClosed).
+func (m *Manager) checkOptions(resource string, ttl time.Duration, options []AcquireOption) (acquireConfig, error) {
 	var a acquireConfig
 	if m.err != nil {
 		return a, m.err
-	}
-	if resource == "" {
-		return a, invalid("the resource name must not be empty")
 	}
 	if err := checkLease(ttl, m.b.cfg.drift); err != nil {
 		return a, err
@@ -249,10 +259,15 @@ func (m *Manager) Acquire(ctx context.Context, resource string, ttl time.Duratio
 }
 
 func acquireOn(ctx context.Context, b *backend, resource string, ttl time.Duration, a acquireConfig) (*Lock, error) {
+	return acquireWith(ctx, &calls{b: b, resource: resource, kind: a.kind}, ttl, a)
+}
+
+// acquireWith takes the lock c is about (a resource, or a set: calls.set).
+func acquireWith(ctx context.Context, c *calls, ttl time.Duration, a acquireConfig) (*Lock, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	c := &calls{b: b, resource: resource, kind: a.kind}
+	b := c.b
 	// Without a wait, one attempt that does not wait on the nodes; with one, queued (or retrying).
 	p, owes := noWait(b)
 	if a.waiting && b.queue {
@@ -265,7 +280,7 @@ func acquireOn(ctx context.Context, b *backend, resource string, ttl time.Durati
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return nil, toError(b, resource, a.kind, failure, attempts)
+	return nil, toError(b, c.resource, c.kind, failure, attempts)
 }
 
 // noWait is the policy of an attempt that does not wait on the nodes (TryLock, retry mode),

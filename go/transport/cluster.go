@@ -92,10 +92,7 @@ func (c *Cluster) Call(ctx context.Context, connect, whole time.Duration, cmds [
 	if f := c.mapSlots(); f != nil {
 		return nil, f
 	}
-	key := ""
-	if len(cmds[0]) > 1 {
-		key = cmds[0][1]
-	}
+	key := routingKey(cmds[0])
 	start := time.Now()
 	ask := ""
 	for i := 0; i <= maxRedirects; i++ {
@@ -114,6 +111,18 @@ func (c *Cluster) Call(ctx context.Context, connect, whole time.Duration, cmds [
 		}
 	}
 	return nil, &Failure{Node: c.name, Reason: fmt.Sprintf("more than %d redirects for %q", maxRedirects, key)}
+}
+
+// routingKey is the key whose slot a command goes to: the first, after numkeys for a set's
+// DLOCK.*ALL commands (whose keys share one slot: the client refuses a set that does not).
+func routingKey(cmd []string) string {
+	switch {
+	case len(cmd) > 2 && strings.HasPrefix(strings.ToUpper(cmd[0]), "DLOCK.") && strings.HasSuffix(strings.ToUpper(cmd[0]), "ALL"):
+		return cmd[2]
+	case len(cmd) > 1:
+		return cmd[1]
+	}
+	return ""
 }
 
 func redisErr(reply interface{}) error {

@@ -1,0 +1,163 @@
+package dlock
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"dlock.dev/dlock/transport"
+)
+
+// Sets (docs/go.md, "Several resources at once"; docs/commands.md): several resources taken all
+// or nothing under one token. Each node answers a set as it answers one lock (DLOCK.ACQUIREALL:
+// one token or nil), so the engine is the single lock's (quorum, validity, the commit, queueing,
+// renewal, release, the lease-loss contract): only the commands differ (calls.set).
+
+// MaxSet is the most resources a set takes (the module's limit).
+const MaxSet = 16
+
+// setSlotRule is why a set is refused on a Redis Cluster node when its keys span slots.
+const setSlotRule = "a set's keys must share a slot (hash tag) on a Cluster node"
+
+// members are a set's keys, in the caller's order, and their modes: one letter per key (x
+// exclusive, s shared), "" when every key is exclusive.
+type members struct {
+	keys  []string
+	modes string
+}
+
+// Modes says how AcquireAll holds each resource, one Kind per resource in the same order:
+// Exclusive or SharedKind (a set holds no semaphore permits). Without it every resource is
+// exclusive. Whatever the modes, a set needs the exclusive lock's quorum (a majority).
+func Modes(kinds ...Kind) AcquireOption {
+	return func(a *acquireConfig) {
+		a.modes = append([]Kind{}, kinds...)
+	}
+}
+
+// newMembers checks a set: 1 to MaxSet resources, none empty or given twice, and modes (nil:
+// none given) one Exclusive or SharedKind per resource.
+func newMembers(keys []string, modes []Kind) (*members, error) {
+	if len(keys) == 0 {
+		return nil, invalid("a set needs at least one resource")
+	}
+	if len(keys) > MaxSet {
+		return nil, invalid(fmt.Sprintf("a set takes at most %d resources, got %d", MaxSet, len(keys)))
+	}
+	seen := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		if k == "" {
+			return nil, invalid("the resource name must not be empty")
+		}
+		if seen[k] {
+			return nil, invalid(fmt.Sprintf("resource %q is given twice in the set", k))
+		}
+		seen[k] = true
+	}
+	s := &members{keys: append([]string{}, keys...)}
+	if modes == nil {
+		return s, nil
+	}
+	if len(modes) != len(keys) {
+		return nil, invalid(fmt.Sprintf("Modes needs one mode per resource: %d resources, %d modes", len(keys), len(modes)))
+	}
+	letters := make([]byte, len(modes))
+	for i, k := range modes {
+		switch k {
+		case Exclusive:
+			letters[i] = 'x'
+		case SharedKind:
+			letters[i] = 's'
+		default:
+			return nil, invalid(fmt.Sprintf("a set's resource is Exclusive or SharedKind, got %v for %q", k, keys[i]))
+		}
+	}
+	if strings.ContainsRune(string(letters), 's') {
+		s.modes = string(letters)
+	}
+	return s, nil
+}
+
+// name is how errors and Lock.Resource name the set: its keys, comma-separated.
+func (s *members) name() string { return strings.Join(s.keys, ",") }
+
+// groups is how a Redis Cluster takes keys across slots: the keys of one slot together, the
+// groups in slot order, the keys of a group sorted by bytes (one global order, so holding one
+// group while waiting for the next cannot deadlock).
+func groups(keys []string) [][]string {
+	sorted := append([]string{}, keys...)
+	sort.SliceStable(sorted, func(i, j int) bool {
+		si, sj := transport.KeySlot(sorted[i]), transport.KeySlot(sorted[j])
+		if si != sj {
+			return si < sj
+		}
+		return sorted[i] < sorted[j]
+	})
+	var out [][]string
+	for i, k := range sorted {
+		if i > 0 && transport.KeySlot(k) == transport.KeySlot(sorted[i-1]) {
+			out[len(out)-1] = append(out[len(out)-1], k)
+			continue
+		}
+		out = append(out, []string{k})
+	}
+	return out
+}
+
+// AcquireAll takes every resource of the set for ttl, all or nothing, under one token: one
+// attempt, or with Wait, queued on every resource at once (holding none of them while it
+// waits). The Lock is the set's: Token, Extend, Watch, Context and Release act on all of its
+// resources (Reenter is refused). Refused before any node is asked (ErrInvalidArgument): no
+// resource, more than MaxSet, one given twice, Modes not one Exclusive or SharedKind per
+// resource, Shared or Limit (use Modes), and on a Redis Cluster node resources of several slots
+// (give them one hash tag).
+func (m *Manager) AcquireAll(ctx context.Context, resources []string, ttl time.Duration, options ...AcquireOption) (*Lock, error) {
+	set, a, err := m.checkSet(resources, ttl, options)
+	if err != nil {
+		return nil, err
+	}
+	c := &calls{b: m.b, resource: set.name(), kind: Exclusive, set: set}
+	return acquireWith(ctx, c, ttl.Truncate(time.Millisecond), a)
+}
+
+func (m *Manager) checkSet(resources []string, ttl time.Duration, options []AcquireOption) (*members, acquireConfig, error) {
+	if m.err != nil {
+		return nil, acquireConfig{}, m.err
+	}
+	// The set first: its rules are the conformance table's (conformance/sets.json).
+	var probe acquireConfig
+	for _, o := range options {
+		if o != nil {
+			o(&probe)
+		}
+	}
+	set, err := newMembers(resources, probe.modes)
+	if err != nil {
+		return nil, probe, err
+	}
+	a, err := m.checkOptions(set.name(), ttl, options)
+	if err != nil {
+		return nil, a, err
+	}
+	if a.kind != Exclusive {
+		return nil, a, invalid(fmt.Sprintf("AcquireAll takes Modes, not %v for the whole set", a.kind))
+	}
+	if len(groups(set.keys)) > 1 {
+		for _, n := range m.b.nodes {
+			if _, cluster := n.(*transport.Cluster); cluster {
+				return nil, a, invalid(fmt.Sprintf("%s: %s (%s span %d slots)", n.Name(), setSlotRule, set.name(), len(groups(set.keys))))
+			}
+		}
+	}
+	return set, a, nil
+}
+
+// Resources are what the lock holds: its resource, or a set's resources in the order given.
+func (l *Lock) Resources() []string {
+	if l.calls.set != nil {
+		return append([]string{}, l.calls.set.keys...)
+	}
+	return []string{l.calls.resource}
+}
