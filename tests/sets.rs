@@ -17,7 +17,13 @@ fn all(c: &mut Connection, command: &str, keys: &[&str], owner: &str, rest: &[&s
 }
 
 fn take_all(c: &mut Connection, keys: &[&str], owner: &str, rest: &[&str]) -> Option<i64> {
-    match all(c, "DLOCK.ACQUIREALL", keys, owner, &[&["60000"], rest].concat()) {
+    match all(
+        c,
+        "DLOCK.ACQUIREALL",
+        keys,
+        owner,
+        &[&["60000"], rest].concat(),
+    ) {
         Value::Int(token) => Some(token),
         Value::Nil => None,
         other => panic!("ACQUIREALL replied {other:?}"),
@@ -33,8 +39,10 @@ fn holder(c: &mut Connection, key: &str) -> Option<(String, i64)> {
 }
 
 fn queued(c: &mut Connection, key: &str) -> Vec<String> {
-    let listed: Vec<(String, Option<i64>, i64, String)> =
-        redis::cmd("DLOCK.WAITERS").arg(key).query(c).expect("WAITERS");
+    let listed: Vec<(String, Option<i64>, i64, String)> = redis::cmd("DLOCK.WAITERS")
+        .arg(key)
+        .query(c)
+        .expect("WAITERS");
     listed.into_iter().map(|w| w.0).collect()
 }
 
@@ -47,11 +55,18 @@ fn wait_all(server: &Server, keys: &[&str], owner: &str, rest: &[&str]) -> mpsc:
         (owner.into(), rest.iter().map(|r| r.to_string()).collect());
     thread::spawn(move || {
         let mut cmd = redis::cmd("DLOCK.ACQUIREALL");
-        cmd.arg(keys_.len()).arg(&keys_).arg(&owner_).arg(60_000).arg("WAIT").arg(10_000);
+        cmd.arg(keys_.len())
+            .arg(&keys_)
+            .arg(&owner_)
+            .arg(60_000)
+            .arg("WAIT")
+            .arg(10_000);
         let _ = tx.send(cmd.arg(&rest_).query(&mut c));
     });
     let mut probe = server.conn();
-    eventually("queued", 5_000, || queued(&mut probe, keys[0]).contains(&owner.to_string()));
+    eventually("queued", 5_000, || {
+        queued(&mut probe, keys[0]).contains(&owner.to_string())
+    });
     rx
 }
 
@@ -62,7 +77,11 @@ fn a_set_is_granted_whole_under_one_token_or_not_at_all() {
     assert!(acquire(&mut c, "b", "other", 60_000).is_some());
     assert_eq!(take_all(&mut c, &["a", "b", "c"], "me", &[]), None);
     for key in ["a", "c"] {
-        assert_eq!(holder(&mut c, key), None, "{key}: nothing held after a refused set");
+        assert_eq!(
+            holder(&mut c, key),
+            None,
+            "{key}: nothing held after a refused set"
+        );
     }
     assert_eq!(release(&mut c, "b", "other"), 1);
     let token = take_all(&mut c, &["a", "b", "c"], "me", &[]).expect("granted");
@@ -72,8 +91,14 @@ fn a_set_is_granted_whole_under_one_token_or_not_at_all() {
     // Asked again: renewed, the same token; a set overlapping it in part is refused.
     assert_eq!(take_all(&mut c, &["a", "b", "c"], "me", &[]), Some(token));
     let partly = error_of(&mut c, &["DLOCK.ACQUIREALL", "2", "a", "z", "me", "1000"]);
-    assert!(partly.contains("already holds 'a' outside this set"), "{partly}");
-    assert_eq!(int(all(&mut c, "DLOCK.RELEASEALL", &["a", "b", "c"], "me", &[])), 3);
+    assert!(
+        partly.contains("already holds 'a' outside this set"),
+        "{partly}"
+    );
+    assert_eq!(
+        int(all(&mut c, "DLOCK.RELEASEALL", &["a", "b", "c"], "me", &[])),
+        3
+    );
     for key in ["a", "b", "c"] {
         assert_eq!(holder(&mut c, key), None, "{key}");
     }
@@ -89,14 +114,23 @@ fn bad_sets_are_refused_before_anything_changes() {
         (vec!["0", "me", "1000", "x"], "numkeys must be"),
         (vec!["17", "me", "1000", "x"], "numkeys must be"),
         (vec!["3", "a", "b", "me"], "wrong number of arguments"),
-        (vec!["2", "a", "b", "me", "1000", "MODES", "x"], "MODES must be 2 letters"),
-        (vec!["2", "a", "b", "me", "1000", "MODES", "xp"], "MODES must be"),
+        (
+            vec!["2", "a", "b", "me", "1000", "MODES", "x"],
+            "MODES must be 2 letters",
+        ),
+        (
+            vec!["2", "a", "b", "me", "1000", "MODES", "xp"],
+            "MODES must be",
+        ),
         (vec!["2", "a", "b", "me", "0"], "ttl-ms must be"),
         (vec!["2", "a", "b", "me", "1000", "TICKET", "5"], "TICKET"),
     ] {
         let line = [&["DLOCK.ACQUIREALL"][..], &args].concat();
         let error = error_of(&mut c, &line);
-        assert!(error.starts_with("ERR") && error.contains(words), "{args:?}: {error}");
+        assert!(
+            error.starts_with("ERR") && error.contains(words),
+            "{args:?}: {error}"
+        );
     }
     assert_eq!(counter(&mut c), before, "no token issued");
     assert_eq!(int(redis::cmd("DBSIZE").query::<Value>(&mut c).unwrap()), 0);
@@ -119,11 +153,19 @@ fn a_waiting_set_holds_nothing_and_later_requests_do_not_overtake_it() {
     let mut c = server.conn();
     assert!(acquire(&mut c, "b", "holder", 60_000).is_some());
     let set = wait_all(&server, &["a", "b"], "set", &[]);
-    assert_eq!(holder(&mut c, "a"), None, "a stays free while the set waits");
+    assert_eq!(
+        holder(&mut c, "a"),
+        None,
+        "a stays free while the set waits"
+    );
     // A later request for the free key waits behind the set (fairness), nil without WAIT.
     assert_eq!(acquire(&mut c, "a", "late", 60_000), None);
     assert_eq!(release(&mut c, "b", "holder"), 1);
-    let token = set.recv().expect("answered").expect("reply").expect("granted");
+    let token = set
+        .recv()
+        .expect("answered")
+        .expect("reply")
+        .expect("granted");
     assert_eq!(holder(&mut c, "a"), Some(("set".into(), token)));
     assert_eq!(holder(&mut c, "b"), Some(("set".into(), token)));
 }
@@ -141,9 +183,20 @@ fn sets_asked_in_opposite_orders_never_wait_for_each_other() {
     assert_eq!(queued(&mut c, "b"), ["s1", "s2"]);
     release(&mut c, "a", "h1");
     release(&mut c, "b", "h2");
-    let t1 = first.recv().expect("s1").expect("reply").expect("s1 granted");
-    assert_eq!(int(all(&mut c, "DLOCK.RELEASEALL", &["a", "b"], "s1", &[])), 2);
-    let t2 = second.recv().expect("s2").expect("reply").expect("s2 granted");
+    let t1 = first
+        .recv()
+        .expect("s1")
+        .expect("reply")
+        .expect("s1 granted");
+    assert_eq!(
+        int(all(&mut c, "DLOCK.RELEASEALL", &["a", "b"], "s1", &[])),
+        2
+    );
+    let t2 = second
+        .recv()
+        .expect("s2")
+        .expect("reply")
+        .expect("s2 granted");
     assert!(t2 > t1);
 }
 
@@ -152,11 +205,35 @@ fn a_set_missing_a_member_is_lost_whole_at_its_next_extend() {
     let server = Server::start();
     let mut c = server.conn();
     let token = take_all(&mut c, &["a", "b"], "me", &[]).expect("granted");
-    assert_eq!(int(all(&mut c, "DLOCK.EXTENDALL", &["a", "b"], "me", &["30000"])), 1);
+    assert_eq!(
+        int(all(
+            &mut c,
+            "DLOCK.EXTENDALL",
+            &["a", "b"],
+            "me",
+            &["30000"]
+        )),
+        1
+    );
     let _: () = redis::cmd("DEL").arg("a").query(&mut c).unwrap();
-    assert_eq!(int(all(&mut c, "DLOCK.EXTENDALL", &["a", "b"], "me", &["30000"])), 0);
+    assert_eq!(
+        int(all(
+            &mut c,
+            "DLOCK.EXTENDALL",
+            &["a", "b"],
+            "me",
+            &["30000"]
+        )),
+        0
+    );
     assert_eq!(holder(&mut c, "b"), None, "the rest was given back");
-    let fenced = all(&mut c, "DLOCK.FENCEALL", &["a", "b"], "me", &[&token.to_string()]);
+    let fenced = all(
+        &mut c,
+        "DLOCK.FENCEALL",
+        &["a", "b"],
+        "me",
+        &[&token.to_string()],
+    );
     assert_eq!(int(fenced), 0);
 }
 
@@ -164,7 +241,12 @@ fn a_set_missing_a_member_is_lost_whole_at_its_next_extend() {
 fn a_smaller_ticket_wounding_one_member_wounds_the_whole_tentative_set() {
     let server = Server::start();
     let mut c = server.conn();
-    let set = take_all(&mut c, &["a", "b"], "set", &["WAIT", "1000", "TICKET", "50"]);
+    let set = take_all(
+        &mut c,
+        &["a", "b"],
+        "set",
+        &["WAIT", "1000", "TICKET", "50"],
+    );
     assert!(set.is_some(), "granted at once, tentative");
     let single: Option<i64> = redis::cmd("DLOCK.ACQUIRE")
         .arg("a")
@@ -178,7 +260,11 @@ fn a_smaller_ticket_wounding_one_member_wounds_the_whole_tentative_set() {
         .expect("ACQUIRE");
     assert!(single.is_some(), "the smaller ticket wounds");
     assert_eq!(holder(&mut c, "a").map(|h| h.0), Some("early".into()));
-    assert_eq!(holder(&mut c, "b"), None, "the set's other member went with it");
+    assert_eq!(
+        holder(&mut c, "b"),
+        None,
+        "the set's other member went with it"
+    );
     assert_eq!(info_field(&mut c, "revocations"), 2);
 }
 
@@ -190,13 +276,31 @@ fn a_committed_set_survives_reload_and_reaches_a_replica() {
     let replica = replica_of(&master);
     let mut c = master.conn();
     let token = take_all(&mut c, &["a", "b"], "me", &["MODES", "xs"]).expect("granted");
-    let fenced = all(&mut c, "DLOCK.FENCEALL", &["a", "b"], "me", &[&(token + 5).to_string()]);
+    let fenced = all(
+        &mut c,
+        "DLOCK.FENCEALL",
+        &["a", "b"],
+        "me",
+        &[&(token + 5).to_string()],
+    );
     assert_eq!(int(fenced), 1);
     sync(&mut c);
     let mut r = replica.conn();
     assert_eq!(holder(&mut r, "a"), Some(("me".into(), token + 5)));
-    let _: () = redis::cmd("DEBUG").arg("RELOAD").query(&mut c).expect("DEBUG RELOAD");
+    let _: () = redis::cmd("DEBUG")
+        .arg("RELOAD")
+        .query(&mut c)
+        .expect("DEBUG RELOAD");
     assert_eq!(holder(&mut c, "a"), Some(("me".into(), token + 5)));
-    assert_eq!(int(all(&mut c, "DLOCK.EXTENDALL", &["a", "b"], "me", &["30000"])), 1);
+    assert_eq!(
+        int(all(
+            &mut c,
+            "DLOCK.EXTENDALL",
+            &["a", "b"],
+            "me",
+            &["30000"]
+        )),
+        1
+    );
     assert!(counter(&mut c) >= token + 5);
 }

@@ -17,7 +17,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use dlock_client::{Error, LockKind, LockManager, ReplicaAck, Resource, WaitMode, MAX_LIMIT};
+use dlock_client::{
+    Error, LockKind, LockManager, LockSet, ReplicaAck, Resource, WaitMode, MAX_LIMIT,
+};
 
 #[derive(Parser)]
 #[command(name = "dlock", version, about = "Distributed locks with fencing tokens across Redis masters running the dlock module", after_help = exit::AFTER_HELP)]
@@ -123,6 +125,26 @@ struct KindArgs {
 }
 
 impl KindArgs {
+    /// One resource held as asked, or several as one set (each shared with `--shared`; a set
+    /// of semaphores is refused: a set's members are locks).
+    fn target(self, names: &[String]) -> Result<run::Target<'_>, Error> {
+        match names {
+            [name] => Ok(run::Target::One(self.of(name))),
+            _ if self.limit.is_some() => Err(Error::InvalidArgument(
+                "--limit takes one resource: a set's members are locks".into(),
+            )),
+            _ => {
+                let mut set = LockSet::new(names.iter().cloned())?;
+                if self.shared {
+                    for name in names {
+                        set = set.shared(name)?;
+                    }
+                }
+                Ok(run::Target::Set(set))
+            }
+        }
+    }
+
     fn of(self, name: &str) -> Resource<'_> {
         let kind = match (self.shared, self.limit) {
             (_, Some(limit)) => LockKind::Semaphore { limit },
@@ -135,10 +157,12 @@ impl KindArgs {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run CMD while holding RESOURCE (extended while it runs, released when it exits).
-    /// CMD sees DLOCK_TOKEN, DLOCK_OWNER and DLOCK_RESOURCE in its environment.
+    /// Run CMD while holding RESOURCE (extended while it runs, released when it exits);
+    /// several resources are taken all or nothing, as one set (docs/multi.md). CMD sees
+    /// DLOCK_TOKEN, DLOCK_TOKENS (one per resource, in order), DLOCK_OWNER and DLOCK_RESOURCE.
     Run {
-        resource: String,
+        #[arg(required = true, num_args = 1..)]
+        resources: Vec<String>,
         /// Lease on the nodes (1ms to 24h), extended every ttl/3 while CMD runs.
         #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = durations::ttl)]
         ttl: Duration,
@@ -274,7 +298,7 @@ const SETTLE: Duration = Duration::from_secs(2);
 async fn dispatch(manager: &LockManager, command: Command) -> u8 {
     match command {
         Command::Run {
-            resource,
+            resources,
             ttl,
             wait,
             max_hold,
@@ -282,14 +306,14 @@ async fn dispatch(manager: &LockManager, command: Command) -> u8 {
             quiet,
             cmd,
         } => {
-            run::run(
-                manager,
-                kind.of(&resource),
-                (ttl, wait, max_hold),
-                quiet,
-                &cmd,
-            )
-            .await
+            let target = match kind.target(&resources) {
+                Ok(target) => target,
+                Err(e) => {
+                    eprintln!("dlock: {e}");
+                    return exit::USAGE;
+                }
+            };
+            run::run(manager, target, (ttl, wait, max_hold), quiet, &cmd).await
         }
         Command::Acquire {
             resource,

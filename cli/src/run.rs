@@ -3,7 +3,7 @@
 use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
-use dlock_client::{LockGuard, LockManager, Resource, Watchdog};
+use dlock_client::{LockGuard, LockManager, LockSet, Resource, Watchdog};
 use nix::sys::signal::Signal;
 use tokio::process::Command;
 use tokio::signal::unix::{signal, Signal as UnixSignal, SignalKind};
@@ -11,9 +11,15 @@ use tokio::signal::unix::{signal, Signal as UnixSignal, SignalKind};
 use crate::supervise::{self, Supervised};
 use crate::{code_of, exit};
 
+/// What `dlock run` holds: one resource, or several as one set.
+pub enum Target<'a> {
+    One(Resource<'a>),
+    Set(LockSet),
+}
+
 pub async fn run(
     manager: &LockManager,
-    target: Resource<'_>,
+    target: Target<'_>,
     (ttl, wait, max_hold): (Duration, Duration, Option<Duration>),
     quiet: bool,
     argv: &[String],
@@ -26,7 +32,10 @@ pub async fn run(
             return exit::CANNOT_RUN;
         }
     };
-    let resource = target.name;
+    let (resource, members) = match &target {
+        Target::One(one) => (one.name.to_string(), 1),
+        Target::Set(set) => (set.label(), set.names().len()),
+    };
     let guard = match take(manager, target, (ttl, wait), quiet, &mut stops).await {
         Ok(guard) => guard,
         Err(code) => return code,
@@ -41,7 +50,7 @@ pub async fn run(
         }
     };
     let started = Instant::now();
-    let mut command = match spawn(argv, &guard, token) {
+    let mut command = match spawn(argv, &guard, (token, members)) {
         Ok(command) => command,
         Err(e) => {
             eprintln!("dlock: cannot run {:?}: {e}", argv[0]);
@@ -51,7 +60,7 @@ pub async fn run(
     };
     let watchdog = guard.watchdog(ttl);
     let held = Held {
-        resource,
+        resource: &resource,
         started,
         max_hold,
     };
@@ -62,13 +71,20 @@ pub async fn run(
 /// The lock, or the exit code: its error's, or a stop signal's that came during the wait.
 async fn take(
     manager: &LockManager,
-    target: Resource<'_>,
+    target: Target<'_>,
     times: (Duration, Duration),
     quiet: bool,
     (interrupt, terminate): &mut (StopSignal, StopSignal),
 ) -> Result<LockGuard, u8> {
+    let acquiring = async {
+        match &target {
+            Target::One(one) => crate::progress::lock(manager, *one, times, quiet).await,
+            Target::Set(set) if times.1.is_zero() => manager.try_lock_all(set, times.0).await,
+            Target::Set(set) => manager.lock_all(set, times.0, times.1).await,
+        }
+    };
     tokio::select! {
-        acquired = crate::progress::lock(manager, target, times, quiet) => acquired.map_err(|e| code_of(&e)),
+        acquired = acquiring => acquired.map_err(|e| code_of(&e)),
         // The dropped lock() withdraws its wait in the background; main settles it.
         _ = interrupt.recv() => Err(exit::INTERRUPTED),
         _ = terminate.recv() => Err(128 + Signal::SIGTERM as u8),
@@ -199,11 +215,19 @@ enum Ended {
 
 /// Starts the command with the lock in its environment, supervised (`supervise::spawn`: it
 /// cannot outlive dlock, and starts with every signal at its default action).
-fn spawn(argv: &[String], guard: &LockGuard, token: u64) -> std::io::Result<Supervised> {
+fn spawn(
+    argv: &[String],
+    guard: &LockGuard,
+    (token, members): (u64, usize),
+) -> std::io::Result<Supervised> {
     let mut command = Command::new(&argv[0]);
+    // A set holds one token for every member (docs/multi.md): DLOCK_TOKENS lists it once per
+    // resource, in the order given, for scripts that index it by resource.
+    let tokens = vec![token.to_string(); members].join(" ");
     command
         .args(&argv[1..])
         .env("DLOCK_TOKEN", token.to_string())
+        .env("DLOCK_TOKENS", tokens)
         .env("DLOCK_OWNER", guard.owner())
         .env("DLOCK_RESOURCE", guard.resource())
         // The command needs the lock, not the nodes' password.

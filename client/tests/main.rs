@@ -15,6 +15,7 @@ mod observe;
 mod queue_mode;
 mod quorum;
 mod sentinel;
+mod sets;
 mod shared;
 mod slot_migration;
 mod slow_node;
