@@ -13,6 +13,7 @@ from redis._parsers import _RESP2Parser
 
 from dlock._pure import acquisition as acq
 from dlock._pure import attempt as att
+from dlock._pure import commands as cmds
 from dlock._pure import commit as cm
 from dlock._pure.cluster import slot_of
 from dlock._pure.election import UNKNOWN, Leader, Seen, leader_view, split_owner
@@ -21,6 +22,7 @@ from dlock._pure.options import Options
 from dlock._pure.renewal import renew_margin, renewal
 from dlock._pure.replies import NodeTimeout, reason
 from dlock._pure.replies import answer as node_answer
+from dlock._pure.sets import check_cluster, check_set, groups
 from dlock._pure.timing import validity
 from dlock._pure.urls import Seed, SentinelGroup, Single, endpoint
 from dlock._pure.verdicts import (
@@ -320,3 +322,33 @@ def test_deferred_commits(case: dict[str, Any]) -> None:
         fenced = step["fenced"]
         got = commit.on_fenced(fenced["node"], fenced["answer"] == "committed")
         assert got == commit_outcome(step["outcome"]), step
+
+
+SET_OPERATIONS = {
+    "acquire": lambda s, c: cmds.acquire(s, c["owner"], c["ttl_ms"], Kind()),
+    "acquire_wait": lambda s, c: cmds.wait(s, c["owner"], c["ttl_ms"], 5000, 7, Kind()),
+    "release": lambda s, c: cmds.release(s, c["owner"]),
+    "extend": lambda s, c: cmds.extend(s, c["owner"], c["ttl_ms"]),
+    "fence": lambda s, c: cmds.fence(s, c["owner"], 42, c["ttl_ms"]),
+}
+
+
+@table("sets.json")
+def test_sets_checked_sent_and_grouped(case: dict[str, Any]) -> None:
+    """A set refused before any I/O, or the exact command of each operation and its Cluster groups."""
+    if not case["accepted"]:
+        with pytest.raises(ValueError):
+            check_set(case["resources"], case["modes"])
+        return
+    keys = check_set(case["resources"], case["modes"])
+    for operation, expected in case["commands"].items():
+        assert [str(arg) for arg in SET_OPERATIONS[operation](keys, case)] == expected, operation
+    assert groups(keys.keys) == case["groups"]
+    assert cmds.key_of(cmds.acquire(keys, case["owner"], case["ttl_ms"], Kind())) == case["resources"][0]
+    one_slot = len(case["groups"]) == 1
+    if one_slot:
+        check_cluster(keys, cluster=True)
+    else:
+        with pytest.raises(ValueError, match="a set's keys must share a slot"):
+            check_cluster(keys, cluster=True)
+    check_cluster(keys, cluster=False)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 
 from .._pure import commands as cmd
+from .._pure.commands import Resource
 from .._pure.kind import Kind
 from .._pure.timing import validity
 from .._pure.verdicts import Tally, ask_reply
@@ -22,7 +23,7 @@ class Calls:
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
 
-    async def ask(self, resource: str, owner: str, ttl_ms: int, kind: Kind, nodes: list[int]) -> list[object]:
+    async def ask(self, resource: Resource, owner: str, ttl_ms: int, kind: Kind, nodes: list[int]) -> list[object]:
         """DLOCK.ACQUIRE (no server wait) on `nodes` at once: each one's token, None (held by
         another) or NodeFailure."""
         request = cmd.acquire(resource, owner, ttl_ms, kind)
@@ -30,7 +31,7 @@ class Calls:
         return [ask_reply(self.backend.nodes.names[n], r) for n, r in zip(nodes, replies, strict=True)]
 
     async def fence(
-        self, resource: str, owner: str, token: int, ttl_ms: int | None, nodes: list[int]
+        self, resource: Resource, owner: str, token: int, ttl_ms: int | None, nodes: list[int]
     ) -> list[NodeFailure | None]:
         """DLOCK.FENCE of `token` on `nodes` (with PX ttl when the commit starts the lease): each
         one's None (committed) or why not."""
@@ -42,16 +43,16 @@ class Calls:
             for n, r in zip(nodes, replies, strict=True)
         ]
 
-    async def renew(self, node: int, resource: str, owner: str, ttl_ms: int) -> bool:
+    async def renew(self, node: int, resource: Resource, owner: str, ttl_ms: int) -> bool:
         """DLOCK.EXTEND on one node (the renewal of a lock held on one node): whether it did."""
         replies = await self.backend.nodes.fan_out([(node, cmd.extend(resource, owner, ttl_ms))])
         return replies[0] == 1
 
-    async def release(self, resource: str, owner: str) -> Tally:
+    async def release(self, resource: Resource, owner: str) -> Tally:
         """RELEASE on every node (a grant whose reply was lost is still a grant)."""
         return Tally.of(await self.backend.nodes.everywhere(cmd.release(resource, owner)))
 
-    async def release_on(self, resource: str, owner: str, nodes: list[int]) -> list[object]:
+    async def release_on(self, resource: Resource, owner: str, nodes: list[int]) -> list[object]:
         """RELEASE on these nodes (a round's grants and waits, or a stale grant): the replies."""
         release = cmd.release(resource, owner)
         return await self.backend.nodes.fan_out([(n, release) for n in nodes])
@@ -61,7 +62,7 @@ class Calls:
         return Tally.of(await self.backend.nodes.everywhere(cmd.proclaim(resource, owner, token, new_owner)))
 
     async def extend(
-        self, resource: str, owner: str, ttl_ms: int, needed: int, timeout: float | None = None
+        self, resource: Resource, owner: str, ttl_ms: int, needed: int, timeout: float | None = None
     ) -> float | Tally:
         """The new deadline if `needed` nodes extended within the new validity, else the tally.
         `timeout` bounds each node's call (default: the per-node timeout)."""

@@ -42,6 +42,7 @@ from .._pure.attempt import (
     another_attempt,
     lease,
 )
+from .._pure.commands import Resource
 from .._pure.commit import owed
 from .._pure.kind import Kind
 from .._pure.timing import draw_ticket, ms, new_owner, retry_pause, round_owner, validity
@@ -68,11 +69,18 @@ class Acquire:
     """One lock() or try_lock() call."""
 
     def __init__(
-        self, calls: Calls, resource: str, ttl_ms: int, deadline: float, kind: Kind, policy: Policy, label: str = ""
+        self,
+        calls: Calls,
+        resource: Resource,
+        ttl_ms: int,
+        deadline: float,
+        kind: Kind,
+        policy: Policy,
+        label: str = "",
     ) -> None:
         self.calls = calls
         self.backend = calls.backend  # the nodes and the options
-        self.resource = resource
+        self.resource = resource  # one resource, or a set (taken with the *ALL commands)
         self.ttl_ms = ttl_ms
         self.deadline = deadline
         self.kind = kind

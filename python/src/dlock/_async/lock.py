@@ -15,10 +15,12 @@ from typing import Any
 import redis
 from redis.asyncio import Redis
 
+from .._pure.commands import Resource, name_of
 from .._pure.commit import PENDING, Commit, Committed
 from .._pure.kind import Kind
 from .._pure.options import Duration, check_lease
 from .._pure.renewal import Extension, outcome, renew_margin, renewal
+from .._pure.sets import KeySet
 from .._pure.timing import validity
 from .._pure.verdicts import Grant, Tally
 from .._transport.aio.concurrency import Flight, Mutex, Worker, shielded, within
@@ -40,7 +42,7 @@ class Lock:
     def __init__(
         self,
         calls: Calls,
-        resource: str,
+        resource: Resource,
         owner: str,
         ttl_ms: int,
         grant: Grant,
@@ -48,7 +50,8 @@ class Lock:
         on_release: asyncio.Event | None = None,
     ) -> None:
         self._calls = calls
-        self._resource = resource
+        self._target = resource  # what the calls take: one resource, or a set (the *ALL commands)
+        self._resource = name_of(resource)  # its name in errors
         self._owner = owner
         self._ttl_ms = ttl_ms
         self._kind = kind
@@ -108,7 +111,7 @@ class Lock:
         if committed:
             return self._token
         if sent:
-            await shielded(self._calls.release(self._resource, self._owner))
+            await shielded(self._calls.release(self._target, self._owner))
         raise await self._lose()
 
     async def _fence(self) -> bool:
@@ -117,7 +120,7 @@ class Lock:
         longer owed; else `lost` set). Whether a quorum committed it in time."""
         backend, started, ttl_ms = self._calls.backend, time.monotonic(), self._lease_ttl_ms
         commit, asked = Commit.start(backend.size(), self._needed, self._token, self._holding)
-        why_not = await self._calls.fence(self._resource, self._owner, self._token, ttl_ms, asked)
+        why_not = await self._calls.fence(self._target, self._owner, self._token, ttl_ms, asked)
         decided = commit.outcome
         for node, failure in zip(asked, why_not, strict=True):
             decided = commit.on_fenced(node, failure is None)
@@ -148,7 +151,15 @@ class Lock:
 
     @property
     def resource(self) -> str:
+        """The resource's name (a set's: its keys joined by commas)."""
         return self._resource
+
+    @property
+    def resources(self) -> tuple[str, ...]:
+        """The resources held: the one of a lock, or the keys of a set (`lock_all`), in the
+        caller's order."""
+        target = self._target
+        return target.keys if isinstance(target, KeySet) else (target,)
 
     @property
     def shared(self) -> bool:
@@ -228,7 +239,7 @@ class Lock:
         async with self._writes:
             if self._lost.is_set():
                 return None
-            result = await self._calls.extend(self._resource, self._owner, ttl_ms, self._needed, timeout)
+            result = await self._calls.extend(self._target, self._owner, ttl_ms, self._needed, timeout)
             if isinstance(result, float) and (by is None or time.monotonic() < by):
                 self._valid_until, self._lease_ttl_ms = result, ttl_ms
             return result
@@ -260,7 +271,7 @@ class Lock:
         await self.stop_watchdog()
         if self._on_release is not None:
             self._on_release.set()  # waits still out now know a grant they get is stale
-        tally = await shielded(self._calls.release(self._resource, self._owner))
+        tally = await shielded(self._calls.release(self._target, self._owner))
         if tally.answered() < self._needed:
             raise tally.no_quorum(self._resource, self._needed)
 

@@ -20,7 +20,16 @@ TIMEOUT_RESOLUTION = 0.1
 
 # Requests whose success is a write a failover must not lose (a lost RELEASE only leaves a lock
 # to expire), and what their success is called.
-_ACKNOWLEDGED = {"DLOCK.ACQUIRE": "granted", "DLOCK.FENCE": "committed", "DLOCK.EXTEND": "extended"}
+_ACKNOWLEDGED = {
+    "DLOCK.ACQUIRE": "granted",
+    "DLOCK.FENCE": "committed",
+    "DLOCK.EXTEND": "extended",
+    "DLOCK.ACQUIREALL": "granted",
+    "DLOCK.FENCEALL": "committed",
+    "DLOCK.EXTENDALL": "extended",
+}
+#: The requests whose success is a token (the others': 1).
+_GRANTS = ("DLOCK.ACQUIRE", "DLOCK.ACQUIREALL")
 
 
 @dataclass(frozen=True)
@@ -98,4 +107,4 @@ def shortfall(request: Args, replies: Sequence[object], ack: Ack | None) -> str 
 def _wrote(request: Args, reply: object) -> bool:
     if isinstance(reply, bool) or not isinstance(reply, int):
         return False
-    return reply > 0 if request[0] == "DLOCK.ACQUIRE" else reply == 1
+    return reply > 0 if request[0] in _GRANTS else reply == 1

@@ -54,14 +54,14 @@ def argument_refusal(request: Args, why: str) -> bool:
     takes>`, as every argument check of the module words it (src/wire/errors.rs; redis-py drops
     the ERR). A node's `dlock.max-ttl-ms` set lower than the TTL asked, say: asking again cannot
     change it, so the attempt ends as the caller's invalid argument."""
-    return bool(request) and request[0] == "DLOCK.ACQUIRE" and " must be " in why
+    return bool(request) and request[0] in ("DLOCK.ACQUIRE", "DLOCK.ACQUIREALL") and " must be " in why
 
 
 def kind_refusal(request: Args, why: str) -> bool:
     """Whether an error reply (as replies.reason words it: redis-py strips `ERR `) to `request`
     refuses its kind for good: WRONGKIND, an upgrade from a shared hold refused, or a module
     that does not know the kind option at all."""
-    if not request or request[0] != "DLOCK.ACQUIRE":
+    if not request or request[0] not in ("DLOCK.ACQUIRE", "DLOCK.ACQUIREALL"):
         return False
     lowered = why.lower()
     return (

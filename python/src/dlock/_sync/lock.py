@@ -13,10 +13,12 @@ from typing import Any
 import redis
 from redis import Redis
 
+from .._pure.commands import Resource, name_of
 from .._pure.commit import PENDING, Commit, Committed
 from .._pure.kind import Kind
 from .._pure.options import Duration, check_lease
 from .._pure.renewal import Extension, outcome, renew_margin, renewal
+from .._pure.sets import KeySet
 from .._pure.timing import validity
 from .._pure.verdicts import Grant, Tally
 from .._transport.sync.concurrency import Flight, Mutex, Worker, shielded, within
@@ -32,7 +34,7 @@ class Lock:
     def __init__(
         self,
         calls: Calls,
-        resource: str,
+        resource: Resource,
         owner: str,
         ttl_ms: int,
         grant: Grant,
@@ -40,7 +42,8 @@ class Lock:
         on_release: threading.Event | None = None,
     ) -> None:
         self._calls = calls
-        self._resource = resource
+        self._target = resource  # what the calls take: one resource, or a set (the *ALL commands)
+        self._resource = name_of(resource)  # its name in errors
         self._owner = owner
         self._ttl_ms = ttl_ms
         self._kind = kind
@@ -95,7 +98,7 @@ class Lock:
         if committed:
             return self._token
         if sent:
-            shielded(self._calls.release(self._resource, self._owner))
+            shielded(self._calls.release(self._target, self._owner))
         raise self._lose()
 
     def _fence(self) -> bool:
@@ -104,7 +107,7 @@ class Lock:
         longer owed; else `lost` set). Whether a quorum committed it in time."""
         backend, started, ttl_ms = self._calls.backend, time.monotonic(), self._lease_ttl_ms
         commit, asked = Commit.start(backend.size(), self._needed, self._token, self._holding)
-        why_not = self._calls.fence(self._resource, self._owner, self._token, ttl_ms, asked)
+        why_not = self._calls.fence(self._target, self._owner, self._token, ttl_ms, asked)
         decided = commit.outcome
         for node, failure in zip(asked, why_not, strict=True):
             decided = commit.on_fenced(node, failure is None)
@@ -135,7 +138,15 @@ class Lock:
 
     @property
     def resource(self) -> str:
+        """The resource's name (a set's: its keys joined by commas)."""
         return self._resource
+
+    @property
+    def resources(self) -> tuple[str, ...]:
+        """The resources held: the one of a lock, or the keys of a set (`lock_all`), in the
+        caller's order."""
+        target = self._target
+        return target.keys if isinstance(target, KeySet) else (target,)
 
     @property
     def shared(self) -> bool:
@@ -206,7 +217,7 @@ class Lock:
         with self._writes:
             if self._lost.is_set():
                 return None
-            result = self._calls.extend(self._resource, self._owner, ttl_ms, self._needed, timeout)
+            result = self._calls.extend(self._target, self._owner, ttl_ms, self._needed, timeout)
             if isinstance(result, float) and (by is None or time.monotonic() < by):
                 self._valid_until, self._lease_ttl_ms = result, ttl_ms
             return result
@@ -233,7 +244,7 @@ class Lock:
         self.stop_watchdog()
         if self._on_release is not None:
             self._on_release.set()  # waits still out now know a grant they get is stale
-        tally = shielded(self._calls.release(self._resource, self._owner))
+        tally = shielded(self._calls.release(self._target, self._owner))
         if tally.answered() < self._needed:
             raise tally.no_quorum(self._resource, self._needed)
 

@@ -16,6 +16,7 @@ from redis import Redis
 from .._pure import commands as cmd
 from .._pure.admin import NodeStatus, node_status
 from .._pure.attempt import QUEUE, Policy
+from .._pure.commands import Resource
 from .._pure.connect import security
 from .._pure.election import Leader, check_election
 from .._pure.kind import Kind, check_kind, check_limit
@@ -30,7 +31,8 @@ from .._pure.options import (
     check_resource,
     check_wait,
 )
-from .._pure.urls import check_nodes
+from .._pure.sets import KeySet, check_cluster, check_set
+from .._pure.urls import Seed, check_nodes
 from .._pure.verdicts import AttemptFailed
 from .._transport.sync.nodes import Nodes
 from ..errors import LockLost
@@ -115,6 +117,7 @@ class LockManager:
             sentinel_username=sentinel_username,
             sentinel_password=sentinel_password,
         )
+        self._clustered = any(isinstance(node, Seed) for node in endpoints)  # a set must then be of one slot
         self._backend = Backend(Nodes(endpoints, self.options, reach), self.options)
         self._calls = Calls(self._backend)
 
@@ -156,6 +159,45 @@ class LockManager:
         kind = check_kind(shared, limit)
         return self._lock(resource, ttl_ms, wait, watchdog, kind)
 
+    def try_lock_all(
+        self,
+        resources: Sequence[str],
+        ttl: Duration = 10.0,
+        *,
+        watchdog: bool = False,
+        modes: Sequence[str] | None = None,
+    ) -> Lock:
+        """One attempt to take every one of `resources` at once, all or nothing (DLOCK.ACQUIREALL
+        on each node: one token for the set, or nothing): a Lock (`.resources` names them) held
+        and released, extended, fenced and watched as one lock. `modes`: one "x" (exclusive) or
+        "s" (shared) per resource, None for all exclusive; the quorum is a majority either way.
+        ValueError for no resource, one given twice, more than 16, modes not one x/s each, or on
+        a redis+cluster:// node keys of several slots; then as try_lock."""
+        keys, ttl_ms = self._check_set(resources, modes), check_lease(ttl, self.options)
+        return self._try_lock(keys, ttl_ms, watchdog, Kind())
+
+    def lock_all(
+        self,
+        resources: Sequence[str],
+        ttl: Duration = 10.0,
+        wait: Duration = 30.0,
+        *,
+        watchdog: bool = False,
+        modes: Sequence[str] | None = None,
+    ) -> Lock:
+        """Waits up to `wait` seconds to take every one of `resources` at once, all or nothing:
+        queued on every key of each node at once (holding none meanwhile, so two sets asked in
+        opposite orders cannot deadlock), or retrying ("retry" wait mode). Raises as lock();
+        arguments as try_lock_all."""
+        keys, ttl_ms, wait = self._check_set(resources, modes), check_lease(ttl, self.options), check_wait(wait)
+        return self._lock(keys, ttl_ms, wait, watchdog, Kind())
+
+    def _check_set(self, resources: Sequence[str], modes: Sequence[str] | None) -> KeySet:
+        """The set, checked before anything is sent (sets.py); one of one slot on a Cluster node."""
+        keys = check_set(resources, modes)
+        check_cluster(keys, self._clustered)
+        return keys
+
     def with_lock(
         self,
         resource: str,
@@ -172,12 +214,12 @@ class LockManager:
         with self.lock(resource, ttl, wait, watchdog=True, shared=shared, limit=limit) as lock:
             return work(lock)
 
-    def _try_lock(self, resource: str, ttl_ms: int, watchdog: bool, kind: Kind) -> Lock:
+    def _try_lock(self, resource: Resource, ttl_ms: int, watchdog: bool, kind: Kind) -> Lock:
         return self._take(
             Acquire(self._calls, resource, ttl_ms, time.monotonic(), kind, self._no_wait()), watchdog, True
         )
 
-    def _lock(self, resource: str, ttl_ms: int, wait: float, watchdog: bool, kind: Kind) -> Lock:
+    def _lock(self, resource: Resource, ttl_ms: int, wait: float, watchdog: bool, kind: Kind) -> Lock:
         policy = QUEUE if self._queues() else self._no_wait()
         return self._take(
             Acquire(self._calls, resource, ttl_ms, time.monotonic() + wait, kind, policy), watchdog, False
@@ -188,7 +230,7 @@ class LockManager:
         won, attempts = acquire.run(once)
         if isinstance(won, AttemptFailed):
             needed = self._backend.needed(acquire.kind)
-            raise won.to_error(acquire.resource, needed, attempts, waited=not once) from None
+            raise won.to_error(cmd.name_of(acquire.resource), needed, attempts, waited=not once) from None
         lock = Lock(self._calls, acquire.resource, won.owner, acquire.ttl_ms, won.grant, acquire.kind, won.released)
         return self._held(lock, watchdog)
 

@@ -12,7 +12,7 @@ import redis
 from ..._pure import ack as _ack
 from ..._pure import urls as ends
 from ..._pure.cluster import CLUSTER_SLOTS, MAX_REDIRECTS, SlotMap, Topology, host_of, redirect, with_asking
-from ..._pure.commands import Args
+from ..._pure.commands import Args, key_of
 from ..._pure.connect import Security
 from ..._pure.identity import Identity
 from ..._pure.refusals import node_failure
@@ -40,7 +40,7 @@ class Cluster:
         """The answer to `request` from the master serving it, redirects followed, all within
         `allowed` seconds; or a NodeFailure saying why not."""
         deadline = time.monotonic() + allowed
-        address = await self.master_of(str(request[1]), deadline)
+        address = await self.master_of(key_of(request), deadline)
         if isinstance(address, NodeFailure):
             return address
         commands, asking = _ack.commands(request, self.ack), False
@@ -57,7 +57,7 @@ class Cluster:
             if follow is None:
                 break
             address, asking = follow, to.ask
-        return NodeFailure(self.name, f"more than {MAX_REDIRECTS} redirects for {request[1]!r}")
+        return NodeFailure(self.name, f"more than {MAX_REDIRECTS} redirects for {key_of(request)!r}")
 
     async def ask(
         self, server: Server, commands: tuple[Args, ...], blocking: bool, deadline: float

@@ -12,7 +12,7 @@ from redis.connection import ConnectionPool
 from ..._pure import ack as _ack
 from ..._pure import urls as ends
 from ..._pure.cluster import CLUSTER_SLOTS, MAX_REDIRECTS, SlotMap, Topology, host_of, redirect, with_asking
-from ..._pure.commands import Args
+from ..._pure.commands import Args, key_of
 from ..._pure.connect import Security
 from ..._pure.identity import Identity
 from ..._pure.replies import answer, reason
@@ -40,12 +40,12 @@ class Cluster:
     def connected(self, request: Args, blocking: bool) -> bool:
         """Whether the master of `request` is known and a connection to it is at hand."""
         with self.lock:
-            address = self.topology.known_master_of(str(request[1]))
+            address = self.topology.known_master_of(key_of(request))
             server = self.topology.masters.get(address) if address is not None else None
         return server is not None and server.has_idle(blocking)
 
     def send(self, request: Args, blocking: bool, packed: Packed, deadline: float) -> Sent | NodeFailure:
-        address = self.master_of(str(request[1]), deadline)
+        address = self.master_of(key_of(request), deadline)
         if isinstance(address, NodeFailure):
             return address
         return self.send_to(address, request, blocking, packed, asking=False, redirects=0)
@@ -77,7 +77,7 @@ class Cluster:
         with self.lock:
             address = self.topology.follow(to, sent.redirects)
         if address is None:
-            return NodeFailure(self.name, f"more than {MAX_REDIRECTS} redirects for {request[1]!r}")
+            return NodeFailure(self.name, f"more than {MAX_REDIRECTS} redirects for {key_of(request)!r}")
         blocking = sent.idle is sent.server.waits
         return self.send_to(address, request, blocking, {}, asking=to.ask, redirects=sent.redirects + 1)
 
