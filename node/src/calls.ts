@@ -43,15 +43,21 @@ export function tally(outcomes: readonly Outcome[]): Tally {
 }
 
 export class Calls {
+  /** The resource's name in errors (a set's: its keys joined by commas). */
+  readonly resource: string;
+
+  /** `target`: one resource, or a set (taken all or nothing with the *ALL commands, one token per node as a lock). */
   constructor(
     readonly backend: Backend,
-    readonly resource: string,
+    readonly target: cmd.Resource,
     readonly kind: Kind,
-  ) {}
+  ) {
+    this.resource = cmd.nameOf(target);
+  }
 
   /** DLOCK.ACQUIRE on `node` as `owner`: with `wait` ([ms left, ticket]) a server-side wait. */
   async ask(node: number, owner: string, ttl: number, wait?: readonly [number, bigint | undefined]): Promise<Answer> {
-    const args = wait === undefined ? cmd.acquire(this.resource, owner, ttl, this.kind) : cmd.wait(this.resource, owner, ttl, Math.max(1, Math.floor(wait[0])), wait[1], this.kind);
+    const args = wait === undefined ? cmd.acquire(this.target, owner, ttl, this.kind) : cmd.wait(this.target, owner, ttl, Math.max(1, Math.floor(wait[0])), wait[1], this.kind);
     // A server notices a wait's timeout only at its next tick: its nil may come that late.
     const blocking = wait === undefined ? 0 : Math.max(1, Math.floor(wait[0])) + TIMEOUT_RESOLUTION;
     const { reply, failure } = await this.backend.nodes.call(node, args, { acked: true, blocking });
@@ -62,20 +68,20 @@ export class Calls {
 
   /** DLOCK.FENCE of `token` as `owner` (with PX ttl when the commit starts the lease): undefined when committed, else why not. */
   async fence(node: number, owner: string, token: bigint, ttl?: number): Promise<NodeFailure | undefined> {
-    const { reply, failure } = await this.backend.nodes.call(node, cmd.fence(this.resource, owner, token, ttl), { acked: true });
+    const { reply, failure } = await this.backend.nodes.call(node, cmd.fence(this.target, owner, token, ttl), { acked: true });
     if (failure) return failure;
     return isOne(reply) ? undefined : { node: this.backend.nodes.name(node), reason: "fence refused: lock no longer held" };
   }
 
   /** DLOCK.EXTEND on one node (the renewal of a lock held on one node): whether it did. */
   async renew(node: number, owner: string, ttl: number): Promise<boolean> {
-    return isOne((await this.backend.nodes.call(node, cmd.extend(this.resource, owner, ttl), { acked: true })).reply);
+    return isOne((await this.backend.nodes.call(node, cmd.extend(this.target, owner, ttl), { acked: true })).reply);
   }
 
   /** DLOCK.EXTEND everywhere: the validity left (ms) if the kind's quorum extended within it, else the tally. */
   async extend(owner: string, ttl: number): Promise<number | Tally> {
     const started = now();
-    const args = cmd.extend(this.resource, owner, ttl);
+    const args = cmd.extend(this.target, owner, ttl);
     const t = tally(await Promise.all(this.backend.nodes.everywhere().map((n) => this.backend.nodes.call(n, args, { acked: true }))));
     const left = this.backend.validity(ttl, started);
     return left !== undefined && t.done >= this.backend.needed(this.kind) ? left : t;
@@ -104,7 +110,7 @@ export class Calls {
 
   /** DLOCK.RELEASE of `owner` on `nodes` (every node by default): frees its grants, withdraws its waits. */
   async release(owner: string, nodes = this.backend.nodes.everywhere()): Promise<Tally> {
-    const args = cmd.release(this.resource, owner);
+    const args = cmd.release(this.target, owner);
     return tally(await Promise.all(nodes.map((n) => this.backend.nodes.call(n, args))));
   }
 }

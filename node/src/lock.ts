@@ -49,6 +49,8 @@ export class Lock {
   readonly #halt = new AbortController();
 
   readonly resource: string;
+  /** The resources held: the one of a lock, or the keys of a set (`lockAll`), in the caller's order. */
+  readonly resources: readonly string[];
   readonly kind: Kind;
 
   /** @internal */
@@ -58,6 +60,7 @@ export class Lock {
     granted: Granted,
   ) {
     this.resource = calls.resource;
+    this.resources = typeof calls.target === "string" ? [calls.target] : calls.target.keys;
     this.kind = calls.kind;
     this.#token = granted.token;
     this.#holding = granted.holding;

@@ -13,19 +13,23 @@ import { type Leader, Leadership, check, leaderOf } from "./election.js";
 import { Observer } from "./electionWatch.js";
 import { EXCLUSIVE, type Kind } from "./kind.js";
 import { Lock } from "./lock.js";
-import { type AcquireOptions, type CampaignOptions, type LockManagerOptions, atMostTenYears, checkKind, checkMs, settings } from "./options.js";
+import { type AcquireOptions, type CampaignOptions, type LockManagerOptions, type SetOptions, atMostTenYears, checkKind, checkMs, settings } from "./options.js";
 import { Calls } from "./calls.js";
+import { type Resource, nameOf } from "./commands.js";
+import { type KeySet, checkCluster, checkSet, setName } from "./sets.js";
 import { now } from "./timing.js";
 import { Nodes, parseNodes } from "./transport/nodes.js";
 import { checkLease, unitHint, warnShortTtl } from "./units.js";
 export { Lock } from "./lock.js";
-export type { AcquireOptions, CampaignOptions, LockManagerOptions } from "./options.js";
+export type { AcquireOptions, CampaignOptions, LockManagerOptions, SetOptions } from "./options.js";
 
 /** How long one queued round of a campaign waits before it queues again (ms). */
 const CAMPAIGN_ROUND = 60_000;
 
 export class LockManager {
   readonly #backend: Backend;
+  /** Whether a node is a Redis Cluster: a set must then be of one slot. */
+  readonly #clustered: boolean;
   #closed = false;
   /** Whether a TTL that is probably seconds was warned about (once per manager). */
   readonly #units = { warned: false };
@@ -38,6 +42,7 @@ export class LockManager {
     const connection = { username: options.username, password: options.password, tls: options.tls };
     const sentinel = { username: options.sentinelUsername, password: options.sentinelPassword };
     this.#backend = new Backend(new Nodes(parsed, { connection, sentinel }, opts.timeout, opts.ack), opts);
+    this.#clustered = parsed.some((node) => node.form === "cluster");
   }
 
   /** The nodes, as named in errors (passwords hidden). */
@@ -48,6 +53,40 @@ export class LockManager {
   /** Takes the lock (or a shared hold, or a semaphore's permit): one attempt, or waiting up to `wait` ms. */
   async acquire(resource: string, options: AcquireOptions): Promise<Lock> {
     const { kind, ttl, wait, signal } = this.#check(resource, options);
+    return this.#take(resource, kind, ttl, wait, signal);
+  }
+
+  /**
+   * Takes every one of `resources` at once, all or nothing, waiting up to `options.wait` ms
+   * (default 30000): queued on every key of each node at once (holding none meanwhile, so two sets
+   * asked in opposite orders cannot deadlock), or retrying (`waitMode: "retry"`). Each node
+   * answers one token for the whole set (DLOCK.ACQUIREALL), so the Lock (`resources` names them)
+   * is held, committed, extended, watched and released as one lock. `modes`: one "x" (exclusive)
+   * or "s" (shared) per resource, all exclusive by default; the quorum is a majority either way.
+   */
+  async lockAll(resources: readonly string[], ttl: number, options: SetOptions = {}): Promise<Lock> {
+    if (typeof options !== "object" || options === null) throw new TypeError("options must be an object");
+    const set = this.#checkSet(resources, options.modes);
+    const checked = this.#check(setName(set), { ttl, wait: options.wait ?? 30_000, signal: options.signal });
+    return this.#take(set, EXCLUSIVE, checked.ttl, checked.wait, checked.signal);
+  }
+
+  /** One attempt to take every one of `resources` at once, all or nothing (as `lockAll`, without waiting): LockContendedError when any is held. */
+  async tryLockAll(resources: readonly string[], ttl: number, options: Omit<SetOptions, "wait"> = {}): Promise<Lock> {
+    if (typeof options !== "object" || options === null) throw new TypeError("options must be an object");
+    const set = this.#checkSet(resources, options.modes);
+    const checked = this.#check(setName(set), { ttl, signal: options.signal });
+    return this.#take(set, EXCLUSIVE, checked.ttl, undefined, checked.signal);
+  }
+
+  /** A set checked before anything is sent (sets.ts); one of one slot on a Cluster node. */
+  #checkSet(resources: readonly string[], modes: SetOptions["modes"]): KeySet {
+    const set = checkSet(resources, modes);
+    checkCluster(set, this.#clustered);
+    return set;
+  }
+
+  async #take(resource: Resource, kind: Kind, ttl: number, wait: number | undefined, signal: AbortSignal | undefined): Promise<Lock> {
     signal?.throwIfAborted();
     const backend = this.#backend;
     // Without a wait, one attempt that does not wait on the nodes; with one, queued (or retrying).
@@ -56,7 +95,7 @@ export class LockManager {
     const result = await acquire.run(wait === undefined);
     if (result.ok) return new Lock(new Calls(backend, resource, kind), ttl, result.granted);
     signal?.throwIfAborted();
-    throw this.#error(resource, kind, result.error, result.attempts, ttl);
+    throw this.#error(nameOf(resource), kind, result.error, result.attempts, ttl);
   }
 
   /**

@@ -56,6 +56,16 @@ export interface AcquireOptions {
   readonly signal?: AbortSignal;
 }
 
+/** The options of `lockAll` / `tryLockAll` (the TTL is their second argument). */
+export interface SetOptions {
+  /** Wait up to this many ms for the whole set (lockAll; default 30000). */
+  readonly wait?: number;
+  /** One mode per resource, "x" exclusive or "s" shared (an array, or a string like "xxs"); default all exclusive. */
+  readonly modes?: readonly ("x" | "s")[] | string;
+  /** Cancels a wait and withdraws it from the queues. */
+  readonly signal?: AbortSignal;
+}
+
 export interface CampaignOptions {
   /** The leadership's lease, ms (as `AcquireOptions.ttl`): lost at most this long after its holder stops extending. */
   readonly ttl: number;

@@ -15,7 +15,9 @@ import { type Leader, type Seen, leaderView } from "../src/election.js";
 import { quorum, type Kind } from "../src/kind.js";
 import { type Extension, renewal } from "../src/renewal.js";
 import { validity } from "../src/timing.js";
-import { keySlot } from "../src/transport/cluster.js";
+import * as cmd from "../src/commands.js";
+import { checkCluster, checkSet, groups } from "../src/sets.js";
+import { keyOf, keySlot } from "../src/transport/cluster.js";
 import { parseNode } from "../src/transport/urls.js";
 import { REPO } from "./servers.js";
 
@@ -260,5 +262,32 @@ test("who leads an election", () => {
     const previous = c["previous"] ? leader(c["previous"]) : undefined;
     const expected = c["leader"] === null ? undefined : c["leader"] === "none" ? null : leader(c["leader"]);
     assert.deepEqual(leaderView(nodes, c["needed"], previous), expected, label(c));
+  }
+});
+
+test("sets: checked before any I/O, the exact command of each operation, Cluster groups", () => {
+  for (const c of table("sets.json")) {
+    const name = c["name"] as string;
+    if (!c["accepted"]) {
+      assert.throws(() => checkSet(c["resources"], c["modes"] ?? undefined), (e: unknown) => e instanceof RangeError || e instanceof TypeError, name);
+      continue;
+    }
+    const set = checkSet(c["resources"], c["modes"] ?? undefined);
+    const owner = c["owner"] as string;
+    const ttl = c["ttl_ms"] as number;
+    const exclusive: Kind = { type: "exclusive" };
+    const sent: Record<string, string[]> = {
+      acquire: cmd.acquire(set, owner, ttl, exclusive),
+      acquire_wait: cmd.wait(set, owner, ttl, 5000, 7n, exclusive),
+      release: cmd.release(set, owner),
+      extend: cmd.extend(set, owner, ttl),
+      fence: cmd.fence(set, owner, 42n, ttl),
+    };
+    for (const [operation, expected] of Object.entries(c["commands"] as Record<string, string[]>)) assert.deepEqual(sent[operation], expected, `${name}: ${operation}`);
+    assert.deepEqual(groups(set.keys), c["groups"], name);
+    assert.equal(keyOf(sent["acquire"]!), c["resources"][0], name);
+    if ((c["groups"] as string[][]).length === 1) checkCluster(set, true);
+    else assert.throws(() => checkCluster(set, true), /a set's keys must share a slot \(hash tag\) on a Cluster node/, name);
+    checkCluster(set, false);
   }
 });

@@ -24,6 +24,11 @@ function crc16(bytes: Uint8Array): number {
 }
 
 /** The slot of `key`: of its hash tag (the part between the first `{` and the next `}`) when not empty. */
+/** The (first) key of a request, which a Cluster routes by: after numkeys for a set's command (DLOCK.*ALL). */
+export function keyOf(args: readonly string[]): string {
+  return (args[0]?.endsWith("ALL") ? args[2] : args[1]) ?? "";
+}
+
 export function keySlot(key: string): number {
   const bytes = Buffer.from(key, "utf8");
   const open = bytes.indexOf(0x7b);
@@ -120,7 +125,7 @@ export class Cluster {
 
   /** `commands` (the first names the key) on the master serving it, following redirects. */
   async #route(commands: string[][], connect: number, send: (node: Server, commands: string[][]) => Promise<Reply[]>): Promise<Reply[]> {
-    const key = commands[0]![1] ?? "";
+    const key = keyOf(commands[0]!);
     let node = await this.#masterFor(key, connect);
     let asking = false;
     for (let i = 0; i <= MAX_REDIRECTS; i++) {
