@@ -389,3 +389,11 @@ func (l *Lock) rename(owner string) error {
 	l.calls.proclaim(owner, l.token, old)
 	return l.failed(opExtend, ErrLockLost, t)
 }
+
+// Resources are what the lock holds: its resource, or a set's resources in the order given.
+func (l *Lock) Resources() []string {
+	if l.calls.set != nil {
+		return append([]string{}, l.calls.set.keys...)
+	}
+	return []string{l.calls.resource}
+}

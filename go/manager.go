@@ -376,3 +376,51 @@ func (m *Manager) Close() error {
 	}
 	return nil
 }
+
+// AcquireAll takes every resource of the set for ttl, all or nothing, under one token: one
+// attempt, or with Wait, queued on every resource at once (holding none of them while it
+// waits). The Lock is the set's: Token, Extend, Watch, Context and Release act on all of its
+// resources (Reenter is refused). Refused before any node is asked (ErrInvalidArgument): no
+// resource, more than MaxSet, one given twice, Modes not one Exclusive or SharedKind per
+// resource, Shared or Limit (use Modes), and on a Redis Cluster node resources of several slots
+// (give them one hash tag).
+func (m *Manager) AcquireAll(ctx context.Context, resources []string, ttl time.Duration, options ...AcquireOption) (*Lock, error) {
+	set, a, err := m.checkSet(resources, ttl, options)
+	if err != nil {
+		return nil, err
+	}
+	c := &calls{b: m.b, resource: set.name(), kind: Exclusive, set: set}
+	return acquireWith(ctx, c, ttl.Truncate(time.Millisecond), a)
+}
+
+func (m *Manager) checkSet(resources []string, ttl time.Duration, options []AcquireOption) (*members, acquireConfig, error) {
+	if m.err != nil {
+		return nil, acquireConfig{}, m.err
+	}
+	// The set first: its rules are the conformance table's (conformance/sets.json).
+	var probe acquireConfig
+	for _, o := range options {
+		if o != nil {
+			o(&probe)
+		}
+	}
+	set, err := newMembers(resources, probe.modes)
+	if err != nil {
+		return nil, probe, err
+	}
+	a, err := m.checkOptions(set.name(), ttl, options)
+	if err != nil {
+		return nil, a, err
+	}
+	if a.kind != Exclusive {
+		return nil, a, invalid(fmt.Sprintf("AcquireAll takes Modes, not %v for the whole set", a.kind))
+	}
+	if len(groups(set.keys)) > 1 {
+		for _, n := range m.b.nodes {
+			if _, cluster := n.(*transport.Cluster); cluster {
+				return nil, a, invalid(fmt.Sprintf("%s: %s (%s span %d slots)", n.Name(), setSlotRule, set.name(), len(groups(set.keys))))
+			}
+		}
+	}
+	return set, a, nil
+}

@@ -1,13 +1,11 @@
 package dlock
 
 import (
-	"context"
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
-	"dlock.dev/dlock/transport"
+	"github.com/mna/redisc"
 )
 
 // Sets (docs/go.md, "Several resources at once"; docs/commands.md): several resources taken all
@@ -89,7 +87,7 @@ func (s *members) name() string { return strings.Join(s.keys, ",") }
 func groups(keys []string) [][]string {
 	sorted := append([]string{}, keys...)
 	sort.SliceStable(sorted, func(i, j int) bool {
-		si, sj := transport.KeySlot(sorted[i]), transport.KeySlot(sorted[j])
+		si, sj := redisc.Slot(sorted[i]), redisc.Slot(sorted[j])
 		if si != sj {
 			return si < sj
 		}
@@ -97,67 +95,11 @@ func groups(keys []string) [][]string {
 	})
 	var out [][]string
 	for i, k := range sorted {
-		if i > 0 && transport.KeySlot(k) == transport.KeySlot(sorted[i-1]) {
+		if i > 0 && redisc.Slot(k) == redisc.Slot(sorted[i-1]) {
 			out[len(out)-1] = append(out[len(out)-1], k)
 			continue
 		}
 		out = append(out, []string{k})
 	}
 	return out
-}
-
-// AcquireAll takes every resource of the set for ttl, all or nothing, under one token: one
-// attempt, or with Wait, queued on every resource at once (holding none of them while it
-// waits). The Lock is the set's: Token, Extend, Watch, Context and Release act on all of its
-// resources (Reenter is refused). Refused before any node is asked (ErrInvalidArgument): no
-// resource, more than MaxSet, one given twice, Modes not one Exclusive or SharedKind per
-// resource, Shared or Limit (use Modes), and on a Redis Cluster node resources of several slots
-// (give them one hash tag).
-func (m *Manager) AcquireAll(ctx context.Context, resources []string, ttl time.Duration, options ...AcquireOption) (*Lock, error) {
-	set, a, err := m.checkSet(resources, ttl, options)
-	if err != nil {
-		return nil, err
-	}
-	c := &calls{b: m.b, resource: set.name(), kind: Exclusive, set: set}
-	return acquireWith(ctx, c, ttl.Truncate(time.Millisecond), a)
-}
-
-func (m *Manager) checkSet(resources []string, ttl time.Duration, options []AcquireOption) (*members, acquireConfig, error) {
-	if m.err != nil {
-		return nil, acquireConfig{}, m.err
-	}
-	// The set first: its rules are the conformance table's (conformance/sets.json).
-	var probe acquireConfig
-	for _, o := range options {
-		if o != nil {
-			o(&probe)
-		}
-	}
-	set, err := newMembers(resources, probe.modes)
-	if err != nil {
-		return nil, probe, err
-	}
-	a, err := m.checkOptions(set.name(), ttl, options)
-	if err != nil {
-		return nil, a, err
-	}
-	if a.kind != Exclusive {
-		return nil, a, invalid(fmt.Sprintf("AcquireAll takes Modes, not %v for the whole set", a.kind))
-	}
-	if len(groups(set.keys)) > 1 {
-		for _, n := range m.b.nodes {
-			if _, cluster := n.(*transport.Cluster); cluster {
-				return nil, a, invalid(fmt.Sprintf("%s: %s (%s span %d slots)", n.Name(), setSlotRule, set.name(), len(groups(set.keys))))
-			}
-		}
-	}
-	return set, a, nil
-}
-
-// Resources are what the lock holds: its resource, or a set's resources in the order given.
-func (l *Lock) Resources() []string {
-	if l.calls.set != nil {
-		return append([]string{}, l.calls.set.keys...)
-	}
-	return []string{l.calls.resource}
 }

@@ -5,7 +5,6 @@
  * release) runs it unchanged and only the commands differ (commands.ts). Its quorum is the
  * exclusive one (a majority) even when some members are shared.
  */
-import { keySlot } from "./transport/cluster.js";
 
 /** The most keys one set may name (the module's MAX_SET). */
 export const MAX_SET = 16;
@@ -51,27 +50,8 @@ function checkModes(modes: unknown, count: number): string | undefined {
 }
 
 /** Compares keys by their UTF-8 bytes. */
-function byBytes(a: string, b: string): number {
+export function byBytes(a: string, b: string): number {
   return Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8"));
-}
-
-/**
- * On a Redis Cluster, the set taken group by group: the keys of one slot together, groups ordered
- * by slot, keys sorted by bytes inside a group (the one global order that keeps hold-and-wait
- * across groups free of deadlock).
- */
-export function groups(keys: readonly string[]): string[][] {
-  const bySlot = new Map<number, string[]>();
-  for (const key of keys) {
-    const slot = keySlot(key);
-    bySlot.set(slot, [...(bySlot.get(slot) ?? []), key]);
-  }
-  return [...bySlot.keys()].sort((a, b) => a - b).map((slot) => [...bySlot.get(slot)!].sort(byBytes));
-}
-
-/** A set whose keys span several slots is refused for a Cluster node (RangeError). */
-export function checkCluster(set: KeySet, cluster: boolean): void {
-  if (cluster && groups(set.keys).length > 1) throw new RangeError(`${ONE_SLOT}; keys ${JSON.stringify(set.keys)} span several slots`);
 }
 
 /** The set's name in errors: its keys joined by commas. */

@@ -85,9 +85,9 @@ fn every_command_has_a_callback_a_dotted_lowercase_name_and_consistent_arity() {
             depth -= word.matches(']').count() as i32;
         }
         let expected = if c.usage.contains('[') {
-            -(fixed as i32)
+            -fixed
         } else {
-            fixed as i32
+            fixed
         };
         assert_eq!(
             c.arity, expected,

@@ -9,6 +9,7 @@ import type { NodeFailure } from "../errors.js";
 import type { Identity } from "./identity.js";
 import type { Connection } from "../connect.js";
 import { Failed, Server, type Reply } from "./server.js";
+import { type KeySet, ONE_SLOT, byBytes } from "../sets.js";
 
 const SLOTS = 16384;
 const MAX_REDIRECTS = 5;
@@ -178,4 +179,23 @@ export class Cluster {
     this.#masters.clear();
     this.#seed.close();
   }
+}
+
+/**
+ * On a Redis Cluster, the set taken group by group: the keys of one slot together, groups ordered
+ * by slot, keys sorted by bytes inside a group (the one global order that keeps hold-and-wait
+ * across groups free of deadlock).
+ */
+export function groups(keys: readonly string[]): string[][] {
+  const bySlot = new Map<number, string[]>();
+  for (const key of keys) {
+    const slot = keySlot(key);
+    bySlot.set(slot, [...(bySlot.get(slot) ?? []), key]);
+  }
+  return [...bySlot.keys()].sort((a, b) => a - b).map((slot) => [...bySlot.get(slot)!].sort(byBytes));
+}
+
+/** A set whose keys span several slots is refused for a Cluster node (RangeError). */
+export function checkCluster(set: KeySet, cluster: boolean): void {
+  if (cluster && groups(set.keys).length > 1) throw new RangeError(`${ONE_SLOT}; keys ${JSON.stringify(set.keys)} span several slots`);
 }
