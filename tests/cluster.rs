@@ -227,3 +227,31 @@ fn a_guard_routes_by_its_gate_and_keys_and_refuses_keys_in_two_slots() {
     let moved = guard(&mut cluster.nodes[other].conn(), data);
     assert!(moved.to_uppercase().contains("MOVED"), "{moved}");
 }
+
+/// A set's keys are checked as a command's keys on every server (the getkeys API: before Redis
+/// 8.6 a Cluster does not read a keynum key spec): keys of two slots answer CROSSSLOT, keys of
+/// a slot served elsewhere MOVED — never a grant on a node that does not serve the slot.
+#[test]
+fn a_set_routes_by_its_keys_and_refuses_keys_in_two_slots() {
+    let cluster = Cluster::start(3, 0);
+    let (a, b, elsewhere) = ("{s}a", "{s}b", "{t}c");
+    let master = cluster.master_for(a);
+    let mut c = cluster.nodes[master].conn();
+    let set = |c: &mut Connection, command: &str, keys: &[&str]| -> String {
+        let mut cmd = redis::cmd(command);
+        cmd.arg(keys.len()).arg(keys).arg("me");
+        if command != "DLOCK.RELEASEALL" {
+            cmd.arg(30_000);
+        }
+        cmd.query::<Value>(c)
+            .map_or_else(|e| e.to_string(), |v| format!("{v:?}"))
+    };
+    for command in ["DLOCK.ACQUIREALL", "DLOCK.EXTENDALL", "DLOCK.FENCEALL", "DLOCK.RELEASEALL"] {
+        let cross = set(&mut c, command, &[a, elsewhere]);
+        assert!(cross.to_uppercase().contains("CROSSSLOT"), "{command}: {cross}");
+    }
+    let other = (0..3).find(|&i| i != master).unwrap();
+    let moved = set(&mut cluster.nodes[other].conn(), "DLOCK.ACQUIREALL", &[a, b]);
+    assert!(moved.to_uppercase().contains("MOVED"), "{moved}");
+    assert!(set(&mut c, "DLOCK.ACQUIREALL", &[a, b]).starts_with("int("), "granted on its master");
+}

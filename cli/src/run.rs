@@ -3,7 +3,7 @@
 use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
-use dlock_client::{LockGuard, LockManager, LockSet, Resource, Watchdog};
+use dlock_client::{LockGuard, LockManager, LockSet, Resource, SetGuard, Watchdog};
 use nix::sys::signal::Signal;
 use tokio::process::Command;
 use tokio::signal::unix::{signal, Signal as UnixSignal, SignalKind};
@@ -32,40 +32,69 @@ pub async fn run(
             return exit::CANNOT_RUN;
         }
     };
-    let (resource, members) = match &target {
-        Target::One(one) => (one.name.to_string(), 1),
-        Target::Set(set) => (set.label(), set.names().len()),
+    let resource = match &target {
+        Target::One(one) => one.name.to_string(),
+        Target::Set(set) => set.label(),
     };
-    let guard = match take(manager, target, (ttl, wait), quiet, &mut stops).await {
-        Ok(guard) => guard,
+    let taken = match take(manager, target, (ttl, wait), quiet, &mut stops).await {
+        Ok(taken) => taken,
         Err(code) => return code,
     };
     // DLOCK_TOKEN leaves dlock only committed (a no-wait hold commits it now).
-    let token = match guard.token().await {
-        Ok(token) => token,
-        Err(e) => {
-            eprintln!("dlock: {e}");
-            let _ = guard.release().await;
-            return exit::LOST;
-        }
+    let (guards, tokens) = match committed(taken).await {
+        Ok(held) => held,
+        Err(code) => return code,
     };
     let started = Instant::now();
-    let mut command = match spawn(argv, &guard, (token, members)) {
+    let mut command = match spawn(argv, &guards, &tokens) {
         Ok(command) => command,
         Err(e) => {
             eprintln!("dlock: cannot run {:?}: {e}", argv[0]);
-            let _ = guard.release().await;
+            release_all(guards).await;
             return exit::CANNOT_RUN;
         }
     };
-    let watchdog = guard.watchdog(ttl);
+    let watchdogs: Vec<Watchdog> = guards.iter().map(|g| g.watchdog(ttl)).collect();
     let held = Held {
         resource: &resource,
         started,
         max_hold,
     };
-    let ended = until_ended(&mut command, &watchdog, held, &mut stops).await;
-    conclude(command, ended, watchdog, guard).await
+    let ended = until_ended(&mut command, &watchdogs, held, &mut stops).await;
+    conclude(command, ended, watchdogs, guards).await
+}
+
+/// What was taken: one lock, or a set (one guard per slot group).
+enum Taken {
+    One(LockGuard),
+    Set(SetGuard),
+}
+
+/// The guards and each resource's token, committed; a commit that failed: the lock is lost,
+/// given back, and the exit code is LOST's.
+async fn committed(taken: Taken) -> Result<(Vec<LockGuard>, Vec<u64>), u8> {
+    let tokens = match &taken {
+        Taken::One(guard) => guard.token().await.map(|t| vec![t]),
+        Taken::Set(set) => set.tokens().await,
+    };
+    let guards = match taken {
+        Taken::One(guard) => vec![guard],
+        Taken::Set(set) => set.into_guards(),
+    };
+    match tokens {
+        Ok(tokens) => Ok((guards, tokens)),
+        Err(e) => {
+            eprintln!("dlock: {e}");
+            release_all(guards).await;
+            Err(exit::LOST)
+        }
+    }
+}
+
+async fn release_all(guards: Vec<LockGuard>) {
+    for guard in guards {
+        let _ = guard.release().await;
+    }
 }
 
 /// The lock, or the exit code: its error's, or a stop signal's that came during the wait.
@@ -75,12 +104,19 @@ async fn take(
     times: (Duration, Duration),
     quiet: bool,
     (interrupt, terminate): &mut (StopSignal, StopSignal),
-) -> Result<LockGuard, u8> {
+) -> Result<Taken, u8> {
     let acquiring = async {
         match &target {
-            Target::One(one) => crate::progress::lock(manager, *one, times, quiet).await,
-            Target::Set(set) if times.1.is_zero() => manager.try_lock_all(set, times.0).await,
-            Target::Set(set) => manager.lock_all(set, times.0, times.1).await,
+            Target::One(one) => crate::progress::lock(manager, *one, times, quiet)
+                .await
+                .map(Taken::One),
+            Target::Set(set) if times.1.is_zero() => {
+                manager.try_lock_all(set, times.0).await.map(Taken::Set)
+            }
+            Target::Set(set) => manager
+                .lock_all(set, times.0, times.1)
+                .await
+                .map(Taken::Set),
         }
     };
     tokio::select! {
@@ -101,15 +137,20 @@ struct Held<'a> {
 /// Waits for the first of: the command's exit, the lock lost, `--max-hold`, a stop signal.
 async fn until_ended(
     command: &mut Supervised,
-    watchdog: &Watchdog,
+    watchdogs: &[Watchdog],
     held: Held<'_>,
     (interrupt, terminate): &mut (StopSignal, StopSignal),
 ) -> Ended {
-    let lock = watchdog.context();
+    // The lock is lost when any of its groups is (a set across Cluster slots has several).
+    let mut lost = tokio::task::JoinSet::new();
+    for watchdog in watchdogs {
+        let context = watchdog.context();
+        lost.spawn(async move { context.lost().await });
+    }
     let resource = held.resource;
     tokio::select! {
         status = command.wait() => Ended::Exited(status.map_or(exit::CANNOT_RUN, status_code)),
-        _ = lock.lost() => {
+        _ = lost.join_next() => {
             eprintln!("dlock: lock {resource:?} lost while the command ran; sending SIGTERM");
             Ended::Stopped(exit::LOST)
         }
@@ -125,7 +166,12 @@ async fn until_ended(
 /// The end of a run: the command done with (`finish`) or stopped (`stop`, which returns once its
 /// group is gone) while the watchdog still extends, so that at --max-hold as on a stop signal
 /// the lease outlives the command; then the lock released. The exit code of `ended`.
-async fn conclude(command: Supervised, ended: Ended, watchdog: Watchdog, guard: LockGuard) -> u8 {
+async fn conclude(
+    command: Supervised,
+    ended: Ended,
+    watchdogs: Vec<Watchdog>,
+    guards: Vec<LockGuard>,
+) -> u8 {
     let code = match ended {
         Ended::Exited(code) => {
             command.finish().await;
@@ -136,9 +182,13 @@ async fn conclude(command: Supervised, ended: Ended, watchdog: Watchdog, guard: 
             code
         }
     };
-    watchdog.stop().await;
-    if let Err(e) = guard.release().await {
-        eprintln!("dlock: release: {e} (the lock expires after its TTL)");
+    for watchdog in watchdogs {
+        watchdog.stop().await;
+    }
+    for guard in guards {
+        if let Err(e) = guard.release().await {
+            eprintln!("dlock: release: {e} (the lock expires after its TTL)");
+        }
     }
     code
 }
@@ -215,21 +265,20 @@ enum Ended {
 
 /// Starts the command with the lock in its environment, supervised (`supervise::spawn`: it
 /// cannot outlive dlock, and starts with every signal at its default action).
-fn spawn(
-    argv: &[String],
-    guard: &LockGuard,
-    (token, members): (u64, usize),
-) -> std::io::Result<Supervised> {
+fn spawn(argv: &[String], guards: &[LockGuard], tokens: &[u64]) -> std::io::Result<Supervised> {
     let mut command = Command::new(&argv[0]);
-    // A set holds one token for every member (docs/multi.md): DLOCK_TOKENS lists it once per
-    // resource, in the order given, for scripts that index it by resource.
-    let tokens = vec![token.to_string(); members].join(" ");
+    // DLOCK_TOKENS: one token per resource, in the order given (a set's one token repeated; a
+    // set across Cluster slots: each resource's group token). DLOCK_TOKEN: the first of them.
+    let words: Vec<String> = tokens.iter().map(u64::to_string).collect();
+    if let Some(first) = guards.first() {
+        command
+            .env("DLOCK_OWNER", first.owner())
+            .env("DLOCK_RESOURCE", first.resource());
+    }
     command
         .args(&argv[1..])
-        .env("DLOCK_TOKEN", token.to_string())
-        .env("DLOCK_TOKENS", tokens)
-        .env("DLOCK_OWNER", guard.owner())
-        .env("DLOCK_RESOURCE", guard.resource())
+        .env("DLOCK_TOKEN", words.first().cloned().unwrap_or_default())
+        .env("DLOCK_TOKENS", words.join(" "))
         // The command needs the lock, not the nodes' password.
         .env_remove("DLOCK_PASSWORD");
     supervise::spawn(command)

@@ -155,6 +155,23 @@ impl LockSet {
         self.shared.contains(&true).then(|| letters.collect())
     }
 
+    /// The part of the set naming `names` (each kept in its mode), in the order of `names`.
+    pub(crate) fn part(&self, names: &[String]) -> LockSet {
+        let shared = names
+            .iter()
+            .map(|n| {
+                self.names
+                    .iter()
+                    .position(|m| m == n)
+                    .is_some_and(|i| self.shared[i])
+            })
+            .collect();
+        LockSet {
+            names: names.to_vec(),
+            shared,
+        }
+    }
+
     /// How errors and the guard name the set: its names joined by `+`.
     pub fn label(&self) -> String {
         self.names.join("+")

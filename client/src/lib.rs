@@ -41,6 +41,7 @@ mod options;
 mod probe;
 mod refusals;
 mod renewal;
+mod set_guard;
 #[doc(hidden)]
 pub mod timing;
 mod transport;
@@ -66,4 +67,5 @@ pub use manager::LockManager;
 pub use observe::{HeldLock, Holder, NodeView, QueueState, QueuedLock, Top};
 pub use options::{ReplicaAck, WaitMode};
 pub use probe::WaitProbe;
+pub use set_guard::SetGuard;
 pub use transport::slots::set_groups;

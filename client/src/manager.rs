@@ -17,10 +17,12 @@ use crate::election::{self, Leader, Leadership};
 use crate::election_watch::{self, Observer};
 use crate::errors::Error;
 use crate::kind::{LockKind, LockSet, Resource};
-use crate::lock::{LockContext, LockGuard};
+use crate::lock::{LockContext, LockGuard, Watchdog};
 use crate::observe::{self, NodeView, QueueState, Top};
 use crate::options::Options;
 use crate::probe::WaitProbe;
+use crate::set_guard::SetGuard;
+use crate::transport::slots::set_groups;
 use crate::transport::Transport;
 
 /// Redlock across N independent masters running the dlock module. Cheap to clone.
@@ -109,38 +111,82 @@ impl LockManager {
     }
 
     /// Several resources at once, all or nothing (docs/multi.md): one attempt that does not
-    /// wait on the nodes. The guard holds every member under one lease and one token; a member
-    /// lost on the nodes loses the whole set.
-    pub async fn try_lock_all(&self, set: &LockSet, ttl: Duration) -> Result<LockGuard, Error> {
+    /// wait on the nodes. The guard holds every member under one lease and one token (on a
+    /// Redis Cluster node, a set across slots: one per slot group); a member lost on the nodes
+    /// loses the whole set.
+    pub async fn try_lock_all(&self, set: &LockSet, ttl: Duration) -> Result<SetGuard, Error> {
         let now = self.backend.clock.now();
         self.take_set(set, (ttl, now), self.no_wait(), true).await
     }
 
     /// Waits up to `wait` for every member of `set` at once, holding none of them while it
-    /// waits: queued on every member in the node's one order (or retrying, [`WaitMode`]).
+    /// waits: queued on every member in the node's one order (or retrying, [`WaitMode`]). A
+    /// cross-slot set on a Cluster waits for each slot group in turn, the groups held kept
+    /// extended meanwhile.
     pub async fn lock_all(
         &self,
         set: &LockSet,
         ttl: Duration,
         wait: Duration,
-    ) -> Result<LockGuard, Error> {
+    ) -> Result<SetGuard, Error> {
         check_wait(wait)?;
         let deadline = self.backend.clock.now() + wait;
         self.take_set(set, (ttl, deadline), self.waiting_policy(), false)
             .await
     }
 
+    /// The set's slot groups taken in order (one group outside a Cluster), each a set of its
+    /// own; a group that fails gives back the groups held.
     async fn take_set(
         &self,
         set: &LockSet,
         times: (Duration, Instant),
         policy: Policy,
         once: bool,
-    ) -> Result<LockGuard, Error> {
+    ) -> Result<SetGuard, Error> {
         set.names().iter().try_for_each(|name| check_name(name))?;
         check_lease(times.0, &self.backend.opts.rounds.drift)?;
-        let calls = Calls::for_set(self.backend.clone(), Arc::new(set.clone()));
-        let label = set.label();
+        let groups = match self.backend.transport.is_cluster() {
+            true => set_groups(set.names()),
+            false => vec![set.names().to_vec()],
+        };
+        let mut held: Vec<(LockGuard, Option<Watchdog>)> = Vec::with_capacity(groups.len());
+        for (i, group) in groups.iter().enumerate() {
+            let part = set.part(group);
+            match self.take_group(&part, times, policy, once).await {
+                // Kept extended while the next groups are waited for (hold-and-wait).
+                Ok(guard) if i + 1 < groups.len() => {
+                    let dog = guard.watchdog(times.0);
+                    held.push((guard, Some(dog)));
+                }
+                Ok(guard) => held.push((guard, None)),
+                Err(error) => return Err(give_back(held, error).await),
+            }
+        }
+        let mut guards = Vec::with_capacity(held.len());
+        for (guard, dog) in held {
+            if let Some(dog) = dog {
+                dog.stop().await;
+            }
+            guards.push(guard);
+        }
+        let group_of = set
+            .names()
+            .iter()
+            .map(|n| groups.iter().position(|g| g.contains(n)).unwrap_or(0))
+            .collect();
+        Ok(SetGuard::new(set.names().to_vec(), group_of, guards))
+    }
+
+    async fn take_group(
+        &self,
+        part: &LockSet,
+        times: (Duration, Instant),
+        policy: Policy,
+        once: bool,
+    ) -> Result<LockGuard, Error> {
+        let calls = Calls::for_set(self.backend.clone(), Arc::new(part.clone()));
+        let label = part.label();
         let acquire = Acquire::new(calls, times, policy, None);
         self.run(Resource::exclusive(&label), acquire, once).await
     }
@@ -325,6 +371,17 @@ impl LockManager {
 
 /// The name, the TTL (with the validity it leaves after `drift`) and a semaphore's limit,
 /// checked before any node is asked.
+/// The groups taken so far given back after `error` (a later group failed).
+async fn give_back(held: Vec<(LockGuard, Option<Watchdog>)>, error: Error) -> Error {
+    for (guard, dog) in held.into_iter().rev() {
+        if let Some(dog) = dog {
+            dog.stop().await;
+        }
+        let _ = guard.release().await;
+    }
+    error
+}
+
 fn checked<'r>(
     resource: Resource<'r>,
     ttl: Duration,

@@ -117,3 +117,69 @@ async fn a_member_deleted_everywhere_loses_the_whole_set() {
     .await
     .expect("within the time limit");
 }
+
+/// On a Redis Cluster node a set whose keys span slots is taken slot group by slot group
+/// (docs/multi.md): each resource held on its slot's master with its group's token, the whole
+/// given back when a later group is refused, a lost group losing the set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_set_across_cluster_slots_is_taken_group_by_group_and_given_back_whole() {
+    tokio::time::timeout(Duration::from_secs(120), async {
+        let cluster = dlock_testkit::Cluster::start(3, 1);
+        let url = format!("redis+cluster://127.0.0.1:{}", cluster.nodes[0].port());
+        let ack = dlock_client::ReplicaAck::Auto {
+            timeout: Duration::from_secs(2),
+        };
+        let locks = dlock_client::LockManager::builder([url])
+            .timeout(PATIENT)
+            .replica_ack(ack)
+            .build()
+            .expect("a cluster URL");
+        let names = ["{x}1", "{x}2", "{y}1", "{z}1"];
+        let groups = dlock_client::set_groups(&names.map(String::from));
+        assert!(groups.len() >= 2, "{groups:?}");
+        let guard = locks
+            .try_lock_all(&set(&names), TTL)
+            .await
+            .expect("the set");
+        assert_eq!(guard.groups(), groups.len());
+        assert!(matches!(
+            guard.token().await,
+            Err(Error::InvalidArgument(_))
+        ));
+        let tokens = guard.tokens().await.expect("committed");
+        assert_eq!(tokens[0], tokens[1], "one slot, one token");
+        for (name, token) in names.iter().zip(&tokens) {
+            let master = &cluster.nodes[cluster.master_for(name)];
+            assert_eq!(token_on(master, name), Some(*token), "{name}");
+        }
+        guard.release().await.expect("released");
+        // A later group held by someone else: the earlier groups are given back.
+        let last = groups.last().expect("groups")[0].clone();
+        let blocker = locks.try_lock(last.as_str(), TTL).await.expect("blocker");
+        let refused = locks.try_lock_all(&set(&names), TTL).await;
+        assert!(refused.is_err(), "{refused:?}");
+        for name in names.iter().filter(|n| **n != last) {
+            let master = &cluster.nodes[cluster.master_for(name)];
+            assert_eq!(token_on(master, name), None, "{name} given back");
+        }
+        blocker.release().await.expect("released");
+        // A lost group loses the set.
+        let mut guard = locks
+            .lock_all(&set(&names), TTL, TTL)
+            .await
+            .expect("the set");
+        let master = &cluster.nodes[cluster.master_for("{y}1")];
+        let _: () = redis::cmd("DEL")
+            .arg("{y}1")
+            .query(&mut master.conn())
+            .expect("DEL");
+        let extended = guard.extend(TTL).await;
+        assert!(
+            matches!(extended, Err(Error::LockLost { .. })),
+            "{extended:?}"
+        );
+        assert!(guard.is_lost());
+    })
+    .await
+    .expect("within the time limit");
+}

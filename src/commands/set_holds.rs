@@ -38,9 +38,7 @@ pub fn release_all(ctx: &Context, argv: &[Arg]) -> RedisResult {
     let (names, owner, _) = members(argv, "dlock.releaseall", 0)?;
     let released = give_back(ctx, names, owner)?;
     waiting_sets::settled(owner.bytes);
-    if released > 0 {
-        stats::count(&RELEASES);
-    }
+    stats::count_n(&RELEASES, released);
     Ok(RedisValue::Integer(
         i64::try_from(released).unwrap_or(i64::MAX),
     ))
@@ -55,12 +53,7 @@ fn give_back(ctx: &Context, names: &[Arg], owner: Owner<'_>) -> Result<usize, Re
         let waiters = Waiters::of(ctx, name);
         waiters.withdraw(owner.bytes);
         let mut key = LockKey::open(ctx, name, true);
-        let modes: Vec<Mode> = key
-            .view(now_ms)?
-            .mine(owner.bytes)
-            .iter()
-            .map(|h| h.mode)
-            .collect();
+        let modes = mine(&key, owner.bytes, now_ms);
         if modes.is_empty() {
             continue;
         }
@@ -75,6 +68,15 @@ fn give_back(ctx: &Context, names: &[Arg], owner: Owner<'_>) -> Result<usize, Re
     Ok(held)
 }
 
+/// The modes of `owner`'s live entries on the key; none when the key holds another type (a
+/// member overwritten by another value is a member lost, not an error).
+fn mine(key: &LockKey<'_>, owner: &[u8], now_ms: u64) -> Vec<Mode> {
+    match key.view(now_ms) {
+        Ok(view) => view.mine(owner).iter().map(|h| h.mode).collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
 /// The token `owner` holds every member under, if it holds all of them under one token (a set
 /// as granted); `None` when a member is missing: the set is lost.
 fn whole_set(ctx: &Context, names: &[Arg], owner: &[u8]) -> Result<Option<u64>, RedisError> {
@@ -82,7 +84,9 @@ fn whole_set(ctx: &Context, names: &[Arg], owner: &[u8]) -> Result<Option<u64>, 
     let mut token = None;
     for name in names {
         let key = LockKey::open(ctx, name, false);
-        let view = key.view(now_ms)?;
+        let Ok(view) = key.view(now_ms) else {
+            return Ok(None); // another type stored there now: the member is lost
+        };
         let newest = view.mine(owner).newest().map(|h: Holder<'_>| h.token);
         match (newest, token) {
             (None, _) => return Ok(None),
@@ -102,24 +106,22 @@ fn lost(ctx: &Context, names: &[Arg], owner: Owner<'_>) -> RedisResult {
 
 /// Applies `f` to every entry of `owner` on every member, replicated; `deadline_ms` when the
 /// leases move.
+/// `committed`: a FENCEALL's commit, after which no wound reaches the set (an EXTENDALL keeps
+/// a tentative set tentative).
 fn change_all(
     ctx: &Context,
-    (names, owner): (&[Arg], Owner<'_>),
+    (names, owner, committed): (&[Arg], Owner<'_>, bool),
     (event, deadline_ms): (&std::ffi::CStr, Option<u64>),
     f: impl Fn(&mut crate::keyspace::Lease),
 ) -> Result<(), RedisError> {
     let now_ms = server::now_ms();
     for name in names {
         let mut key = LockKey::open(ctx, name, true);
-        let modes: Vec<Mode> = key
-            .view(now_ms)?
-            .mine(owner.bytes)
-            .iter()
-            .map(|h| h.mode)
-            .collect();
+        let modes = mine(&key, owner.bytes, now_ms);
         let gone = writes::change(ctx, &mut key, (owner, &modes), (event, now_ms), &f)?;
         let waiters = Waiters::of(ctx, name);
-        waiters.forget(std::iter::once(owner.bytes).chain(gone.iter().map(|s| &*s.owner)));
+        let mine = committed.then_some(owner.bytes);
+        waiters.forget(mine.into_iter().chain(gone.iter().map(|s| &*s.owner)));
         if let Some(deadline_ms) = deadline_ms {
             waiters.lease_ends(deadline_ms);
         }
@@ -138,7 +140,7 @@ pub fn extend_all(ctx: &Context, argv: &[Arg]) -> RedisResult {
     let deadline_ms = deadline_at(server::now_ms(), ttl_ms);
     change_all(
         ctx,
-        (names, owner),
+        (names, owner, false),
         (notify::EXTEND, Some(deadline_ms)),
         |l| l.deadline_ms = deadline_ms,
     )?;
@@ -179,7 +181,7 @@ pub fn fence_all(ctx: &Context, argv: &[Arg]) -> RedisResult {
         Fence::NotHeld => return lost(ctx, names, owner),
     };
     let deadline = ttl_ms.map(|ttl| deadline_at(server::now_ms(), ttl));
-    change_all(ctx, (names, owner), (notify::FENCE, deadline), |l| {
+    change_all(ctx, (names, owner, true), (notify::FENCE, deadline), |l| {
         l.token = token;
         l.deadline_ms = deadline.unwrap_or(l.deadline_ms);
     })?;

@@ -8,7 +8,7 @@ use dlock_core::queue::Request;
 use dlock_core::rules::Decision;
 use dlock_core::sets::{self, SetDecision};
 use dlock_core::Want;
-use redis_module::{Context, RedisError, RedisResult, RedisValue};
+use redis_module::{raw, Context, RedisError, RedisResult, RedisValue};
 
 use super::acquire::{token_reply, wound};
 use crate::keyspace::{notify, LockKey};
@@ -36,6 +36,25 @@ const OPTIONS: [OptionSpec; 3] = [
         takes_value: true,
     },
 ];
+
+/// A set command's keys, declared to a server that asks (the getkeys API): `numkeys` keys
+/// after it, each read and updated (or deleted: RELEASEALL). A `numkeys` out of range declares
+/// none (the command then refuses it).
+pub(super) fn declare_keys(ctx: &Context, argv: &[Arg], delete: bool) {
+    let numkeys = argv
+        .get(1)
+        .and_then(|n| args::integer(n.as_bytes()))
+        .and_then(|n| usize::try_from(n).ok())
+        .filter(|n| (1..=sets::MAX_SET).contains(n) && n + 2 <= argv.len());
+    let change = match delete {
+        true => raw::REDISMODULE_CMD_KEY_DELETE,
+        false => raw::REDISMODULE_CMD_KEY_UPDATE,
+    };
+    let flags = (raw::REDISMODULE_CMD_KEY_RW | change) as std::os::raw::c_int;
+    for at in 2..2 + numkeys.unwrap_or(0) {
+        super::wrapped::declare(ctx, at, flags);
+    }
+}
 
 /// One ACQUIREALL, parsed, with the wall clock read once.
 struct Call<'a> {

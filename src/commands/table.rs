@@ -6,7 +6,7 @@ use std::os::raw::c_int;
 
 use redis_module::{raw, Context, RedisResult};
 
-use super::{acquire, guard, holders, node, observe, set_holds, sets, status, top};
+use super::{acquire, guard, holders, node, observe, set_holds, sets, status, top, wrapped};
 use crate::wire::{errors, Arg};
 
 /// A command body: the arguments (name included) in, the reply out.
@@ -110,19 +110,19 @@ pub static COMMANDS: &[Command] = &[
         usage: "key owner token new-owner",
         summary: "Gives a plain lock held by owner with token (or a larger one: a late grant's own) to new-owner, its token, lease and holds unchanged (an election's leader changing its value). Replies 1, else 0; WRONGKIND for a shared lock or a semaphore (as OBSERVE).",
         args: args![c"key": Key, c"owner": Str, c"token": Integer, c"new-owner": Str] },
-    Command { name: "dlock.acquireall", handler: sets::acquire_all, flags: "write deny-oom fast blocking", key: KeyUse::Keys, arity: -5, since: "0.5.0", complexity: "O(K log N): K keys (at most 16), N holders of each; with WAIT, queued on all K at once", audience: App,
+    Command { name: "dlock.acquireall", handler: sets::acquire_all, flags: "write deny-oom fast blocking getkeys-api", key: KeyUse::Keys, arity: -5, since: "0.5.0", complexity: "O(K log N): K keys (at most 16), N holders of each; with WAIT, queued on all K at once", audience: App,
         usage: "numkeys key [key ...] owner ttl-ms [MODES modes] [WAIT timeout-ms] [TICKET n]",
         summary: "Takes several keys of this node (one slot in Cluster) all or nothing, under one lease and one token (MODES: a letter per key, x exclusive or s shared; all exclusive by default); the same set asked again renews it. Replies the token, or nil when not every key is available; with WAIT, queues on every key at once holding nothing, served in the node's one order (TICKET, then arrival) when all are free.",
         args: args![c"numkeys": Integer, c"key": Keys, c"owner": Str, c"ttl-ms": Integer, c"modes": Text(c"MODES"), c"timeout-ms": Opt(c"WAIT"), c"ticket": Opt(c"TICKET")] },
-    Command { name: "dlock.releaseall", handler: set_holds::release_all, flags: "write fast", key: KeyUse::KeysDelete, arity: -4, since: "0.5.0", complexity: "O(K log N): K keys, N holders of each; places freed go to the waiters at once", audience: App,
+    Command { name: "dlock.releaseall", handler: set_holds::release_all, flags: "write fast getkeys-api", key: KeyUse::KeysDelete, arity: -4, since: "0.5.0", complexity: "O(K log N): K keys, N holders of each; places freed go to the waiters at once", audience: App,
         usage: "numkeys key [key ...] owner",
         summary: "Releases owner's set: every key it holds among them, and its queued wait on each. Replies how many of the keys owner held.",
         args: args![c"numkeys": Integer, c"key": Keys, c"owner": Str] },
-    Command { name: "dlock.extendall", handler: set_holds::extend_all, flags: "write deny-oom fast", key: KeyUse::Keys, arity: -5, since: "0.5.0", complexity: "O(K log N): K keys, N holders of each", audience: App,
+    Command { name: "dlock.extendall", handler: set_holds::extend_all, flags: "write deny-oom fast getkeys-api", key: KeyUse::Keys, arity: -5, since: "0.5.0", complexity: "O(K log N): K keys, N holders of each", audience: App,
         usage: "numkeys key [key ...] owner ttl-ms",
         summary: "Resets the TTL of owner's set. Replies 1 if owner holds every key under one token; else 0, and the keys it still holds are released (a set missing a key is lost).",
         args: args![c"numkeys": Integer, c"key": Keys, c"owner": Str, c"ttl-ms": Integer] },
-    Command { name: "dlock.fenceall", handler: set_holds::fence_all, flags: "write deny-oom fast", key: KeyUse::Keys, arity: -5, since: "0.5.0", complexity: "O(K log N): K keys, N holders of each", audience: App,
+    Command { name: "dlock.fenceall", handler: set_holds::fence_all, flags: "write deny-oom fast getkeys-api", key: KeyUse::Keys, arity: -5, since: "0.5.0", complexity: "O(K log N): K keys, N holders of each", audience: App,
         usage: "numkeys key [key ...] owner token [PX ttl-ms]",
         summary: "Commits a quorum token for owner's set: if owner holds every key, each takes token (never lower), the node counter rises to it, and PX resets the TTL. Replies 1; else 0, and the keys it still holds are released.",
         args: args![c"numkeys": Integer, c"key": Keys, c"owner": Str, c"token": Integer, c"ttl-ms": Opt(c"PX")] },
@@ -216,6 +216,15 @@ unsafe fn dispatch(
         _ => &[],
     };
     let reply = match COMMANDS.get(index) {
+        // A set's keys, for the servers that ask the command (Cluster's slot check and ACL key
+        // patterns before Redis 8.6 do not read a keynum key spec).
+        Some(command)
+            if matches!(command.key, KeyUse::Keys | KeyUse::KeysDelete)
+                && wrapped::keys_request(&context) =>
+        {
+            super::sets::declare_keys(&context, args, command.key == KeyUse::KeysDelete);
+            Ok(redis_module::RedisValue::NoReply)
+        }
         Some(command) if command.arity_ok(args.len()) => (command.handler)(&context, args),
         Some(command) => Err(errors::arity(command.name)),
         None => Err(errors::cannot_store()),

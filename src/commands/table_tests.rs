@@ -84,11 +84,7 @@ fn every_command_has_a_callback_a_dotted_lowercase_name_and_consistent_arity() {
             }
             depth -= word.matches(']').count() as i32;
         }
-        let expected = if c.usage.contains('[') {
-            -fixed
-        } else {
-            fixed
-        };
+        let expected = if c.usage.contains('[') { -fixed } else { fixed };
         assert_eq!(
             c.arity, expected,
             "{}: arity vs usage '{}'",

@@ -157,7 +157,7 @@ thread_local! {
     static ASKING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-fn declare(ctx: &Context, at: usize, flags: c_int) {
+pub(super) fn declare(ctx: &Context, at: usize, flags: c_int) {
     let at = c_int::try_from(at).unwrap_or(c_int::MAX);
     if let Some(with_flags) = crate::api!(RedisModule_KeyAtPosWithFlags) {
         // SAFETY: a keys-position request's context.

@@ -55,6 +55,9 @@ extern "C" fn on_swapdb(
     // SAFETY: Redis passes the SWAPDB info for the duration of the call.
     let info = unsafe { info.as_ref() };
     let (first, second) = (info.dbnum_first, info.dbnum_second);
+    if first == second {
+        return; // `SWAPDB 0 0` moves nothing: every lock stays where it was granted
+    }
     for db in [first, second] {
         mark_all_moved(ctx, db);
     }

@@ -50,7 +50,6 @@ struct Registry {
     /// disconnect callbacks (the owner finds its places without a scan), and so that a set
     /// leaving one queue leaves all of them.
     parked_at: HashMap<usize, (Vec<QueueKey>, Vec<u8>)>,
-    waiters: usize,
     /// Arrivals numbered once for every queue of the node: all queues follow one order, so a
     /// set waiting in several is placed alike in each (dlock_core::sets: no cycle of heads).
     next_seq: u64,
@@ -85,14 +84,11 @@ fn change<R>(
     } else {
         r.keys.get_mut(key)?
     };
-    let before = state.queue.len();
     let result = f(state);
-    let after = state.queue.len();
     let holds_nothing = state.marks.is_empty();
     if state.queue.is_empty() && holds_nothing && state.timer.is_none() {
         r.keys.remove(key);
     }
-    r.waiters = (r.waiters + after).saturating_sub(before);
     Some(result)
 }
 
@@ -334,7 +330,6 @@ pub fn take_where(leaving: impl Fn(&QueueKey) -> bool) -> (Vec<Waiter<Parked>>, 
                 continue;
             };
             let gone = state.queue.remove_where(|_| true);
-            r.waiters = r.waiters.saturating_sub(gone.len());
             waiters.extend(gone);
             timers.extend(state.timer);
         }
@@ -376,9 +371,9 @@ pub fn queued_in(db: i32) -> Vec<(Vec<u8>, usize, std::time::Duration)> {
     })
 }
 
-/// Clients waiting now, over all keys.
+/// Clients waiting now, over all keys (a set waiting on several keys counts once).
 pub fn waiters() -> usize {
-    REGISTRY.with_borrow(|r| r.waiters)
+    REGISTRY.with_borrow(|r| r.parked_at.len())
 }
 
 /// These waiters left a queue: they leave every other queue they were in too (a set waits in

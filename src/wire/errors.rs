@@ -305,7 +305,7 @@ pub fn modes(got: &[u8], numkeys: usize) -> RedisError {
 /// the shared side of an exclusive hold).
 pub fn set_overlaps(key: &[u8]) -> RedisError {
     err(format!(
-        "ERR owner already holds '{}' outside this set: release it, or ask for the set it holds",
+        "ERR owner already holds '{}' otherwise than this set asks (in another set, alone, or in another mode): release it first, or ask for the set as it holds it",
         shown(key)
     ))
 }

@@ -40,6 +40,12 @@ pub trait Transport: Send + Sync + 'static {
         timeout: Duration,
     ) -> BoxFuture<'a, Result<Value, NodeFailure>>;
 
+    /// Whether any node is a whole Redis Cluster (`redis+cluster://`): a set's keys must then
+    /// share a slot per call (docs/multi.md).
+    fn is_cluster(&self) -> bool {
+        false
+    }
+
     /// Why every acquisition is refused: two nodes turned out to reach one server (it would
     /// count twice towards a quorum). `None` while no such pair was found.
     fn refusal(&self) -> Option<String> {

@@ -191,6 +191,12 @@ impl Transport for RedisTransport {
         self.registry.refusal()
     }
 
+    fn is_cluster(&self) -> bool {
+        self.nodes
+            .iter()
+            .any(|m| matches!(m.reached, Reached::Cluster(_)))
+    }
+
     fn meet_all(&self, within: Duration) -> BoxFuture<'_, ()> {
         Box::pin(self.registry.meet_all(within))
     }
