@@ -78,10 +78,19 @@ pub enum Mutant {
     /// A queued (ticketed) grant defers its commit too: it holds on tentative grants, which a
     /// smaller ticket may wound while it believes it holds.
     DeferredTicketedGrant,
+    /// Sets: the free members of a set are granted while another member is held.
+    PartialSet,
+    /// Sets: each key's queue orders a set by its own arrival there (the set is placed in its
+    /// members' queues one key at a time, other requests arriving in between).
+    PerKeyOrder,
+    /// Sets: a set request is shown its members without their queues (it skips the waiters).
+    SkipsQueue,
+    /// Sets: a wound revokes the victim's entry on the contested member only.
+    WoundOneMember,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 14] = [
+    pub const ALL: [Mutant; 18] = [
         Mutant::NoCommit,
         Mutant::FenceWithoutOwnerCheck,
         Mutant::RevokeCommitted,
@@ -96,6 +105,10 @@ impl Mutant {
         Mutant::ReleaseOvertakesCommit,
         Mutant::CommitToMinority,
         Mutant::DeferredTicketedGrant,
+        Mutant::PartialSet,
+        Mutant::PerKeyOrder,
+        Mutant::SkipsQueue,
+        Mutant::WoundOneMember,
     ];
 
     pub fn name(self) -> &'static str {
@@ -116,6 +129,10 @@ impl Mutant {
             Mutant::DeferredTicketedGrant => {
                 "deferred: a ticketed grant wounded while its owner believes it holds"
             }
+            Mutant::PartialSet => "sets: the free members granted while another is held",
+            Mutant::PerKeyOrder => "sets: each key's queue orders a set by its own arrival",
+            Mutant::SkipsQueue => "sets: a set request that skips a key's queue",
+            Mutant::WoundOneMember => "sets: a wound that revokes one member, not the set",
         }
     }
 }
@@ -150,7 +167,16 @@ pub struct Config {
     pub no_wait: Vec<usize>,
     /// Explore every behaviour of at most this many steps (`None`: every behaviour).
     pub max_depth: Option<usize>,
+    /// A set run (crate::sets) when not empty: client i asks for the keys `sets[i]` of every
+    /// node at once, all or nothing (one member: a single request).
+    pub sets: Vec<Vec<Member>>,
+    /// Set runs: requests carry the client's ticket (ranked by it, wounding tentative grants);
+    /// else they are ranked by arrival (FIFO) and granted committed.
+    pub ticketed: bool,
 }
+
+/// A member of a set: a key of the node (0 is `a`, 1 `b`, ...) and what is asked of it.
+pub type Member = (u8, Want);
 
 impl Config {
     pub fn base(name: &'static str, nodes: usize, clients: usize) -> Config {
@@ -180,7 +206,24 @@ impl Config {
             gate: false,
             no_wait: Vec::new(),
             max_depth: None,
+            sets: Vec::new(),
+            ticketed: true,
         }
+    }
+
+    /// A set run: client i asks for `sets[i]` on every node.
+    pub fn sets(name: &'static str, nodes: usize, sets: &[&[Member]], ticketed: bool) -> Config {
+        Config {
+            sets: sets.iter().map(|s| s.to_vec()).collect(),
+            ticketed,
+            ..Config::base(name, nodes, sets.len())
+        }
+    }
+
+    /// How many keys a set run's nodes have.
+    pub fn keys(&self) -> usize {
+        let top = self.sets.iter().flatten().map(|&(k, _)| k as usize + 1);
+        top.max().unwrap_or(0)
     }
 
     /// A run where client i asks for `wants[i]` (shared locks, semaphores).

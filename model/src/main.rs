@@ -14,6 +14,8 @@ mod model;
 mod node;
 mod properties;
 mod runs;
+mod set_runs;
+mod sets;
 mod system;
 mod trace;
 

@@ -10,7 +10,7 @@ use stateright::{Model, Property};
 
 use crate::config::{Config, Crashes, Expiry};
 use crate::system::{Action, Msg, Phase, State, To};
-use crate::{client, deferred, gate, node};
+use crate::{client, deferred, gate, node, sets};
 
 pub struct DlockModel {
     pub config: Config,
@@ -93,6 +93,8 @@ impl Model for DlockModel {
                 if let Some(msg) = s.take((n, c, chan)) {
                     if let Msg::Write { client, token } = msg {
                         gate::on_write(cfg, &mut s, client, token);
+                    } else if !cfg.sets.is_empty() {
+                        sets::on_message(cfg, &mut s, n, msg);
                     } else if s.nodes[n].up {
                         node::on_message(cfg, &mut s, n, msg); // a down node loses it
                     }
@@ -122,6 +124,9 @@ impl Model for DlockModel {
         for n in &mut s.nodes {
             n.highest_counter = n.highest_counter.max(n.node.counter());
             n.queue.canonicalize();
+            if !n.keys.is_empty() {
+                sets::canonicalize(n);
+            }
         }
         (s != *last).then_some(s)
     }

@@ -15,6 +15,11 @@ pub const TICKET_ORDER: &str = "waiters are served smallest ticket first";
 pub const RW_EXCLUSION: &str = "no writer overlaps a reader or another writer";
 pub const SEMAPHORE_LIMIT: &str = "at most limit semaphore holders";
 pub const NO_LOST_PERMIT: &str = "no lost permit after a holder's lease ends";
+pub const SET_EXCLUSION: &str =
+    "sets: no key has a writer beside another holder (as the clients believe)";
+pub const ALL_OR_NOTHING: &str = "sets: on every node a set is held whole or not at all";
+pub const SET_SERVED: &str = "sets: every request is eventually served (no deadlock)";
+pub const SET_FAIRNESS: &str = "sets: no request is granted a key a waiter ranked ahead waits on";
 pub const NO_STALE_WRITE: &str =
     "no write lands under a token below one already written (nor another holder's equal)";
 
@@ -86,6 +91,44 @@ fn semaphore_limit(m: &DlockModel, s: &State) -> bool {
     permits.count() <= m.config.limit() as usize
 }
 
+/// Per key, the clients that believe they hold it include no writer beside anyone else.
+fn set_exclusion(m: &DlockModel, s: &State) -> bool {
+    let holding: Vec<&[crate::config::Member]> = s
+        .clients
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.phase == Phase::Holding)
+        .map(|(i, _)| m.config.sets[i].as_slice())
+        .collect();
+    (0..m.config.keys() as u8).all(|key| {
+        let on: Vec<Want> = holding
+            .iter()
+            .filter_map(|set| set.iter().find(|(k, _)| *k == key).map(|&(_, w)| w))
+            .collect();
+        !on.contains(&Want::Exclusive) || on.len() == 1
+    })
+}
+
+/// Every owner holding any key of a node holds every member of its set there.
+fn all_or_nothing(m: &DlockModel, s: &State) -> bool {
+    s.nodes.iter().all(|n| {
+        let holds = |owner: &[u8; 2], key: u8| {
+            n.keys[usize::from(key)]
+                .holders
+                .iter()
+                .any(|h| h.owner == *owner)
+        };
+        n.keys.iter().flat_map(|k| &k.holders).all(|h| {
+            let set = &m.config.sets[usize::from(h.owner[0])];
+            set.iter().all(|&(key, _)| holds(&h.owner, key))
+        })
+    })
+}
+
+fn set_fairness(_: &DlockModel, s: &State) -> bool {
+    !s.ghost.set_overtaken
+}
+
 /// Every property by name, with its kind.
 pub fn property(name: &'static str) -> Property<DlockModel> {
     match name {
@@ -100,6 +143,16 @@ pub fn property(name: &'static str) -> Property<DlockModel> {
         // Checked where earlier holders' leases end: their places must come back, so the
         // clients queued behind them are all served.
         NO_LOST_PERMIT => Property::eventually(name, all_served),
+        SET_EXCLUSION => Property::always(name, set_exclusion),
+        ALL_OR_NOTHING => Property::always(name, all_or_nothing),
+        // The set runs have no faults and no budget: every step delivers a message (a finite
+        // number of them, each client asking in rounds that end) or moves a client on, so their
+        // state graph has no cycle and every path ends. Stateright reports an `eventually`
+        // property on a path that ends without it: a state where some client still waits and
+        // nothing can happen (no message in flight, nobody holding who could release), which
+        // is a deadlock of waiters, or a waiter nobody serves (starvation of a set).
+        SET_SERVED => Property::eventually(name, all_served),
+        SET_FAIRNESS => Property::always(name, set_fairness),
         _ => Property::always(TICKET_ORDER, ticket_order),
     }
 }

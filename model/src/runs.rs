@@ -134,6 +134,8 @@ pub fn design(bounds: Bounds) -> Vec<Run> {
     runs.extend(deferred_runs(bounds));
     runs.extend(shared_runs(bounds));
     runs.extend(semaphore_runs(bounds));
+    let sets = crate::set_runs::set_runs(|model| bounds.depth(model));
+    runs.extend(sets.into_iter().map(|(c, checked)| run(c, &checked, &[])));
     runs
 }
 
@@ -373,6 +375,14 @@ pub fn mutants() -> Vec<Run> {
                     TOKEN_ORDER
                 }
                 Mutant::DeferredTicketedGrant => MUTUAL_EXCLUSION,
+                Mutant::PartialSet
+                | Mutant::PerKeyOrder
+                | Mutant::SkipsQueue
+                | Mutant::WoundOneMember => {
+                    let catcher;
+                    (config, catcher) = crate::set_runs::set_mutant(mutant);
+                    catcher
+                }
             };
             config.mutant = Some(mutant);
             config.max_depth = Some(24);

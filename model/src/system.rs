@@ -62,6 +62,13 @@ pub enum Msg {
     },
     /// `DLOCK.RELEASE key <client:round>`.
     Release { client: usize, round: u32 },
+    /// Sets, the `PerKeyOrder` mutant only: the node places a waiting set in the queue of its
+    /// member `member`, as a later arrival of its own there.
+    Place {
+        client: usize,
+        round: u32,
+        member: u8,
+    },
     /// A wait answered with a token.
     Granted { node: usize, round: u32, token: u64 },
     /// A wait ended without a grant (the node restarted under it).
@@ -130,6 +137,18 @@ pub struct NodeState {
     pub forgotten: Vec<[u8; 2]>,
     /// Ghost: the largest counter this node ever had (for the clock floor).
     pub highest_counter: u64,
+    /// Set runs (crate::sets): the node's keys, each with its holders and queue (the fields
+    /// above then stay empty); empty in every other run.
+    pub keys: Vec<Key>,
+    /// Set runs: the node-wide arrival number the next waiter takes (in every queue it joins).
+    pub arrivals: u64,
+}
+
+/// One key of a set run's node.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Key {
+    pub holders: Vec<Holder>,
+    pub queue: Queue<()>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -184,6 +203,8 @@ pub struct Ghost {
     pub committed_revoked: bool,
     pub served_out_of_order: bool,
     pub extra_rounds: Vec<u32>,
+    /// Sets: a request was granted a key while a waiter ranked ahead of it was queued there.
+    pub set_overtaken: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -260,6 +281,8 @@ impl State {
                     queue: Queue::default(),
                     quarantined: false,
                     forgotten: Vec::new(),
+                    keys: vec![Key::default(); config.keys()],
+                    arrivals: 0,
                 }
             })
             .collect();
@@ -306,7 +329,9 @@ impl State {
         let (node, client, chan) = match (to, msg) {
             (To::Client(client), _) => return self.inbox.push((client, msg)),
             (To::Gate, Msg::Write { client, .. }) => (GATE, client, Chan::Command),
-            (To::Node(node), Msg::Acquire { client, .. }) => (node, client, Chan::Wait),
+            (To::Node(node), Msg::Acquire { client, .. } | Msg::Place { client, .. }) => {
+                (node, client, Chan::Wait)
+            }
             (
                 To::Node(node),
                 Msg::Fence { client, .. } | Msg::Release { client, .. } | Msg::Try { client, .. },

@@ -79,6 +79,11 @@ fn message(msg: &Msg) -> String {
         } => format!("FENCE c{client}:{round} {token}"),
         Msg::Release { client, round } => format!("RELEASE c{client}:{round}"),
         Msg::Try { client, round } => format!("ACQUIRE c{client}:{round} (no wait)"),
+        Msg::Place {
+            client,
+            round,
+            member,
+        } => format!("c{client}:{round}'s place in its member {member}'s queue"),
         Msg::Write { client, token } => format!("c{client}'s write under token {token}"),
         other => format!("{other:?}"),
     }
@@ -87,8 +92,26 @@ fn message(msg: &Msg) -> String {
 /// A node's holders: each as `owner mode token`, `?` when tentative, `~` when its lease ended
 /// (kept only by a mutant).
 fn holders(n: &crate::system::NodeState) -> String {
-    let shown: Vec<String> = n
-        .holders
+    if !n.keys.is_empty() {
+        return keys(n);
+    }
+    entries(&n.holders)
+}
+
+/// A set run's node: each key as `a=holders [queue]`.
+fn keys(n: &crate::system::NodeState) -> String {
+    let shown = n.keys.iter().zip('a'..).map(|(k, name)| {
+        let queue: Vec<String> = k.queue.iter().map(|w| owner(&w.owner)).collect();
+        match queue.is_empty() {
+            true => format!("{name}={}", entries(&k.holders)),
+            false => format!("{name}={} [{}]", entries(&k.holders), queue.join(",")),
+        }
+    });
+    shown.collect::<Vec<_>>().join(" ")
+}
+
+fn entries(holders: &[crate::system::Holder]) -> String {
+    let shown: Vec<String> = holders
         .iter()
         .map(|h| {
             let mode = match h.mode {
