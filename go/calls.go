@@ -236,3 +236,8 @@ func released(r interface{}) bool {
 	n, ok := r.(int64)
 	return ok && n >= 1
 }
+
+// lockLost is the error of a lease lost (an extension refused, the renew deadline passed).
+func (c *calls) lockLost() error {
+	return &Error{Kind: ErrLockLost, Resource: c.resource, op: opExtend}
+}

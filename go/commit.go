@@ -228,7 +228,9 @@ func (l *Lock) String() string {
 		return "<nil>"
 	}
 	token := "(uncommitted)"
-	if l.committed() {
+	if l.across != nil {
+		token = "(one per slot group)"
+	} else if l.committed() {
 		token = strconv.FormatUint(l.token, 10)
 	}
 	return fmt.Sprintf("dlock.Lock{resource: %q, kind: %v, owner: %q, token: %s, holds: %d, validity: %v}",

@@ -19,6 +19,7 @@ type Lock struct {
 	acquiredAt time.Time
 	stale      *signal // raised on the last release: grants still coming are not the holder's
 	owes       *owing  // nil: nothing owed (a queued hold, one node, fencing off)
+	across     *across // a set across slots: its groups (sets_cluster.go), which act for it
 
 	mu         sync.Mutex
 	validUntil time.Time
@@ -58,6 +59,9 @@ func newLock(c *calls, ttl time.Duration, won *granted, owes bool) *Lock {
 // done ctx ends this call's wait, not the commit. Nothing owed (or committed already): the
 // token at once.
 func (l *Lock) Token(ctx context.Context) (uint64, error) {
+	if l.across != nil {
+		return 0, l.across.oneToken()
+	}
 	if l.owes == nil {
 		return l.token, nil
 	}
@@ -80,6 +84,9 @@ func (l *Lock) Kind() Kind { return l.calls.kind }
 // Until is when the validity ends; the renew deadline (while watched) is a tenth of the TTL
 // before it.
 func (l *Lock) Until() time.Time {
+	if l.across != nil {
+		return l.across.until()
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.validUntil
@@ -128,10 +135,6 @@ func (l *Lock) lose(why error) {
 	l.cancel()
 }
 
-func (c *calls) lockLost() error {
-	return &Error{Kind: ErrLockLost, Resource: c.resource, op: opExtend}
-}
-
 // renewed moves the validity's end to until (a hold of ttl), and Context's end with it.
 func (l *Lock) renewed(until time.Time, ttl time.Duration) {
 	l.mu.Lock()
@@ -159,6 +162,9 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	}
 	if err := checkLease(ttl, l.calls.b.cfg.drift); err != nil {
 		return err
+	}
+	if l.across != nil {
+		return l.across.extend(ctx, l, ttl)
 	}
 	if err := l.writing(ctx.Done()); err != nil {
 		return ctx.Err()
@@ -228,6 +234,9 @@ func (l *Lock) isReleased() bool {
 // there until its TTL); releasing a released lock does nothing. It is sent whatever ctx says:
 // a release must go out.
 func (l *Lock) Release(ctx context.Context) error {
+	if l.across != nil {
+		return l.across.release(l)
+	}
 	_, err := l.release()
 	return err
 }
@@ -272,6 +281,9 @@ func (l *Lock) release() (*tally, error) {
 // extending and tells whether the lock was lost; Release stops it too, before its RELEASE.
 // Without a watchdog there is no renew deadline: Context then ends when validity does.
 func (l *Lock) Watch() (stop func() (lost bool)) {
+	if l.across != nil {
+		return l.across.watch(l)
+	}
 	cfg := l.calls.b.cfg
 	interval := cfg.extendInterval
 	if interval == 0 {
@@ -388,12 +400,4 @@ func (l *Lock) rename(owner string) error {
 	}
 	l.calls.proclaim(owner, l.token, old)
 	return l.failed(opExtend, ErrLockLost, t)
-}
-
-// Resources are what the lock holds: its resource, or a set's resources in the order given.
-func (l *Lock) Resources() []string {
-	if l.calls.set != nil {
-		return append([]string{}, l.calls.set.keys...)
-	}
-	return []string{l.calls.resource}
 }

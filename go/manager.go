@@ -382,12 +382,20 @@ func (m *Manager) Close() error {
 // waits). The Lock is the set's: Token, Extend, Watch, Context and Release act on all of its
 // resources (Reenter is refused). Refused before any node is asked (ErrInvalidArgument): no
 // resource, more than MaxSet, one given twice, Modes not one Exclusive or SharedKind per
-// resource, Shared or Limit (use Modes), and on a Redis Cluster node resources of several slots
-// (give them one hash tag).
+// resource, Shared or Limit (use Modes). With a Redis Cluster node, resources of several slots
+// are taken one slot group after another (sets_cluster.go): the Lock then has one token per
+// group (Tokens; Token is refused).
 func (m *Manager) AcquireAll(ctx context.Context, resources []string, ttl time.Duration, options ...AcquireOption) (*Lock, error) {
 	set, a, err := m.checkSet(resources, ttl, options)
 	if err != nil {
 		return nil, err
+	}
+	if len(groups(set.keys)) > 1 {
+		for _, n := range m.b.nodes {
+			if _, cluster := n.(*transport.Cluster); cluster {
+				return acquireAcross(ctx, m.b, set, ttl.Truncate(time.Millisecond), a)
+			}
+		}
 	}
 	c := &calls{b: m.b, resource: set.name(), kind: Exclusive, set: set}
 	return acquireWith(ctx, c, ttl.Truncate(time.Millisecond), a)
@@ -414,13 +422,6 @@ func (m *Manager) checkSet(resources []string, ttl time.Duration, options []Acqu
 	}
 	if a.kind != Exclusive {
 		return nil, a, invalid(fmt.Sprintf("AcquireAll takes Modes, not %v for the whole set", a.kind))
-	}
-	if len(groups(set.keys)) > 1 {
-		for _, n := range m.b.nodes {
-			if _, cluster := n.(*transport.Cluster); cluster {
-				return nil, a, invalid(fmt.Sprintf("%s: %s (%s span %d slots)", n.Name(), setSlotRule, set.name(), len(groups(set.keys))))
-			}
-		}
 	}
 	return set, a, nil
 }

@@ -16,9 +16,6 @@ import (
 // MaxSet is the most resources a set takes (the module's limit).
 const MaxSet = 16
 
-// setSlotRule is why a set is refused on a Redis Cluster node when its keys span slots.
-const setSlotRule = "a set's keys must share a slot (hash tag) on a Cluster node"
-
 // members are a set's keys, in the caller's order, and their modes: one letter per key (x
 // exclusive, s shared), "" when every key is exclusive.
 type members struct {
@@ -81,9 +78,9 @@ func newMembers(keys []string, modes []Kind) (*members, error) {
 // name is how errors and Lock.Resource name the set: its keys, comma-separated.
 func (s *members) name() string { return strings.Join(s.keys, ",") }
 
-// groups is how a Redis Cluster takes keys across slots: the keys of one slot together, the
-// groups in slot order, the keys of a group sorted by bytes (one global order, so holding one
-// group while waiting for the next cannot deadlock).
+// groups is how a Redis Cluster takes keys across slots (sets_cluster.go): the keys of one slot
+// together, the groups in slot order, the keys of a group sorted by bytes (one global order, so
+// holding one group while waiting for the next cannot deadlock).
 func groups(keys []string) [][]string {
 	sorted := append([]string{}, keys...)
 	sort.SliceStable(sorted, func(i, j int) bool {
@@ -102,4 +99,12 @@ func groups(keys []string) [][]string {
 		out = append(out, []string{k})
 	}
 	return out
+}
+
+// Resources are what the lock holds: its resource, or a set's resources in the order given.
+func (l *Lock) Resources() []string {
+	if l.calls.set != nil {
+		return append([]string{}, l.calls.set.keys...)
+	}
+	return []string{l.calls.resource}
 }

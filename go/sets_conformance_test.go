@@ -6,7 +6,6 @@ package dlock
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -98,20 +97,35 @@ func TestConformanceSets(t *testing.T) {
 	}
 }
 
-func TestASetAcrossSlotsIsRefusedOnAClusterNode(t *testing.T) {
+func TestASetAcrossSlotsIsTakenGroupByGroupOnAClusterNode(t *testing.T) {
 	m, err := Connect([]string{"redis+cluster://127.0.0.1:1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Close()
 	ctx := context.Background()
+	// Across slots: the first group asked fails (no cluster at port 1), its error unchanged.
 	_, err = m.AcquireAll(ctx, []string{"a", "b"}, time.Second)
-	if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), setSlotRule) {
-		t.Errorf("across slots: %v, want ErrInvalidArgument naming %q", err, setSlotRule)
+	var e *Error
+	if !errors.As(err, &e) || !errors.Is(err, ErrNoQuorum) || e.Resource != groups([]string{"a", "b"})[0][0] {
+		t.Errorf("across slots: %v, want the first group's ErrNoQuorum", err)
 	}
-	// One slot: sent (and here, with no cluster at port 1, no quorum).
+	// One slot: one set, sent as it is.
 	_, err = m.AcquireAll(ctx, []string{"{acct}:1", "{acct}:2"}, time.Second)
-	if errors.Is(err, ErrInvalidArgument) || !errors.Is(err, ErrNoQuorum) {
+	if !errors.As(err, &e) || !errors.Is(err, ErrNoQuorum) || e.Resource != "{acct}:1,{acct}:2" {
 		t.Errorf("one slot: %v, want ErrNoQuorum", err)
+	}
+}
+
+func TestTheGroupsOfASetKeepTheirModes(t *testing.T) {
+	set, err := newMembers([]string{"b", "a", "c"}, []Kind{Exclusive, SharedKind, Exclusive})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sub := set.subset([]string{"a", "b"}); sub.modes != "sx" {
+		t.Errorf("a, b: %q", sub.modes)
+	}
+	if sub := set.subset([]string{"c", "b"}); sub.modes != "" {
+		t.Errorf("c, b (both exclusive): %q", sub.modes)
 	}
 }

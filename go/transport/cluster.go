@@ -114,7 +114,7 @@ func (c *Cluster) Call(ctx context.Context, connect, whole time.Duration, cmds [
 }
 
 // routingKey is the key whose slot a command goes to: the first, after numkeys for a set's
-// DLOCK.*ALL commands (whose keys share one slot: the client refuses a set that does not).
+// DLOCK.*ALL commands (whose keys share one slot: a set across slots goes one group at a time).
 func routingKey(cmd []string) string {
 	switch {
 	case len(cmd) > 2 && strings.HasPrefix(strings.ToUpper(cmd[0]), "DLOCK.") && strings.HasSuffix(strings.ToUpper(cmd[0]), "ALL"):
