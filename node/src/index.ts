@@ -3,9 +3,9 @@
  * dlock module (docs/node.md). The same protocol, defaults and meaning as the Rust and Python
  * clients; durations in milliseconds, tokens as bigint.
  */
-export { LockManager, Lock, type LockManagerOptions, type AcquireOptions, type CampaignOptions, type SetOptions } from "./manager.js";
+export { LockManager, Lock, CrossSlotSet, type LockManagerOptions, type AcquireOptions, type CampaignOptions, type SetOptions } from "./manager.js";
 export { MAX_SET, type KeySet } from "./sets.js";
-export { groups } from "./transport/cluster.js";
+export { groups, splitSet } from "./transport/cluster.js";
 export { Leadership, MAX_VALUE_LEN, leaderView, splitOwner, type Leader, type Seen } from "./election.js";
 export { Observer, type Observed } from "./electionWatch.js";
 export { renewMargin, renewal, type Extension, type Renewal } from "./renewal.js";

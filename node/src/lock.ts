@@ -107,6 +107,12 @@ export class Lock {
     return this.#commit;
   }
 
+  /** One token per resource, in the caller's order (`resources`): this lock's token for each, read as `token()` reads it (as a CrossSlotSet's `tokens()` gives them). */
+  async tokens(): Promise<bigint[]> {
+    const token = await this.token();
+    return this.resources.map(() => token);
+  }
+
   /** The owed commit, paid as the lease's one write in flight (#write): the token, or LockLostError. */
   async #committed(): Promise<bigint> {
     // Released or lost while an earlier write was out: nothing is sent.
@@ -344,5 +350,134 @@ export class Lock {
       if (await sleepUnless(this.#validUntil - renewMargin(this.ttl) - now(), [...signals, moved])) return true;
       if (!moved.aborted || signals.some((s) => s.aborted)) return false;
     }
+  }
+}
+
+/** Releases every lock of `locks`, the last taken first, whatever each answers (best effort: one that fails runs out at its TTL). */
+export async function giveBack(locks: readonly Lock[]): Promise<void> {
+  for (const lock of [...locks].reverse()) await lock.release().catch(() => undefined);
+}
+
+/**
+ * A set whose keys span several slots of a Redis Cluster node (`lockAll` / `tryLockAll`), held as
+ * its slot groups: one Lock each, taken one after the other in slot order (docs/multi.md). Each
+ * group has its own token (`tokens()`: one per resource); extended and released together, and
+ * lost as a whole when any group is (`signal` aborts, `lost`): the others are then released.
+ */
+export class CrossSlotSet {
+  /** The set's name: its keys joined by commas, in the caller's order. */
+  readonly resource: string;
+  /** The resources held, in the caller's order. */
+  readonly resources: readonly string[];
+  /** The slot groups held, each a Lock (a set of one slot), in slot order. */
+  readonly groups: readonly Lock[];
+  /** Each resource's group. */
+  readonly #of: ReadonlyMap<string, Lock>;
+  readonly #controller = new AbortController();
+  #lost = false;
+  #released = false;
+  /** The groups' release once the set is known lost. */
+  #givenBack: Promise<void> | undefined;
+
+  /** @internal */
+  constructor(resources: readonly string[], groups: readonly Lock[]) {
+    this.resources = [...resources];
+    this.resource = resources.join(",");
+    this.groups = [...groups];
+    this.#of = new Map(groups.flatMap((lock) => lock.resources.map((key) => [key, lock] as const)));
+    for (const lock of groups) {
+      if (lock.signal.aborted) this.#lose(lock.signal.reason);
+      else lock.signal.addEventListener("abort", () => this.#lose(lock.signal.reason), { once: true });
+    }
+  }
+
+  /** Milliseconds before some group may be held by someone else (the least of the groups'; 0 once known lost). */
+  get validity(): number {
+    if (this.#lost) return 0;
+    return Math.min(...this.groups.map((lock) => lock.validity));
+  }
+
+  /** Aborted when any group is lost (its watchdog, a stale guarded write, a failed commit or extension) or maxHold passed: the other groups are then released. */
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
+
+  get lost(): boolean {
+    return this.#lost;
+  }
+
+  /** Rejects (RangeError): each slot group has a token of its own; read `tokens()`. */
+  async token(): Promise<bigint> {
+    throw new RangeError(`a set across ${this.groups.length} slots has one token per slot group: use tokens()`);
+  }
+
+  /**
+   * One token per resource, in the caller's order: its slot group's, read as `Lock.token()` reads
+   * it (committed first if owed). Tokens of different groups come from different masters: each
+   * fences its own group's resources only. A group's that cannot be read makes the set lost: the
+   * other groups are released and LockLostError thrown.
+   */
+  async tokens(): Promise<bigint[]> {
+    if (this.#lost) throw new LockLostError(this.resource);
+    const byGroup = new Map<Lock, bigint>();
+    for (const lock of this.groups) {
+      try {
+        byGroup.set(lock, await lock.token());
+      } catch (e) {
+        throw await this.#failed(e);
+      }
+    }
+    return this.resources.map((key) => byGroup.get(this.#of.get(key)!)!);
+  }
+
+  /** EXTEND of every group (`ttl` ms, default each one's acquired TTL): the least validity. Any group not extended makes the set lost: the others are released and LockLostError thrown. */
+  async extend(ttl?: number): Promise<number> {
+    if (this.#lost || this.#released) throw new LockLostError(this.resource);
+    let least = Infinity;
+    for (const lock of this.groups) {
+      try {
+        least = Math.min(least, await lock.extend(ttl ?? lock.ttl));
+      } catch (e) {
+        throw await this.#failed(e);
+      }
+    }
+    return least;
+  }
+
+  /** The set lost because of `cause`: every group given back, then the error to throw (an argument error as it is). */
+  async #failed(cause: unknown): Promise<unknown> {
+    if (cause instanceof TypeError || cause instanceof RangeError) return cause;
+    this.#lose(cause);
+    await this.#givenBack;
+    return new LockLostError(this.resource);
+  }
+
+  #lose(reason: unknown): void {
+    if (this.#lost) return;
+    this.#lost = true;
+    this.#controller.abort(reason instanceof Error ? reason : new LockLostError(this.resource));
+    this.#givenBack = giveBack(this.groups);
+  }
+
+  /** RELEASE of every group, the last taken first (a second call does nothing); the first NoQuorumError once every group was asked. */
+  async release(): Promise<void> {
+    if (this.#released) return;
+    this.#released = true;
+    let failed: unknown;
+    for (const lock of [...this.groups].reverse()) {
+      await lock.release().catch((e: unknown) => (failed ??= e));
+    }
+    await this.#givenBack;
+    if (failed !== undefined) throw failed;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.release();
+  }
+
+  /** @internal Every group's watchdog (as Lock.watch); the function it returns stops them all. */
+  watch(interval: number, maxHold: number | undefined): () => void {
+    const stops = this.groups.map((lock) => lock.watch(interval, maxHold));
+    return () => stops.forEach((stop) => stop());
   }
 }

@@ -12,16 +12,16 @@ import { ArgumentRefusedError, DatabaseRefusedError, LockContendedError, LockLos
 import { type Leader, Leadership, check, leaderOf } from "./election.js";
 import { Observer } from "./electionWatch.js";
 import { EXCLUSIVE, type Kind } from "./kind.js";
-import { Lock } from "./lock.js";
+import { CrossSlotSet, Lock, giveBack } from "./lock.js";
 import { type AcquireOptions, type CampaignOptions, type LockManagerOptions, type SetOptions, atMostTenYears, checkKind, checkMs, settings } from "./options.js";
 import { Calls } from "./calls.js";
 import { type Resource, nameOf } from "./commands.js";
 import { type KeySet, checkSet, setName } from "./sets.js";
-import { checkCluster } from "./transport/cluster.js";
+import { splitSet } from "./transport/cluster.js";
 import { now } from "./timing.js";
 import { Nodes, parseNodes } from "./transport/nodes.js";
 import { checkLease, unitHint, warnShortTtl } from "./units.js";
-export { Lock } from "./lock.js";
+export { CrossSlotSet, Lock } from "./lock.js";
 export type { AcquireOptions, CampaignOptions, LockManagerOptions, SetOptions } from "./options.js";
 
 /** How long one queued round of a campaign waits before it queues again (ms). */
@@ -29,7 +29,7 @@ const CAMPAIGN_ROUND = 60_000;
 
 export class LockManager {
   readonly #backend: Backend;
-  /** Whether a node is a Redis Cluster: a set must then be of one slot. */
+  /** Whether a node is a Redis Cluster: a set of keys of several slots is then taken slot group by slot group. */
   readonly #clustered: boolean;
   #closed = false;
   /** Whether a TTL that is probably seconds was warned about (once per manager). */
@@ -64,27 +64,42 @@ export class LockManager {
    * answers one token for the whole set (DLOCK.ACQUIREALL), so the Lock (`resources` names them)
    * is held, committed, extended, watched and released as one lock. `modes`: one "x" (exclusive)
    * or "s" (shared) per resource, all exclusive by default; the quorum is a majority either way.
+   * With a `redis+cluster://` node and keys of several slots, the set is taken slot group by slot
+   * group in slot order within the one `wait` (docs/multi.md): a CrossSlotSet, or the first
+   * group's failure, the groups already taken released.
    */
-  async lockAll(resources: readonly string[], ttl: number, options: SetOptions = {}): Promise<Lock> {
+  async lockAll(resources: readonly string[], ttl: number, options: SetOptions = {}): Promise<Lock | CrossSlotSet> {
     if (typeof options !== "object" || options === null) throw new TypeError("options must be an object");
-    const set = this.#checkSet(resources, options.modes);
+    const set = checkSet(resources, options.modes);
     const checked = this.#check(setName(set), { ttl, wait: options.wait ?? 30_000, signal: options.signal });
-    return this.#take(set, EXCLUSIVE, checked.ttl, checked.wait, checked.signal);
+    return this.#takeSet(set, checked.ttl, checked.wait, checked.signal);
   }
 
-  /** One attempt to take every one of `resources` at once, all or nothing (as `lockAll`, without waiting): LockContendedError when any is held. */
-  async tryLockAll(resources: readonly string[], ttl: number, options: Omit<SetOptions, "wait"> = {}): Promise<Lock> {
+  /** One attempt to take every one of `resources` at once, all or nothing (as `lockAll`, without waiting: one attempt per slot group on a Cluster): LockContendedError when any is held. */
+  async tryLockAll(resources: readonly string[], ttl: number, options: Omit<SetOptions, "wait"> = {}): Promise<Lock | CrossSlotSet> {
     if (typeof options !== "object" || options === null) throw new TypeError("options must be an object");
-    const set = this.#checkSet(resources, options.modes);
+    const set = checkSet(resources, options.modes);
     const checked = this.#check(setName(set), { ttl, signal: options.signal });
-    return this.#take(set, EXCLUSIVE, checked.ttl, undefined, checked.signal);
+    return this.#takeSet(set, checked.ttl, undefined, checked.signal);
   }
 
-  /** A set checked before anything is sent (sets.ts); one of one slot on a Cluster node. */
-  #checkSet(resources: readonly string[], modes: SetOptions["modes"]): KeySet {
-    const set = checkSet(resources, modes);
-    checkCluster(set, this.#clustered);
-    return set;
+  /**
+   * A set: one lock on each node, or, with a Cluster node and keys of several slots, its slot
+   * groups one after the other in slot order within the one `wait` (undefined: one attempt each);
+   * the groups taken are released when one fails, whose error is thrown unchanged.
+   */
+  async #takeSet(set: KeySet, ttl: number, wait: number | undefined, signal: AbortSignal | undefined): Promise<Lock | CrossSlotSet> {
+    const parts = this.#clustered ? splitSet(set) : [set];
+    if (parts.length === 1) return this.#take(set, EXCLUSIVE, ttl, wait, signal);
+    const deadline = wait === undefined ? undefined : now() + wait;
+    const held: Lock[] = [];
+    try {
+      for (const part of parts) held.push(await this.#take(part, EXCLUSIVE, ttl, deadline === undefined ? undefined : Math.max(0, deadline - now()), signal));
+    } catch (e) {
+      await giveBack(held); // nothing is held across a failed group
+      throw e;
+    }
+    return new CrossSlotSet(set.keys, held);
   }
 
   async #take(resource: Resource, kind: Kind, ttl: number, wait: number | undefined, signal: AbortSignal | undefined): Promise<Lock> {

@@ -8,8 +8,6 @@
 
 /** The most keys one set may name (the module's MAX_SET). */
 export const MAX_SET = 16;
-/** Why a set is refused on a Redis Cluster node (one call takes it, on the master of one slot). */
-export const ONE_SLOT = "a set's keys must share a slot (hash tag) on a Cluster node";
 
 /** A mode per key: x exclusive, s shared. */
 export type Mode = "x" | "s";

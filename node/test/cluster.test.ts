@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { after, before, describe, test } from "node:test";
 import { keySlot } from "../src/transport/cluster.js";
-import { LockManager } from "../src/index.js";
+import { CrossSlotSet, Lock, LockContendedError, LockLostError, LockManager, groups } from "../src/index.js";
 import { freePort, Server, start, stopAll } from "./servers.js";
 
 const CLUSTER_ARGS = ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "1000", "--repl-diskless-sync-delay", "0"];
@@ -144,6 +144,129 @@ describe("redis+cluster://", () => {
       assert.equal(((await target.command("DLOCK.STATUS", key)) as string[])[1], lock.owner);
       await lock.release();
       assert.equal(await target.command("DLOCK.STATUS", key), null);
+    } finally {
+      await locks.close();
+    }
+  });
+
+  /** Cross-slot sets (docs/multi.md, "Redis Cluster"): three slot groups, two of them of two keys. */
+  const KEYS = ["{xs-b}:2", "{xs-a}:1", "{xs-c}:1", "{xs-a}:2", "{xs-b}:1"];
+  const setManager = (options: { extendInterval?: number } = {}): LockManager =>
+    new LockManager([`redis+cluster://127.0.0.1:${nodes[0]!.port}`], { timeout: 1_000, ackTimeout: 2_000, ...options });
+  const onMaster = async (key: string): Promise<string[] | null> => (await (await holders(key)).master.command("DLOCK.STATUS", key)) as string[] | null;
+  const allFree = async (keys: readonly string[]): Promise<boolean> => {
+    for (const key of keys) if ((await onMaster(key)) !== null) return false;
+    return true;
+  };
+  const crossSlot = (held: Lock | CrossSlotSet): CrossSlotSet => {
+    assert.ok(held instanceof CrossSlotSet);
+    return held;
+  };
+
+  test("a cross-slot set is held whole, a token per slot group, and released whole", { timeout: 60_000 }, async () => {
+    const locks = setManager();
+    try {
+      assert.equal(groups(KEYS).length, 3);
+      const held = crossSlot(await locks.tryLockAll(KEYS, 10_000));
+      assert.deepEqual(held.resources, KEYS);
+      assert.deepEqual(held.groups.map((g) => g.resources), groups(KEYS)); // slot order
+      const tokens = await held.tokens();
+      assert.equal(tokens.length, KEYS.length);
+      for (const [i, key] of KEYS.entries()) {
+        const group = held.groups.find((g) => g.resources.includes(key))!;
+        const view = (await onMaster(key))!;
+        assert.equal(view[1], group.owner, key);
+        assert.equal(String(view[view.indexOf("token") + 1]), tokens[i]!.toString(), key);
+      }
+      assert.equal(tokens[KEYS.indexOf("{xs-a}:1")], tokens[KEYS.indexOf("{xs-a}:2")]); // one group, one token
+      await assert.rejects(held.token(), /a set across 3 slots has one token per slot group: use tokens\(\)/);
+      assert.ok((await held.extend(5_000)) <= 5_000);
+      await held.release();
+      await held.release(); // a second call does nothing
+      assert.ok(await allFree(KEYS));
+      const oneSlot = await locks.tryLockAll(["{xs-a}:1", "{xs-a}:2"], 10_000); // one group: a Lock, as before
+      assert.ok(oneSlot instanceof Lock);
+      await oneSlot.release();
+    } finally {
+      await locks.close();
+    }
+  });
+
+  test("a later slot group held by another fails the set and frees the earlier groups", { timeout: 60_000 }, async () => {
+    const locks = setManager();
+    const last = groups(KEYS).at(-1)![0]!;
+    try {
+      const blocker = await locks.acquire(last, { ttl: 10_000 });
+      await assert.rejects(locks.tryLockAll(KEYS, 10_000), LockContendedError);
+      assert.ok(await allFree(KEYS.filter((k) => k !== last)));
+      await assert.rejects(locks.lockAll(KEYS, 10_000, { wait: 300 }), LockContendedError); // the one wait of the whole call
+      assert.ok(await allFree(KEYS.filter((k) => k !== last)));
+      await blocker.release();
+      const held = crossSlot(await locks.lockAll(KEYS, 10_000, { wait: 2_000 }));
+      await held.release();
+      assert.ok(await allFree(KEYS));
+    } finally {
+      await locks.close();
+    }
+  });
+
+  test("cross-slot sets in opposite orders never deadlock nor overlap", { timeout: 90_000 }, async () => {
+    const keys = ["{xs-p}", "{xs-q}", "{xs-r}"];
+    let inside = 0;
+    let most = 0;
+    let rounds = 0;
+    const worker = async (order: string[]): Promise<void> => {
+      const locks = setManager();
+      try {
+        for (let i = 0; i < 15; i++) {
+          const held = await locks.lockAll(order, 5_000, { wait: 20_000 });
+          most = Math.max(most, ++inside);
+          await new Promise((r) => setTimeout(r, 5));
+          inside--;
+          rounds++;
+          await held.release();
+        }
+      } finally {
+        await locks.close();
+      }
+    };
+    await Promise.all([keys, [...keys].reverse(), [...keys.slice(1), keys[0]!]].map(worker));
+    assert.equal(rounds, 45);
+    assert.equal(most, 1);
+    assert.ok(await allFree(keys));
+  });
+
+  test("a slot group lost: extend rejects with LockLostError and the other groups are released", { timeout: 60_000 }, async () => {
+    const locks = setManager();
+    try {
+      const held = crossSlot(await locks.tryLockAll(KEYS, 10_000));
+      await held.tokens();
+      const gone = groups(KEYS)[1]![0]!;
+      await (await holders(gone)).master.command("DEL", gone);
+      await assert.rejects(held.extend(), LockLostError);
+      assert.ok(held.lost && held.signal.aborted);
+      assert.ok(await allFree(KEYS));
+      await held.release();
+    } finally {
+      await locks.close();
+    }
+  });
+
+  test("a cross-slot set's watchdog sees a group lost and releases the others", { timeout: 60_000 }, async () => {
+    const locks = setManager();
+    try {
+      const held = crossSlot(await locks.tryLockAll(KEYS, 2_000));
+      await held.tokens();
+      const stop = held.watch(50, undefined);
+      try {
+        const gone = groups(KEYS)[0]![0]!;
+        await (await holders(gone)).master.command("DEL", gone);
+        await eventually(async () => held.lost && (await allFree(KEYS)), "the loss seen and the others released", 10_000);
+        assert.ok(held.signal.reason instanceof LockLostError);
+      } finally {
+        stop();
+        await held.release().catch(() => undefined);
+      }
     } finally {
       await locks.close();
     }

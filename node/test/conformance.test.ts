@@ -17,7 +17,7 @@ import { type Extension, renewal } from "../src/renewal.js";
 import { validity } from "../src/timing.js";
 import * as cmd from "../src/commands.js";
 import { checkSet } from "../src/sets.js";
-import { checkCluster, groups } from "../src/transport/cluster.js";
+import { groups, splitSet } from "../src/transport/cluster.js";
 import { keyOf, keySlot } from "../src/transport/cluster.js";
 import { parseNode } from "../src/transport/urls.js";
 import { REPO } from "./servers.js";
@@ -287,8 +287,10 @@ test("sets: checked before any I/O, the exact command of each operation, Cluster
     for (const [operation, expected] of Object.entries(c["commands"] as Record<string, string[]>)) assert.deepEqual(sent[operation], expected, `${name}: ${operation}`);
     assert.deepEqual(groups(set.keys), c["groups"], name);
     assert.equal(keyOf(sent["acquire"]!), c["resources"][0], name);
-    if ((c["groups"] as string[][]).length === 1) checkCluster(set, true);
-    else assert.throws(() => checkCluster(set, true), /a set's keys must share a slot \(hash tag\) on a Cluster node/, name);
-    checkCluster(set, false);
+    // Each slot group a set of its own, its keys' modes as given.
+    const parts = splitSet(set);
+    assert.deepEqual(parts.map((part) => part.keys), c["groups"], name);
+    const modeOf = new Map(set.keys.map((key, i) => [key, set.modes?.[i] ?? "x"]));
+    for (const part of parts) assert.equal(part.modes ?? "x".repeat(part.keys.length), part.keys.map((key) => modeOf.get(key)).join(""), name);
   }
 });

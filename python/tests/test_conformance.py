@@ -22,7 +22,7 @@ from dlock._pure.options import Options
 from dlock._pure.renewal import renew_margin, renewal
 from dlock._pure.replies import NodeTimeout, reason
 from dlock._pure.replies import answer as node_answer
-from dlock._pure.sets import check_cluster, check_set, groups
+from dlock._pure.sets import check_set, groups, split
 from dlock._pure.timing import validity
 from dlock._pure.urls import Seed, SentinelGroup, Single, endpoint
 from dlock._pure.verdicts import (
@@ -345,10 +345,8 @@ def test_sets_checked_sent_and_grouped(case: dict[str, Any]) -> None:
         assert [str(arg) for arg in SET_OPERATIONS[operation](keys, case)] == expected, operation
     assert groups(keys.keys) == case["groups"]
     assert cmds.key_of(cmds.acquire(keys, case["owner"], case["ttl_ms"], Kind())) == case["resources"][0]
-    one_slot = len(case["groups"]) == 1
-    if one_slot:
-        check_cluster(keys, cluster=True)
-    else:
-        with pytest.raises(ValueError, match="a set's keys must share a slot"):
-            check_cluster(keys, cluster=True)
-    check_cluster(keys, cluster=False)
+    parts = split(keys)  # each group a set of its own, its keys' modes as given
+    assert [list(part.keys) for part in parts] == case["groups"]
+    modes = dict(zip(keys.keys, keys.modes or "x" * len(keys.keys), strict=True))
+    for part in parts:
+        assert (part.modes or "x" * len(part.keys)) == "".join(modes[key] for key in part.keys)

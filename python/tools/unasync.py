@@ -65,7 +65,7 @@ RULES: list[tuple[str, str]] = [
     # The asyncio manager hands out a PendingLock (acquired when awaited); the sync one acquires
     # at once.
     (r"\bPendingLock\(lambda: (.*)\)$", r"\1"),
-    (r"-> PendingLock:", "-> Lock:"),
+    (r"-> PendingLock\[(.+)\]:", r"-> \1:"),
     # Each flavour's own transport: dlock._transport.aio.x -> dlock._transport.sync.x.
     (r"^from \.\._transport\.aio\.", "from .._transport.sync."),
 ]

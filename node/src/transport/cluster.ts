@@ -9,7 +9,7 @@ import type { NodeFailure } from "../errors.js";
 import type { Identity } from "./identity.js";
 import type { Connection } from "../connect.js";
 import { Failed, Server, type Reply } from "./server.js";
-import { type KeySet, ONE_SLOT, byBytes } from "../sets.js";
+import { type KeySet, byBytes } from "../sets.js";
 
 const SLOTS = 16384;
 const MAX_REDIRECTS = 5;
@@ -195,7 +195,16 @@ export function groups(keys: readonly string[]): string[][] {
   return [...bySlot.keys()].sort((a, b) => a - b).map((slot) => [...bySlot.get(slot)!].sort(byBytes));
 }
 
-/** A set whose keys span several slots is refused for a Cluster node (RangeError). */
-export function checkCluster(set: KeySet, cluster: boolean): void {
-  if (cluster && groups(set.keys).length > 1) throw new RangeError(`${ONE_SLOT}; keys ${JSON.stringify(set.keys)} span several slots`);
+/**
+ * The set as its slot groups (`groups`), each a set of its own with its keys' modes as the caller
+ * gave them: one group when the keys share a slot (the set itself, unchanged).
+ */
+export function splitSet(set: KeySet): KeySet[] {
+  const parts = groups(set.keys);
+  if (parts.length === 1) return [set];
+  const modes = new Map(set.keys.map((key, i) => [key, set.modes?.[i] ?? "x"]));
+  return parts.map((keys) => {
+    const letters = keys.map((key) => modes.get(key)!).join("");
+    return letters.includes("s") ? { keys, modes: letters } : { keys };
+  });
 }

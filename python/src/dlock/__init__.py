@@ -18,7 +18,7 @@ from ._pure.observe import HeldLock, NodeTop, QueuedLock, TopHolder
 from ._pure.options import WaitMode
 from ._sync.election import Leadership
 from ._sync.election_watch import Observer
-from ._sync.lock import Lock
+from ._sync.lock import CrossSlotSet, Lock
 from ._sync.manager import LockManager
 from .errors import (
     ArgumentRefused,
@@ -41,6 +41,7 @@ __version__ = version("dlock-client")
 
 __all__ = [
     "ArgumentRefused",
+    "CrossSlotSet",
     "DatabaseRefused",
     "DlockError",
     "HeldLock",

@@ -20,7 +20,7 @@ from .._pure.commit import PENDING, Commit, Committed
 from .._pure.kind import Kind
 from .._pure.options import Duration, check_lease
 from .._pure.renewal import Extension, outcome, renew_margin, renewal
-from .._pure.sets import KeySet
+from .._pure.sets import ONE_TOKEN, KeySet
 from .._pure.timing import validity
 from .._pure.verdicts import Grant, Tally
 from .._transport.aio.concurrency import Flight, Mutex, Worker, shielded, within
@@ -92,6 +92,12 @@ class Lock:
             return self._token
         return await self._committing.run(self._commit)
 
+    async def tokens(self) -> list[int]:
+        """One token per resource, in the caller's order (`resources`): this lock's token for each
+        (read as `token()` reads it), as a CrossSlotSet's `tokens()` gives them."""
+        token = await self.token()
+        return [token] * len(self.resources)
+
     async def _commit(self) -> int:
         """The commit owed (_pure/commit.py): FENCE of the token, with the TTL last set, on the
         nodes that granted it; the token once a quorum committed it, the lease then counted from
@@ -148,6 +154,11 @@ class Lock:
     @property
     def owner(self) -> str:
         return self._owner
+
+    @property
+    def ttl_ms(self) -> int:
+        """The TTL acquired with, in milliseconds (extend()'s default)."""
+        return self._ttl_ms
 
     @property
     def resource(self) -> str:
@@ -385,3 +396,185 @@ class Lock:
             f"Lock(resource={self._resource!r}, owner={self._owner!r}, token={token}, "
             f"validity={self.validity:.3f}{kind})"
         )
+
+
+async def give_back(locks: list[Lock]) -> None:
+    """Releases every lock of `locks`, the last taken first, whatever each answers (best effort:
+    one that fails runs out at its TTL)."""
+    for lock in reversed(locks):
+        with contextlib.suppress(DlockError):
+            await lock.release()
+
+
+class CrossSlotSet:
+    # unasync: asyncio only
+    """A set whose keys span several slots of a Redis Cluster node, held as its slot groups (one
+    Lock each, taken in slot order): `async with` it, or `await held.release()`."""
+
+    # unasync: sync only
+    # """A set whose keys span several slots of a Redis Cluster node (`lock_all`), held as its
+    # slot groups: one Lock each, taken one after the other in slot order (docs/multi.md). Each
+    # group has its own token (`tokens()`: one per resource); extended, watched and released
+    # together, and lost as a whole when any group is: the others are then given back. Use it as
+    # a context manager (released on exit), or call `release()`."""
+    # unasync: end
+
+    def __init__(self, resources: tuple[str, ...], groups: list[Lock]) -> None:
+        self._resources = resources  # in the caller's order
+        self._groups = groups  # in slot order
+        self._of = {key: lock for lock in groups for key in lock.resources}  # each resource's group
+        self._resource = ",".join(resources)
+        self._lost = asyncio.Event()
+        self._watch: Worker | None = None
+        self._released = False
+
+    @property
+    def resource(self) -> str:
+        """The set's name: its keys joined by commas, in the caller's order."""
+        return self._resource
+
+    @property
+    def resources(self) -> tuple[str, ...]:
+        """The resources held, in the caller's order."""
+        return self._resources
+
+    @property
+    def groups(self) -> tuple[Lock, ...]:
+        """The slot groups held, each a Lock (a set of one slot), in slot order."""
+        return tuple(self._groups)
+
+    @property
+    def validity(self) -> float:
+        """Seconds left before some group may be held by someone else (the least of the groups')."""
+        if self._lost.is_set():
+            return 0.0
+        return min(lock.validity for lock in self._groups)
+
+    @property
+    def lost(self) -> asyncio.Event:
+        """Set (once) when the set is known lost: a group was lost (its watchdog, a guarded write,
+        a failed commit or extension); the other groups are then released."""
+        if not self._lost.is_set() and any(lock.lost.is_set() for lock in self._groups):
+            self._lost.set()
+        return self._lost
+
+    async def token(self) -> int:
+        """Refused (ValueError): each slot group has a token of its own; read `tokens()`."""
+        raise ValueError(ONE_TOKEN.format(len(self._groups)))
+
+    async def tokens(self) -> list[int]:
+        # unasync: asyncio only
+        """One token per resource, in the caller's order: its group's (committed first if owed).
+        LockLost, the other groups released, when a group's cannot be read."""
+        # unasync: sync only
+        # """One token per resource, in the caller's order: the token of the resource's slot
+        # group, read as `Lock.token()` reads it (committed first if the hold owes its commit).
+        # Tokens of different groups come from different masters: each fences its own group's
+        # resources only. When a group's token cannot be read the set is lost: the other groups
+        # are released and LockLost raised."""
+        # unasync: end
+        if self._lost.is_set():
+            raise LockLost(self._resource)
+        by_group: dict[int, int] = {}
+        for lock in self._groups:
+            try:
+                by_group[id(lock)] = await lock.token()
+            except LockLost as error:
+                raise await self._lose() from error
+        return [by_group[id(self._of[key])] for key in self._resources]
+
+    async def extend(self, ttl: Duration | None = None) -> None:
+        # unasync: asyncio only
+        """Extends every group; if any fails, the set is lost: the others released, LockLost."""
+        # unasync: sync only
+        # """Extends every group (default: the TTL acquired with). If any group is not extended
+        # (NoQuorum or LockLost), the set is lost: every group is released and LockLost raised."""
+        # unasync: end
+        if self._lost.is_set():
+            raise LockLost(self._resource)
+        for lock in self._groups:
+            try:
+                await lock.extend(ttl)
+            except DlockError as error:
+                raise await self._lose() from error
+
+    async def _lose(self) -> LockLost:
+        """The set known lost: `lost` set, its watch stopped, every group given back (best
+        effort); the error to raise."""
+        self._lost.set()
+        watch, self._watch = self._watch, None
+        if watch is not None:
+            await watch.stop()
+        await self._give_back()
+        return LockLost(self._resource)
+
+    async def _give_back(self) -> None:
+        await give_back(self._groups)
+
+    async def release(self) -> None:
+        # unasync: asyncio only
+        """Releases every group (the last taken first); a second call does nothing. NoQuorum
+        (the first group's that had too few answers) once every group was asked."""
+        # unasync: sync only
+        # """Releases every group, the last taken first (a second call does nothing). Raises the
+        # first NoQuorum met, once every group was asked: that group lingers until its TTL."""
+        # unasync: end
+        if self._released:
+            return
+        self._released = True
+        watch, self._watch = self._watch, None
+        if watch is not None:
+            await watch.stop()
+        failed: DlockError | None = None
+        for lock in reversed(self._groups):
+            try:
+                await lock.release()
+            except DlockError as error:
+                failed = failed or error
+        if failed is not None:
+            raise failed
+
+    def start_watchdog(self) -> None:
+        """Every group's watchdog (as Lock.start_watchdog), and a watch of them: when one group
+        is lost, `lost` is set and the others are released."""
+        for lock in self._groups:
+            lock.start_watchdog()
+        if self._watch is None and not self._released:
+            self._watch = Worker(self._watch_groups, f"dlock-watchdog-{self._resource}")
+
+    async def stop_watchdog(self) -> bool:
+        """Stops the groups' watchdogs and the watch; True if the set was lost before that."""
+        watch, self._watch = self._watch, None
+        if watch is not None:
+            await watch.stop()
+        lost = False
+        for lock in self._groups:
+            lost = await lock.stop_watchdog() or lost
+        return lost or self.lost.is_set()
+
+    async def _watch_groups(self, worker: Worker) -> None:
+        """Looks at the groups' `lost` every few milliseconds; at the first loss, sets the set's
+        and gives every group back."""
+        step = min(0.05, min(lock.ttl_ms for lock in self._groups) / 1000 / 30)
+        while not any(lock.lost.is_set() for lock in self._groups):
+            if await worker.pause(step):
+                return  # stopped (released)
+        self._lost.set()
+        await self._give_back()
+
+    async def __aenter__(self) -> CrossSlotSet:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        """Releases every group; raises LockLost if the set was lost while the block ran (unless
+        the block raised something itself)."""
+        lost = await self.stop_watchdog()
+        with contextlib.suppress(DlockError):
+            await self.release()
+        if lost and kind is None:
+            raise LockLost(self._resource)
+
+    def __repr__(self) -> str:
+        return f"CrossSlotSet(resources={self._resources!r}, groups={len(self._groups)}, validity={self.validity:.3f})"

@@ -11,7 +11,7 @@ import ssl
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from redis.asyncio import Redis
 
@@ -33,7 +33,7 @@ from .._pure.options import (
     check_resource,
     check_wait,
 )
-from .._pure.sets import KeySet, check_cluster, check_set
+from .._pure.sets import KeySet, check_set, split
 from .._pure.urls import Seed, check_nodes
 from .._pure.verdicts import AttemptFailed
 
@@ -46,24 +46,28 @@ from .calls import Calls
 from .driver import Acquire
 from .election import Leadership, campaign, leader
 from .election_watch import Observer
-from .lock import Lock
+from .lock import CrossSlotSet, Lock, give_back
 
 T = TypeVar("T")
 
 
 # unasync: asyncio only
-class PendingLock:
+H = TypeVar("H", bound="Lock | CrossSlotSet")
+
+
+class PendingLock(Generic[H]):
     """What `lock()` / `try_lock()` return: await it for a Lock, or `async with` it (acquired
-    on entry, released on exit). Arguments were already checked when it was made."""
+    on entry, released on exit); `lock_all()` / `try_lock_all()`'s gives a Lock or a
+    CrossSlotSet. Arguments were already checked when it was made."""
 
-    def __init__(self, acquire: Callable[[], Coroutine[Any, Any, Lock]]) -> None:
+    def __init__(self, acquire: Callable[[], Coroutine[Any, Any, H]]) -> None:
         self._acquire = acquire
-        self._lock: Lock | None = None
+        self._lock: H | None = None
 
-    def __await__(self) -> Generator[Any, None, Lock]:
+    def __await__(self) -> Generator[Any, None, H]:
         return self._acquire().__await__()
 
-    async def __aenter__(self) -> Lock:
+    async def __aenter__(self) -> H:
         self._lock = await self._acquire()
         return self._lock
 
@@ -153,7 +157,7 @@ class LockManager:
             sentinel_username=sentinel_username,
             sentinel_password=sentinel_password,
         )
-        self._clustered = any(isinstance(node, Seed) for node in endpoints)  # a set must then be of one slot
+        self._clustered = any(isinstance(node, Seed) for node in endpoints)  # a set is then taken by slot group
         self._backend = Backend(Nodes(endpoints, self.options, reach), self.options)
         self._calls = Calls(self._backend)
 
@@ -169,7 +173,7 @@ class LockManager:
         watchdog: bool = False,
         shared: bool = False,
         limit: int | None = None,
-    ) -> PendingLock:
+    ) -> PendingLock[Lock]:
         """One attempt with a fresh owner. Raises LockContended, NoQuorum, ValidityExpired or
         KindRefused (WrongKindError). `shared=True`: a shared hold; `limit=k`: a permit of a
         semaphore of limit k (not both); neither: exclusive."""
@@ -185,7 +189,7 @@ class LockManager:
         watchdog: bool = False,
         shared: bool = False,
         limit: int | None = None,
-    ) -> PendingLock:
+    ) -> PendingLock[Lock]:
         # unasync: asyncio only
         """Waits up to `wait` seconds (queued on the nodes by default). Raises LockTimeout,
         NoQuorum, ValidityExpired or KindRefused. Cancelling it while it waits withdraws the
@@ -208,21 +212,24 @@ class LockManager:
         *,
         watchdog: bool = False,
         modes: Sequence[str] | None = None,
-    ) -> PendingLock:
+    ) -> PendingLock[Lock | CrossSlotSet]:
         # unasync: asyncio only
         """As try_lock, for several resources at once, all or nothing (`modes`: one "x" or "s"
         per resource; None: all exclusive): the Lock (`.resources`) holds every one of them under
-        one token, or none is held."""
+        one token, or none is held. On a redis+cluster:// node, keys of several slots are taken
+        slot group by slot group: a CrossSlotSet."""
         # unasync: sync only
         # """One attempt to take every one of `resources` at once, all or nothing (DLOCK.ACQUIREALL
         # on each node: one token for the set, or nothing): a Lock (`.resources` names them) held
         # and released, extended, fenced and watched as one lock. `modes`: one "x" (exclusive) or
         # "s" (shared) per resource, None for all exclusive; the quorum is a majority either way.
-        # ValueError for no resource, one given twice, more than 16, modes not one x/s each, or on
-        # a redis+cluster:// node keys of several slots; then as try_lock."""
+        # ValueError for no resource, one given twice, more than 16, modes not one x/s each; then
+        # as try_lock. With a redis+cluster:// node, keys of several slots are taken slot group by
+        # slot group, one attempt each in slot order (docs/multi.md): a CrossSlotSet, or the first
+        # group's failure with the groups already taken given back."""
         # unasync: end
-        keys, ttl_ms = self._check_set(resources, modes), check_lease(ttl, self.options)
-        return PendingLock(lambda: self._try_lock(keys, ttl_ms, watchdog, Kind()))
+        keys, ttl_ms = check_set(resources, modes), check_lease(ttl, self.options)
+        return PendingLock(lambda: self._take_set(keys, ttl_ms, None, watchdog))
 
     def lock_all(
         self,
@@ -232,23 +239,44 @@ class LockManager:
         *,
         watchdog: bool = False,
         modes: Sequence[str] | None = None,
-    ) -> PendingLock:
+    ) -> PendingLock[Lock | CrossSlotSet]:
         # unasync: asyncio only
         """As lock, for several resources at once, all or nothing (see try_lock_all)."""
         # unasync: sync only
         # """Waits up to `wait` seconds to take every one of `resources` at once, all or nothing:
         # queued on every key of each node at once (holding none meanwhile, so two sets asked in
         # opposite orders cannot deadlock), or retrying ("retry" wait mode). Raises as lock();
-        # arguments as try_lock_all."""
+        # arguments as try_lock_all. On a redis+cluster:// node keys of several slots are taken
+        # slot group by slot group within the one `wait` (a CrossSlotSet; docs/multi.md)."""
         # unasync: end
-        keys, ttl_ms, wait = self._check_set(resources, modes), check_lease(ttl, self.options), check_wait(wait)
-        return PendingLock(lambda: self._lock(keys, ttl_ms, wait, watchdog, Kind()))
+        keys, ttl_ms, wait = check_set(resources, modes), check_lease(ttl, self.options), check_wait(wait)
+        return PendingLock(lambda: self._take_set(keys, ttl_ms, wait, watchdog))
 
-    def _check_set(self, resources: Sequence[str], modes: Sequence[str] | None) -> KeySet:
-        """The set, checked before anything is sent (sets.py); one of one slot on a Cluster node."""
-        keys = check_set(resources, modes)
-        check_cluster(keys, self._clustered)
-        return keys
+    async def _take_set(self, keys: KeySet, ttl_ms: int, wait: float | None, watchdog: bool) -> Lock | CrossSlotSet:
+        """A set: one lock on each node, or, with a Cluster node and keys of several slots, its
+        slot groups one after the other in slot order within the one `wait` (None: one attempt
+        each), the groups taken given back when one fails, its error raised unchanged."""
+        deadline = None if wait is None else time.monotonic() + wait
+        parts = split(keys) if self._clustered else [keys]
+        if len(parts) == 1:
+            if deadline is None:
+                return await self._try_lock(keys, ttl_ms, watchdog, Kind())
+            return await self._lock(keys, ttl_ms, max(0.0, deadline - time.monotonic()), watchdog, Kind())
+        held: list[Lock] = []
+        try:
+            for part in parts:
+                if deadline is None:
+                    lock = await self._try_lock(part, ttl_ms, watchdog, Kind())
+                else:
+                    lock = await self._lock(part, ttl_ms, max(0.0, deadline - time.monotonic()), watchdog, Kind())
+                held.append(lock)
+        except BaseException:
+            await give_back(held)  # nothing is held across a failed group
+            raise
+        taken = CrossSlotSet(keys.keys, held)
+        if watchdog:
+            taken.start_watchdog()  # each group's own has run since it was taken
+        return taken
 
     async def with_lock(
         self,

@@ -13,8 +13,8 @@ from redis.crc import key_slot
 
 #: The most keys one set may name (the module's MAX_SET).
 MAX_SET = 16
-#: Why a set is refused on a Redis Cluster node (one call takes it, on the master of one slot).
-ONE_SLOT = "a set's keys must share a slot (hash tag) on a Cluster node"
+#: Why a cross-slot set has no one token (each of its slot groups has its own).
+ONE_TOKEN = "a set across {} slots has one token per slot group: use tokens()"
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,11 @@ def groups(keys: Sequence[str]) -> list[list[str]]:
     return [sorted(by_slot[slot], key=str.encode) for slot in sorted(by_slot)]
 
 
-def check_cluster(resources: KeySet, cluster: bool) -> None:
-    """A set whose keys span several slots is refused for a Cluster node (ValueError)."""
-    if cluster and len(groups(resources.keys)) > 1:
-        raise ValueError(f"{ONE_SLOT}; keys {list(resources.keys)!r} span several slots")
+def split(resources: KeySet) -> list[KeySet]:
+    """The set as its slot groups (`groups`), each a set of its own with its keys' modes as the
+    caller gave them: one group when the keys share a slot (the set itself, unchanged)."""
+    parts = groups(resources.keys)
+    if len(parts) == 1:
+        return [resources]
+    modes = dict(zip(resources.keys, resources.modes or "x" * len(resources.keys), strict=True))
+    return [KeySet(tuple(part), check_modes("".join(modes[key] for key in part), len(part))) for part in parts]

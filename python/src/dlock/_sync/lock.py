@@ -18,7 +18,7 @@ from .._pure.commit import PENDING, Commit, Committed
 from .._pure.kind import Kind
 from .._pure.options import Duration, check_lease
 from .._pure.renewal import Extension, outcome, renew_margin, renewal
-from .._pure.sets import KeySet
+from .._pure.sets import ONE_TOKEN, KeySet
 from .._pure.timing import validity
 from .._pure.verdicts import Grant, Tally
 from .._transport.sync.concurrency import Flight, Mutex, Worker, shielded, within
@@ -79,6 +79,12 @@ class Lock:
             return self._token
         return self._committing.run(self._commit)
 
+    def tokens(self) -> list[int]:
+        """One token per resource, in the caller's order (`resources`): this lock's token for each
+        (read as `token()` reads it), as a CrossSlotSet's `tokens()` gives them."""
+        token = self.token()
+        return [token] * len(self.resources)
+
     def _commit(self) -> int:
         """The commit owed (_pure/commit.py): FENCE of the token, with the TTL last set, on the
         nodes that granted it; the token once a quorum committed it, the lease then counted from
@@ -135,6 +141,11 @@ class Lock:
     @property
     def owner(self) -> str:
         return self._owner
+
+    @property
+    def ttl_ms(self) -> int:
+        """The TTL acquired with, in milliseconds (extend()'s default)."""
+        return self._ttl_ms
 
     @property
     def resource(self) -> str:
@@ -342,3 +353,165 @@ class Lock:
             f"Lock(resource={self._resource!r}, owner={self._owner!r}, token={token}, "
             f"validity={self.validity:.3f}{kind})"
         )
+
+
+def give_back(locks: list[Lock]) -> None:
+    """Releases every lock of `locks`, the last taken first, whatever each answers (best effort:
+    one that fails runs out at its TTL)."""
+    for lock in reversed(locks):
+        with contextlib.suppress(DlockError):
+            lock.release()
+
+
+class CrossSlotSet:
+    """A set whose keys span several slots of a Redis Cluster node (`lock_all`), held as its
+    slot groups: one Lock each, taken one after the other in slot order (docs/multi.md). Each
+    group has its own token (`tokens()`: one per resource); extended, watched and released
+    together, and lost as a whole when any group is: the others are then given back. Use it as
+    a context manager (released on exit), or call `release()`."""
+
+    def __init__(self, resources: tuple[str, ...], groups: list[Lock]) -> None:
+        self._resources = resources  # in the caller's order
+        self._groups = groups  # in slot order
+        self._of = {key: lock for lock in groups for key in lock.resources}  # each resource's group
+        self._resource = ",".join(resources)
+        self._lost = threading.Event()
+        self._watch: Worker | None = None
+        self._released = False
+
+    @property
+    def resource(self) -> str:
+        """The set's name: its keys joined by commas, in the caller's order."""
+        return self._resource
+
+    @property
+    def resources(self) -> tuple[str, ...]:
+        """The resources held, in the caller's order."""
+        return self._resources
+
+    @property
+    def groups(self) -> tuple[Lock, ...]:
+        """The slot groups held, each a Lock (a set of one slot), in slot order."""
+        return tuple(self._groups)
+
+    @property
+    def validity(self) -> float:
+        """Seconds left before some group may be held by someone else (the least of the groups')."""
+        if self._lost.is_set():
+            return 0.0
+        return min(lock.validity for lock in self._groups)
+
+    @property
+    def lost(self) -> threading.Event:
+        """Set (once) when the set is known lost: a group was lost (its watchdog, a guarded write,
+        a failed commit or extension); the other groups are then released."""
+        if not self._lost.is_set() and any(lock.lost.is_set() for lock in self._groups):
+            self._lost.set()
+        return self._lost
+
+    def token(self) -> int:
+        """Refused (ValueError): each slot group has a token of its own; read `tokens()`."""
+        raise ValueError(ONE_TOKEN.format(len(self._groups)))
+
+    def tokens(self) -> list[int]:
+        """One token per resource, in the caller's order: the token of the resource's slot
+        group, read as `Lock.token()` reads it (committed first if the hold owes its commit).
+        Tokens of different groups come from different masters: each fences its own group's
+        resources only. When a group's token cannot be read the set is lost: the other groups
+        are released and LockLost raised."""
+        if self._lost.is_set():
+            raise LockLost(self._resource)
+        by_group: dict[int, int] = {}
+        for lock in self._groups:
+            try:
+                by_group[id(lock)] = lock.token()
+            except LockLost as error:
+                raise self._lose() from error
+        return [by_group[id(self._of[key])] for key in self._resources]
+
+    def extend(self, ttl: Duration | None = None) -> None:
+        """Extends every group (default: the TTL acquired with). If any group is not extended
+        (NoQuorum or LockLost), the set is lost: every group is released and LockLost raised."""
+        if self._lost.is_set():
+            raise LockLost(self._resource)
+        for lock in self._groups:
+            try:
+                lock.extend(ttl)
+            except DlockError as error:
+                raise self._lose() from error
+
+    def _lose(self) -> LockLost:
+        """The set known lost: `lost` set, its watch stopped, every group given back (best
+        effort); the error to raise."""
+        self._lost.set()
+        watch, self._watch = self._watch, None
+        if watch is not None:
+            watch.stop()
+        self._give_back()
+        return LockLost(self._resource)
+
+    def _give_back(self) -> None:
+        give_back(self._groups)
+
+    def release(self) -> None:
+        """Releases every group, the last taken first (a second call does nothing). Raises the
+        first NoQuorum met, once every group was asked: that group lingers until its TTL."""
+        if self._released:
+            return
+        self._released = True
+        watch, self._watch = self._watch, None
+        if watch is not None:
+            watch.stop()
+        failed: DlockError | None = None
+        for lock in reversed(self._groups):
+            try:
+                lock.release()
+            except DlockError as error:
+                failed = failed or error
+        if failed is not None:
+            raise failed
+
+    def start_watchdog(self) -> None:
+        """Every group's watchdog (as Lock.start_watchdog), and a watch of them: when one group
+        is lost, `lost` is set and the others are released."""
+        for lock in self._groups:
+            lock.start_watchdog()
+        if self._watch is None and not self._released:
+            self._watch = Worker(self._watch_groups, f"dlock-watchdog-{self._resource}")
+
+    def stop_watchdog(self) -> bool:
+        """Stops the groups' watchdogs and the watch; True if the set was lost before that."""
+        watch, self._watch = self._watch, None
+        if watch is not None:
+            watch.stop()
+        lost = False
+        for lock in self._groups:
+            lost = lock.stop_watchdog() or lost
+        return lost or self.lost.is_set()
+
+    def _watch_groups(self, worker: Worker) -> None:
+        """Looks at the groups' `lost` every few milliseconds; at the first loss, sets the set's
+        and gives every group back."""
+        step = min(0.05, min(lock.ttl_ms for lock in self._groups) / 1000 / 30)
+        while not any(lock.lost.is_set() for lock in self._groups):
+            if worker.pause(step):
+                return  # stopped (released)
+        self._lost.set()
+        self._give_back()
+
+    def __enter__(self) -> CrossSlotSet:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        """Releases every group; raises LockLost if the set was lost while the block ran (unless
+        the block raised something itself)."""
+        lost = self.stop_watchdog()
+        with contextlib.suppress(DlockError):
+            self.release()
+        if lost and kind is None:
+            raise LockLost(self._resource)
+
+    def __repr__(self) -> str:
+        return f"CrossSlotSet(resources={self._resources!r}, groups={len(self._groups)}, validity={self.validity:.3f})"

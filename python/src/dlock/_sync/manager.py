@@ -31,7 +31,7 @@ from .._pure.options import (
     check_resource,
     check_wait,
 )
-from .._pure.sets import KeySet, check_cluster, check_set
+from .._pure.sets import KeySet, check_set, split
 from .._pure.urls import Seed, check_nodes
 from .._pure.verdicts import AttemptFailed
 from .._transport.sync.nodes import Nodes
@@ -41,7 +41,7 @@ from .calls import Calls
 from .driver import Acquire
 from .election import Leadership, campaign, leader
 from .election_watch import Observer
-from .lock import Lock
+from .lock import CrossSlotSet, Lock, give_back
 
 T = TypeVar("T")
 
@@ -117,7 +117,7 @@ class LockManager:
             sentinel_username=sentinel_username,
             sentinel_password=sentinel_password,
         )
-        self._clustered = any(isinstance(node, Seed) for node in endpoints)  # a set must then be of one slot
+        self._clustered = any(isinstance(node, Seed) for node in endpoints)  # a set is then taken by slot group
         self._backend = Backend(Nodes(endpoints, self.options, reach), self.options)
         self._calls = Calls(self._backend)
 
@@ -166,15 +166,17 @@ class LockManager:
         *,
         watchdog: bool = False,
         modes: Sequence[str] | None = None,
-    ) -> Lock:
+    ) -> Lock | CrossSlotSet:
         """One attempt to take every one of `resources` at once, all or nothing (DLOCK.ACQUIREALL
         on each node: one token for the set, or nothing): a Lock (`.resources` names them) held
         and released, extended, fenced and watched as one lock. `modes`: one "x" (exclusive) or
         "s" (shared) per resource, None for all exclusive; the quorum is a majority either way.
-        ValueError for no resource, one given twice, more than 16, modes not one x/s each, or on
-        a redis+cluster:// node keys of several slots; then as try_lock."""
-        keys, ttl_ms = self._check_set(resources, modes), check_lease(ttl, self.options)
-        return self._try_lock(keys, ttl_ms, watchdog, Kind())
+        ValueError for no resource, one given twice, more than 16, modes not one x/s each; then
+        as try_lock. With a redis+cluster:// node, keys of several slots are taken slot group by
+        slot group, one attempt each in slot order (docs/multi.md): a CrossSlotSet, or the first
+        group's failure with the groups already taken given back."""
+        keys, ttl_ms = check_set(resources, modes), check_lease(ttl, self.options)
+        return self._take_set(keys, ttl_ms, None, watchdog)
 
     def lock_all(
         self,
@@ -184,19 +186,40 @@ class LockManager:
         *,
         watchdog: bool = False,
         modes: Sequence[str] | None = None,
-    ) -> Lock:
+    ) -> Lock | CrossSlotSet:
         """Waits up to `wait` seconds to take every one of `resources` at once, all or nothing:
         queued on every key of each node at once (holding none meanwhile, so two sets asked in
         opposite orders cannot deadlock), or retrying ("retry" wait mode). Raises as lock();
-        arguments as try_lock_all."""
-        keys, ttl_ms, wait = self._check_set(resources, modes), check_lease(ttl, self.options), check_wait(wait)
-        return self._lock(keys, ttl_ms, wait, watchdog, Kind())
+        arguments as try_lock_all. On a redis+cluster:// node keys of several slots are taken
+        slot group by slot group within the one `wait` (a CrossSlotSet; docs/multi.md)."""
+        keys, ttl_ms, wait = check_set(resources, modes), check_lease(ttl, self.options), check_wait(wait)
+        return self._take_set(keys, ttl_ms, wait, watchdog)
 
-    def _check_set(self, resources: Sequence[str], modes: Sequence[str] | None) -> KeySet:
-        """The set, checked before anything is sent (sets.py); one of one slot on a Cluster node."""
-        keys = check_set(resources, modes)
-        check_cluster(keys, self._clustered)
-        return keys
+    def _take_set(self, keys: KeySet, ttl_ms: int, wait: float | None, watchdog: bool) -> Lock | CrossSlotSet:
+        """A set: one lock on each node, or, with a Cluster node and keys of several slots, its
+        slot groups one after the other in slot order within the one `wait` (None: one attempt
+        each), the groups taken given back when one fails, its error raised unchanged."""
+        deadline = None if wait is None else time.monotonic() + wait
+        parts = split(keys) if self._clustered else [keys]
+        if len(parts) == 1:
+            if deadline is None:
+                return self._try_lock(keys, ttl_ms, watchdog, Kind())
+            return self._lock(keys, ttl_ms, max(0.0, deadline - time.monotonic()), watchdog, Kind())
+        held: list[Lock] = []
+        try:
+            for part in parts:
+                if deadline is None:
+                    lock = self._try_lock(part, ttl_ms, watchdog, Kind())
+                else:
+                    lock = self._lock(part, ttl_ms, max(0.0, deadline - time.monotonic()), watchdog, Kind())
+                held.append(lock)
+        except BaseException:
+            give_back(held)  # nothing is held across a failed group
+            raise
+        taken = CrossSlotSet(keys.keys, held)
+        if watchdog:
+            taken.start_watchdog()  # each group's own has run since it was taken
+        return taken
 
     def with_lock(
         self,

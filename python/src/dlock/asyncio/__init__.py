@@ -20,7 +20,7 @@ async with locks.lock("orders:42", ttl=10.0, wait=5.0) as lock:
 
 from .._async.election import Leadership
 from .._async.election_watch import Observer
-from .._async.lock import Lock
+from .._async.lock import CrossSlotSet, Lock
 from .._async.manager import LockManager, PendingLock
 from .._pure.admin import Holder, LockInfo, NodeStatus
 from .._pure.election import Leader
@@ -52,6 +52,7 @@ from ..errors import (
 
 __all__ = [
     "ArgumentRefused",
+    "CrossSlotSet",
     "DatabaseRefused",
     "DlockError",
     "HeldLock",
