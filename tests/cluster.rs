@@ -246,12 +246,27 @@ fn a_set_routes_by_its_keys_and_refuses_keys_in_two_slots() {
         cmd.query::<Value>(c)
             .map_or_else(|e| e.to_string(), |v| format!("{v:?}"))
     };
-    for command in ["DLOCK.ACQUIREALL", "DLOCK.EXTENDALL", "DLOCK.FENCEALL", "DLOCK.RELEASEALL"] {
+    for command in [
+        "DLOCK.ACQUIREALL",
+        "DLOCK.EXTENDALL",
+        "DLOCK.FENCEALL",
+        "DLOCK.RELEASEALL",
+    ] {
         let cross = set(&mut c, command, &[a, elsewhere]);
-        assert!(cross.to_uppercase().contains("CROSSSLOT"), "{command}: {cross}");
+        assert!(
+            cross.to_uppercase().contains("CROSSSLOT"),
+            "{command}: {cross}"
+        );
     }
     let other = (0..3).find(|&i| i != master).unwrap();
-    let moved = set(&mut cluster.nodes[other].conn(), "DLOCK.ACQUIREALL", &[a, b]);
+    let moved = set(
+        &mut cluster.nodes[other].conn(),
+        "DLOCK.ACQUIREALL",
+        &[a, b],
+    );
     assert!(moved.to_uppercase().contains("MOVED"), "{moved}");
-    assert!(set(&mut c, "DLOCK.ACQUIREALL", &[a, b]).starts_with("int("), "granted on its master");
+    assert!(
+        set(&mut c, "DLOCK.ACQUIREALL", &[a, b]).starts_with("int("),
+        "granted on its master"
+    );
 }

@@ -323,19 +323,55 @@ fn a_committed_set_survives_reload_and_reaches_a_replica() {
 fn extendall_keeps_a_tentative_set_tentative_only_fenceall_commits_it() {
     let server = Server::start();
     let mut c = server.conn();
-    take_all(&mut c, &["a", "b"], "set", &["WAIT", "100", "TICKET", "100"]).expect("granted");
-    assert_eq!(int(all(&mut c, "DLOCK.EXTENDALL", &["a", "b"], "set", &["30000"])), 1);
+    take_all(
+        &mut c,
+        &["a", "b"],
+        "set",
+        &["WAIT", "100", "TICKET", "100"],
+    )
+    .expect("granted");
+    assert_eq!(
+        int(all(
+            &mut c,
+            "DLOCK.EXTENDALL",
+            &["a", "b"],
+            "set",
+            &["30000"]
+        )),
+        1
+    );
     let wound = |c: &mut Connection, key: &str, owner: &str| -> Option<i64> {
         let mut cmd = redis::cmd("DLOCK.ACQUIRE");
         cmd.arg(key).arg(owner).arg(30_000).arg("WAIT").arg(300);
         cmd.arg("TICKET").arg(50).query(c).expect("ACQUIRE")
     };
-    assert!(wound(&mut c, "b", "early").is_some(), "still tentative after EXTENDALL");
+    assert!(
+        wound(&mut c, "b", "early").is_some(),
+        "still tentative after EXTENDALL"
+    );
     assert_eq!(holder(&mut c, "a"), None, "the whole set went");
-    let token = take_all(&mut c, &["c", "d"], "set2", &["WAIT", "100", "TICKET", "100"]);
+    let token = take_all(
+        &mut c,
+        &["c", "d"],
+        "set2",
+        &["WAIT", "100", "TICKET", "100"],
+    );
     let token = token.expect("granted").to_string();
-    assert_eq!(int(all(&mut c, "DLOCK.FENCEALL", &["c", "d"], "set2", &[&token])), 1);
-    assert_eq!(wound(&mut c, "d", "early2"), None, "committed: never wounded");
+    assert_eq!(
+        int(all(
+            &mut c,
+            "DLOCK.FENCEALL",
+            &["c", "d"],
+            "set2",
+            &[&token]
+        )),
+        1
+    );
+    assert_eq!(
+        wound(&mut c, "d", "early2"),
+        None,
+        "committed: never wounded"
+    );
 }
 
 #[test]
@@ -343,12 +379,29 @@ fn a_member_overwritten_by_another_type_is_a_member_lost_not_an_error() {
     let server = Server::start();
     let mut c = server.conn();
     take_all(&mut c, &["a", "b", "c"], "me", &[]).expect("granted");
-    let _: () = redis::cmd("SET").arg("b").arg("v").query(&mut c).expect("SET");
-    assert_eq!(int(all(&mut c, "DLOCK.EXTENDALL", &["a", "b", "c"], "me", &["30000"])), 0);
+    let _: () = redis::cmd("SET")
+        .arg("b")
+        .arg("v")
+        .query(&mut c)
+        .expect("SET");
+    assert_eq!(
+        int(all(
+            &mut c,
+            "DLOCK.EXTENDALL",
+            &["a", "b", "c"],
+            "me",
+            &["30000"]
+        )),
+        0
+    );
     assert_eq!(holder(&mut c, "a"), None, "the rest given back");
     assert_eq!(holder(&mut c, "c"), None);
     take_all(&mut c, &["x", "y"], "me", &[]).expect("granted");
-    let _: () = redis::cmd("SET").arg("y").arg("v").query(&mut c).expect("SET");
+    let _: () = redis::cmd("SET")
+        .arg("y")
+        .arg("v")
+        .query(&mut c)
+        .expect("SET");
     let released = all(&mut c, "DLOCK.RELEASEALL", &["x", "y"], "me", &[]);
     assert_eq!(int(released), 1, "x released, y not a lock any more");
     assert_eq!(holder(&mut c, "x"), None);
@@ -359,9 +412,22 @@ fn swapdb_of_a_database_with_itself_moves_nothing() {
     let server = Server::start();
     let mut c = server.conn();
     let token = take_all(&mut c, &["a", "b"], "me", &[]).expect("granted");
-    let _: () = redis::cmd("SWAPDB").arg(0).arg(0).query(&mut c).expect("SWAPDB 0 0");
+    let _: () = redis::cmd("SWAPDB")
+        .arg(0)
+        .arg(0)
+        .query(&mut c)
+        .expect("SWAPDB 0 0");
     assert_eq!(holder(&mut c, "a"), Some(("me".into(), token)));
-    assert_eq!(int(all(&mut c, "DLOCK.EXTENDALL", &["a", "b"], "me", &["30000"])), 1);
+    assert_eq!(
+        int(all(
+            &mut c,
+            "DLOCK.EXTENDALL",
+            &["a", "b"],
+            "me",
+            &["30000"]
+        )),
+        1
+    );
 }
 
 #[test]
@@ -373,7 +439,23 @@ fn info_counts_a_waiting_set_once_and_each_member_released() {
     assert_eq!(info_field(&mut c, "waiters"), 1, "one client waits");
     let before = info_field(&mut c, "releases");
     release(&mut c, "k1", "holder");
-    set.recv().expect("answered").expect("reply").expect("granted");
-    assert_eq!(int(all(&mut c, "DLOCK.RELEASEALL", &["k1", "k2", "k3"], "set", &[])), 3);
-    assert_eq!(info_field(&mut c, "releases"), before + 4, "the holder's one and the set's three");
+    set.recv()
+        .expect("answered")
+        .expect("reply")
+        .expect("granted");
+    assert_eq!(
+        int(all(
+            &mut c,
+            "DLOCK.RELEASEALL",
+            &["k1", "k2", "k3"],
+            "set",
+            &[]
+        )),
+        3
+    );
+    assert_eq!(
+        info_field(&mut c, "releases"),
+        before + 4,
+        "the holder's one and the set's three"
+    );
 }

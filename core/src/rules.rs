@@ -176,12 +176,16 @@ pub fn decide<W>(
         Acquire::Grant => Decision::Grant,
         Acquire::Downgrade { token } => Decision::Downgrade { token },
         Acquire::Renew { token, holds } => Decision::Renew { token, holds },
+        // A wound never jumps the queue either: with a waiter ranked ahead (a set waiting for
+        // another of its keys, say), the request waits its turn.
         Acquire::Contended => match req.ticket {
-            Some(ticket) => match wound_victims(h, marks, req.want, ticket) {
-                Some(victims) => Decision::Wound { victims },
-                None => not_available,
-            },
-            None => not_available,
+            Some(ticket) if !queue.has_ahead(req.rank) => {
+                match wound_victims(h, marks, req.want, ticket) {
+                    Some(victims) => Decision::Wound { victims },
+                    None => not_available,
+                }
+            }
+            _ => not_available,
         },
         Acquire::WrongKind { is } => Decision::WrongKind { is },
         Acquire::UpgradeRefused => Decision::UpgradeRefused,

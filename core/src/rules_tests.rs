@@ -300,3 +300,20 @@ fn the_head_is_served_while_it_fits() {
     let down = serve_head(&list(&writer, 0), b"a", Want::Shared);
     assert_eq!(down, Serve::Grant { downgrade: Some(4) });
 }
+
+#[test]
+fn a_wound_never_jumps_a_waiter_ranked_ahead() {
+    // A set with ticket 5 waits on this key (another of its keys is held); a single request
+    // with ticket 10 could revoke the tentative holder (ticket 20), but waits its turn.
+    let held = [e("b", X, 7)];
+    let mut marks = Tentatives::default();
+    marks.mark(b"b", 7, 20);
+    let ahead = queue(&[(b"set", 5)]);
+    let asked = req(b"a", Want::Exclusive, Some(10), 10);
+    assert_eq!(decide(&list(&held, 0), &marks, &ahead, &asked), Decision::Enqueue);
+    let behind = queue(&[(b"set", 15)]);
+    assert!(matches!(
+        decide(&list(&held, 0), &marks, &behind, &asked),
+        Decision::Wound { .. }
+    ));
+}
