@@ -1,7 +1,8 @@
 //! The hardening matrix: every dlock key type × every server operation that can touch a key, as
 //! a table (`ops.rs`, one row per operation; a new key type is one more [`Kind`]). Each row starts
 //! a master with a replica, puts one of each kind in db 0 — a plain lock with a queued waiter and
-//! a blocked observer, a shared lock (a holder table) with an exclusive waiter, a gate — applies
+//! a blocked observer, a shared lock (a holder table) with a set waiting on it and a free key
+//! (docs/multi.md) and an exclusive waiter behind the set, a gate — applies
 //! the operation to all of them, then asserts:
 //!
 //! - the counter never went down, and stands at least at every gate's token (every grant made
@@ -134,14 +135,19 @@ impl Case {
         older.push((Kind::Table, dump(&mut c, Kind::Table.key())));
         shared(&mut c, "r2", lease).expect("a shared hold");
         let lease_end = Instant::now() + LEASE;
+        // A set waits first on the table (and a free key), the table's exclusive waiter behind
+        // it: the set is served when the table frees, its 1 ms lease ends, then the waiter's.
+        let set = set_waiter(&master, &[Kind::Table.key(), "m:free"]);
+        eventually("the set queued", 5_000, || info_field(&mut c, "waiters") == 1);
         let waiting = vec![
+            set,
             waiter(&master, Kind::Lock.key()),
             waiter(&master, Kind::Table.key()),
             observer(&master, lock + 1),
         ];
         eventually("the waiters queued and the observer blocked", 5_000, || {
-            info_field(&mut c, "waiters") == 2
-                && crate::common::observing::blocked_clients(&mut c) == 3
+            info_field(&mut c, "waiters") == 3
+                && crate::common::observing::blocked_clients(&mut c) == 4
         });
         let (gate_before, counter_before) = (token, counter(&mut c) as u64);
         Case {
@@ -301,6 +307,22 @@ fn waiter(server: &Server, key: &str) -> (String, mpsc::Receiver<Instant>) {
         let _ = tx.send(Instant::now());
     });
     (format!("the waiter on {key}"), rx)
+}
+
+/// A set of `keys` waiting for them all (a 1 ms lease once served, WAIT 10 s).
+fn set_waiter(server: &Server, keys: &[&str]) -> (String, mpsc::Receiver<Instant>) {
+    let mut c = server.conn();
+    let (tx, rx) = mpsc::channel();
+    let owned: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
+    std::thread::spawn(move || {
+        let _ = redis::cmd("DLOCK.ACQUIREALL")
+            .arg(owned.len())
+            .arg(&owned)
+            .arg(&["set-waiter", "1", "WAIT", "10000"])
+            .query::<Value>(&mut c);
+        let _ = tx.send(Instant::now());
+    });
+    (format!("the set waiting on {keys:?}"), rx)
 }
 
 /// A client observing the plain lock after `token` (TIMEOUT 10 s).
