@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use dlock_client::{Error, LockKind, LockManager, Resource, Tls};
+use dlock_client::{Error, LockKind, LockManager, LockSet, Resource, Tls};
 
 async fn library() -> Result<(), Error> {
     // docs: library
@@ -58,6 +58,18 @@ async fn kinds(locks: &LockManager, ttl: Duration, wait: Duration) -> Result<(),
     permit.release().await
 }
 
+async fn sets(locks: &LockManager, ttl: Duration, wait: Duration) -> Result<(), Error> {
+    // docs: sets
+    let accounts = LockSet::new(["acct:1", "acct:2"])?.shared("acct:2")?;
+    let both = locks.lock_all(&accounts, ttl, wait).await?; // all or nothing, one token
+    let token = both.token().await?; // committed on a majority, as a lock's
+    assert_eq!(both.resources(), ["acct:1", "acct:2"]);
+    both.release().await?;
+    // docs: end
+    let _ = token;
+    Ok(())
+}
+
 fn tls() -> Result<LockManager, Error> {
     // docs: tls
     let tls = Tls::from_files(
@@ -102,5 +114,5 @@ async fn do_work(token: u64) -> u64 {
 
 fn main() {
     // Named, not run: this file is compiled for the docs' sake.
-    let _ = (library, kinds, tls, cluster);
+    let _ = (library, kinds, sets, tls, cluster);
 }
