@@ -70,10 +70,14 @@ async function worker(w) {
   }
 }
 
+// Exits once the line is written: a pipe takes a large line asynchronously, and an exit before
+// it drained would cut it.
+let finished = false;
 function finish() {
+  if (finished) return;
+  finished = true;
   out.seconds = durationMs / 1000;
-  console.log(JSON.stringify(out));
-  process.exit(0);
+  process.stdout.write(JSON.stringify(out) + "\n", () => process.exit(0));
 }
 // Workers still stuck 5 leases after the end are abandoned (their gap counts).
 setTimeout(finish, durationMs + 5 * ttl).unref();

@@ -68,74 +68,76 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(60);
-    let only: Vec<String> = std::env::var("BENCH_MULTI_ONLY")
-        .unwrap_or_default()
-        .split(',')
-        .map(|w| w.trim().to_lowercase())
-        .filter(|w| !w.is_empty())
-        .collect();
-    let wanted = |label: &str| {
-        only.is_empty()
-            || only
-                .iter()
-                .any(|w| label.to_lowercase().contains(w.as_str()))
-    };
+    let only = Only::from_env();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .unwrap();
     let started = Instant::now();
-    let harnesses = multi_external::available();
-    let mut rows = Vec::new();
-    for label in ["1 node", "5 masters", "cluster 3+3"] {
-        if !wanted(label)
-            && !only.iter().any(|w| {
-                contender_names()
-                    .iter()
-                    .any(|c| c.to_lowercase().contains(w.as_str()))
-            })
-        {
-            continue;
-        }
-        let deployment = Deployment::start(label);
-        for k in [2, 5] {
-            let spec = spec(k, secs);
-            for contender in contender_names() {
-                if !wanted(&format!("{label} k={k} {contender}")) {
-                    continue;
-                }
-                let outcome = runtime.block_on(measure(
-                    &deployment,
-                    contender,
-                    &spec,
-                    &harnesses,
-                    rows.len(),
-                ));
-                eprintln!(
-                    "bench-multi: {label}, k={k}, {contender}: {}",
-                    brief(&outcome)
-                );
-                rows.push(Row {
-                    deployment: label,
-                    k,
-                    contender,
-                    outcome,
-                });
-            }
-        }
-    }
+    let rows = matrix(&runtime, secs, &only);
     print_rows(&rows, secs);
-    if wanted("cost") {
+    if only.wants("cost") {
         server_cost();
     }
-    if wanted("ping") {
+    if only.wants("ping") {
         runtime.block_on(event_loop(secs.min(10)));
     }
     println!(
         "\n{:.0} s in all. Reproduce: `BENCH_MULTI_SECS={secs} make bench-multi`",
         started.elapsed().as_secs_f64()
     );
+}
+
+/// `BENCH_MULTI_ONLY`: the words a row's label (`1 node k=2 dlock sets ...`, `cost`, `ping`)
+/// must contain one of, case-insensitive; everything when unset.
+struct Only(Vec<String>);
+
+impl Only {
+    fn from_env() -> Only {
+        let words = std::env::var("BENCH_MULTI_ONLY").unwrap_or_default();
+        let words = words.split(',').map(|w| w.trim().to_lowercase());
+        Only(words.filter(|w| !w.is_empty()).collect())
+    }
+
+    fn wants(&self, label: &str) -> bool {
+        let label = label.to_lowercase();
+        self.0.is_empty() || self.0.iter().any(|w| label.contains(w.as_str()))
+    }
+}
+
+/// Every wanted row, deployment by deployment (a deployment with no row wanted is not started).
+fn matrix(runtime: &tokio::runtime::Runtime, secs: u64, only: &Only) -> Vec<Row> {
+    let harnesses = multi_external::available();
+    let mut rows = Vec::new();
+    for label in ["1 node", "5 masters", "cluster 3+3"] {
+        let wanted: Vec<(usize, &'static str)> = [2, 5]
+            .into_iter()
+            .flat_map(|k| contender_names().map(|c| (k, c)))
+            .filter(|(k, c)| only.wants(&format!("{label} k={k} {c}")))
+            .collect();
+        if wanted.is_empty() {
+            continue;
+        }
+        let deployment = Deployment::start(label);
+        for (k, contender) in wanted {
+            let spec = spec(k, secs);
+            let run = measure(&deployment, contender, &spec, &harnesses, rows.len());
+            let outcome = runtime.block_on(run);
+            eprintln!(
+                "bench-multi: {label}, k={k}, {contender}: {}",
+                brief(&outcome)
+            );
+            let deployment = label;
+            rows.push(Row {
+                deployment,
+                k,
+                contender,
+                outcome,
+            });
+        }
+    }
+    rows
 }
 
 /// dlock's Rust client with the 500 ms per-node timeout the other benchmarks give it (the
@@ -220,10 +222,20 @@ async fn measure(
                 return Err("not run: the Go harness has no Cluster client".into());
             }
             let record = h.run(&d.plain_urls(), d.cluster.is_some(), spec, &prefix)?;
-            return Ok(record.summary(spec));
+            return refused_or(record.summary(spec));
         }
     };
-    Ok(multi_run::run(*spec, Arc::new(taker)).await.summary(spec))
+    refused_or(multi_run::run(*spec, Arc::new(taker)).await.summary(spec))
+}
+
+/// A run in which every attempt failed with an error (CROSSSLOT) measured nothing: its row
+/// says why instead of counting the stopped workers as deadlocked.
+fn refused_or(s: Summary) -> Result<Summary, String> {
+    if s.sections_per_s > 0.0 || s.errors == 0 {
+        return Ok(s);
+    }
+    let first = s.first_error.unwrap_or_default();
+    Err(format!("refused, {} errors: {first}", s.errors))
 }
 
 /// Redisson's MultiLock: on one node, or on a Cluster each lock on its key's master. Not
