@@ -5,7 +5,7 @@ CARGO        ?= cargo
 MODULE       := target/release/libdlock.so
 REDIS_PORT   ?= 6379
 
-.PHONY: all deps build run test model model-ci model-deep partitions partitions-ci partitions-quick partitions-deps bench-waiters bench-handoff bench-top bench-scale compat compat-servers memcheck chaos chaos-quick fuzz bench bench-quick bench-server bench-instructions bench-instructions-ab bench-shared bench-capacity bench-handoff-limit bench-tax bench-gate-tax bench-elect cluster redis-cluster fmt lint clean
+.PHONY: all deps build run test model model-ci model-deep partitions partitions-ci partitions-quick partitions-deps bench-waiters bench-handoff bench-top bench-scale compat compat-servers memcheck chaos chaos-quick fuzz bench bench-quick bench-server bench-instructions bench-instructions-ab bench-shared bench-capacity bench-multi bench-handoff-limit bench-tax bench-gate-tax bench-elect cluster redis-cluster fmt lint clean
 
 all: build
 
@@ -313,6 +313,14 @@ bench-capacity: build
 # BLPOP, pub/sub and polling wake-ups, on 1 and 5 nodes, next to one PING round trip (about 90 s).
 bench-handoff-limit: build
 	$(CARGO) run --release -q -p dlock-bench --bin bench-handoff-limit
+
+# Several resources at once against the peers (docs/bench/multi.md): dining philosophers, dlock's
+# sets and sorted single locks against Redisson's MultiLock, node-redlock's array form and redsync
+# per key, on 1 node, 5 masters and a 3+3 Cluster; the server cost of a 5-key grant; PING during
+# 16-key set churn. BENCH_MULTI_SECS per run (default 60: ~30 min; 10: ~6 min);
+# BENCH_MULTI_ONLY=word,... keeps the rows whose label has a word ("cluster", "redsync", "cost").
+bench-multi: build go-deps
+	bash bench/multi.sh
 
 # What loading the module costs traffic that never touches a lock (docs/bench/tax.md): the
 # same server with the module and one lock against it without, on Redis 7.0 (the PATH's) and the

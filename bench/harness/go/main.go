@@ -2,8 +2,8 @@
 // client ("dlock (go)") and redsync's algorithm ("redsync"), reimplemented here from its
 // Lock/Unlock/Extend (SET NX PX on every node, then the delete and touch scripts) since redsync
 // is not in Debian. Runs one scenario and prints one JSON line, as redlock.mjs does.
-// Usage: bench-go dlock|redsync --nodes URL,URL --scenario latency|throughput|contention|extend
-// --n N --concurrency C --duration-ms D --prefix P
+// Usage: bench-go dlock|redsync --nodes URL,URL --scenario latency|throughput|contention|extend|multi
+// --n N --concurrency C --duration-ms D --prefix P [--ttl-ms T --k K --hold-ms H]
 package main
 
 import (
@@ -19,7 +19,13 @@ import (
 	"dlock.dev/dlock"
 )
 
-const ttl = 10 * time.Second
+// The lease (--ttl-ms), the set size and the critical section of the multi scenario (--k,
+// --hold-ms).
+var (
+	ttl     = 10 * time.Second
+	setSize = 2
+	holdFor = time.Millisecond
+)
 
 // locker is one contender: take a lock (waiting or not), and a held lock's release and extend.
 type locker interface {
@@ -45,12 +51,16 @@ func main() {
 	client := os.Args[1]
 	flags := flag.NewFlagSet("bench-go", flag.ExitOnError)
 	nodes := flags.String("nodes", "redis://127.0.0.1:6379", "node URLs")
-	scenario := flags.String("scenario", "latency", "latency|throughput|contention|extend")
+	scenario := flags.String("scenario", "latency", "latency|throughput|contention|extend|multi")
 	n := flags.Int("n", 200, "samples")
 	concurrency := flags.Int("concurrency", 1, "tasks")
 	duration := flags.Int("duration-ms", 2000, "ms")
 	prefix := flags.String("prefix", "bench-go", "key prefix")
+	ttlMs := flags.Int("ttl-ms", 10000, "lease, ms")
+	k := flags.Int("k", 2, "resources per set (multi)")
+	holdMs := flags.Int("hold-ms", 1, "critical section, ms (multi)")
 	_ = flags.Parse(os.Args[2:])
+	ttl, setSize, holdFor = time.Duration(*ttlMs)*time.Millisecond, *k, time.Duration(*holdMs)*time.Millisecond
 	urls := strings.Split(*nodes, ",")
 	var l locker
 	var err error
@@ -62,6 +72,10 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
+	}
+	if *scenario == "multi" {
+		multi(l, *prefix, *concurrency, time.Duration(*duration)*time.Millisecond)
+		return
 	}
 	run := scenarios[*scenario]
 	if run == nil {

@@ -99,6 +99,9 @@ func (r *redsyncLocker) lock(ctx context.Context, name string, wait bool) (held,
 	value := genValue()
 	drift := time.Duration(float64(ttl) * 0.01)
 	giveUp := time.Now().Add(time.Minute) // as long as the dlock contenders wait
+	if d, ok := ctx.Deadline(); ok && d.Before(giveUp) {
+		giveUp = d
+	}
 	for i := 0; ; i++ {
 		if i != 0 {
 			if !wait || time.Now().After(giveUp) {

@@ -28,12 +28,10 @@ const TTL_MS: &str = "30000";
 /// Compare-and-delete, as redsync, node-redlock and rslock release.
 const COMPARE_AND_DELETE: &str =
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
-/// Redisson's `RedissonLock.tryLockInnerAsync` (3.x and 4.x master, 2026-08), verbatim.
-const REDISSON_LOCK: &str = "if ((redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then redis.call('hincrby', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); return nil; end; return redis.call('pttl', KEYS[1]);";
-/// Redisson's `RedissonLock.unlockInnerAsync` since 3.24.0 (the unlock latch, #4871), verbatim.
-const REDISSON_UNLOCK: &str = "local val = redis.call('get', KEYS[3]); if val ~= false then return tonumber(val);end; if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil;end; local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); redis.call('set', KEYS[3], 0, 'px', ARGV[5]); return 0; else redis.call('del', KEYS[1]); redis.call(ARGV[4], KEYS[2], ARGV[1]); redis.call('set', KEYS[3], 1, 'px', ARGV[5]); return 1; end; ";
-/// Redisson's `RedissonLock.unlockInnerAsync` up to 3.23.5, verbatim.
-const REDISSON_UNLOCK_3_23: &str = "if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil;end; local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); return 0; else redis.call('del', KEYS[1]); redis.call(ARGV[4], KEYS[2], ARGV[1]); return 1; end; return nil;";
+/// Redisson's lock and unlock scripts, verbatim (bench/src/redisson.rs).
+use dlock_bench::redisson::{
+    LOCK as REDISSON_LOCK, UNLOCK as REDISSON_UNLOCK, UNLOCK_3_23 as REDISSON_UNLOCK_3_23,
+};
 
 /// The SHA1s of the scripts, loaded once (FLUSHALL keeps the script cache).
 struct Scripts {
