@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use dlock_client::{LockGuard, LockManager, LockSet};
+use dlock_client::{LockGuard, LockManager, LockSet, SetGuard};
 
 use crate::multi::{Clock, Record, Shared, Spec};
 use crate::redisson::MultiLock;
@@ -26,7 +26,7 @@ pub enum Taker {
 
 /// What a worker holds during its section.
 enum Held {
-    Set(LockGuard),
+    Set(SetGuard),
     /// The guards, and when the first was granted.
     Keys(Vec<LockGuard>, Instant),
     Redisson(Vec<usize>),

@@ -310,7 +310,10 @@ fn a_wound_never_jumps_a_waiter_ranked_ahead() {
     marks.mark(b"b", 7, 20);
     let ahead = queue(&[(b"set", 5)]);
     let asked = req(b"a", Want::Exclusive, Some(10), 10);
-    assert_eq!(decide(&list(&held, 0), &marks, &ahead, &asked), Decision::Enqueue);
+    assert_eq!(
+        decide(&list(&held, 0), &marks, &ahead, &asked),
+        Decision::Enqueue
+    );
     let behind = queue(&[(b"set", 15)]);
     assert!(matches!(
         decide(&list(&held, 0), &marks, &behind, &asked),

@@ -138,7 +138,9 @@ impl Case {
         // A set waits first on the table (and a free key), the table's exclusive waiter behind
         // it: the set is served when the table frees, its 1 ms lease ends, then the waiter's.
         let set = set_waiter(&master, &[Kind::Table.key(), "m:free"]);
-        eventually("the set queued", 5_000, || info_field(&mut c, "waiters") == 1);
+        eventually("the set queued", 5_000, || {
+            info_field(&mut c, "waiters") == 1
+        });
         let waiting = vec![
             set,
             waiter(&master, Kind::Lock.key()),

@@ -210,7 +210,8 @@ async fn measure(
     };
     let manager = || dlock(&d.urls);
     let taker = match contender {
-        SETS => Taker::Sets(manager()?, names(d.cluster.is_some())),
+        // On the Cluster the keys span slots: the set is taken slot group by slot group.
+        SETS => Taker::Sets(manager()?, names(false)),
         SORTED => Taker::Sorted(manager()?, names(false)),
         REDISSON => redisson(d, names(false), spec.workers).await?,
         _ => {
