@@ -209,7 +209,8 @@ mod tests {
 
     #[test]
     fn reads_a_harness_line() {
-        let line = r#"{"waits_us":[5,2000000],"done_ms":[[1,2],[]],"seconds":10,"errors":1,"error":"CROSSSLOT"}"#;
+        // Worker 0 completes sections all through the 10 s (no gap over 5 s); worker 1 none.
+        let line = r#"{"waits_us":[5,2000000],"done_ms":[[1,2,4000,8000,9999],[]],"seconds":10,"errors":1,"error":"CROSSSLOT"}"#;
         let r = Record::parse(line).unwrap();
         let spec = Spec {
             workers: 2,
