@@ -5,18 +5,7 @@
 mod common;
 use common::*;
 
-use std::process::{Child, Command, Stdio};
-
-fn spawn(servers: &[Server], args: &[&str]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_dlock"))
-        .env("DLOCK_NODES", urls(servers).join(","))
-        .env("DLOCK_TIMEOUT", PATIENT)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn dlock")
-}
+use std::process::Child;
 
 #[test]
 fn run_takes_a_set_and_exports_its_tokens() {

@@ -5,20 +5,8 @@
 mod common;
 use common::*;
 
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
-
-/// `dlock ARGS` started in the background against `servers`.
-fn spawn(servers: &[Server], args: &[&str]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_dlock"))
-        .env("DLOCK_NODES", urls(servers).join(","))
-        .env("DLOCK_TIMEOUT", PATIENT)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn dlock")
-}
 
 /// A job that records how many jobs were inside at once: each appends +1 / -1 lines around a
 /// pause to a shared log, and the most concurrent is the largest running sum.

@@ -291,20 +291,22 @@ fn acquire(
     cmd
 }
 
+/// The command a request is, as the words a node receives (for the tests and conformance).
+#[cfg(test)]
+pub(crate) fn words(request: Request<'_>) -> Vec<String> {
+    request
+        .to_cmd()
+        .args_iter()
+        .map(|arg| match arg {
+            redis::Arg::Simple(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+            _ => "<cursor>".into(),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn words(request: Request<'_>) -> Vec<String> {
-        request
-            .to_cmd()
-            .args_iter()
-            .map(|arg| match arg {
-                redis::Arg::Simple(bytes) => String::from_utf8_lossy(bytes).into_owned(),
-                _ => "<cursor>".into(),
-            })
-            .collect()
-    }
 
     #[test]
     fn each_request_is_its_command() {

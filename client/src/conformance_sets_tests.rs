@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::commands::{Request, SetOp};
+use crate::commands::{words, Request, SetOp};
 use crate::conformance_tests::{name, table};
 use crate::errors::Error;
 use crate::kind::LockSet;
@@ -29,18 +29,6 @@ fn set_of(case: &Value) -> Result<LockSet, Error> {
         }
     }
     Ok(set)
-}
-
-/// The command as the words a node receives.
-fn words(request: Request<'_>) -> Vec<String> {
-    request
-        .to_cmd()
-        .args_iter()
-        .map(|arg| match arg {
-            redis::Arg::Simple(bytes) => String::from_utf8_lossy(bytes).into_owned(),
-            _ => "<cursor>".to_string(),
-        })
-        .collect()
 }
 
 fn expected(case: &Value, op: &str) -> Vec<String> {

@@ -22,6 +22,18 @@ pub fn dlock(servers: &[Server], args: &[&str]) -> std::process::Output {
         .expect("run dlock")
 }
 
+/// `dlock ARGS` started in the background against `servers` (stdin closed, stdout piped).
+pub fn spawn(servers: &[Server], args: &[&str]) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_dlock"))
+        .env("DLOCK_NODES", urls(servers).join(","))
+        .env("DLOCK_TIMEOUT", PATIENT)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn dlock")
+}
+
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).trim().to_string()
 }
