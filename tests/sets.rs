@@ -30,6 +30,11 @@ fn take_all(c: &mut Connection, keys: &[&str], owner: &str, rest: &[&str]) -> Op
     }
 }
 
+/// `DLOCK.EXTENDALL keys owner 30000`: 1 extended, 0 lost.
+fn extend_all(c: &mut Connection, keys: &[&str], owner: &str) -> i64 {
+    int(all(c, "DLOCK.EXTENDALL", keys, owner, &["30000"]))
+}
+
 fn int(v: Value) -> i64 {
     redis::from_redis_value(v).expect("an integer")
 }
@@ -219,27 +224,9 @@ fn a_set_missing_a_member_is_lost_whole_at_its_next_extend() {
     let server = Server::start();
     let mut c = server.conn();
     let token = take_all(&mut c, &["a", "b"], "me", &[]).expect("granted");
-    assert_eq!(
-        int(all(
-            &mut c,
-            "DLOCK.EXTENDALL",
-            &["a", "b"],
-            "me",
-            &["30000"]
-        )),
-        1
-    );
+    assert_eq!(extend_all(&mut c, &["a", "b"], "me"), 1);
     let _: () = redis::cmd("DEL").arg("a").query(&mut c).unwrap();
-    assert_eq!(
-        int(all(
-            &mut c,
-            "DLOCK.EXTENDALL",
-            &["a", "b"],
-            "me",
-            &["30000"]
-        )),
-        0
-    );
+    assert_eq!(extend_all(&mut c, &["a", "b"], "me"), 0);
     assert_eq!(holder(&mut c, "b"), None, "the rest was given back");
     let fenced = all(
         &mut c,
@@ -306,16 +293,7 @@ fn a_committed_set_survives_reload_and_reaches_a_replica() {
         .query(&mut c)
         .expect("DEBUG RELOAD");
     assert_eq!(holder(&mut c, "a"), Some(("me".into(), token + 5)));
-    assert_eq!(
-        int(all(
-            &mut c,
-            "DLOCK.EXTENDALL",
-            &["a", "b"],
-            "me",
-            &["30000"]
-        )),
-        1
-    );
+    assert_eq!(extend_all(&mut c, &["a", "b"], "me"), 1);
     assert!(counter(&mut c) >= token + 5);
 }
 
@@ -330,16 +308,7 @@ fn extendall_keeps_a_tentative_set_tentative_only_fenceall_commits_it() {
         &["WAIT", "100", "TICKET", "100"],
     )
     .expect("granted");
-    assert_eq!(
-        int(all(
-            &mut c,
-            "DLOCK.EXTENDALL",
-            &["a", "b"],
-            "set",
-            &["30000"]
-        )),
-        1
-    );
+    assert_eq!(extend_all(&mut c, &["a", "b"], "set"), 1);
     let wound = |c: &mut Connection, key: &str, owner: &str| -> Option<i64> {
         let mut cmd = redis::cmd("DLOCK.ACQUIRE");
         cmd.arg(key).arg(owner).arg(30_000).arg("WAIT").arg(300);
@@ -384,16 +353,7 @@ fn a_member_overwritten_by_another_type_is_a_member_lost_not_an_error() {
         .arg("v")
         .query(&mut c)
         .expect("SET");
-    assert_eq!(
-        int(all(
-            &mut c,
-            "DLOCK.EXTENDALL",
-            &["a", "b", "c"],
-            "me",
-            &["30000"]
-        )),
-        0
-    );
+    assert_eq!(extend_all(&mut c, &["a", "b", "c"], "me"), 0);
     assert_eq!(holder(&mut c, "a"), None, "the rest given back");
     assert_eq!(holder(&mut c, "c"), None);
     take_all(&mut c, &["x", "y"], "me", &[]).expect("granted");
@@ -418,16 +378,7 @@ fn swapdb_of_a_database_with_itself_moves_nothing() {
         .query(&mut c)
         .expect("SWAPDB 0 0");
     assert_eq!(holder(&mut c, "a"), Some(("me".into(), token)));
-    assert_eq!(
-        int(all(
-            &mut c,
-            "DLOCK.EXTENDALL",
-            &["a", "b"],
-            "me",
-            &["30000"]
-        )),
-        1
-    );
+    assert_eq!(extend_all(&mut c, &["a", "b"], "me"), 1);
 }
 
 #[test]
