@@ -8,6 +8,7 @@ use rand::Rng;
 use tokio_util::task::TaskTracker;
 
 use crate::errors::Error;
+use crate::local_waits::LocalWaits;
 use crate::options::{Options, WaitMode};
 use crate::timing::Clock;
 use crate::transport::{ack_allowance, Transport};
@@ -20,6 +21,8 @@ pub struct Backend {
     /// guards, late grants followed to their end), so a process can let it finish before it
     /// exits.
     pub background: TaskTracker,
+    /// One server-side wait per resource; the manager's other callers queue here.
+    pub local_waits: LocalWaits,
 }
 
 impl Backend {
@@ -29,6 +32,7 @@ impl Backend {
             opts,
             clock,
             background: TaskTracker::new(),
+            local_waits: LocalWaits::default(),
         }
     }
 

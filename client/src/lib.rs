@@ -34,6 +34,7 @@ mod errors;
 mod guarded;
 mod kind;
 mod lease;
+mod local_waits;
 mod lock;
 mod manager;
 mod observe;

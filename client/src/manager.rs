@@ -105,6 +105,18 @@ impl LockManager {
         check_wait(wait)?;
         let deadline = self.backend.clock.now() + wait;
         let policy = self.waiting_policy();
+        // One server-side wait per resource (local_waits.rs); the time out, one try at the end.
+        let _turn = match policy {
+            Policy::Queue => match self.backend.local_waits.turn(resource.name, wait).await {
+                Some(turn) => Some(turn),
+                None => {
+                    return self
+                        .take(resource, (ttl, deadline), self.no_wait(), None, true)
+                        .await
+                }
+            },
+            _ => None,
+        };
         let probe = Some(probe.clone());
         self.take(resource, (ttl, deadline), policy, probe, false)
             .await

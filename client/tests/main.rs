@@ -11,6 +11,7 @@ mod errors;
 mod guarded;
 mod identity;
 mod lease;
+mod local_waits;
 mod observe;
 mod queue_mode;
 mod quorum;
