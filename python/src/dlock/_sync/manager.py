@@ -34,6 +34,7 @@ from .._pure.options import (
 from .._pure.sets import KeySet, check_set, split
 from .._pure.urls import Seed, check_nodes
 from .._pure.verdicts import AttemptFailed
+from .._transport.sync.local_waits import LocalWaits
 from .._transport.sync.nodes import Nodes
 from ..errors import LockLost
 from .backend import Backend
@@ -120,6 +121,7 @@ class LockManager:
         self._clustered = any(isinstance(node, Seed) for node in endpoints)  # a set is then taken by slot group
         self._backend = Backend(Nodes(endpoints, self.options, reach), self.options)
         self._calls = Calls(self._backend)
+        self._local_waits = LocalWaits()  # one server-side wait per resource
 
     @property
     def nodes(self) -> list[str]:
@@ -243,17 +245,24 @@ class LockManager:
         )
 
     def _lock(self, resource: Resource, ttl_ms: int, wait: float, watchdog: bool, kind: Kind) -> Lock:
-        policy = QUEUE if self._queues() else self._no_wait()
-        return self._take(
-            Acquire(self._calls, resource, ttl_ms, time.monotonic() + wait, kind, policy), watchdog, False
-        )
+        deadline = time.monotonic() + wait
+        if not self._queues() or not isinstance(resource, str):  # a set waits on the nodes each time
+            policy = QUEUE if self._queues() else self._no_wait()
+            return self._take(Acquire(self._calls, resource, ttl_ms, deadline, kind, policy), watchdog, False)
+        with self._local_waits.turn(cmd.name_of(resource), wait) as turn:
+            if not turn:  # the wait ran out in the process: one try, answered as a wait that ran out
+                acquire = Acquire(self._calls, resource, ttl_ms, time.monotonic(), kind, self._no_wait())
+                return self._take(acquire, watchdog, True, waited=True)
+            return self._take(Acquire(self._calls, resource, ttl_ms, deadline, kind, QUEUE), watchdog, False)
 
-    def _take(self, acquire: Acquire, watchdog: bool, once: bool) -> Lock:
-        """Runs the attempts (one when `once`: try_lock) and hands out the lock, or raises why not."""
+    def _take(self, acquire: Acquire, watchdog: bool, once: bool, waited: bool | None = None) -> Lock:
+        """Runs the attempts (one when `once`: try_lock) and hands out the lock, or raises why not
+        (a LockTimeout when it `waited`: by default, unless `once`)."""
         won, attempts = acquire.run(once)
         if isinstance(won, AttemptFailed):
             needed = self._backend.needed(acquire.kind)
-            raise won.to_error(cmd.name_of(acquire.resource), needed, attempts, waited=not once) from None
+            waited = not once if waited is None else waited
+            raise won.to_error(cmd.name_of(acquire.resource), needed, attempts, waited=waited) from None
         lock = Lock(self._calls, acquire.resource, won.owner, acquire.ttl_ms, won.grant, acquire.kind, won.released)
         return self._held(lock, watchdog)
 

@@ -1,0 +1,80 @@
+"""Many local waiters, few server waits (docs/waiting.md): the callers of one manager waiting for
+one resource keep one wait on each node, not one each, and are all served, one at a time; in both
+flavours."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+from cluster import Server
+from conftest import urls, waiters
+
+import dlock
+import dlock.asyncio
+
+
+def blocked(server: Server) -> int:
+    """A node's connections inside a server-side wait."""
+    return int(server.client().info("clients")["blocked_clients"])
+
+
+def until(condition: object, within: float = 5.0) -> None:
+    deadline = time.monotonic() + within
+    while not condition():  # type: ignore[operator]
+        assert time.monotonic() < deadline, "timed out waiting for the nodes"
+        time.sleep(0.01)
+
+
+def test_two_hundred_tasks_keep_one_wait_per_node_and_are_all_served(three: list[Server]) -> None:
+    async def scenario() -> None:
+        holder = dlock.asyncio.LockManager(urls(three), timeout=0.5)
+        held = await holder.try_lock("r")
+        locks = dlock.asyncio.LockManager(urls(three), timeout=0.5)
+        inside, served = [False], [0]
+
+        async def one() -> None:
+            async with locks.lock("r", wait=60):
+                assert not inside[0], "two holders at once"
+                inside[0] = True
+                served[0] += 1
+                await asyncio.sleep(0)
+                inside[0] = False
+
+        tasks = [asyncio.ensure_future(one()) for _ in range(200)]
+        await asyncio.sleep(0.3)
+        for server in three:
+            assert len(waiters(server, "r")) == 1, "one server-side wait per resource"
+            assert blocked(server) == 1, "one blocked connection per node"
+        await held.release()
+        await asyncio.wait_for(asyncio.gather(*tasks), 30)
+        assert served[0] == 200
+
+    asyncio.run(scenario())
+
+
+def test_threads_keep_one_wait_per_node_and_a_late_one_times_out_on_time(three: list[Server]) -> None:
+    held = dlock.LockManager(urls(three), timeout=0.5).try_lock("r")
+    locks = dlock.LockManager(urls(three), timeout=0.5)
+    served: list[int] = []
+
+    def one() -> None:
+        with locks.lock("r", wait=30):
+            served.append(1)
+
+    threads = [threading.Thread(target=one) for _ in range(20)]
+    for thread in threads:
+        thread.start()
+    until(lambda: all(len(waiters(server, "r")) == 1 for server in three))
+    time.sleep(0.2)
+    assert all(blocked(server) == 1 for server in three), "one blocked connection per node"
+    started = time.monotonic()
+    with pytest.raises(dlock.LockTimeout):
+        locks.lock("r", wait=0.3)  # queued in the process: at its deadline, one try
+    assert 0.3 <= time.monotonic() - started < 0.9
+    held.release()
+    for thread in threads:
+        thread.join(30)
+    assert len(served) == 20, "every thread served"
