@@ -13,6 +13,7 @@ import { type Leader, Leadership, check, leaderOf } from "./election.js";
 import { Observer } from "./electionWatch.js";
 import { EXCLUSIVE, type Kind } from "./kind.js";
 import { CrossSlotSet, Lock, giveBack } from "./lock.js";
+import { LocalWaits } from "./localWaits.js";
 import { type AcquireOptions, type CampaignOptions, type LockManagerOptions, type SetOptions, atMostTenYears, checkKind, checkMs, settings } from "./options.js";
 import { Calls } from "./calls.js";
 import { type Resource, nameOf } from "./commands.js";
@@ -34,6 +35,8 @@ export class LockManager {
   #closed = false;
   /** Whether a TTL that is probably seconds was warned about (once per manager). */
   readonly #units = { warned: false };
+  /** One server-side wait per resource; the manager's other callers queue here (localWaits.ts). */
+  readonly #localWaits = new LocalWaits();
 
   constructor(nodes: readonly string[], options: LockManagerOptions = {}) {
     if (!Array.isArray(nodes)) throw new TypeError("nodes must be an array of URL strings");
@@ -103,6 +106,19 @@ export class LockManager {
   }
 
   async #take(resource: Resource, kind: Kind, ttl: number, wait: number | undefined, signal: AbortSignal | undefined): Promise<Lock> {
+    // A set waits on the nodes each time; a single resource, one caller of this manager at once.
+    if (wait === undefined || !this.#backend.opts.queue || typeof resource !== "string") return this.#attempt(resource, kind, ttl, wait, signal);
+    const deadline = now() + wait;
+    const turn = await this.#localWaits.turn(resource, wait, signal);
+    try {
+      // The wait ran out in the process: one attempt, which answers as a wait that ran out.
+      return await this.#attempt(resource, kind, ttl, turn.came ? Math.max(0, deadline - now()) : undefined, signal);
+    } finally {
+      turn.leave();
+    }
+  }
+
+  async #attempt(resource: Resource, kind: Kind, ttl: number, wait: number | undefined, signal: AbortSignal | undefined): Promise<Lock> {
     signal?.throwIfAborted();
     const backend = this.#backend;
     // Without a wait, one attempt that does not wait on the nodes; with one, queued (or retrying).
