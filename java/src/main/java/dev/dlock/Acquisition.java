@@ -80,7 +80,9 @@ final class Acquisition {
 
   private Acquisition(int nodes, int needed, boolean once, boolean commit) {
     this.nodes = Math.max(nodes, 0);
-    this.needed = Math.min(Math.max(needed, 1), nodes > 0 ? nodes : Math.max(needed, 1));
+    // At least one, at most every node (a quorum over N could never be met).
+    int n = Math.max(needed, 1);
+    this.needed = nodes > 0 ? Math.min(n, nodes) : n;
     this.once = once;
     this.commit = commit;
     this.granted = new long[this.nodes];
