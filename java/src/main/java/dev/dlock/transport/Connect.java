@@ -30,6 +30,35 @@ public final class Connect implements AutoCloseable {
     public Connect(Config config) {
         this.config = config;
         this.resources = DefaultClientResources.builder().build();
+        warm();
+    }
+
+    /**
+     * Starts the event loop and loads Netty's channel classes with one connection attempt to a
+     * loopback port nothing listens on: done the first time in a call, that takes a second or
+     * two on a loaded machine and would eat the first call's connect budget (a 500 ms node
+     * timeout made a refused connection look like a timeout). Its outcome is not used: it is a
+     * refusal by design.
+     */
+    private void warm() {
+        int port;
+        try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            port = s.getLocalPort();
+        } catch (java.io.IOException e) {
+            return; // no loopback port to try: the first call pays the warm-up instead
+        }
+        RedisClient c = client(false, Duration.ofSeconds(5));
+        try {
+            c.connectAsync(io.lettuce.core.codec.StringCodec.UTF8, RedisURI.create("127.0.0.1", port))
+                    .toCompletableFuture().handle((conn, err) -> conn == null ? null : conn.closeAsync())
+                    .get(10, TimeUnit.SECONDS);
+        } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+            // The refusal expected, or a slow one: either way the classes are loaded now.
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } finally {
+            c.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+        }
     }
 
     /** @return the config */
