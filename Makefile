@@ -125,6 +125,19 @@ go-test: build go-deps
 	  go vet ./...; go-staticcheck ./...; \
 	  go test -count=1 -timeout 600s -v ./...
 
+# The Java client (java/, Maven, Java 17 bytecode on Lettuce; docs/java.md): the machine's JDK
+# and Maven, nothing installed here (it fails loudly when mvn is missing); mvn -B verify compiles
+# with -Xlint:all -Werror and runs JUnit 5 against real redis-server nodes. Offline (-o) first,
+# since ~/.m2 holds the dependencies after the first build; online when Maven says offline mode
+# lacks something.
+.PHONY: java-test
+java-test: build
+	@command -v mvn >/dev/null 2>&1 || { echo "java-test: mvn is missing: install Maven (and a JDK 17+)" >&2; exit 1; }
+	@cd java; log=$$(mktemp); mvn -B -o verify >"$$log" 2>&1; rc=$$?; cat "$$log"; \
+	  if [ $$rc -ne 0 ] && grep -q "offline mode" "$$log"; then \
+	    rm -f "$$log"; echo "java-test: resolving online" >&2; mvn -B verify; \
+	  else rm -f "$$log"; exit $$rc; fi
+
 # Installs what the monitoring tests run for real when missing: Debian's redis_exporter (1.45) and
 # promtool (package prometheus), and tmux (the terminal tests of `dlock top` and the waiting line);
 # curl, which docs/monitoring.md's example scrapes the exporter with.
