@@ -3,6 +3,7 @@ module dlock.dev/dlock
 go 1.26.0
 
 require (
+	github.com/go-redsync/redsync/v4 v4.18.1
 	github.com/gomodule/redigo v1.9.3
 	github.com/mna/redisc v1.4.0
 	github.com/redis/go-redis/v9 v9.23.0
