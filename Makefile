@@ -112,7 +112,7 @@ node-test: build node-deps node/node_modules/.installed
 # driver its name picks (DLOCK_GO_DRIVER=redigo|goredis forces one: docs/go.md). ~1.5 min.
 .PHONY: go-deps go-test
 GO_STATICCHECK := v0.8.2
-GO_ENV := GOTOOLCHAIN=auto GOFLAGS=-mod=readonly
+GO_ENV := GOTOOLCHAIN=auto
 go-deps:
 	@command -v go >/dev/null 2>&1 || { \
 	  echo "installing: golang-go"; \
