@@ -7,7 +7,7 @@ import (
 	"sync"
 
 	"github.com/gomodule/redigo/redis"
-	goredis "github.com/redis/go-redis/v9"
+	goredislib "github.com/redis/go-redis/v9"
 )
 
 // Which redis-server a connection reached, so that one server never counts twice in a quorum
@@ -206,7 +206,7 @@ func replyOf(err error) (string, bool) {
 	if errors.As(err, &r) {
 		return string(r), true
 	}
-	var g goredis.Error
+	var g goredislib.Error
 	if errors.As(err, &g) {
 		return g.Error(), true
 	}
