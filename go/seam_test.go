@@ -1,13 +1,14 @@
 package dlock_test
 
 // The driver seam (transport.Pool, transport.Conn) on both drivers against real servers: a
-// pipeline's replies in order on one connection, in the seam's types; server-side waits each on
+// pipeline's replies in order on one connection, in the seam's types, in one round trip; server-side waits each on
 // a connection of its own beside requests that are not held up; an application's go-redis
 // client through redis/goredis/v9, and a client with no connection of one server refused.
 
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -39,6 +40,13 @@ func TestSeamPipelinesRepliesInOrderOnOneConnection(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer conn.Close()
+		if _, err := conn.Do(ctx, []string{"PING"}); err != nil { // connected before counting
+			t.Fatal(err)
+		}
+		// What reading the count costs itself (its own read, the last count's connection closing).
+		first := readsProcessed(t, s)
+		before := readsProcessed(t, s)
+		cost := before - first
 		key := "seam-" + string(d)
 		replies, err := conn.Do(ctx,
 			[]string{"CLIENT", "ID"},
@@ -51,6 +59,13 @@ func TestSeamPipelinesRepliesInOrderOnOneConnection(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// One round trip: the seven commands reached the server in one read (two at most, should
+		// the kernel split the write), not seven.
+		reads := readsProcessed(t, s) - before - cost
+		if reads < 1 || reads > 2 {
+			t.Errorf("the pipeline took %d reads on the server", reads)
+		}
+		t.Logf("%d commands in %d read(s) on the server", 7, reads)
 		want := []interface{}{replies[0], "OK", int64(9007199254740994), nil,
 			transport.Error("WRONGTYPE Operation against a key holding the wrong kind of value"),
 			[]interface{}{int64(1), "two", transport.Error("ERR three"), nil}, replies[0]}
@@ -61,6 +76,26 @@ func TestSeamPipelinesRepliesInOrderOnOneConnection(t *testing.T) {
 			t.Errorf("CLIENT ID: %#v", replies[0])
 		}
 	})
+}
+
+// readsProcessed is the server's count of reads from its clients (INFO stats).
+func readsProcessed(t *testing.T, s *servers.Server) int {
+	t.Helper()
+	info, err := redigolib.String(s.Do("INFO", "stats"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "total_reads_processed:"); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no total_reads_processed in INFO stats")
+	return 0
 }
 
 func TestSeamWaitsEachHoldAConnectionAndHoldUpNothingElse(t *testing.T) {
