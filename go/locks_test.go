@@ -26,9 +26,11 @@ func deadline(t *testing.T, d time.Duration) context.Context {
 	return ctx
 }
 
+// connect is a manager over urls through the driver driverFor picks for t (an option given
+// after it, such as the seam tests' WithDriver, overrides it).
 func connect(t *testing.T, urls []string, options ...dlock.Option) *dlock.Manager {
 	t.Helper()
-	m, err := dlock.Connect(urls, options...)
+	m, err := dlock.Connect(urls, append([]dlock.Option{dlock.WithDriver(driverFor(t))}, options...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 // docs/shared.md), WithLock adds the watchdog, NewMutex is redsync's shape over the same.
 
 // Pool is the driver seam: one server, a connection of its own per Get (transport.Pool).
-// transport.RedigoPool wraps a redigo *redis.Pool; docs/go/drivers.md shows another driver's.
+// redis/redigo wraps a redigo *redis.Pool, redis/goredis/v9 a go-redis client (docs/go.md).
 type Pool = transport.Pool
 
 // Conn is a Pool's connection (transport.Conn).
@@ -80,7 +80,7 @@ func Connect(urls []string, options ...Option) (*Manager, error) {
 		seen[parsed[i].Name] = true
 	}
 	conf := transport.Config{Timeout: cfg.timeout, TLS: cfg.tls, Username: cfg.user, Password: cfg.password,
-		SentinelUsername: cfg.sentinelUser, SentinelPassword: cfg.sentinelPass}
+		SentinelUsername: cfg.sentinelUser, SentinelPassword: cfg.sentinelPass, Driver: cfg.driver}
 	names := make([]string, len(parsed))
 	for i, u := range parsed {
 		names[i] = u.Name

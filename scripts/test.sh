@@ -70,7 +70,8 @@ node_suite() {
 
 # The Go client's tests (make go-test), their top-level results ("--- PASS: Test..." and "---
 # FAIL: Test..." of go test -v) said the way count() reads them. Skipped, with a notice, only
-# when Go cannot be had (make go-deps installs it from Debian).
+# when Go cannot be had (make go-deps installs Debian's when there is none; the modules and, for
+# an older go, the toolchain come from the Go module proxy, and an unreachable proxy fails it).
 go_suite() {
   local started=$SECONDS status
   make --no-print-directory go-test 2>&1 | tee "$logs/go.out"
