@@ -101,8 +101,10 @@ func TestQueueHandoffInTicketOrderWithRisingTokens(t *testing.T) {
 	got := make(chan *dlock.Lock, waiters)
 	errs := make(chan error, waiters)
 	for i := 0; i < waiters; i++ {
+		// A manager each: one manager's callers queue in the process (local_waits.go).
+		w := connect(t, servers.URLs(nodes), dlock.WithTimeout(500*time.Millisecond))
 		go func() {
-			l, err := m.Acquire(ctx, "queue", 10*time.Second, dlock.Wait(20*time.Second))
+			l, err := w.Acquire(ctx, "queue", 10*time.Second, dlock.Wait(20*time.Second))
 			if err != nil {
 				errs <- err
 				return

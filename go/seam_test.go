@@ -103,31 +103,41 @@ func TestSeamWaitsEachHoldAConnectionAndHoldUpNothingElse(t *testing.T) {
 	onBothDrivers(t, func(t *testing.T, d dlock.Driver) {
 		ctx := deadline(t, 30*time.Second)
 		m := connect(t, []string{s.URL()}, dlock.WithTimeout(500*time.Millisecond), dlock.WithDriver(d))
-		key := "wait-" + string(d)
-		held, err := m.Acquire(ctx, key, 10*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
+		// Three resources held, a wait on each (one manager keeps one wait per resource:
+		// local_waits.go): three connections blocked on the server.
 		const waiters = 3
+		key := func(i int) string { return fmt.Sprintf("wait-%s-%d", d, i) }
+		var held []*dlock.Lock
+		for i := 0; i < waiters; i++ {
+			l, err := m.Acquire(ctx, key(i), 10*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			held = append(held, l)
+		}
 		tokens := make(chan error, waiters)
 		for i := 0; i < waiters; i++ {
-			go func() {
-				l, err := m.Acquire(ctx, key, 10*time.Second, dlock.Wait(20*time.Second))
+			go func(i int) {
+				l, err := m.Acquire(ctx, key(i), 10*time.Second, dlock.Wait(20*time.Second))
 				if err == nil {
 					err = l.Release(ctx)
 				}
 				tokens <- err
-			}()
+			}(i)
 		}
-		waitWaiters(t, s, key, waiters) // three queued: three connections blocked on the server
+		for i := 0; i < waiters; i++ {
+			waitWaiters(t, s, key(i), 1)
+		}
 		started := time.Now()
-		other, err := m.Acquire(ctx, key+"-other", 10*time.Second)
+		other, err := m.Acquire(ctx, key(0)+"-other", 10*time.Second)
 		if err != nil || time.Since(started) > time.Second {
 			t.Fatalf("a request beside the waits: %v after %v", err, time.Since(started))
 		}
 		_ = other.Release(ctx)
-		if err := held.Release(ctx); err != nil {
-			t.Fatal(err)
+		for _, l := range held {
+			if err := l.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
 		}
 		for i := 0; i < waiters; i++ {
 			if err := <-tokens; err != nil {
