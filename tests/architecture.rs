@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 mod dependencies;
 mod file_map;
 mod graphs;
+mod java;
 mod listing;
 mod nested;
 mod paths;

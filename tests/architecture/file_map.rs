@@ -9,11 +9,12 @@ use std::path::Path;
 use super::{files, python_graph, repo, typescript_graph, Graph};
 
 /// The map's columns after the concept: each client's folder and its sources' extension.
-const CLIENTS: [(&str, &str, &str); 4] = [
+const CLIENTS: [(&str, &str, &str); 5] = [
     ("Rust", "client/src", ".rs"),
     ("Python", "python/src/dlock", ".py"),
     ("Node", "node/src", ".ts"),
     ("Go", "go", ".go"),
+    ("Java", "java/src/main/java/dev/dlock", ".java"),
 ];
 
 /// One row: the concept, and per client its files (paths or `*` patterns), `None` for `—`.
@@ -232,7 +233,8 @@ fn imports(client: usize) -> Graph {
                 .collect()
         }
         2 => with_ext(typescript_graph(&repo("node/src")), ".ts"),
-        _ => super::graphs::go_references(&repo("go")),
+        3 => super::graphs::go_references(&repo("go")),
+        _ => super::java::java_references(&repo("java/src/main/java/dev/dlock")),
     }
 }
 
@@ -311,9 +313,9 @@ fn layers(page: &str) -> BTreeMap<&str, usize> {
 
 #[test]
 fn the_file_map_check_fails_on_a_wrong_map() {
-    let page = "x\n| concept | Rust | Python | Node | Go |\n|---|---|---|---|---|\n\
-        | **timing**: t | `timing.rs` | `_pure/timing.py` | — none | — none |\n\
-        | **options**: o | `options.rs` | `_pure/options.py`, `_transport/*/x.py` | — none | — none |\n";
+    let page = "x\n| concept | Rust | Python | Node | Go | Java |\n|---|---|---|---|---|---|\n\
+        | **timing**: t | `timing.rs` | `_pure/timing.py` | — none | — none | — none |\n\
+        | **options**: o | `options.rs` | `_pure/options.py`, `_transport/*/x.py` | — none | — none | — none |\n";
     let rows = parse_map(page).expect("a well-formed map");
     let set = |files: &[&str]| files.iter().map(|f| f.to_string()).collect::<BTreeSet<_>>();
     let python = set(&[

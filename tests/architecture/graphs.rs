@@ -205,7 +205,7 @@ fn go_declarations(code: &str) -> Vec<String> {
 }
 
 /// Go code with its comments and the contents of its strings and runes blanked out.
-fn without_go_comments_and_strings(text: &str) -> String {
+pub(super) fn without_go_comments_and_strings(text: &str) -> String {
     let (mut out, mut chars) = (String::new(), text.chars().peekable());
     while let Some(c) = chars.next() {
         match c {

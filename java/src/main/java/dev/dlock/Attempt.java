@@ -69,7 +69,7 @@ final class Attempt {
   }
 
   /** What a held lock's lease comes to. */
-  enum Lease {
+  enum LeaseLeft {
     HELD,
     /**
      * One node, whose grant may have come long after the wait was sent: renew the TTL once
@@ -133,11 +133,11 @@ final class Attempt {
    * How a held lock on {@code nodes} nodes comes out, given the validity left (empty: none)
    * counted from the request that last set its TTL; {@code renewed}: after the one renewal.
    */
-  static Lease lease(int nodes, Optional<Duration> left, Duration ttl, boolean renewed) {
+  static LeaseLeft lease(int nodes, Optional<Duration> left, Duration ttl, boolean renewed) {
     if (nodes == 1 && !renewed && (left.isEmpty() || left.get().multipliedBy(2).compareTo(ttl) < 0)) {
-      return Lease.RENEW;
+      return LeaseLeft.RENEW;
     }
-    return left.isPresent() ? Lease.HELD : Lease.EXPIRED;
+    return left.isPresent() ? LeaseLeft.HELD : LeaseLeft.EXPIRED;
   }
 
   /**

@@ -158,7 +158,7 @@ final class Backend {
     cmds.add(cmd);
     Duration timeout = options.timeout();
     Duration whole = timeout.plus(blocking);
-    boolean acking = acked && ack != null && ack.on(n);
+    boolean acking = acked && ack != null && ack.on(n.failoverManaged());
     if (acking) {
       cmds.add(ack.await());
       whole = whole.plus(ack.extra());

@@ -184,13 +184,13 @@ final class Driver {
     Backend b = calls.b;
     int n = b.nodes.size();
     Optional<Duration> left = b.validity(ttl, leaseFrom);
-    Attempt.Lease verdict = Attempt.lease(n, left, ttl, false);
-    if (verdict == Attempt.Lease.RENEW) {
+    Attempt.LeaseLeft verdict = Attempt.lease(n, left, ttl, false);
+    if (verdict == Attempt.LeaseLeft.RENEW) {
       long renewedFrom = System.nanoTime();
       left = calls.renew(0, owner, ttl).join() ? b.validity(ttl, renewedFrom) : Optional.empty();
       verdict = Attempt.lease(n, left, ttl, true);
     }
-    if (verdict == Attempt.Lease.HELD) {
+    if (verdict == Attempt.LeaseLeft.HELD) {
       return Optional.of(new Granted(owner, token, System.nanoTime() + left.orElseThrow().toNanos(), stale, holding));
     }
     stale.raise();

@@ -18,7 +18,7 @@ class LeasesConformanceTest {
       JsonNode left = c.get("left_ms");
       Optional<Duration> validity = left == null || left.isNull()
           ? Optional.empty() : Optional.of(Duration.ofMillis(left.asLong()));
-      Attempt.Lease got = Attempt.lease(c.get("nodes").asInt(), validity,
+      Attempt.LeaseLeft got = Attempt.lease(c.get("nodes").asInt(), validity,
           Duration.ofMillis(c.get("ttl_ms").asLong()), c.get("renewed").asBoolean());
       assertEquals(c.get("lease").asText(), got.name().toLowerCase(Locale.ROOT));
     });

@@ -21,11 +21,12 @@ public record Ack(int replicas, Duration timeout, boolean everywhere) {
     public static final Duration TICK = Duration.ofMillis(100);
 
     /**
-     * @param node a node
-     * @return whether writes to node wait for replicas
+     * @param failoverManaged whether the node is a Cluster or Sentinel one (its
+     *     {@code failoverManaged()}): the node's fact, not the node, so that ack stays below nodes
+     * @return whether writes to the node wait for replicas
      */
-    public boolean on(Node node) {
-        return replicas > 0 && (everywhere || node.failoverManaged());
+    public boolean on(boolean failoverManaged) {
+        return replicas > 0 && (everywhere || failoverManaged);
     }
 
     /** @return the time a call with an acknowledgement may take beyond its own */

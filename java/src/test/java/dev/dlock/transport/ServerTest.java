@@ -140,8 +140,8 @@ class ServerTest {
             List<Object> r = n.call(T, T, List.of(List.of("DLOCK.ACQUIRE", "acked", "a", "10000"), ack.await())).join();
             NodeFailure f = ack.check(n.name(), r).orElseThrow();
             assertEquals(server.url() + ": written but only 0 of 1 replicas acknowledged within 100ms", f.getMessage());
-            assertTrue(ack.on(n));
-            assertFalse(new Ack(1, Duration.ofMillis(100), false).on(n));
+            assertTrue(ack.on(n.failoverManaged()));
+            assertFalse(new Ack(1, Duration.ofMillis(100), false).on(n.failoverManaged()));
         }
     }
 }
