@@ -123,11 +123,9 @@ final class ElectionWatch {
     }
     // A shared lock or semaphore stays one for long: no busy asking.
     Duration pause = h.wrongKind().isPresent() ? OBSERVE_FOR : b.retryPause();
-    try {
-      CompletableFuture.delayedExecutor(pause.toNanos(), TimeUnit.NANOSECONDS, b.workers).execute(() -> ask(node, null));
-    } catch (RejectedExecutionException e) {
-      loopEnded(); // the manager closed meanwhile: its workers take no more work
-    }
+    // Not on the manager's threads: once it is closed they take no work, and this loop must
+    // still run once more to see the close and end. ask only sends; it never blocks.
+    CompletableFuture.delayedExecutor(pause.toNanos(), TimeUnit.NANOSECONDS).execute(() -> ask(node, null));
   }
 
   private synchronized void loopEnded() {
