@@ -207,10 +207,23 @@ def go_example(example: Example) -> str | None:
     return None
 
 
+def java_example(example: Example) -> str | None:
+    """A Java block is a region of a JUnit test (`mvn verify` compiles and runs it)."""
+    target, _, name = example.options["example"].partition("#")
+    path = ROOT / target
+    if not (target.startswith("java/src/test/") and path.suffix == ".java" and path.exists() and name):
+        return f"{example.where}: {target} is not a region of a Java test (java/src/test/**/*.java#region)"
+    if example.text.rstrip("\n") != region(path, name):
+        return f"{example.where}: the block differs from {target}#{name} (python3 tests/docs/examples.py --bless)"
+    return None
+
+
 def rust_example(example: Example) -> str | None:
     """A Rust block is a compiled example's text (cargo builds client/examples/ with the tests)."""
     if example.lang == "go":
         return go_example(example)
+    if example.lang == "java":
+        return java_example(example)
     target, _, name = example.options["example"].partition("#")
     path = ROOT / target
     if not (path.parent.name == "examples" and path.suffix == ".rs" and path.exists()):

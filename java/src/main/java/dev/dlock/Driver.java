@@ -68,6 +68,7 @@ final class Driver {
   final long ticket;
   private final boolean interruptible;
   private boolean interrupted; // seen, whether it ends the call or is handed back after it
+  private String label = ""; // appended to every round's owner: "" or " <value>" (a campaign)
   // Nodes whose connection setup met a refusal waiting cannot cure: not connected to again within
   // this call, their refusal the answer to every ask.
   final Map<Integer, NodeFailure> fin = new HashMap<>();
@@ -79,6 +80,15 @@ final class Driver {
     this.policy = policy;
     this.interruptible = interruptible;
     this.ticket = policy.queue() && calls.b.nodes.size() > 1 ? Timing.drawTicket() : 0;
+  }
+
+  /**
+   * Makes this the call of a campaign for {@code value}: owners {@code "<base>:<round> <value>"},
+   * so the value travels with every grant (docs/election.md).
+   */
+  Driver labelled(String value) {
+    label = value.isEmpty() ? "" : " " + value;
+    return this;
   }
 
   /**
@@ -241,7 +251,7 @@ final class Driver {
     }
 
     private String owner(int round) {
-      return Timing.roundOwner(base, round);
+      return Timing.roundOwner(base, round) + d.label;
     }
 
     // The attempt is over: replies that came in and were not fed go to onLate, as later ones do.

@@ -25,7 +25,7 @@ import java.util.concurrent.TimeUnit;
 public final class Lease {
   final Calls calls;
   private final Duration ttl;
-  private final String owner;
+  private volatile String owner; // changed only by rename (an election's proclaim), under writes
   private final long token;
   private final long acquiredAt; // nanoTime
   private final Driver.Signal stale; // raised on release: grants still coming are not the holder's
@@ -292,6 +292,37 @@ public final class Lease {
         throw failed(e.tally());
       }
       renewed(e.validUntil(), whole);
+    } finally {
+      writes.release();
+    }
+  }
+
+  /**
+   * Holds the lock under {@code to} from now on (DLOCK.PROCLAIM, keeping token and lease: an
+   * election's proclaim). Under the writes lock, so no extension is sent under the old name
+   * after the new one landed. A quorum must take it; the nodes that did are turned back else.
+   *
+   * @throws NoQuorumException too few nodes answered
+   * @throws LockLostException a quorum answered and not enough held it; or lost or released before
+   */
+  void rename(String to) {
+    writes.acquireUninterruptibly();
+    try {
+      if (isLost() || isReleased()) {
+        throw new LockLostException(resource());
+      }
+      String from = owner;
+      if (to.equals(from)) {
+        return;
+      }
+      List<Integer> all = calls.b.everywhere();
+      Calls.Tally t = calls.everywhere(all, Commands.proclaim(resource(), from, token, to), true, Backend::isOne).join();
+      if (t.done() >= calls.b.needed(calls.kind)) {
+        owner = to;
+        return;
+      }
+      calls.everywhere(all, Commands.proclaim(resource(), to, token, from), true, Backend::isOne).join();
+      throw failed(t);
     } finally {
       writes.release();
     }

@@ -16,6 +16,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.Consumer;
 
 /**
  * The entry point (go/manager.go, client/src/manager.rs): the quorum's nodes and the options.
@@ -222,6 +223,44 @@ public final class LockManager implements AutoCloseable {
       throw new InvalidArgumentException(e.getMessage());
     }
     return new DataConnection(Node.open(u, b.connect(), null), b.options.timeout());
+  }
+
+  // Leader election (docs/election.md): Election, Leadership, ElectionWatch, ElectionObserver.
+
+  /**
+   * Campaigns to lead {@code name} with {@code value} (at most 200 bytes: an address, an id):
+   * queued fairly on the nodes as long as others lead, then a {@link Leadership} kept by a
+   * watchdog every ttl / 3, its epoch committed on a majority.
+   *
+   * @throws InterruptedException interrupted while campaigning (the place in the queue withdrawn)
+   * @throws NoQuorumException too few nodes answered
+   * @throws WrongKindException the name is held shared or as a semaphore
+   */
+  public Leadership campaign(String name, String value, Duration ttl) throws InterruptedException {
+    return Election.campaign(b, name, value, ttl);
+  }
+
+  /** {@link #campaign} on a worker thread; cancelling the future stops campaigning. */
+  public CompletableFuture<Leadership> campaignAsync(String name, String value, Duration ttl) {
+    return Election.campaignAsync(b, name, value, ttl);
+  }
+
+  /** Who leads {@code name} now (empty: nobody); {@link NoQuorumException} when too few nodes answer. */
+  public Optional<Leader> leader(String name) {
+    return Election.leader(b, name);
+  }
+
+  /** Follows who leads {@code name}: the leader first, then every change ({@link ElectionObserver#next}). */
+  public ElectionObserver observe(String name) {
+    Election.check(b, name, "");
+    return new ElectionObserver(b, name);
+  }
+
+  /** {@link #observe(String)}, every change handed to {@code listener} in order on one thread until closed. */
+  public ElectionObserver observe(String name, Consumer<ElectionObserver.Change> listener) {
+    ElectionObserver o = observe(name);
+    o.listen(b, listener);
+    return o;
   }
 
   /** What an interruptible call throws, for the ones that are not. */
