@@ -155,9 +155,33 @@ pub(super) fn go_deps(text: &str) -> Deps {
     deps
 }
 
+/// pom.xml: each `<dependency>` as `groupId:artifactId`, those of `test` scope second (the
+/// plugins are the build's, not dependencies).
+pub(super) fn pom_deps(text: &str) -> Deps {
+    let mut deps: Deps = Default::default();
+    let element = |block: &str, name: &str| -> String {
+        let open = format!("<{name}>");
+        let value = block.split(&open).nth(1).unwrap_or("");
+        value.split('<').next().unwrap_or("").trim().to_string()
+    };
+    for block in text.split("<dependency>").skip(1) {
+        let block = block.split("</dependency>").next().unwrap_or("");
+        let name = format!(
+            "{}:{}",
+            element(block, "groupId"),
+            element(block, "artifactId")
+        );
+        match element(block, "scope").as_str() {
+            "test" => deps.1.insert(name),
+            _ => deps.0.insert(name),
+        };
+    }
+    deps
+}
+
 /// The manifests the dependency table must list, and how each is read: every Cargo.toml of the
-/// repository (the workspace's crates and the fuzz crate's own workspace), and the Python, Node
-/// and Go clients' manifests.
+/// repository (the workspace's crates and the fuzz crate's own workspace), the Python, Node
+/// and Go clients' manifests, and every Maven pom.xml.
 fn manifests(files: &BTreeSet<String>) -> BTreeMap<String, Deps> {
     let mut found = BTreeMap::new();
     for file in files {
@@ -167,6 +191,7 @@ fn manifests(files: &BTreeSet<String>) -> BTreeMap<String, Deps> {
             "python/pyproject.toml" => python_deps(&read()),
             "node/package.json" => node_deps(&read()),
             "go/go.mod" => go_deps(&read()),
+            f if f == "pom.xml" || f.ends_with("/pom.xml") => pom_deps(&read()),
             _ => continue,
         };
         found.insert(file.clone(), deps);
