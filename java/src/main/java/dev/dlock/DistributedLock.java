@@ -10,7 +10,8 @@ import java.util.concurrent.locks.Lock;
 
 /**
  * A {@link Lock} over a dlock lease ({@link LockManager#getLock}, {@link LockManager#getSharedLock},
- * {@link LockManager#getSemaphore}). Its owner is the handle, not the thread: a handle locked on
+ * {@link LockManager#getSemaphore}), or over a set's ({@link LockManager#getMultiLock}: every
+ * resource or none, never through the process's queue). Its owner is the handle, not the thread: a handle locked on
  * one thread may be unlocked on another, a virtual thread or a future's, so it suits code that
  * hops threads. Make one handle per caller (they are cheap); callers of one manager waiting for
  * one resource share one server-side wait ({@link LocalWaits}).
