@@ -10,7 +10,8 @@ import java.util.concurrent.locks.Lock;
 
 /**
  * A {@link Lock} over a dlock lease ({@link LockManager#getLock}, {@link LockManager#getSharedLock},
- * {@link LockManager#getSemaphore}). Its owner is the handle, not the thread: a handle locked on
+ * {@link LockManager#getSemaphore}), or over a set's ({@link LockManager#getMultiLock}: every
+ * resource or none, never through the process's queue). Its owner is the handle, not the thread: a handle locked on
  * one thread may be unlocked on another, a virtual thread or a future's, so it suits code that
  * hops threads. Make one handle per caller (they are cheap); callers of one manager waiting for
  * one resource share one server-side wait ({@link LocalWaits}).
@@ -44,21 +45,51 @@ import java.util.concurrent.locks.Lock;
  * </ul>
  */
 public final class DistributedLock implements Lock, AutoCloseable {
+  /** How a handle takes its lease: one resource's, or a set's. */
+  private interface Taker {
+    Lease take(Duration ttl, Optional<Duration> wait, boolean interruptible) throws InterruptedException;
+  }
+
   private final LockManager manager;
-  private final Resource resource;
+  private final List<Resource> resources; // one, or a multi lock's set in the order given
+  private final String name; // how messages name it: a set's names comma-separated
+  private final Taker taker;
   private final List<Runnable> lostListeners = new ArrayList<>(); // guarded by this
   private Lease lease; // guarded by this
   private Watchdog watchdog; // guarded by this
   private boolean locking; // a caller is taking it (guarded by this)
 
   DistributedLock(LockManager manager, Resource resource) {
-    this.manager = manager;
-    this.resource = resource;
+    this(manager, List.of(resource), (ttl, wait, i) -> manager.take(resource, ttl, wait, i));
   }
 
-  /** What it locks. */
+  /** A multi lock: {@code set} all or nothing ({@link LockManager#getMultiLock}). */
+  DistributedLock(LockManager manager, ResourceSet set) {
+    this(manager, set.resources(), (ttl, wait, i) -> Sets.take(manager, set, ttl, wait, i));
+  }
+
+  private DistributedLock(LockManager manager, List<Resource> resources, Taker taker) {
+    this.manager = manager;
+    this.resources = List.copyOf(resources);
+    this.name = String.join(",", this.resources.stream().map(Resource::name).toList());
+    this.taker = taker;
+  }
+
+  /**
+   * What it locks.
+   *
+   * @throws IllegalStateException a multi lock: it locks several ({@link #resources})
+   */
   public Resource resource() {
-    return resource;
+    if (resources.size() != 1) {
+      throw new IllegalStateException("multi lock " + DlockException.quote(name) + " locks several resources: resources()");
+    }
+    return resources.get(0);
+  }
+
+  /** What it locks: its one resource, or a multi lock's, in the order given. */
+  public List<Resource> resources() {
+    return resources;
   }
 
   /** Waits as long as it takes (an interrupt is kept, set again on return). */
@@ -82,7 +113,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
     try {
       while (true) {
         try {
-          held(manager.take(resource, ttl(), Optional.of(Checks.MAX_WAIT), interruptible), true);
+          held(taker.take(ttl(), Optional.of(Checks.MAX_WAIT), interruptible), true);
           return;
         } catch (LockContendedException e) {
           // Ten years ran out: wait again, as the other clients do.
@@ -98,10 +129,12 @@ public final class DistributedLock implements Lock, AutoCloseable {
   public boolean tryLock() {
     begin();
     try {
-      held(manager.tryAcquire(resource, ttl()), true);
+      held(taker.take(ttl(), Optional.empty(), false), true);
       return true;
     } catch (LockContendedException e) {
       return false;
+    } catch (InterruptedException e) {
+      throw new IllegalStateException("an uninterruptible attempt was interrupted", e); // cannot happen
     } finally {
       done();
     }
@@ -126,7 +159,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
     Checks.checkWait(wait);
     begin();
     try {
-      held(manager.take(resource, ttl, Optional.of(wait), true), watch);
+      held(taker.take(ttl, Optional.of(wait), true), watch);
       return true;
     } catch (LockContendedException e) {
       return false;
@@ -142,12 +175,12 @@ public final class DistributedLock implements Lock, AutoCloseable {
   // A handle holds once, and is taken by one caller at a time.
   private synchronized void begin() {
     if (lease != null) {
-      throw new IllegalStateException("lock " + DlockException.quote(resource.name())
+      throw new IllegalStateException("lock " + DlockException.quote(name)
           + " is already held by this handle: a handle holds once (its owner is the handle, not the thread); "
           + "unlock it first, or take another handle");
     }
     if (locking) {
-      throw new IllegalStateException("lock " + DlockException.quote(resource.name())
+      throw new IllegalStateException("lock " + DlockException.quote(name)
           + " is being locked through this handle by another caller: take one handle per caller");
     }
     locking = true;
@@ -182,7 +215,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
     Watchdog dog;
     synchronized (this) {
       if (lease == null) {
-        throw new IllegalMonitorStateException("lock " + DlockException.quote(resource.name())
+        throw new IllegalMonitorStateException("lock " + DlockException.quote(name)
             + " is not held by this handle");
       }
       l = lease;
@@ -196,7 +229,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
     boolean lost = l.isLost();
     l.release();
     if (lost) {
-      throw new LockLostException(resource.name());
+      throw new LockLostException(name);
     }
   }
 
@@ -216,9 +249,19 @@ public final class DistributedLock implements Lock, AutoCloseable {
     return held().token();
   }
 
+  /**
+   * The held lease's tokens, one per resource ({@link Lease#tokens}: a multi lock across slots of
+   * a Redis Cluster has one per slot group).
+   *
+   * @throws IllegalMonitorStateException not held
+   */
+  public List<Long> tokens() {
+    return held().tokens();
+  }
+
   private synchronized Lease held() {
     if (lease == null) {
-      throw new IllegalMonitorStateException("lock " + DlockException.quote(resource.name()) + " is not held by this handle");
+      throw new IllegalMonitorStateException("lock " + DlockException.quote(name) + " is not held by this handle");
     }
     return lease;
   }
@@ -269,6 +312,6 @@ public final class DistributedLock implements Lock, AutoCloseable {
 
   @Override
   public String toString() {
-    return "DistributedLock[" + resource + ", " + lease().map(Lease::toString).orElse("not held") + "]";
+    return "DistributedLock[" + (resources.size() == 1 ? resources.get(0) : "multi " + resources) + ", " + lease().map(Lease::toString).orElse("not held") + "]";
   }
 }

@@ -31,6 +31,7 @@ public final class Lease {
   private final Driver.Signal stale; // raised on release: grants still coming are not the holder's
   private final List<Integer> holding; // the nodes a commit owed goes to; null: nothing owed
   private final Semaphore writes = new Semaphore(1, true);
+  private final Across across; // a set across slots: its groups, which its calls go to; else null
 
   private long validUntil; // nanoTime; all guarded by this
   private Duration ttlSet; // the TTL last set on the nodes
@@ -43,6 +44,11 @@ public final class Lease {
   private Watchdog watchdog;
 
   Lease(Calls calls, Duration ttl, Driver.Granted won, boolean owes) {
+    this(calls, ttl, won, owes, null);
+  }
+
+  /** With {@code across}: a set across slots held as one lease, {@code won} its groups' earliest end. */
+  Lease(Calls calls, Duration ttl, Driver.Granted won, boolean owes, Across across) {
     this.calls = calls;
     this.ttl = ttl;
     this.owner = won.owner();
@@ -50,6 +56,7 @@ public final class Lease {
     this.acquiredAt = System.nanoTime();
     this.stale = won.stale();
     this.holding = owes ? List.copyOf(won.holding()) : null;
+    this.across = across;
     synchronized (this) {
       this.validUntil = won.validUntil();
       this.ttlSet = ttl;
@@ -57,12 +64,32 @@ public final class Lease {
     }
   }
 
-  /** The resource's name. */
+  /** The resource's name; a set's names, comma-separated. */
   public String resource() {
     return calls.resource;
   }
 
-  /** How it is held: exclusively, shared, or as a semaphore's permit. */
+  /** The resources held: its one resource, or a set's in the order given. */
+  public List<String> resources() {
+    return calls.set.map(Sets.Members::keys).orElse(List.of(calls.resource));
+  }
+
+  /**
+   * The fencing tokens, one per resource in the order given ({@link #resources}), each read as
+   * {@link #token} reads it. A lock or a set on one slot has one token, given for each resource;
+   * a set across slots on a Redis Cluster has one per slot group, each fencing its own group's
+   * resources only (tokens of different groups come from different masters: not comparable).
+   *
+   * @throws LockLostException a commit failed (the set is then lost), or it was lost before
+   */
+  public List<Long> tokens() {
+    if (across != null) {
+      return across.tokens(this);
+    }
+    return java.util.Collections.nCopies(resources().size(), token());
+  }
+
+  /** How it is held: exclusively, shared, or as a semaphore's permit (a set: exclusive). */
   public Kind kind() {
     return calls.kind;
   }
@@ -84,6 +111,8 @@ public final class Lease {
    * first read pays it, one FENCE round shared by every reader, and the token comes once a quorum
    * committed it.
    *
+   * @throws InvalidArgumentException a set across slots of a Redis Cluster: it has one token per
+   *     slot group ({@link #tokens})
    * @throws LockLostException the commit failed (the lock is then lost), or the lock was lost or
    *     released before it
    */
@@ -103,6 +132,9 @@ public final class Lease {
    * completes it with a {@link LockLostException}.
    */
   public CompletableFuture<Long> tokenAsync() {
+    if (across != null) {
+      return CompletableFuture.failedFuture(across.oneToken());
+    }
     if (holding == null) {
       return CompletableFuture.completedFuture(token);
     }
@@ -282,6 +314,10 @@ public final class Lease {
   public void extend(Duration ttl) {
     Checks.checkLease(ttl, calls.b.options.drift());
     Duration whole = Duration.ofMillis(ttl.toMillis());
+    if (across != null && !isLost() && !isReleased()) {
+      across.extend(this, whole); // each group's writes go one at a time on their own
+      return;
+    }
     writes.acquireUninterruptibly();
     try {
       if (isLost() || isReleased()) {
@@ -344,6 +380,9 @@ public final class Lease {
 
   /** One extension, for the watchdog: how it went. */
   Renewal.Extension extendOnce() {
+    if (across != null) {
+      return isLost() || isReleased() ? Renewal.Extension.UNCONFIRMED : across.extendOnce(this);
+    }
     writes.acquireUninterruptibly();
     try {
       if (isLost() || isReleased()) {
@@ -382,6 +421,10 @@ public final class Lease {
     stale.raise();
     if (dog != null) {
       dog.halt();
+    }
+    if (across != null) {
+      across.release();
+      return;
     }
     // No write of the TTL follows the RELEASE: one still out ends first.
     writes.acquireUninterruptibly();

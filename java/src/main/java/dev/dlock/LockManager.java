@@ -21,7 +21,8 @@ import java.util.function.Consumer;
 /**
  * The entry point (go/manager.go, client/src/manager.rs): the quorum's nodes and the options.
  * {@link #tryAcquire} and {@link #acquire} hand out a {@link Lease}; {@link #getLock} a
- * {@link DistributedLock}, the {@code java.util.concurrent.locks.Lock} over the same. Every URL
+ * {@link DistributedLock}, the {@code java.util.concurrent.locks.Lock} over the same;
+ * {@link #tryAcquireAll} and {@link #acquireAll} several resources at once. Every URL
  * and option is checked when the manager is made; nothing connects until the first lock.
  *
  * <p>Waiting ({@link #acquire}) queues on the nodes with one ticket (docs/protocol.md §5), and a
@@ -211,6 +212,80 @@ public final class LockManager implements AutoCloseable {
     return new DistributedLock(this, Resource.semaphore(name, limit));
   }
 
+  /** {@link #tryAcquireAll(ResourceSet, Duration)} of {@code resources}, every one exclusive. */
+  public Lease tryAcquireAll(List<String> resources, Duration ttl) {
+    return tryAcquireAll(ResourceSet.exclusive(resources), ttl);
+  }
+
+  /**
+   * One attempt at every resource of {@code set}, all or nothing, under one lease and one token
+   * (docs/multi.md): each node holds every resource or none (DLOCK.ACQUIREALL), so the set is one
+   * lock to the quorum, the commit on first read, the watchdog and the lease-loss contract; a
+   * member lost on the nodes loses the set. With a Redis Cluster node, resources of several
+   * slots are taken one slot group after another and held as one lease ({@link Lease#tokens}: a
+   * token per group); a group that fails gives back those held and its error is the call's.
+   *
+   * @throws LockContendedException a member is held by another owner: nothing of the set is held
+   */
+  public Lease tryAcquireAll(ResourceSet set, Duration ttl) {
+    return unchecked(() -> Sets.take(this, set, ttl, Optional.empty(), false));
+  }
+
+  /** {@link #acquireAll(ResourceSet, Duration, Duration)} of {@code resources}, every one exclusive. */
+  public Lease acquireAll(List<String> resources, Duration ttl, Duration wait) {
+    return acquireAll(ResourceSet.exclusive(resources), ttl, wait);
+  }
+
+  /**
+   * Waits up to {@code wait} for every resource of {@code set}: queued on all of them at once on
+   * each node, holding none meanwhile, so sets asked in any order cannot deadlock. A set always
+   * waits on the nodes (no queue in the process, unlike one resource: docs/waiting.md).
+   */
+  public Lease acquireAll(ResourceSet set, Duration ttl, Duration wait) {
+    Checks.checkWait(wait);
+    return unchecked(() -> Sets.take(this, set, ttl, Optional.of(wait), false));
+  }
+
+  /** {@link #tryAcquireAll(ResourceSet, Duration)} on a worker thread. */
+  public CompletableFuture<Lease> tryAcquireAllAsync(ResourceSet set, Duration ttl) {
+    return CompletableFuture.supplyAsync(() -> tryAcquireAll(set, ttl), b.workers);
+  }
+
+  /** {@link #tryAcquireAll(List, Duration)} on a worker thread. */
+  public CompletableFuture<Lease> tryAcquireAllAsync(List<String> resources, Duration ttl) {
+    return CompletableFuture.supplyAsync(() -> tryAcquireAll(resources, ttl), b.workers);
+  }
+
+  /** {@link #acquireAll(ResourceSet, Duration, Duration)} on a worker thread. */
+  public CompletableFuture<Lease> acquireAllAsync(ResourceSet set, Duration ttl, Duration wait) {
+    Checks.checkWait(wait);
+    return CompletableFuture.supplyAsync(() -> acquireAll(set, ttl, wait), b.workers);
+  }
+
+  /** {@link #acquireAll(List, Duration, Duration)} on a worker thread. */
+  public CompletableFuture<Lease> acquireAllAsync(List<String> resources, Duration ttl, Duration wait) {
+    Checks.checkWait(wait);
+    return CompletableFuture.supplyAsync(() -> acquireAll(resources, ttl, wait), b.workers);
+  }
+
+  /**
+   * A {@link DistributedLock} over {@code resources} (Redisson's name), every one exclusive: it
+   * locks all of them or none ({@link #acquireAll}), with the single handle's contract.
+   *
+   * @throws InvalidArgumentException none, more than {@link ResourceSet#MAX}, or one given twice
+   */
+  public DistributedLock getMultiLock(String... resources) {
+    return getMultiLock(ResourceSet.exclusive(resources == null ? null : java.util.Arrays.asList(resources)));
+  }
+
+  /** A {@link DistributedLock} over {@code set}, each resource in its mode. */
+  public DistributedLock getMultiLock(ResourceSet set) {
+    if (set == null) {
+      throw new InvalidArgumentException("the set must be given");
+    }
+    return new DistributedLock(this, set);
+  }
+
   /**
    * A connection to the data's Redis (with the module) for guarded writes, over this manager's
    * TLS files and login; close it when done (the manager's close does not).
@@ -315,7 +390,7 @@ public final class LockManager implements AutoCloseable {
     }
   }
 
-  private Lease run(Calls c, Duration ttl, Duration wait, Policy p, boolean owes, boolean once, boolean interruptible)
+  Lease run(Calls c, Duration ttl, Duration wait, Policy p, boolean owes, boolean once, boolean interruptible)
       throws InterruptedException {
     Driver.Outcome o = new Driver(c, ttl, wait, p, interruptible).run(once);
     if (o.won() != null) {

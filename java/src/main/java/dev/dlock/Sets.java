@@ -1,6 +1,9 @@
 package dev.dlock;
 
+import dev.dlock.Replies.Policy;
+import dev.dlock.transport.Cluster;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
@@ -8,6 +11,7 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.function.ToIntFunction;
 
@@ -124,5 +128,46 @@ final class Sets {
     return Arrays.compareUnsigned(a.getBytes(StandardCharsets.UTF_8), b.getBytes(StandardCharsets.UTF_8));
   }
 
+  /**
+   * Takes a set ({@link LockManager#tryAcquireAll} and the rest): one DLOCK.ACQUIREALL per node
+   * through the single lock's driver; on a Redis Cluster node, a set across slots group by group
+   * ({@link Across}). Never through {@link LocalWaits}: a set waits on the nodes each time
+   * (docs/waiting.md), as a turn per resource in the process, taken one after another, would be
+   * the hold-and-wait that sets exist to avoid.
+   */
+  static Lease take(LockManager m, ResourceSet set, Duration ttl, Optional<Duration> wait, boolean interruptible)
+      throws InterruptedException {
+    if (set == null) {
+      throw new InvalidArgumentException("the set must be given");
+    }
+    Backend b = m.backend();
+    Checks.checkLease(ttl, b.options.drift());
+    wait.ifPresent(Checks::checkWait);
+    if (b.isClosed()) {
+      throw new ManagerClosedException(set.members().name());
+    }
+    Duration whole = Duration.ofMillis(ttl.toMillis());
+    List<List<String>> groups = groups(set.names());
+    // One call per master: only a Cluster node splits a set, and only one across slots.
+    if (groups.size() > 1 && b.nodes.stream().anyMatch(n -> n instanceof Cluster)) {
+      return Across.take(m, set.members(), groups, whole, wait, interruptible);
+    }
+    return one(m, set.members(), whole, wait, interruptible);
+  }
 
+  /** One set on every node (also each group of a set across slots), as one lock is taken. */
+  static Lease one(LockManager m, Members set, Duration ttl, Optional<Duration> wait, boolean interruptible)
+      throws InterruptedException {
+    Backend b = m.backend();
+    Calls c = new Calls(b, set.name(), Kind.EXCLUSIVE, Optional.of(set));
+    // A set needs the exclusive lock's quorum whatever its modes; the commit is owed as one lock's.
+    boolean owes = Commit.owed(true, b.nodes.size(), b.options.fencing());
+    if (wait.isEmpty()) {
+      return m.run(c, ttl, Duration.ZERO, Policy.NO_WAIT_UNCOMMITTED, owes, true, interruptible);
+    }
+    if (!b.queue) {
+      return m.run(c, ttl, wait.get(), Policy.NO_WAIT_UNCOMMITTED, owes, false, interruptible);
+    }
+    return m.run(c, ttl, wait.get(), Policy.QUEUE, false, false, interruptible);
+  }
 }

@@ -33,6 +33,15 @@ final class Fixtures {
         return Long.parseLong(m.group(1));
     }
 
+    /** A file's size, 0 while it is empty. */
+    static long size(java.nio.file.Path p) {
+        try {
+            return java.nio.file.Files.size(p);
+        } catch (java.io.IOException e) {
+            throw new AssertionError(e);
+        }
+    }
+
     static void sleep(long ms) {
         try {
             Thread.sleep(ms);
