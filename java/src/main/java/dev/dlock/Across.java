@@ -1,5 +1,7 @@
 package dev.dlock;
 
+import dev.dlock.Replies.Policy;
+import dev.dlock.transport.Cluster;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -40,7 +42,7 @@ final class Across {
           group.put(k, i);
         }
         Optional<Duration> left = wait.map(w -> Duration.ofNanos(Math.max(end - System.nanoTime(), 0)));
-        held.add(Sets.one(m, set.subset(groups.get(i)), ttl, left, interruptible));
+        held.add(one(m, set.subset(groups.get(i)), ttl, left, interruptible));
       }
     } catch (InterruptedException | RuntimeException e) {
       giveBack(held, e);
@@ -178,5 +180,48 @@ final class Across {
   /** How many slot groups hold the set. */
   int size() {
     return groups.size();
+  }
+
+  /**
+   * Takes a set ({@link LockManager#tryAcquireAll} and the rest): one DLOCK.ACQUIREALL per node
+   * through the single lock's driver; on a Redis Cluster node, a set across slots group by group
+   * ({@link Across}). Never through {@link LocalWaits}: a set waits on the nodes each time
+   * (docs/waiting.md), as a turn per resource in the process, taken one after another, would be
+   * the hold-and-wait that sets exist to avoid.
+   */
+  static Lease take(LockManager m, ResourceSet set, Duration ttl, Optional<Duration> wait, boolean interruptible)
+      throws InterruptedException {
+    if (set == null) {
+      throw new InvalidArgumentException("the set must be given");
+    }
+    Backend b = m.backend();
+    Checks.checkLease(ttl, b.options.drift());
+    wait.ifPresent(Checks::checkWait);
+    if (b.isClosed()) {
+      throw new ManagerClosedException(set.members().name());
+    }
+    Duration whole = Duration.ofMillis(ttl.toMillis());
+    List<List<String>> groups = Sets.groups(set.names(), Cluster::keySlot);
+    // One call per master: only a Cluster node splits a set, and only one across slots.
+    if (groups.size() > 1 && b.nodes.stream().anyMatch(n -> n instanceof Cluster)) {
+      return take(m, set.members(), groups, whole, wait, interruptible);
+    }
+    return one(m, set.members(), whole, wait, interruptible);
+  }
+
+  /** One set on every node (also each group of a set across slots), as one lock is taken. */
+  static Lease one(LockManager m, Sets.Members set, Duration ttl, Optional<Duration> wait, boolean interruptible)
+      throws InterruptedException {
+    Backend b = m.backend();
+    Calls c = new Calls(b, set.name(), Kind.EXCLUSIVE, Optional.of(set));
+    // A set needs the exclusive lock's quorum whatever its modes; the commit is owed as one lock's.
+    boolean owes = Commit.owed(true, b.nodes.size(), b.options.fencing());
+    if (wait.isEmpty()) {
+      return m.run(c, ttl, Duration.ZERO, Policy.NO_WAIT_UNCOMMITTED, owes, true, interruptible);
+    }
+    if (!b.queue) {
+      return m.run(c, ttl, wait.get(), Policy.NO_WAIT_UNCOMMITTED, owes, false, interruptible);
+    }
+    return m.run(c, ttl, wait.get(), Policy.QUEUE, false, false, interruptible);
   }
 }

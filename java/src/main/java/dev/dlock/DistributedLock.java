@@ -65,7 +65,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
 
   /** A multi lock: {@code set} all or nothing ({@link LockManager#getMultiLock}). */
   DistributedLock(LockManager manager, ResourceSet set) {
-    this(manager, set.resources(), (ttl, wait, i) -> Sets.take(manager, set, ttl, wait, i));
+    this(manager, set.resources(), (ttl, wait, i) -> Across.take(manager, set, ttl, wait, i));
   }
 
   private DistributedLock(LockManager manager, List<Resource> resources, Taker taker) {

@@ -228,7 +228,7 @@ public final class LockManager implements AutoCloseable {
    * @throws LockContendedException a member is held by another owner: nothing of the set is held
    */
   public Lease tryAcquireAll(ResourceSet set, Duration ttl) {
-    return unchecked(() -> Sets.take(this, set, ttl, Optional.empty(), false));
+    return unchecked(() -> Across.take(this, set, ttl, Optional.empty(), false));
   }
 
   /** {@link #acquireAll(ResourceSet, Duration, Duration)} of {@code resources}, every one exclusive. */
@@ -243,7 +243,7 @@ public final class LockManager implements AutoCloseable {
    */
   public Lease acquireAll(ResourceSet set, Duration ttl, Duration wait) {
     Checks.checkWait(wait);
-    return unchecked(() -> Sets.take(this, set, ttl, Optional.of(wait), false));
+    return unchecked(() -> Across.take(this, set, ttl, Optional.of(wait), false));
   }
 
   /** {@link #tryAcquireAll(ResourceSet, Duration)} on a worker thread. */

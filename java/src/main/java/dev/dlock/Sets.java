@@ -1,9 +1,6 @@
 package dev.dlock;
 
-import dev.dlock.Replies.Policy;
-import dev.dlock.transport.Cluster;
 import java.nio.charset.StandardCharsets;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
@@ -11,7 +8,6 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.Set;
 import java.util.function.ToIntFunction;
 
@@ -101,13 +97,8 @@ final class Sets {
   /**
    * How a Redis Cluster takes keys across slots: the keys of one slot together, the groups in
    * slot order, the keys of a group sorted by bytes (one global order, so holding one group
-   * while waiting for the next cannot deadlock).
+   * while waiting for the next cannot deadlock); `slotOf` is the transport's key slot.
    */
-  static List<List<String>> groups(List<String> keys) {
-    return groups(keys, dev.dlock.transport.Cluster::keySlot);
-  }
-
-  /** {@link #groups(List)} with the slot of a key given (the transport's KeySlot). */
   static List<List<String>> groups(List<String> keys, ToIntFunction<String> slotOf) {
     List<String> sorted = new ArrayList<>(keys);
     sorted.sort(Comparator.<String>comparingInt(slotOf).thenComparing(Sets::compareBytes));
@@ -126,48 +117,5 @@ final class Sets {
   // By their UTF-8 bytes, unsigned, as Go and Rust compare strings (not by UTF-16 units).
   private static int compareBytes(String a, String b) {
     return Arrays.compareUnsigned(a.getBytes(StandardCharsets.UTF_8), b.getBytes(StandardCharsets.UTF_8));
-  }
-
-  /**
-   * Takes a set ({@link LockManager#tryAcquireAll} and the rest): one DLOCK.ACQUIREALL per node
-   * through the single lock's driver; on a Redis Cluster node, a set across slots group by group
-   * ({@link Across}). Never through {@link LocalWaits}: a set waits on the nodes each time
-   * (docs/waiting.md), as a turn per resource in the process, taken one after another, would be
-   * the hold-and-wait that sets exist to avoid.
-   */
-  static Lease take(LockManager m, ResourceSet set, Duration ttl, Optional<Duration> wait, boolean interruptible)
-      throws InterruptedException {
-    if (set == null) {
-      throw new InvalidArgumentException("the set must be given");
-    }
-    Backend b = m.backend();
-    Checks.checkLease(ttl, b.options.drift());
-    wait.ifPresent(Checks::checkWait);
-    if (b.isClosed()) {
-      throw new ManagerClosedException(set.members().name());
-    }
-    Duration whole = Duration.ofMillis(ttl.toMillis());
-    List<List<String>> groups = groups(set.names());
-    // One call per master: only a Cluster node splits a set, and only one across slots.
-    if (groups.size() > 1 && b.nodes.stream().anyMatch(n -> n instanceof Cluster)) {
-      return Across.take(m, set.members(), groups, whole, wait, interruptible);
-    }
-    return one(m, set.members(), whole, wait, interruptible);
-  }
-
-  /** One set on every node (also each group of a set across slots), as one lock is taken. */
-  static Lease one(LockManager m, Members set, Duration ttl, Optional<Duration> wait, boolean interruptible)
-      throws InterruptedException {
-    Backend b = m.backend();
-    Calls c = new Calls(b, set.name(), Kind.EXCLUSIVE, Optional.of(set));
-    // A set needs the exclusive lock's quorum whatever its modes; the commit is owed as one lock's.
-    boolean owes = Commit.owed(true, b.nodes.size(), b.options.fencing());
-    if (wait.isEmpty()) {
-      return m.run(c, ttl, Duration.ZERO, Policy.NO_WAIT_UNCOMMITTED, owes, true, interruptible);
-    }
-    if (!b.queue) {
-      return m.run(c, ttl, wait.get(), Policy.NO_WAIT_UNCOMMITTED, owes, false, interruptible);
-    }
-    return m.run(c, ttl, wait.get(), Policy.QUEUE, false, false, interruptible);
   }
 }

@@ -68,7 +68,7 @@ class SetsConformanceTest {
       }
       List<List<String>> groups = new ArrayList<>();
       c.get("groups").forEach(g -> groups.add(Tables.strings(g)));
-      assertEquals(groups, Sets.groups(keys), "groups");
+      assertEquals(groups, Sets.groups(keys, dev.dlock.transport.Cluster::keySlot), "groups");
     });
   }
 
@@ -81,7 +81,7 @@ class SetsConformanceTest {
 
   /**
    * conformance/slots.json is the transport's table (its KeySlot); it keeps the stand-in slot
-   * {@link Sets#groups(List)} uses until then honest.
+   * {@link Sets#groups} uses until then honest.
    */
   @TestFactory
   Stream<DynamicTest> theStandInSlotIsRedisClusters() {
