@@ -78,3 +78,29 @@ def test_threads_keep_one_wait_per_node_and_a_late_one_times_out_on_time(three: 
     for thread in threads:
         thread.join(30)
     assert len(served) == 20, "every thread served"
+
+
+def test_two_readers_of_one_manager_hold_together_though_a_writer_queued_between_them(three: list[Server]) -> None:
+    """A shared hold waits on the nodes each time (adversary, local waits): a turn in the process
+    put the second reader behind another process's writer, which queued after the first reader,
+    and the second waited out its whole wait while the first held."""
+
+    async def scenario() -> None:
+        holder = dlock.asyncio.LockManager(urls(three), timeout=0.5)
+        writer = dlock.asyncio.LockManager(urls(three), timeout=0.5)
+        readers = dlock.asyncio.LockManager(urls(three), timeout=0.5)
+        held = await holder.try_lock("rw")
+        first = asyncio.ensure_future(readers.lock("rw", 10, 3, shared=True))
+        await asyncio.sleep(0.1)
+        second = asyncio.ensure_future(readers.lock("rw", 10, 3, shared=True))
+        await asyncio.sleep(0.1)
+        written = asyncio.ensure_future(writer.lock("rw", 10, 10))
+        await asyncio.sleep(0.1)
+        await held.release()
+        one = await first
+        two = await asyncio.wait_for(second, 1.0)  # beside the first, ahead of the writer
+        await two.release()
+        await one.release()
+        await (await written).release()
+
+    asyncio.run(scenario())

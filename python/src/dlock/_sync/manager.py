@@ -246,7 +246,8 @@ class LockManager:
 
     def _lock(self, resource: Resource, ttl_ms: int, wait: float, watchdog: bool, kind: Kind) -> Lock:
         deadline = time.monotonic() + wait
-        if not self._queues() or not isinstance(resource, str):  # a set waits on the nodes each time
+        # A set, a shared hold and a permit wait on the nodes each time (those are granted together).
+        if not self._queues() or not isinstance(resource, str) or kind != Kind():
             policy = QUEUE if self._queues() else self._no_wait()
             return self._take(Acquire(self._calls, resource, ttl_ms, deadline, kind, policy), watchdog, False)
         with self._local_waits.turn(cmd.name_of(resource), wait) as turn:
