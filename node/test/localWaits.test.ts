@@ -93,3 +93,48 @@ test("an aborted caller leaves the queue and the next one is served", async () =
     await locks.close();
   }
 });
+
+test("an already aborted signal queued behind another caller answers at once", async () => {
+  const urls = servers.map((s) => s.url);
+  const holder = new LockManager(urls, { timeout: 500 });
+  const locks = new LockManager(urls, { timeout: 500 });
+  try {
+    const held = await holder.acquire("pre", { ttl: 10_000 });
+    const first = locks.acquire("pre", { ttl: 10_000, wait: 5_000 });
+    await sleep(100);
+    const abort = new AbortController();
+    abort.abort();
+    const started = performance.now();
+    await assert.rejects(locks.acquire("pre", { ttl: 10_000, wait: 2_500, signal: abort.signal }));
+    assert.ok(performance.now() - started < 200, "an aborted signal waited its turn");
+    await held.release();
+    await (await first).release();
+  } finally {
+    await holder.close();
+    await locks.close();
+  }
+});
+
+test("two readers of one manager hold together though another process's writer queued between them", async () => {
+  const urls = servers.map((s) => s.url);
+  const [holder, writer, readers] = [0, 1, 2].map(() => new LockManager(urls, { timeout: 500 }));
+  try {
+    const held = await holder!.acquire("rw", { ttl: 10_000 });
+    const first = readers!.acquire("rw", { ttl: 10_000, wait: 3_000, shared: true });
+    await sleep(100);
+    const second = readers!.acquire("rw", { ttl: 10_000, wait: 3_000, shared: true });
+    await sleep(100);
+    const written = writer!.acquire("rw", { ttl: 10_000, wait: 10_000 });
+    await sleep(100);
+    await held.release();
+    const one = await first;
+    const started = performance.now();
+    const two = await second; // beside the first, ahead of the writer
+    assert.ok(performance.now() - started < 1_000, "the second reader waited behind the writer");
+    await two.release();
+    await one.release();
+    await (await written).release();
+  } finally {
+    for (const m of [holder, writer, readers]) await m!.close();
+  }
+});
