@@ -109,14 +109,16 @@ impl LockManager {
         // the end. Shared holds and permits wait on the nodes each: they are granted together.
         let exclusive = resource.kind == LockKind::Exclusive;
         let _turn = match policy {
-            Policy::Queue if exclusive => match self.backend.local_waits.turn(resource.name, wait).await {
-                Some(turn) => Some(turn),
-                None => {
-                    return self
-                        .take(resource, (ttl, deadline), self.no_wait(), None, true)
-                        .await
+            Policy::Queue if exclusive => {
+                match self.backend.local_waits.turn(resource.name, wait).await {
+                    Some(turn) => Some(turn),
+                    None => {
+                        return self
+                            .take(resource, (ttl, deadline), self.no_wait(), None, true)
+                            .await
+                    }
                 }
-            },
+            }
             _ => None,
         };
         let probe = Some(probe.clone());

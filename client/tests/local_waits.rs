@@ -114,3 +114,44 @@ async fn separate_managers_wait_on_the_nodes_each() {
         task.await.expect("task").expect("served");
     }
 }
+
+/// A shared hold waits on the nodes each time (the local-waits adversary): a turn in the process
+/// put the second reader behind another process's writer that queued after the first reader.
+#[tokio::test]
+async fn two_readers_of_one_manager_hold_together_past_another_processs_writer() {
+    use dlock_client::Resource;
+    let servers = nodes(3);
+    let held = manager(&servers).try_lock("rw", TTL).await.expect("free");
+    let readers = Arc::new(manager(&servers));
+    let read = |wait: Duration| {
+        let readers = readers.clone();
+        tokio::spawn(async move { readers.lock(Resource::shared("rw"), TTL, wait).await })
+    };
+    let first = read(Duration::from_secs(3));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let second = read(Duration::from_secs(3));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let writer = manager(&servers);
+    let written = tokio::spawn(async move { writer.lock("rw", TTL, LONG).await });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    held.release().await.expect("release");
+    let one = first.await.expect("task").expect("the first reader");
+    let started = Instant::now();
+    let two = second
+        .await
+        .expect("task")
+        .expect("the second reader, beside the first");
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "behind the writer"
+    );
+    two.release().await.expect("release");
+    one.release().await.expect("release");
+    written
+        .await
+        .expect("task")
+        .expect("the writer")
+        .release()
+        .await
+        .expect("release");
+}
