@@ -190,3 +190,37 @@ func TestAGoRedisClusterClientIsRefusedWithWhatToDo(t *testing.T) {
 		t.Error("a nil client makes a pool")
 	}
 }
+
+// The drivers fail in the same words (the go-redis adversary: a rediss:// URL to a plain port was
+// a bare "timed out" on go-redis, where redigo says the port is likely without TLS).
+func TestBothDriversSayTheSameWordsForEveryFailure(t *testing.T) {
+	s := servers.Start(t, 1, servers.Flavour{})[0]
+	plain := strings.TrimPrefix(s.URL(), "redis://")
+	for _, c := range []struct {
+		url  string
+		wait time.Duration
+	}{
+		{"rediss://" + plain, 0},
+		{"redis://no-such-host.invalid:6379", 0},
+		{"unix:///tmp/dlock-no-socket-here.sock", 0},
+		{"redis://127.0.0.1:1", 300 * time.Millisecond},
+		{"redis://" + plain + "/99999", 0},
+	} {
+		var said []string
+		for _, d := range []dlock.Driver{dlock.Redigo, dlock.GoRedis} {
+			m := connect(t, []string{c.url}, dlock.WithDriver(d), dlock.WithTimeout(500*time.Millisecond))
+			var options []dlock.AcquireOption
+			if c.wait > 0 {
+				options = append(options, dlock.Wait(c.wait))
+			}
+			_, err := m.Acquire(deadline(t, 10*time.Second), "r", 10*time.Second, options...)
+			if err == nil {
+				t.Fatalf("%s on %s: no error", c.url, d)
+			}
+			said = append(said, err.Error())
+		}
+		if said[0] != said[1] {
+			t.Errorf("%s: the drivers differ:\n  redigo:  %s\n  goredis: %s", c.url, said[0], said[1])
+		}
+	}
+}

@@ -215,10 +215,11 @@ func goRedisOptions(network, address string, u URL, conf Config, who login, iden
 	o := &redis.Options{Network: network, Addr: address, Username: who.user, Password: who.password,
 		DB: u.DB, ClientName: u.ClientName, DialTimeout: conf.Timeout, WriteTimeout: conf.Timeout}
 	if u.TLS {
-		o.TLSConfig = conf.TLS
-		if o.TLSConfig == nil {
-			o.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12} // the system's roots
+		config := conf.TLS
+		if config == nil {
+			config = &tls.Config{MinVersion: tls.VersionTLS12} // the system's roots
 		}
+		o.Dialer = tlsDialer(config, conf.Timeout)
 	}
 	o.OnConnect = func(ctx context.Context, cn *redis.Conn) error {
 		return identity.identifyBy(func(args ...string) (string, error) {
@@ -231,3 +232,34 @@ func goRedisOptions(network, address string, u URL, conf Config, who login, iden
 	}
 	return o
 }
+
+// tlsDialer connects, then shakes hands, as two steps: go-redis's own dialer does both in one
+// dial, so a plain port that never answers the handshake read as a dial timeout ("timed out
+// after ..."), where redigo's words say what is likely ("no TLS handshake within ...: a port
+// without TLS?"). A handshake that fails is no dial failure here, as on the redigo path.
+func tlsDialer(config *tls.Config, timeout time.Duration) func(context.Context, string, string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		raw, err := (&net.Dialer{Timeout: timeout}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		c := config.Clone()
+		if c.ServerName == "" { // as go-redis's dialer: the host named by the address
+			c.ServerName, _, _ = net.SplitHostPort(addr)
+		}
+		conn := tls.Client(raw, c)
+		shake, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		if err := conn.HandshakeContext(shake); err != nil {
+			_ = raw.Close()
+			return nil, handshakeFailed{err}
+		}
+		return conn, nil
+	}
+}
+
+// handshakeFailed is a TLS handshake that did not complete: after the dial, not part of it.
+type handshakeFailed struct{ err error }
+
+func (f handshakeFailed) Error() string { return f.err.Error() }
+func (f handshakeFailed) Unwrap() error { return f.err }
