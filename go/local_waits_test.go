@@ -130,3 +130,56 @@ func TestALocalWaiterWhoseTimeRunsOutIsToldContendedOnTime(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A shared hold waits on the nodes each time (the local-waits adversary): a turn in the process
+// put the second reader behind another process's writer that queued after the first reader.
+func TestTwoReadersOfOneManagerHoldTogetherPastAnotherProcesssWriter(t *testing.T) {
+	nodes := servers.Start(t, 3, servers.Flavour{})
+	manager := func() *dlock.Manager {
+		return connect(t, servers.URLs(nodes), dlock.WithTimeout(500*time.Millisecond))
+	}
+	holder, readers, writer := manager(), manager(), manager()
+	ctx := deadline(t, 30*time.Second)
+	held, err := holder.Acquire(ctx, "rw", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func() chan *dlock.Lock {
+		got := make(chan *dlock.Lock, 1)
+		go func() {
+			l, err := readers.Acquire(ctx, "rw", 10*time.Second, dlock.Shared(), dlock.Wait(3*time.Second))
+			if err != nil {
+				t.Errorf("a reader: %v", err)
+			}
+			got <- l
+		}()
+		return got
+	}
+	first := read()
+	time.Sleep(100 * time.Millisecond)
+	second := read()
+	time.Sleep(100 * time.Millisecond)
+	written := make(chan error, 1)
+	go func() {
+		l, err := writer.Acquire(ctx, "rw", 10*time.Second, dlock.Wait(10*time.Second))
+		if err == nil {
+			err = l.Release(ctx)
+		}
+		written <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	one := <-first
+	started := time.Now()
+	two := <-second
+	if took := time.Since(started); took > time.Second || one == nil || two == nil {
+		t.Fatalf("the second reader came %v after the first (behind the writer)", took)
+	}
+	_ = two.Release(ctx)
+	_ = one.Release(ctx)
+	if err := <-written; err != nil {
+		t.Fatal(err)
+	}
+}
