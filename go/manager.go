@@ -262,7 +262,8 @@ func (m *Manager) Acquire(ctx context.Context, resource string, ttl time.Duratio
 // (local_waits.go), and one whose time runs out in the process makes one attempt at the end.
 func acquireOn(ctx context.Context, b *backend, resource string, ttl time.Duration, a acquireConfig) (*Lock, error) {
 	c := &calls{b: b, resource: resource, kind: a.kind}
-	if !a.waiting || !b.queue {
+	// A shared hold and a permit wait on the nodes each time: they are granted together.
+	if !a.waiting || !b.queue || a.kind != Exclusive {
 		return acquireWith(ctx, c, ttl, a)
 	}
 	deadline := time.Now().Add(a.wait)

@@ -105,9 +105,11 @@ impl LockManager {
         check_wait(wait)?;
         let deadline = self.backend.clock.now() + wait;
         let policy = self.waiting_policy();
-        // One server-side wait per resource (local_waits.rs); the time out, one try at the end.
+        // One server-side wait per exclusive resource (local_waits.rs); the time out, one try at
+        // the end. Shared holds and permits wait on the nodes each: they are granted together.
+        let exclusive = resource.kind == LockKind::Exclusive;
         let _turn = match policy {
-            Policy::Queue => match self.backend.local_waits.turn(resource.name, wait).await {
+            Policy::Queue if exclusive => match self.backend.local_waits.turn(resource.name, wait).await {
                 Some(turn) => Some(turn),
                 None => {
                     return self

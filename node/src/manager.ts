@@ -106,8 +106,12 @@ export class LockManager {
   }
 
   async #take(resource: Resource, kind: Kind, ttl: number, wait: number | undefined, signal: AbortSignal | undefined): Promise<Lock> {
-    // A set waits on the nodes each time; a single resource, one caller of this manager at once.
-    if (wait === undefined || !this.#backend.opts.queue || typeof resource !== "string") return this.#attempt(resource, kind, ttl, wait, signal);
+    // A set, a shared hold and a permit wait on the nodes each time (those are granted together);
+    // an exclusive lock, one caller of this manager at once.
+    signal?.throwIfAborted();
+    if (wait === undefined || !this.#backend.opts.queue || typeof resource !== "string" || kind.type !== "exclusive") {
+      return this.#attempt(resource, kind, ttl, wait, signal);
+    }
     const deadline = now() + wait;
     const turn = await this.#localWaits.turn(resource, wait, signal);
     try {

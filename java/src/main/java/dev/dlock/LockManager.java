@@ -375,6 +375,9 @@ public final class LockManager implements AutoCloseable {
     if (!b.queue) {
       return run(c, whole, wait.get(), Policy.NO_WAIT_UNCOMMITTED, owes, false, interruptible);
     }
+    if (!r.kind().equals(Kind.EXCLUSIVE)) { // a shared hold and a permit wait on the nodes each: granted together
+      return run(c, whole, wait.get(), Policy.QUEUE, false, false, interruptible);
+    }
     long deadline = System.nanoTime() + wait.get().toNanos();
     Optional<LocalWaits.Turn> turn = b.localWaits.turn(r.name(), wait.get(), interruptible);
     if (turn.isEmpty()) {
