@@ -1,4 +1,4 @@
-package dev.dlock.adversary;
+package dev.dlock.manager;
 
 import static org.junit.jupiter.api.Assertions.*;
 
@@ -15,9 +15,12 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.*;
 
-/** ADVERSARY (adv-java): waits, cancellation, close. Tests named FAILING_* are repros of findings. */
+/**
+ * How a wait ends: cancelled (acquireAsync), interrupted (lockInterruptibly), or by the manager's
+ * close; nothing of it stays on the nodes. (From the adversary's repros, docs/java.md.)
+ */
 @Timeout(90)
-class AdversaryWaitsTest {
+class WaitEndsTest {
     static Quorum q;
 
     @BeforeAll
@@ -56,13 +59,12 @@ class AdversaryWaitsTest {
     }
 
     /**
-     * Finding: cancelling an acquireAsync future does not withdraw its wait: the worker keeps
-     * its turn and its place on the nodes, is granted later, and a lease nobody holds keeps the
-     * resource for its whole TTL, while the next caller of the manager times out.
+     * Cancelling an acquireAsync future withdraws its wait (its round RELEASEd on the nodes, its
+     * place in the process's queue left): the next caller gets the lock once the holder releases.
      * conformance/README.md: "one cancelled or aborted there leaves the queue and hands nothing on".
      */
     @Test
-    void FAILING_cancelledAcquireAsyncStillTakesTheLock() throws Exception {
+    void cancelledAcquireAsyncWithdrawsItsWait() throws Exception {
         try (LockManager holder = manager(); LockManager locks = manager()) {
             Lease h = holder.acquire("async-cancel", Duration.ofSeconds(30), Duration.ZERO);
             CompletableFuture<Lease> f = locks.acquireAsync("async-cancel", Duration.ofSeconds(20), Duration.ofSeconds(30));
@@ -70,6 +72,7 @@ class AdversaryWaitsTest {
             assertTrue(f.cancel(true));
             Thread.sleep(200);
             String after = waiters("async-cancel");
+            assertEquals("[][][]", after, "the cancelled wait is withdrawn on every node");
             h.release();
             DistributedLock next = locks.getLock("async-cancel");
             boolean got = next.tryLock(3, TimeUnit.SECONDS);
@@ -175,10 +178,11 @@ class AdversaryWaitsTest {
 
     /**
      * LockManager.close() with a lock held, callers waiting on the nodes and locally, an async
-     * waiter and an observer: every caller answered, no thread left, nothing blocked on the nodes.
+     * waiter and an observer: every caller answered ManagerClosedException, no thread left,
+     * nothing blocked on the nodes, and unlock() after it says the manager is closed.
      */
     @Test
-    void FAILING_closeWithEverythingOpen() throws Exception {
+    void closeAnswersEveryCallerAndLeavesNoThread() throws Exception {
         Set<Thread> before = Thread.getAllStackTraces().keySet();
         LockManager holder = manager();
         Lease h = holder.acquire("closing", Duration.ofSeconds(30), Duration.ZERO);
@@ -230,10 +234,7 @@ class AdversaryWaitsTest {
         }
         Thread.sleep(500);
         long alive = ts.stream().filter(Thread::isAlive).count();
-        List<String> left = new ArrayList<>();
-        for (Thread t : Thread.getAllStackTraces().keySet()) {
-            if (!before.contains(t) && t.isAlive() && !ts.contains(t)) left.add(t.getName());
-        }
+        List<String> left = threadsLeft(before, ts);
         System.out.println("close took " + closeMs + " ms; callers " + out + " alive " + alive + "; async " + asyncOut + "; observer " + obsOut
                 + "; blocked before " + blockedBefore + " after " + info(q.get(0), "blocked_clients") + "; waiters " + waiters("closing")
                 + "; threads left " + left + "; lock held via mine isHeld=" + mine.isHeld());
@@ -250,8 +251,35 @@ class AdversaryWaitsTest {
         h.release();
         holder.close();
         assertEquals(0, alive, "every caller answered by close");
-        assertFalse(asyncOut.equals("NOT ANSWERED"));
+        assertEquals(Set.of("0:ManagerClosedException", "1:ManagerClosedException", "2:ManagerClosedException",
+                "3:ManagerClosedException"), Set.copyOf(out));
+        assertEquals("ManagerClosedException", asyncOut);
+        assertEquals("ManagerClosedException", obsOut);
+        assertTrue(unlock.startsWith("ManagerClosedException"), unlock);
         assertEquals("[][][]", waiters("closing"));
+        assertEquals(0, blockedAfter(), "no wait left blocked on the nodes");
+        // Both managers closed: none of their threads (dlock's, Lettuce's) is left.
+        waitFor("the managers' threads to end", () -> threadsLeft(before, ts).isEmpty(), 5000);
+    }
+
+    static long blockedAfter() {
+        long n = 0;
+        for (int i = 0; i < 3; i++) {
+            n += info(q.get(i), "blocked_clients");
+        }
+        return n;
+    }
+
+    // Threads started since before that are alive, but the callers' own and Netty's global
+    // executor (shared by the JVM, it ends by itself a second after it was last used).
+    static List<String> threadsLeft(Set<Thread> before, List<Thread> callers) {
+        List<String> left = new ArrayList<>();
+        for (Thread t : Thread.getAllStackTraces().keySet()) {
+            if (!before.contains(t) && t.isAlive() && !callers.contains(t) && !t.getName().startsWith("globalEventExecutor")) {
+                left.add(t.getName());
+            }
+        }
+        return left;
     }
 
     /** Many threads read an uncommitted token at once: one FENCE round, one value; after release/loss: lost. */
@@ -272,16 +300,16 @@ class AdversaryWaitsTest {
             assertEquals(1, seen.size());
             assertEquals(3, fences() - fences0);
             l.release();
-            System.out.println("token after release (committed before) -> " + AdversaryInputsTest.kind(() -> l.token()));
+            System.out.println("token after release (committed before) -> " + InputsTest.kind(() -> l.token()));
             Lease l2 = locks.tryAcquire("tok2", Duration.ofSeconds(5));
             l2.release();
             long f1 = fences();
-            System.out.println("token after release (never read) -> " + AdversaryInputsTest.kind(() -> l2.token()) + ", fences " + (fences() - f1));
+            System.out.println("token after release (never read) -> " + InputsTest.kind(() -> l2.token()) + ", fences " + (fences() - f1));
             Lease l3 = locks.tryAcquire("tok3", Duration.ofSeconds(5));
             AtomicInteger told = new AtomicInteger();
             l3.onLost(told::incrementAndGet);
             for (int i = 0; i < 3; i++) q.get(i).cli("DLOCK.RELEASE", "tok3", l3.owner());
-            System.out.println("token after loss behind its back -> " + AdversaryInputsTest.kind(() -> l3.token()) + " isLost " + l3.isLost() + " told " + told);
+            System.out.println("token after loss behind its back -> " + InputsTest.kind(() -> l3.token()) + " isLost " + l3.isLost() + " told " + told);
             assertThrows(LockLostException.class, l3::token);
             l3.release();
         }
