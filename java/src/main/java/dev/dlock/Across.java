@@ -50,7 +50,7 @@ final class Across {
     }
     int[] of = set.keys().stream().mapToInt(group::get).toArray();
     Across x = new Across(held, of);
-    Driver.Granted won = new Driver.Granted(x.owner(), 0, x.validUntil(), new Driver.Signal(), List.of());
+    Driver.Granted won = new Driver.Granted(x.owner(), 0, x.validUntil(), new Signal(), List.of());
     Lease whole = new Lease(new Calls(m.backend(), set.name(), Kind.EXCLUSIVE, Optional.of(set)), ttl, won, false, x);
     for (Lease g : held) {
       g.onLost(() -> x.lose(whole));

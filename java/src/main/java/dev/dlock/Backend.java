@@ -43,6 +43,7 @@ final class Backend {
   private final Ack ack; // null: writes wait for no replica
   private final Connect connect;
   private final Set<CompletableFuture<?>> background = ConcurrentHashMap.newKeySet();
+  private final Set<Runnable> waiters = ConcurrentHashMap.newKeySet();
   private volatile boolean closed;
 
   /** A node's reply, or why there is none: never both. */
@@ -117,6 +118,25 @@ final class Backend {
     CompletableFuture<Void> f = CompletableFuture.runAsync(work, workers);
     background.add(f);
     f.whenComplete((v, e) -> background.remove(f));
+  }
+
+  /** A caller waiting on the nodes, registered so that {@link #close} can wake it. */
+  interface Waiting extends AutoCloseable {
+    @Override
+    void close();
+  }
+
+  /**
+   * Registers a caller's wait: {@link #close} runs {@code wake} and then gives the caller, within
+   * a bound, the time to withdraw its wait from the nodes before the connections close. Closed
+   * already: woken at once.
+   */
+  Waiting waiting(Runnable wake) {
+    waiters.add(wake);
+    if (closed) {
+      wake.run();
+    }
+    return () -> waiters.remove(wake);
   }
 
   /** Tracks a request still out, so that close waits for it too. */
@@ -219,9 +239,23 @@ final class Backend {
     }
     closed = true;
     long bound = Math.max(4 * options.timeout().toMillis(), 250);
+    long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(bound);
+    // Every caller still waiting is answered ManagerClosedException: those queued in the process
+    // at once, those on the nodes once their wait is withdrawn (or, past the bound, by the
+    // connections' close, which ends a blocked wait on the node too).
+    localWaits.close();
+    waiters.forEach(Runnable::run);
+    while (!waiters.isEmpty() && System.nanoTime() - until < 0) {
+      try {
+        Thread.sleep(1);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        break;
+      }
+    }
     CompletableFuture<?>[] left = background.toArray(new CompletableFuture<?>[0]);
     try {
-      CompletableFuture.allOf(left).get(bound, TimeUnit.MILLISECONDS);
+      CompletableFuture.allOf(left).get(Math.max(until - System.nanoTime(), 1), TimeUnit.NANOSECONDS);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     } catch (ExecutionException | TimeoutException e) {

@@ -1,5 +1,6 @@
 package dev.dlock;
 
+import java.math.BigInteger;
 import java.time.Duration;
 import java.util.Optional;
 
@@ -25,23 +26,55 @@ public final class Checks {
 
   private Checks() {}
 
-  /** A duration as messages show it: whole milliseconds, "50 ms" (finer only when it has to be). */
+  /**
+   * A duration as messages show it: whole milliseconds, "50 ms" (finer only when it has to be).
+   * Any {@link Duration} shows, {@code ChronoUnit.FOREVER}'s included: its milliseconds are
+   * counted without {@code toNanos}/{@code toMillis}, which overflow past ~292 years, so a check
+   * refusing a huge duration can always say what it got.
+   */
   static String show(Duration d) {
-    if (d.toNanos() % 1_000_000 == 0 || d.abs().compareTo(Duration.ofDays(365)) > 0) {
+    if (d.abs().compareTo(Duration.ofDays(365)) > 0) {
+      return BigInteger.valueOf(d.getSeconds()).multiply(BigInteger.valueOf(1000))
+          .add(BigInteger.valueOf(d.getNano() / 1_000_000)) + " ms";
+    }
+    if (d.toNanos() % 1_000_000 == 0) {
       return d.toMillis() + " ms";
     }
     return d.toNanos() / 1e6 + " ms";
   }
 
-  /** A resource's name: any characters but none at all (an empty key names nothing meant). */
+  /**
+   * A resource's name: any characters but none at all (an empty key names nothing meant), and
+   * valid UTF-16 ({@link #checkText}).
+   */
   static void checkName(String name) {
     if (name == null || name.isEmpty()) {
       throw new InvalidArgumentException("the resource name must not be empty");
+    }
+    checkText("the resource name", name);
+  }
+
+  /**
+   * Text sent to the nodes must be valid UTF-16: an unpaired surrogate has no UTF-8 encoding, and
+   * Java's encoder would send '?' in its place, so "a\uD800" and "a\uDC00" would name one key.
+   */
+  static void checkText(String what, String s) {
+    for (int i = 0; i < s.length(); i++) {
+      char c = s.charAt(i);
+      if (Character.isHighSurrogate(c) && i + 1 < s.length() && Character.isLowSurrogate(s.charAt(i + 1))) {
+        i++;
+      } else if (Character.isSurrogate(c)) {
+        throw new InvalidArgumentException(what + " must be valid UTF-16: an unpaired surrogate (U+"
+            + Integer.toHexString(c).toUpperCase(java.util.Locale.ROOT) + ") at index " + i + " has no UTF-8 encoding");
+      }
     }
   }
 
   /** An owner named by the caller: 1 to {@link #MAX_OWNER_LEN} bytes, as the nodes take. */
   static void checkOwner(String owner) {
+    if (owner != null) {
+      checkText("owner", owner);
+    }
     int bytes = owner == null ? 0 : owner.getBytes(java.nio.charset.StandardCharsets.UTF_8).length;
     if (bytes == 0 || bytes > MAX_OWNER_LEN) {
       throw new InvalidArgumentException(

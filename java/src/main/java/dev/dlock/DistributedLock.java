@@ -140,29 +140,39 @@ public final class DistributedLock implements Lock, AutoCloseable {
     }
   }
 
-  /** Waits up to {@code time}: true when held (watched), false when the time ran out. */
+  /**
+   * Waits up to {@code time}: true when held (watched), false when the time ran out. A wait past
+   * the nodes' longest ({@link Checks#MAX_WAIT}, ten years) waits that long: {@code
+   * tryLock(Long.MAX_VALUE, unit)}, Java's "wait for ever", is a valid call of the {@link Lock}
+   * interface, whereas {@link LockManager#acquire} refuses such a wait as every client does.
+   */
   @Override
   public boolean tryLock(long time, TimeUnit unit) throws InterruptedException {
     return attempt(time, unit, ttl(), true);
   }
 
   /**
-   * Waits up to {@code waitTime} for a lease of {@code leaseTime} with no watchdog (Redisson's
-   * shape): it ends with its validity unless {@link #lease()}'s extend is called.
+   * Waits up to {@code waitTime} (ten years at most, as {@link #tryLock(long, TimeUnit)}) for a
+   * lease of {@code leaseTime} with no watchdog (Redisson's shape): it ends with its validity
+   * unless {@link #lease()}'s extend is called. A lease granted with no validity left (a lease of
+   * a few milliseconds, all spent getting it) answers false: nothing is held.
    */
   public boolean tryLock(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException {
     return attempt(waitTime, unit, Duration.ofNanos(unit.toNanos(leaseTime)), false);
   }
 
   private boolean attempt(long time, TimeUnit unit, Duration ttl, boolean watch) throws InterruptedException {
+    // TimeUnit.toNanos saturates; the Lock interface's callers get the nodes' longest wait.
     Duration wait = Duration.ofNanos(unit.toNanos(Math.max(time, 0)));
-    Checks.checkWait(wait);
+    if (wait.compareTo(Checks.MAX_WAIT) > 0) {
+      wait = Checks.MAX_WAIT;
+    }
     begin();
     try {
       held(taker.take(ttl, Optional.of(wait), true), watch);
       return true;
-    } catch (LockContendedException e) {
-      return false;
+    } catch (LockContendedException | ValidityExpiredException e) {
+      return false; // held by others, or granted with no validity left: not held either way
     } finally {
       done();
     }
@@ -208,6 +218,7 @@ public final class DistributedLock implements Lock, AutoCloseable {
    * @throws IllegalMonitorStateException this handle does not hold it
    * @throws LockLostException the lease had been lost (what was left is released first)
    * @throws NoQuorumException too few nodes answered the release
+   * @throws ManagerClosedException the manager was closed (the lock ends with its TTL)
    */
   @Override
   public void unlock() {

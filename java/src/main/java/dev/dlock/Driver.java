@@ -39,19 +39,6 @@ import java.util.concurrent.TimeUnit;
  * </ul>
  */
 final class Driver {
-  /** A one-way flag: raised once, read any time (the holder released: late grants are not its). */
-  static final class Signal {
-    private volatile boolean raised;
-
-    void raise() {
-      raised = true;
-    }
-
-    boolean raised() {
-      return raised;
-    }
-  }
-
   /**
    * A lock won: its owner, token, end of validity (nanoTime), the signal its release raises, and
    * the nodes that granted in the round it was held (those a commit owed goes to).
@@ -164,8 +151,12 @@ final class Driver {
     }
   }
 
-  // Every acquisition fails once two nodes turned out to reach one server.
+  // Every acquisition fails once two nodes turned out to reach one server, or the manager closed
+  // (ManagerClosedException: no attempt after it, and a campaign does not queue again).
   private Optional<AttemptError> refused() {
+    if (calls.b.isClosed()) {
+      return Optional.of(AttemptError.raised(AttemptError.Kind.INVALID_ARGUMENT, new ManagerClosedException(calls.resource)));
+    }
     String why = calls.b.refusal();
     if (why.isEmpty()) {
       return Optional.empty();
@@ -215,6 +206,9 @@ final class Driver {
 
     record Result(Granted won, AttemptError failure) {}
 
+    // What the manager's close puts in the queue: the attempt ends as at its deadline.
+    private static final Input CLOSED = new Input(ActionKind.FAILED, -1, -1, Reply.nil(), Optional.empty());
+
     private final Driver d;
     private final String base;
     private final Signal stale = new Signal();
@@ -237,6 +231,8 @@ final class Driver {
       List<Action> actions = initial;
       // A queued attempt gets at least one whole call, so a zero wait still asks once and hears it.
       long endAt = Math.max(d.deadline, System.nanoTime() + d.calls.b.options.timeout().toNanos());
+      // The manager's close wakes the attempt (its round withdrawn while the connections last).
+      Backend.Waiting woken = d.calls.b.waiting(() -> inputs.add(CLOSED));
       try {
         while (true) {
           Optional<Result> done = perform(actions);
@@ -247,6 +243,7 @@ final class Driver {
         }
       } finally {
         end();
+        woken.close();
       }
     }
 
@@ -396,7 +393,7 @@ final class Driver {
           return feed(in);
         }
         long now = System.nanoTime();
-        if (d.cancelled() || left == 0 || (d.policy.queue() && now - endAt >= 0)) {
+        if (d.cancelled() || left == 0 || d.calls.b.isClosed() || (d.policy.queue() && now - endAt >= 0)) {
           return core.onDeadline();
         }
         in = d.await(inputs, d.policy.queue() ? endAt - now : -1);
@@ -407,6 +404,9 @@ final class Driver {
     }
 
     private List<Action> feed(Input in) {
+      if (in == CLOSED) {
+        return core.onDeadline(); // the caller is answered by refused(): the manager closed
+      }
       if (!d.calls.b.refusal().isEmpty()) {
         // Two nodes reach one server: no reply counts, a grant brought is given back, and the
         // round is withdrawn everywhere, as at the deadline.

@@ -58,11 +58,15 @@ final class ElectionRule {
     if (name == null || name.isEmpty()) {
       throw new InvalidArgumentException("an election needs a name");
     }
+    Checks.checkText("an election's name", name);
     checkValue(value);
   }
 
   /** A leader's value: at most {@link #MAX_VALUE_LEN} bytes. */
   static void checkValue(String value) {
+    if (value != null) {
+      Checks.checkText("a leader's value", value);
+    }
     int bytes = value == null ? 0 : value.getBytes(StandardCharsets.UTF_8).length;
     if (bytes > MAX_VALUE_LEN) {
       throw new InvalidArgumentException("a leader's value is at most " + MAX_VALUE_LEN + " bytes, got " + bytes);

@@ -111,12 +111,14 @@ final class ElectionWatch {
   // Every answer is reported, even the same holder after a TIMEOUT (report drops what is no
   // change); then the node is asked again after it, or after a failure at once after a pause.
   private void answered(int node, Answer a) {
-    Election.Heard h = Election.heard(b, name, node, a);
-    report(node, h);
     if (closed || b.isClosed()) {
+      // Not reported: the manager's close fails the calls still out, which is no news about the
+      // nodes (a NoQuorum change before the end would be a false one).
       loopEnded();
       return;
     }
+    Election.Heard h = Election.heard(b, name, node, a);
+    report(node, h);
     if (h.failure().isEmpty()) {
       ask(node, h.view().holder().orElse(new Seen("", 0))); // free: AFTER 0 OWNER ""
       return;

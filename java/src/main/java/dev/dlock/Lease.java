@@ -28,7 +28,7 @@ public final class Lease {
   private volatile String owner; // changed only by rename (an election's proclaim), under writes
   private final long token;
   private final long acquiredAt; // nanoTime
-  private final Driver.Signal stale; // raised on release: grants still coming are not the holder's
+  private final Signal stale; // raised on release: grants still coming are not the holder's
   private final List<Integer> holding; // the nodes a commit owed goes to; null: nothing owed
   private final Semaphore writes = new Semaphore(1, true);
   private final Across across; // a set across slots: its groups, which its calls go to; else null
@@ -403,7 +403,7 @@ public final class Lease {
    * Gives the lock back on every node (and stops its watchdog); releasing a released lease does
    * nothing. It goes out whatever the lease's state: a lost lease may still be held on some nodes.
    *
-   * @throws NoQuorumException too few nodes answered (the lock lingers there until its TTL)
+   * @throws NoQuorumException too few nodes answered (the lock lingers there until its TTL); after the manager's close, ManagerClosedException
    */
   public void release() {
     Watchdog dog;
@@ -435,8 +435,8 @@ public final class Lease {
       writes.release();
     }
     int needed = Timing.majority(calls.b.nodes.size());
-    if (t.answered() < needed) {
-      throw new NoQuorumException(resource(), needed, t.unreachable());
+    if (t.answered() < needed) { // after the manager's close no node can be asked: it says so
+      throw calls.b.isClosed() ? new ManagerClosedException(resource()) : new NoQuorumException(resource(), needed, t.unreachable());
     }
   }
 

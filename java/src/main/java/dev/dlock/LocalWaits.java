@@ -19,6 +19,7 @@ import java.util.concurrent.TimeUnit;
  */
 final class LocalWaits {
   private final Map<String, Queue> queues = new HashMap<>(); // guarded by itself
+  private boolean closed; // guarded by queues
 
   // One resource's queue: its one turn, and how many callers wait for it or hold it.
   private static final class Queue {
@@ -55,6 +56,9 @@ final class LocalWaits {
   Optional<Turn> turn(String resource, Duration left, boolean interruptible) throws InterruptedException {
     Queue q;
     synchronized (queues) {
+      if (closed) {
+        throw new ManagerClosedException(resource);
+      }
       q = queues.computeIfAbsent(resource, r -> new Queue());
       q.users++;
     }
@@ -65,6 +69,10 @@ final class LocalWaits {
       while (true) {
         try {
           if (q.turn.tryAcquire(Math.max(until - System.nanoTime(), 0), TimeUnit.NANOSECONDS)) {
+            if (isClosed()) {
+              q.turn.release(); // the manager's close let every caller through: none waits on
+              throw new ManagerClosedException(resource);
+            }
             granted = true; // the turn's now: it leaves on close
             return Optional.of(new Turn(resource, q));
           }
@@ -91,6 +99,25 @@ final class LocalWaits {
     synchronized (queues) {
       if (--q.users == 0) {
         queues.remove(resource, q);
+      }
+    }
+  }
+
+  private boolean isClosed() {
+    synchronized (queues) {
+      return closed;
+    }
+  }
+
+  /**
+   * The manager closed: every caller queued here is let through at once (each queue's turn
+   * handed to all) and answered {@link ManagerClosedException}, as is every caller after it.
+   */
+  void close() {
+    synchronized (queues) {
+      closed = true;
+      for (Queue q : queues.values()) {
+        q.turn.release(Integer.MAX_VALUE / 2);
       }
     }
   }

@@ -156,7 +156,7 @@ public final class LockManager implements AutoCloseable {
    * @throws InvalidArgumentException bad input (nothing sent) or an argument a node refused
    */
   public Lease tryAcquire(Resource resource, Duration ttl) {
-    return unchecked(() -> take(resource, ttl, Optional.empty(), false));
+    return Async.unchecked(() -> take(resource, ttl, Optional.empty(), false));
   }
 
   /** {@link #acquire(Resource, Duration, Duration)} of an exclusive lock. */
@@ -173,12 +173,12 @@ public final class LockManager implements AutoCloseable {
    */
   public Lease acquire(Resource resource, Duration ttl, Duration wait) {
     Checks.checkWait(wait);
-    return unchecked(() -> take(resource, ttl, Optional.of(wait), false));
+    return Async.unchecked(() -> take(resource, ttl, Optional.of(wait), false));
   }
 
-  /** {@link #tryAcquire(Resource, Duration)} on a worker thread. */
+  /** {@link #tryAcquire(Resource, Duration)} on a worker thread (a lease won once cancelled is given back). */
   public CompletableFuture<Lease> tryAcquireAsync(Resource resource, Duration ttl) {
-    return CompletableFuture.supplyAsync(() -> tryAcquire(resource, ttl), b.workers);
+    return Async.take(b, resource == null ? "" : resource.name(), () -> take(resource, ttl, Optional.empty(), true));
   }
 
   /** {@link #tryAcquire(String, Duration)} on a worker thread. */
@@ -186,10 +186,14 @@ public final class LockManager implements AutoCloseable {
     return tryAcquireAsync(Resource.exclusive(resource), ttl);
   }
 
-  /** {@link #acquire(Resource, Duration, Duration)} on a worker thread (a wait is a parked thread). */
+  /**
+   * {@link #acquire(Resource, Duration, Duration)} on a worker thread (a wait is a parked thread).
+   * Cancelling the future withdraws the wait, on the nodes and in the process's queue, and a
+   * lease won as it was cancelled is given back ({@link Async}).
+   */
   public CompletableFuture<Lease> acquireAsync(Resource resource, Duration ttl, Duration wait) {
     Checks.checkWait(wait);
-    return CompletableFuture.supplyAsync(() -> acquire(resource, ttl, wait), b.workers);
+    return Async.take(b, resource == null ? "" : resource.name(), () -> take(resource, ttl, Optional.of(wait), true));
   }
 
   /** {@link #acquire(String, Duration, Duration)} on a worker thread. */
@@ -228,7 +232,7 @@ public final class LockManager implements AutoCloseable {
    * @throws LockContendedException a member is held by another owner: nothing of the set is held
    */
   public Lease tryAcquireAll(ResourceSet set, Duration ttl) {
-    return unchecked(() -> Across.take(this, set, ttl, Optional.empty(), false));
+    return Async.unchecked(() -> Across.take(this, set, ttl, Optional.empty(), false));
   }
 
   /** {@link #acquireAll(ResourceSet, Duration, Duration)} of {@code resources}, every one exclusive. */
@@ -243,29 +247,29 @@ public final class LockManager implements AutoCloseable {
    */
   public Lease acquireAll(ResourceSet set, Duration ttl, Duration wait) {
     Checks.checkWait(wait);
-    return unchecked(() -> Across.take(this, set, ttl, Optional.of(wait), false));
+    return Async.unchecked(() -> Across.take(this, set, ttl, Optional.of(wait), false));
   }
 
-  /** {@link #tryAcquireAll(ResourceSet, Duration)} on a worker thread. */
+  /** {@link #tryAcquireAll(ResourceSet, Duration)} on a worker thread (cancel: as {@link #acquireAsync}). */
   public CompletableFuture<Lease> tryAcquireAllAsync(ResourceSet set, Duration ttl) {
-    return CompletableFuture.supplyAsync(() -> tryAcquireAll(set, ttl), b.workers);
+    return Async.take(b, String.valueOf(set), () -> Across.take(this, set, ttl, Optional.empty(), true));
   }
 
   /** {@link #tryAcquireAll(List, Duration)} on a worker thread. */
   public CompletableFuture<Lease> tryAcquireAllAsync(List<String> resources, Duration ttl) {
-    return CompletableFuture.supplyAsync(() -> tryAcquireAll(resources, ttl), b.workers);
+    return Async.take(b, String.valueOf(resources), () -> Across.take(this, ResourceSet.exclusive(resources), ttl, Optional.empty(), true));
   }
 
-  /** {@link #acquireAll(ResourceSet, Duration, Duration)} on a worker thread. */
+  /** {@link #acquireAll(ResourceSet, Duration, Duration)} on a worker thread (cancel: as {@link #acquireAsync}). */
   public CompletableFuture<Lease> acquireAllAsync(ResourceSet set, Duration ttl, Duration wait) {
     Checks.checkWait(wait);
-    return CompletableFuture.supplyAsync(() -> acquireAll(set, ttl, wait), b.workers);
+    return Async.take(b, String.valueOf(set), () -> Across.take(this, set, ttl, Optional.of(wait), true));
   }
 
   /** {@link #acquireAll(List, Duration, Duration)} on a worker thread. */
   public CompletableFuture<Lease> acquireAllAsync(List<String> resources, Duration ttl, Duration wait) {
     Checks.checkWait(wait);
-    return CompletableFuture.supplyAsync(() -> acquireAll(resources, ttl, wait), b.workers);
+    return Async.take(b, String.valueOf(resources), () -> Across.take(this, ResourceSet.exclusive(resources), ttl, Optional.of(wait), true));
   }
 
   /**
@@ -338,19 +342,6 @@ public final class LockManager implements AutoCloseable {
     return o;
   }
 
-  /** What an interruptible call throws, for the ones that are not. */
-  interface Take {
-    Lease run() throws InterruptedException;
-  }
-
-  private static Lease unchecked(Take t) {
-    try {
-      return t.run();
-    } catch (InterruptedException e) {
-      throw new IllegalStateException("an uninterruptible wait was interrupted", e); // cannot happen
-    }
-  }
-
   /**
    * Takes {@code r}: one attempt without {@code wait}; with one, queued (one server-side wait per
    * resource per manager, the other callers queued here) or retrying.
@@ -367,9 +358,11 @@ public final class LockManager implements AutoCloseable {
     Duration whole = Duration.ofMillis(ttl.toMillis());
     Calls c = new Calls(b, r.name(), r.kind(), Optional.empty());
     // Without a wait (or retrying), attempts that do not wait on the nodes: their hold owes the
-    // commit of its token when fencing is on and there is more than one node.
+    // commit of its token when fencing is on and there is more than one node. A zero wait is one
+    // such attempt too: queued, a first call slowed by its connection's setup past the deadline
+    // would be told as the wait's end, contention, where no node said the lock is held.
     boolean owes = Commit.owed(true, b.nodes.size(), b.options.fencing());
-    if (wait.isEmpty()) {
+    if (wait.isEmpty() || wait.get().isZero()) {
       return run(c, whole, Duration.ZERO, Policy.NO_WAIT_UNCOMMITTED, owes, true, interruptible);
     }
     if (!b.queue) {

@@ -53,7 +53,10 @@ public record Url(Form form, boolean tls, String name, String socket, List<HostP
     static final int DEFAULT_PORT = 6379;
     static final int SENTINEL_PORT = 26379;
 
-    private static final Pattern PASSWORD_IN_URL = Pattern.compile("(?i)^([a-z+]+://[^:/@]*:)[^@]*@");
+    // user:password@ up to the last @ of the authority; and a userinfo without a colon, which
+    // the clients read as a user but Lettuce (redis://PASSWORD@host) as a password: never shown.
+    private static final Pattern PASSWORD_IN_URL = Pattern.compile("(?i)^([a-z+]+://[^:/?@]*:)[^/?]*@");
+    private static final Pattern USER_ONLY = Pattern.compile("(?i)^([a-z+]+://)[^:/?]+@");
     private static final Pattern PASSWORD_IN_QUERY = Pattern.compile("(?i)([?&]password=)[^&]*");
     static final List<String> SCHEMES = List.of("redis://", "rediss://", "unix://", "redis+cluster://",
             "rediss+cluster://", "redis+sentinel://", "rediss+sentinel://");
@@ -74,13 +77,15 @@ public record Url(Form form, boolean tls, String name, String socket, List<HostP
     }
 
     /**
-     * The URL with any password hidden: redis://app:***@host:6379.
+     * The URL with any password hidden: redis://app:***@host:6379, and a userinfo without a colon
+     * as a whole: redis://***@host:6379.
      *
      * @param raw a URL as given
      * @return it, its password replaced by ***
      */
     public static String redact(String raw) {
         String hidden = PASSWORD_IN_URL.matcher(raw).replaceAll("$1***@");
+        hidden = USER_ONLY.matcher(hidden).replaceAll("$1***@");
         return PASSWORD_IN_QUERY.matcher(hidden).replaceAll("$1***");
     }
 

@@ -187,13 +187,16 @@ final class UrlParser {
         u.password = colon < 0 ? "" : unescape(userinfo.substring(colon + 1), false, bad);
     }
 
-    /** [before, query or null]: the query after ?, none after #. */
-    private static String[] splitQuery(String rest) {
+    // A fragment means nothing to a node: refused rather than dropped, as a misspelt parameter is.
+    private static final String FRAGMENT = "a fragment (#...) is not supported: a node URL ends with its path or query";
+
+    /** [before, query or null]: the query after ?; a # is refused. */
+    private static String[] splitQuery(String rest, Bad bad) {
+        if (rest.indexOf('#') >= 0) {
+            throw bad.of(FRAGMENT);
+        }
         for (int i = 0; i < rest.length(); i++) {
             char c = rest.charAt(i);
-            if (c == '#') {
-                return new String[] {rest.substring(0, i), null};
-            }
             if (c == '?') {
                 return new String[] {rest.substring(0, i), rest.substring(i + 1)};
             }
@@ -211,7 +214,7 @@ final class UrlParser {
 
     private static Url parseServer(String raw, String name, Bad bad) {
         Parts u = start(Url.Form.SINGLE, raw.startsWith("rediss://"), name);
-        String[] split = splitQuery(raw.substring(raw.indexOf("://") + 3));
+        String[] split = splitQuery(raw.substring(raw.indexOf("://") + 3), bad);
         int slash = split[0].indexOf('/');
         String netloc = slash < 0 ? split[0] : split[0].substring(0, slash);
         String path = slash < 0 ? "" : split[0].substring(slash + 1);
@@ -232,7 +235,7 @@ final class UrlParser {
 
     private static Url parseSocket(String raw, String name, Bad bad) {
         Parts u = start(Url.Form.SINGLE, false, name);
-        String[] split = splitQuery(raw.substring("unix://".length()));
+        String[] split = splitQuery(raw.substring("unix://".length()), bad);
         String rest = split[0];
         int at = rest.indexOf("@/");
         if (at >= 0) {
@@ -252,7 +255,10 @@ final class UrlParser {
     private static Url parseCluster(String raw, String name, Bad bad) {
         Parts u = start(Url.Form.CLUSTER, raw.startsWith("rediss"), name);
         String rest = raw.substring(raw.indexOf("://") + 3);
-        if (rest.contains("?") || rest.contains("#")) {
+        if (rest.contains("#")) {
+            throw bad.of(FRAGMENT);
+        }
+        if (rest.contains("?")) {
             throw bad.of("query parameters are not supported");
         }
         int slash = rest.indexOf('/');
@@ -282,7 +288,10 @@ final class UrlParser {
         int slash = rest.indexOf('/');
         String netloc = slash < 0 ? rest : rest.substring(0, slash);
         String path = slash < 0 ? "" : rest.substring(slash + 1);
-        if (rest.contains("?") || rest.contains("#")) {
+        if (rest.contains("#")) {
+            throw bad.of(FRAGMENT);
+        }
+        if (rest.contains("?")) {
             throw bad.of("query parameters are not supported");
         }
         String service = unescape(path, false, bad);
