@@ -74,4 +74,29 @@ class LocalWaitsTest {
             first.get(10, TimeUnit.SECONDS).release();
         }
     }
+
+    /**
+     * A shared hold waits on the nodes each time (the local-waits adversary): a turn in the process
+     * put the second reader behind another process's writer that queued after the first reader.
+     */
+    @Test
+    void twoReadersOfOneManagerHoldTogetherPastAnotherProcesssWriter() throws Exception {
+        try (Quorum q = Quorum.start(3); LockManager holder = Fixtures.manager(q.urls());
+                LockManager readers = Fixtures.manager(q.urls()); LockManager writer = Fixtures.manager(q.urls())) {
+            Lease held = holder.tryAcquire("rw", Duration.ofSeconds(10));
+            Duration ttl = Duration.ofSeconds(10);
+            CompletableFuture<Lease> first = readers.acquireAsync(dev.dlock.Resource.shared("rw"), ttl, Duration.ofSeconds(3));
+            Fixtures.sleep(100);
+            CompletableFuture<Lease> second = readers.acquireAsync(dev.dlock.Resource.shared("rw"), ttl, Duration.ofSeconds(3));
+            Fixtures.sleep(100);
+            CompletableFuture<Lease> written = writer.acquireAsync("rw", ttl, Duration.ofSeconds(10));
+            Fixtures.sleep(100);
+            held.release();
+            Lease one = first.get(5, TimeUnit.SECONDS);
+            Lease two = second.get(1, TimeUnit.SECONDS); // beside the first, ahead of the writer
+            two.release();
+            one.release();
+            written.get(10, TimeUnit.SECONDS).release();
+        }
+    }
 }
