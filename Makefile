@@ -99,44 +99,54 @@ node/node_modules/.installed: node/package-lock.json
 node-test: build node-deps node/node_modules/.installed
 	cd node && npm test
 
-# The Go client (go/, module dlock.dev/dlock; docs/go.md): Debian's Go toolchain and Go Redis
-# packages (golang-go 1.19, golang-github-gomodule-redigo-dev, golang-github-mna-redisc-dev) and
-# go-staticcheck, installed when missing, built offline against their sources in /usr/share/gocode
-# through target/go/go.work (scripts/go-offline.sh; go/go.mod stays an ordinary require); gofmt -l
-# empty, go vet, staticcheck, then go test against real redis-server nodes (the Rust CLI, and
-# Python's venv and Node's build when present, for interop). ~1 min.
+# The Go client (go/, module dlock.dev/dlock; docs/go.md), built as any Go module: go/go.mod and
+# go/go.sum (redigo, redisc, go-redis v9; redsync for the interop test) fetched from the Go
+# module proxy (GOPROXY, proxy.golang.org by default) into the module cache; a proxy that cannot
+# be reached fails `go mod download` with a line saying so. go/go.mod's go line (1.26, which
+# go-redis v9.23 needs) is fetched from the proxy too when the local go is older
+# (GOTOOLCHAIN=auto, Go 1.21 and newer); make go-deps installs Debian's golang-go only when there
+# is no go at all. staticcheck is honnef.co/go/tools' at GO_STATICCHECK, built by that toolchain
+# into target/go/bin (Debian's go-staticcheck is built for Go 1.19 and cannot read newer export
+# data). gofmt -l empty, go vet, staticcheck, then go test against real redis-server nodes (the
+# Rust CLI, and Python's venv and Node's build when present, for interop), each test on the
+# driver its name picks (DLOCK_GO_DRIVER=redigo|goredis forces one: docs/go.md). ~1.5 min.
 .PHONY: go-deps go-test
-GO_DEBS := golang-go golang-github-gomodule-redigo-dev golang-github-mna-redisc-dev go-staticcheck
+GO_STATICCHECK := v0.8.2
+GO_ENV := GOTOOLCHAIN=auto
 go-deps:
-	@missing=""; \
-	for p in $(GO_DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then \
-	  echo "installing:$$missing"; \
+	@command -v go >/dev/null 2>&1 || { \
+	  echo "installing: golang-go"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
-	fi
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq golang-go >/dev/null; }
+	@cd go && $(GO_ENV) go mod download || { \
+	  echo "go-deps: cannot fetch go/go.mod's modules (or its Go toolchain) from $$(go env GOPROXY): is the Go module proxy reachable? (Go 1.21 or newer fetches the toolchain)" >&2; exit 1; }
+	@cd go && GOBIN=$(CURDIR)/target/go/bin $(GO_ENV) go install honnef.co/go/tools/cmd/staticcheck@$(GO_STATICCHECK)
 
-# Debian's Go toolchain first: the offline build and Debian's go-staticcheck are made for it (a
-# newer `go` earlier on the PATH, such as /usr/local/go, makes go-staticcheck panic on its
-# export data).
 go-test: build go-deps
-	@set -e; env=$$(bash scripts/go-offline.sh); export $$env; export PATH=/usr/lib/go/bin:$$PATH; cd go; \
-	  unformatted=$$(gofmt -l .); [ -z "$$unformatted" ] || { echo "gofmt -l: $$unformatted" >&2; exit 1; }; \
-	  go vet ./...; go-staticcheck ./...; \
+	@set -e; export $(GO_ENV); cd go; \
+	  unformatted=$$("$$(go env GOROOT)/bin/gofmt" -l .); [ -z "$$unformatted" ] || { echo "gofmt -l: $$unformatted" >&2; exit 1; }; \
+	  go vet ./...; ../target/go/bin/staticcheck ./...; \
 	  go test -count=1 -timeout 600s -v ./...
 
 # The Java client (java/, Maven, Java 17 bytecode on Lettuce; docs/java.md): the machine's JDK
 # and Maven, nothing installed here (it fails loudly when mvn is missing); mvn -B verify compiles
 # with -Xlint:all -Werror and runs JUnit 5 against real redis-server nodes. Offline (-o) first,
 # since ~/.m2 holds the dependencies after the first build; online when Maven says offline mode
-# lacks something.
+# lacks something. Then the virtual-thread test (src/test-java21/, profile vthreads) on Java 25
+# (JAVA25_HOME); the time both took is reported. The first run cleans: a class the Java 25 run
+# compiled would not load on 17.
+JAVA25_HOME ?= /usr/lib/jvm/temurin-25-jdk-amd64
 .PHONY: java-test
 java-test: build
 	@command -v mvn >/dev/null 2>&1 || { echo "java-test: mvn is missing: install Maven (and a JDK 17+)" >&2; exit 1; }
-	@cd java; log=$$(mktemp); mvn -B -o verify >"$$log" 2>&1; rc=$$?; cat "$$log"; \
+	@start=$$(date +%s); cd java; log=$$(mktemp); mvn -B -o clean verify >"$$log" 2>&1; rc=$$?; cat "$$log"; \
 	  if [ $$rc -ne 0 ] && grep -q "offline mode" "$$log"; then \
-	    rm -f "$$log"; echo "java-test: resolving online" >&2; mvn -B verify; \
-	  else rm -f "$$log"; exit $$rc; fi
+	    echo "java-test: resolving online" >&2; mvn -B clean verify; rc=$$?; fi; rm -f "$$log"; \
+	  [ $$rc -eq 0 ] || exit $$rc; \
+	  if [ -x "$(JAVA25_HOME)/bin/java" ]; then \
+	    JAVA_HOME="$(JAVA25_HOME)" mvn -B -o verify -Dtest=VirtualThreadsTest -Dsurefire.failIfNoSpecifiedTests=false || exit $$?; \
+	  else echo "java-test: the virtual-thread test left out: no Java 25 at $(JAVA25_HOME) (set JAVA25_HOME)"; fi; \
+	  echo "java-test: $$(( $$(date +%s) - start )) s"
 
 # Installs what the monitoring tests run for real when missing: Debian's redis_exporter (1.45) and
 # promtool (package prometheus), and tmux (the terminal tests of `dlock top` and the waiting line);

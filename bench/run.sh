@@ -25,11 +25,11 @@ if command -v npm >/dev/null 2>&1; then
   (cd "$here/../node" && { [ -d node_modules ] || npm ci --no-audit --no-fund --silent >/dev/null 2>&1; } && npm run --silent build >/dev/null 2>&1) \
     || echo "bench: building node/ failed (npm unreachable?): dlock (node) skipped" >&2
 fi
-# dlock's Go client and redsync's algorithm (bench/harness/go), built offline against Debian's Go
-# packages (make go-deps): the "dlock (go)" and "redsync" contenders.
-if command -v go >/dev/null 2>&1 && goenv=$(bash "$here/../scripts/go-offline.sh"); then
-  (export $goenv && cd "$here/harness/go" && go build -o "$here/../target/go/bench-go" .) \
-    || echo "bench: building bench/harness/go failed: dlock (go) and redsync skipped" >&2
+# dlock's Go client and redsync's algorithm (bench/harness/go, dlock from this checkout), built
+# with the Go module proxy's modules (make go-deps): the "dlock (go)" and "redsync" contenders.
+if command -v go >/dev/null 2>&1; then
+  (cd "$here/harness/go" && GOTOOLCHAIN=auto go build -o "$here/../target/go/bench-go" .) \
+    || echo "bench: building bench/harness/go failed (Go module proxy unreachable?): dlock (go) and redsync skipped" >&2
 else
   echo "bench: Go not installed (make go-deps): dlock (go) and redsync skipped" >&2
 fi

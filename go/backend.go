@@ -27,6 +27,7 @@ type shared struct {
 	workers    workers
 	mu         sync.Mutex
 	closed     bool
+	waits      localWaits // one server-side wait per resource
 }
 
 // workers run the requests to the nodes on goroutines kept between requests: a new goroutine's

@@ -14,11 +14,16 @@ import (
 	"dlock.dev/dlock/internal/servers"
 )
 
+// On both drivers: TLS is set up by each (redigo's DialTLSConfig, go-redis's TLSConfig).
 func TestTLSWithClientCertificates(t *testing.T) {
 	pki := servers.MakePKI(t)
 	nodes := servers.Start(t, 3, pki.TLSFlavour(t))
+	onBothDrivers(t, func(t *testing.T, d dlock.Driver) { tlsWithClientCertificates(t, d, pki, nodes) })
+}
+
+func tlsWithClientCertificates(t *testing.T, d dlock.Driver, pki servers.PKI, nodes []*servers.Server) {
 	ctx := deadline(t, 30*time.Second)
-	m := connect(t, servers.URLs(nodes), dlock.WithTimeout(time.Second), dlock.WithTLSFiles(pki.CA, pki.ClientCert, pki.ClientKey))
+	m := connect(t, servers.URLs(nodes), dlock.WithTimeout(time.Second), dlock.WithTLSFiles(pki.CA, pki.ClientCert, pki.ClientKey), dlock.WithDriver(d))
 	lock, err := m.Acquire(ctx, "tls", 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -33,7 +38,7 @@ func TestTLSWithClientCertificates(t *testing.T) {
 		"no CA":                 dlock.WithTLSFiles("", pki.ClientCert, pki.ClientKey),
 		"no client certificate": dlock.WithTLSFiles(pki.CA, "", ""),
 	} {
-		m := connect(t, servers.URLs(nodes), dlock.WithTimeout(500*time.Millisecond), option)
+		m := connect(t, servers.URLs(nodes), dlock.WithTimeout(500*time.Millisecond), option, dlock.WithDriver(d))
 		_, err := m.Acquire(ctx, "tls", 5*time.Second)
 		var e *dlock.Error
 		// At least two of three failed: the attempt ends once a quorum is out of reach, and
@@ -48,7 +53,12 @@ func TestTLSWithClientCertificates(t *testing.T) {
 	}
 }
 
+// On both drivers: each sends the login its own way (redigo AUTH, go-redis HELLO ... AUTH).
 func TestUnixSocketWithAPasswordFromTheEnvironment(t *testing.T) {
+	onBothDrivers(t, unixSocketWithAPassword)
+}
+
+func unixSocketWithAPassword(t *testing.T, d dlock.Driver) {
 	const password = "s3cret-pw-93f"
 	flavour := servers.Flavour{
 		Listen: func(_ int, dir string) []string {
@@ -61,7 +71,7 @@ func TestUnixSocketWithAPasswordFromTheEnvironment(t *testing.T) {
 	nodes := servers.Start(t, 1, flavour)
 	ctx := deadline(t, 30*time.Second)
 	t.Setenv("DLOCK_PASSWORD", password)
-	m := connect(t, servers.URLs(nodes), dlock.WithTimeout(time.Second), dlock.FromEnv())
+	m := connect(t, servers.URLs(nodes), dlock.WithTimeout(time.Second), dlock.FromEnv(), dlock.WithDriver(d))
 	lock, err := m.Acquire(ctx, "socket", 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +79,7 @@ func TestUnixSocketWithAPasswordFromTheEnvironment(t *testing.T) {
 	_ = lock.Release(ctx)
 
 	t.Setenv("DLOCK_PASSWORD", "wrong-pw-1c5")
-	wrong := connect(t, servers.URLs(nodes), dlock.WithTimeout(time.Second), dlock.FromEnv())
+	wrong := connect(t, servers.URLs(nodes), dlock.WithTimeout(time.Second), dlock.FromEnv(), dlock.WithDriver(d))
 	_, err = wrong.Acquire(ctx, "socket", 5*time.Second)
 	if !errors.Is(err, dlock.ErrNoQuorum) {
 		t.Fatalf("a wrong password: %v", err)
@@ -78,7 +88,7 @@ func TestUnixSocketWithAPasswordFromTheEnvironment(t *testing.T) {
 		t.Errorf("the password shows: %s", msg)
 	}
 	t.Log(err)
-	none := connect(t, servers.URLs(nodes), dlock.WithTimeout(time.Second))
+	none := connect(t, servers.URLs(nodes), dlock.WithTimeout(time.Second), dlock.WithDriver(d))
 	if _, err := none.Acquire(ctx, "socket", 5*time.Second); !errors.Is(err, dlock.ErrNoQuorum) {
 		t.Fatalf("no password: %v", err)
 	}

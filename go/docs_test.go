@@ -15,7 +15,7 @@ func TestDocsShowTheExamplesAsTheyAre(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, example := range []string{"examples/quorum/main.go", "examples/redsync/main.go", "examples/election/main.go", "examples/sets/main.go"} {
+	for _, example := range []string{"examples/quorum/main.go", "examples/redsync/main.go", "examples/election/main.go", "examples/sets/main.go", "examples/goredis/main.go"} {
 		code, err := os.ReadFile(example)
 		if err != nil {
 			t.Fatal(err)

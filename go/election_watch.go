@@ -82,6 +82,11 @@ func (c *calls) watchNode(ctx context.Context, node int, out chan<- report) {
 			}
 		}
 		h, err := c.heard(node, c.observe(node, after, observeFor))
+		if c.b.isClosed() {
+			// Closed while the OBSERVE was out: its answer is no news (and on go-redis,
+			// whose Close also closes the connections in use, it is that failure).
+			return
+		}
 		last = nil
 		if err == nil {
 			last = &h

@@ -1,7 +1,8 @@
 package dlock_test
 
 // conformance/errors.json against real servers: the class of each failure and the words of its
-// message (the Rust client, the CLI, the Python and the Node clients run the same table).
+// message (the Rust client, the CLI, the Python and the Node clients run the same table), on
+// both drivers: what users see is the same whichever they pick.
 
 import (
 	"context"
@@ -159,7 +160,7 @@ func failure(ctx context.Context, a asked, urls []string) (err, setup error) {
 	}
 	defer m.Close()
 	if a.holds {
-		other, err := dlock.Connect([]string{url}, dlock.WithTimeout(time.Second))
+		other, err := dlock.Connect([]string{url}, dlock.WithTimeout(time.Second), dlock.WithDriver(dlock.Redigo))
 		if err != nil {
 			return nil, err
 		}
@@ -181,8 +182,9 @@ func failure(ctx context.Context, a asked, urls []string) (err, setup error) {
 }
 
 // within runs the case's call, failing the test if it gives no answer in time.
-func within(t *testing.T, d time.Duration, c errorCase, urls []string) error {
+func within(t *testing.T, d time.Duration, c errorCase, urls []string, driver dlock.Driver) error {
 	a := askedOf(t, c)
+	a.options = append(a.options, dlock.WithDriver(driver))
 	ctx := deadline(t, d)
 	type answer struct{ err, setup error }
 	answers := make(chan answer, 1)
@@ -210,29 +212,31 @@ func TestEveryClientSaysTheSameAboutEachFailure(t *testing.T) {
 	for _, c := range cases {
 		c := c
 		t.Run(c.Situation, func(t *testing.T) {
-			class, ok := classes[c.Error]
-			if !ok {
-				t.Fatalf("a class the runner does not know: %q", c.Error)
-			}
-			port := strconv.Itoa(serve(t, c))
-			urls := urlsOf(t, c, port)
-			url := urls[0]
-			err := within(t, 90*time.Second, c, urls) // a case waits a minute at most
-			if !errors.Is(err, class) {
-				t.Fatalf("not %s: %v", c.Error, err)
-			}
-			t.Log(err)
-			fill := strings.NewReplacer("{node}", url, "{port}", port)
-			for _, word := range c.Words {
-				if w := fill.Replace(word); !strings.Contains(err.Error(), w) {
-					t.Errorf("%q is not in %q", w, err)
+			onBothDrivers(t, func(t *testing.T, d dlock.Driver) {
+				class, ok := classes[c.Error]
+				if !ok {
+					t.Fatalf("a class the runner does not know: %q", c.Error)
 				}
-			}
-			for _, word := range c.Absent {
-				if w := fill.Replace(word); strings.Contains(err.Error(), w) {
-					t.Errorf("%q is in %q", w, err)
+				port := strconv.Itoa(serve(t, c))
+				urls := urlsOf(t, c, port)
+				url := urls[0]
+				err := within(t, 90*time.Second, c, urls, d) // a case waits a minute at most
+				if !errors.Is(err, class) {
+					t.Fatalf("not %s: %v", c.Error, err)
 				}
-			}
+				t.Log(err)
+				fill := strings.NewReplacer("{node}", url, "{port}", port)
+				for _, word := range c.Words {
+					if w := fill.Replace(word); !strings.Contains(err.Error(), w) {
+						t.Errorf("%q is not in %q", w, err)
+					}
+				}
+				for _, word := range c.Absent {
+					if w := fill.Replace(word); strings.Contains(err.Error(), w) {
+						t.Errorf("%q is in %q", w, err)
+					}
+				}
+			})
 		})
 	}
 }

@@ -1,8 +1,16 @@
 module dlock.dev/dlock
 
-go 1.19
+go 1.26.0
 
 require (
-	github.com/gomodule/redigo v1.8.3
-	github.com/mna/redisc v1.1.7
+	github.com/go-redsync/redsync/v4 v4.18.1
+	github.com/gomodule/redigo v1.9.3
+	github.com/mna/redisc v1.4.0
+	github.com/redis/go-redis/v9 v9.23.0
+)
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
 )

@@ -364,3 +364,15 @@ func semaphoresAcrossClients(t *testing.T, nodes []*servers.Server, m *dlock.Man
 	}
 	_ = permit.Release(ctx)
 }
+
+func TestTheGoRedisExampleRuns(t *testing.T) {
+	program := buildExample(t, "goredis")
+	nodes := servers.Start(t, 3, servers.Flavour{})
+	cmd := exec.Command(program)
+	cmd.Env = append(os.Environ(), "DLOCK_NODES="+strings.Join(servers.URLs(nodes), ","))
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "token ") || !strings.Contains(string(out), "\ncontended while held\n") {
+		t.Fatalf("%v: %s", err, out)
+	}
+	freeEverywhere(t, nodes, "report")
+}

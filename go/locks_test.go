@@ -26,9 +26,11 @@ func deadline(t *testing.T, d time.Duration) context.Context {
 	return ctx
 }
 
+// connect is a manager over urls through the driver driverFor picks for t (an option given
+// after it, such as the seam tests' WithDriver, overrides it).
 func connect(t *testing.T, urls []string, options ...dlock.Option) *dlock.Manager {
 	t.Helper()
-	m, err := dlock.Connect(urls, options...)
+	m, err := dlock.Connect(urls, append([]dlock.Option{dlock.WithDriver(driverFor(t))}, options...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,8 +101,10 @@ func TestQueueHandoffInTicketOrderWithRisingTokens(t *testing.T) {
 	got := make(chan *dlock.Lock, waiters)
 	errs := make(chan error, waiters)
 	for i := 0; i < waiters; i++ {
+		// A manager each: one manager's callers queue in the process (local_waits.go).
+		w := connect(t, servers.URLs(nodes), dlock.WithTimeout(500*time.Millisecond))
 		go func() {
-			l, err := m.Acquire(ctx, "queue", 10*time.Second, dlock.Wait(20*time.Second))
+			l, err := w.Acquire(ctx, "queue", 10*time.Second, dlock.Wait(20*time.Second))
 			if err != nil {
 				errs <- err
 				return

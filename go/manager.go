@@ -13,7 +13,7 @@ import (
 // docs/shared.md), WithLock adds the watchdog, NewMutex is redsync's shape over the same.
 
 // Pool is the driver seam: one server, a connection of its own per Get (transport.Pool).
-// transport.RedigoPool wraps a redigo *redis.Pool; docs/go/drivers.md shows another driver's.
+// redis/redigo wraps a redigo *redis.Pool, redis/goredis/v9 a go-redis client (docs/go.md).
 type Pool = transport.Pool
 
 // Conn is a Pool's connection (transport.Conn).
@@ -80,7 +80,7 @@ func Connect(urls []string, options ...Option) (*Manager, error) {
 		seen[parsed[i].Name] = true
 	}
 	conf := transport.Config{Timeout: cfg.timeout, TLS: cfg.tls, Username: cfg.user, Password: cfg.password,
-		SentinelUsername: cfg.sentinelUser, SentinelPassword: cfg.sentinelPass}
+		SentinelUsername: cfg.sentinelUser, SentinelPassword: cfg.sentinelPass, Driver: cfg.driver}
 	names := make([]string, len(parsed))
 	for i, u := range parsed {
 		names[i] = u.Name
@@ -258,8 +258,24 @@ func (m *Manager) Acquire(ctx context.Context, resource string, ttl time.Duratio
 	return acquireOn(ctx, m.b, resource, ttl.Truncate(time.Millisecond), a)
 }
 
+// acquireOn takes one resource; a queued wait takes its turn among the manager's callers first
+// (local_waits.go), and one whose time runs out in the process makes one attempt at the end.
 func acquireOn(ctx context.Context, b *backend, resource string, ttl time.Duration, a acquireConfig) (*Lock, error) {
-	return acquireWith(ctx, &calls{b: b, resource: resource, kind: a.kind}, ttl, a)
+	c := &calls{b: b, resource: resource, kind: a.kind}
+	if !a.waiting || !b.queue {
+		return acquireWith(ctx, c, ttl, a)
+	}
+	deadline := time.Now().Add(a.wait)
+	leave, came := b.shared.waits.turn(ctx, resource, a.wait)
+	defer leave()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	a.waiting, a.wait = came, time.Until(deadline)
+	if a.wait < 0 {
+		a.wait = 0
+	}
+	return acquireWith(ctx, c, ttl, a)
 }
 
 // acquireWith takes the lock c is about (a resource, or a set: calls.set).

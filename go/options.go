@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"dlock.dev/dlock/transport"
 )
 
 // Every option, its default and its check (client/src/options.rs, node/src/options.ts): the
@@ -49,6 +51,7 @@ type config struct {
 	tls                        *tls.Config
 	user, password             string
 	sentinelUser, sentinelPass string
+	driver                     Driver
 	mutex                      mutexConfig
 	errs                       []error
 	connecting                 []string // connection options given (refused by NewMutex)
@@ -226,6 +229,30 @@ func WithSentinelCredentials(user, password string) Option {
 	return func(c *config) {
 		c.connecting = append(c.connecting, "WithSentinelCredentials")
 		c.sentinelUser, c.sentinelPass = user, password
+	}
+}
+
+// Driver is the Redis driver Connect's nodes are reached through: Redigo (the default) or
+// GoRedis (go-redis v9). Servers and sentinel-managed masters connect through it; a Redis
+// Cluster node and the sentinels themselves are asked through redigo and redisc whichever it is.
+type Driver = transport.Driver
+
+// The drivers WithDriver takes.
+const (
+	Redigo  = transport.Redigo
+	GoRedis = transport.GoRedis
+)
+
+// WithDriver picks the Redis driver Connect's nodes are reached through (New and NewManager
+// take pools of a driver already: redis/redigo, redis/goredis/v9).
+func WithDriver(d Driver) Option {
+	return func(c *config) {
+		c.connecting = append(c.connecting, "WithDriver")
+		if d != Redigo && d != GoRedis {
+			c.fail("unknown driver %q: dlock.Redigo or dlock.GoRedis", d)
+			return
+		}
+		c.driver = d
 	}
 }
 

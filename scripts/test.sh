@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make test` (what CI runs): every suite, each run to its end even when an earlier one failed, then
-# one line per suite and, last, the totals across Rust, Python, Node, Go and the signal check as
+# one line per suite and, last, the totals across Rust, Python, Node, Go, Java and the signal check as
 # "total: N passed, M failed", so a CI log's last line says how it went. Exits non-zero if anything
 # failed. Expects `make build` to have run.
 set -uo pipefail
@@ -70,13 +70,28 @@ node_suite() {
 
 # The Go client's tests (make go-test), their top-level results ("--- PASS: Test..." and "---
 # FAIL: Test..." of go test -v) said the way count() reads them. Skipped, with a notice, only
-# when Go cannot be had (make go-deps installs it from Debian).
+# when Go cannot be had (make go-deps installs Debian's when there is none; the modules and, for
+# an older go, the toolchain come from the Go module proxy, and an unreachable proxy fails it).
 go_suite() {
   local started=$SECONDS status
   make --no-print-directory go-test 2>&1 | tee "$logs/go.out"
   status=${PIPESTATUS[0]}
   results() { grep -cE "^--- $1: " "$logs/go.out"; }
   echo "go: $(results PASS) passed, $(results FAIL) failed in $((SECONDS - started)).0s"
+  return "$status"
+}
+
+# The Java client's tests (make java-test: the suite on Java 17, then the virtual-thread test on
+# Java 25), from surefire's summary line of each Maven run ("Tests run: N, Failures: F, Errors: E,
+# Skipped: S", the one without "Time elapsed"): passed is N less the rest, failed F + E, skipped
+# said apart. Skipped, with a notice, only when Maven is missing.
+java_suite() {
+  local started=$SECONDS status
+  make --no-print-directory java-test 2>&1 | tee "$logs/java.out"
+  status=${PIPESTATUS[0]}
+  grep -E '^\[(INFO|WARNING|ERROR)\] Tests run: [0-9]+, Failures: [0-9]+, Errors: [0-9]+, Skipped: [0-9]+$' "$logs/java.out" |
+    awk -v took=$((SECONDS - started)) '{gsub(",", ""); n += $4; f += $6; e += $8; s += $10}
+      END {printf "java: %d passed, %d failed (%d skipped) in %d.0s\n", n - f - e - s, f + e, s, took}'
   return "$status"
 }
 
@@ -105,6 +120,12 @@ if command -v go >/dev/null 2>&1; then
 else
   echo "== go: SKIPPED: Go is not installed and could not be (make go-deps); the Go client was not tested" >&2
   lines+=("go: SKIPPED (Go not installed)")
+fi
+if command -v mvn >/dev/null 2>&1; then
+  suite java counted java_suite
+else
+  echo "== java: SKIPPED: Maven is not installed; the Java client was not tested" >&2
+  lines+=("java: SKIPPED (Maven not installed)")
 fi
 # Every example of README.md and docs/, and the packages installed from a clean clone.
 suite docs counted make --no-print-directory docs-test

@@ -19,4 +19,18 @@ type Config struct {
 	Username, Password string
 	// SentinelUsername and SentinelPassword: the sentinels' own login.
 	SentinelUsername, SentinelPassword string
+	// Driver: what servers and sentinel-managed masters are reached through ("": Redigo).
+	Driver Driver
 }
+
+// Driver is a Redis driver the nodes made from URLs connect through. Both fit the same seam
+// (Pool, Conn); a Redis Cluster node and the questions to sentinels stay on redigo (redisc's
+// slot map and pools), whichever is chosen: go-redis's ClusterClient routes and retries on its
+// own and hands out no connection per call.
+type Driver string
+
+// The drivers: redigo (redigo.go), go-redis v9 (goredis.go).
+const (
+	Redigo  Driver = "redigo"
+	GoRedis Driver = "goredis"
+)

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/gomodule/redigo/redis"
+	goredislib "github.com/redis/go-redis/v9"
 )
 
 // Which redis-server a connection reached, so that one server never counts twice in a quorum
@@ -198,11 +199,16 @@ func (i *Identity) identifyBy(ask Ask) error {
 	return i.check(id)
 }
 
-// replyOf is the error reply err is, if it is one (redigo's, or an application pool's).
+// replyOf is the error reply err is, if it is one (redigo's, go-redis's, or an application
+// pool's).
 func replyOf(err error) (string, bool) {
 	var r redis.Error
 	if errors.As(err, &r) {
 		return string(r), true
+	}
+	var g goredislib.Error
+	if errors.As(err, &g) {
+		return g.Error(), true
 	}
 	var e Error
 	if errors.As(err, &e) {

@@ -6,8 +6,9 @@
 // and in words (diagnosis.go), which server a node reaches (identity.go).
 //
 // The driver seam is Pool: anything that hands out a connection of its own per Get, like
-// redsync's redis.Pool. Redigo is the driver this package ships and tests (RedigoPool); any
-// other driver (go-redis, rueidis) fits by implementing Pool and Conn (docs/go/drivers.md).
+// redsync's redis.Pool. This package ships and tests two drivers, redigo (redigo.go,
+// RedigoPool) and go-redis v9 (goredis.go, GoRedisPool); any other (rueidis) fits by
+// implementing Pool and Conn (docs/go.md, "Drivers").
 package transport
 
 import (

@@ -120,9 +120,8 @@ func (s *Sentinel) resolve(ctx context.Context, within time.Duration) (*Server, 
 			continue
 		}
 		s.first(i)
-		u := URL{TLS: s.tls}
 		// The group's one place: a failover's new master takes the claim over (identity.go).
-		m := newDialServer("master "+addr, "tcp", addr, s.tls, dialOptions(s.conf, u, s.master), s.identity)
+		m := newDialServer("master "+addr, "tcp", addr, URL{TLS: s.tls}, s.conf, s.master, s.identity)
 		role, f := m.Call(ctx, within, within, [][]string{{"ROLE"}})
 		if f == nil {
 			if r, ok := role[0].([]interface{}); ok && len(r) > 0 && r[0] == "master" {

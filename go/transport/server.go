@@ -41,26 +41,42 @@ type Server struct {
 const idleConns = 64
 
 // NewServer is a node over an application's pool (New(pools...)), its server claimed for
-// identity's node (nil: not checked).
+// identity's node (nil: not checked). The pool stays the application's, but for a GoRedisPool:
+// that one is dlock's own client (NewGoRedisPool), closed with the node.
 func NewServer(name string, pool Pool, identity *Identity) *Server {
-	return &Server{name: name, pool: pool, close: func() error { return nil }, identity: identity}
+	closing := func() error { return nil }
+	if own, ok := pool.(*GoRedisPool); ok {
+		closing = own.Close
+	}
+	return &Server{name: name, pool: pool, close: closing, identity: identity}
 }
 
-// newURLServer is a node over a pool of redigo connections made from a single server's URL.
+// newURLServer is a node over a pool of connections made from a single server's URL.
 func newURLServer(u URL, conf Config, identity *Identity) *Server {
 	network, address := "unix", u.Socket
 	if u.Socket == "" {
 		network, address = "tcp", u.Addrs[0].String()
 	}
-	s := newDialServer(u.Name, network, address, u.TLS, dialOptions(conf, u, loginOf(conf, u)), identity)
+	s := newDialServer(u.Name, network, address, u, conf, loginOf(conf, u), identity)
 	s.db = u.DB
 	return s
 }
 
-// newDialServer is a node over a pool of redigo connections to network/address, each one's
-// server claimed for identity's node before its first request.
-func newDialServer(name, network, address string, tls bool, opts []redis.DialOption, identity *Identity) *Server {
-	s := &Server{name: name, tls: tls, identity: identity}
+// newDialServer is a node over a pool of conf.Driver's connections to network/address (u's TLS,
+// database and client name, who's login), each one's server claimed for identity's node before
+// its first request.
+func newDialServer(name, network, address string, u URL, conf Config, who login, identity *Identity) *Server {
+	s := &Server{name: name, tls: u.TLS, identity: identity}
+	if conf.Driver == GoRedis {
+		opt := goRedisOptions(network, address, u, conf, who, identity)
+		s.fresh = func() (Pool, func() error) {
+			p := NewGoRedisPool(opt)
+			return p, p.Close
+		}
+		s.pool, s.close = s.fresh()
+		return s
+	}
+	opts := dialOptions(conf, u, who)
 	s.fresh = func() (Pool, func() error) {
 		p := &redis.Pool{
 			DialContext: func(ctx context.Context) (redis.Conn, error) {
@@ -198,6 +214,10 @@ func (s *Server) once(ctx context.Context, pool Pool, start time.Time, connect, 
 	dctx, cancel := context.WithDeadline(ctx, start.Add(whole))
 	defer cancel()
 	replies, err := conn.Do(dctx, cmds...)
+	var setup setupFailed // a driver that connects on the first command (goredis.go)
+	if errors.As(err, &setup) {
+		return nil, setup.err, false
+	}
 	if err != nil {
 		s.identified.Store(false) // maybe another server behind the application's pool now
 	}

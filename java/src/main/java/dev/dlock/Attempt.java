@@ -1,5 +1,6 @@
 package dev.dlock;
 
+import dev.dlock.transport.NodeFailure;
 import dev.dlock.Acquisition.Event;
 import dev.dlock.Acquisition.Step;
 import dev.dlock.Replies.Counts;
@@ -175,7 +176,7 @@ final class Attempt {
     }
     outcomes[node] = out;
     boolean failed = out.counts() == Counts.FAILED;
-    if (failed && out.failure().orElseThrow().refused() == NodeFailure.Refusal.SETUP) {
+    if (failed && out.failure().orElseThrow().refused() == NodeFailure.Refused.SETUP) {
       return refusedForGood(node, ev);
     }
     if (failed && askAtOnce(node)) {

@@ -1,5 +1,6 @@
 package dev.dlock;
 
+import dev.dlock.transport.NodeFailure;
 /**
  * Bad input, refused before any node was asked (an empty resource name, a TTL that leaves no
  * validity, a wait over ten years, a bad option or URL); or an argument a node refused all the
@@ -19,7 +20,7 @@ public class InvalidArgumentException extends DlockException {
 
   /** {@code node} refused an argument of the request for {@code resource}. */
   static InvalidArgumentException refusedBy(String resource, NodeFailure failure) {
-    if (failure.refused() == NodeFailure.Refusal.DATABASE) {
+    if (failure.refused() == NodeFailure.Refused.DATABASE) {
       // The database, not the request: the node's own words say which.
       return new InvalidArgumentException("lock " + quote(resource) + ": " + failure);
     }

@@ -1,5 +1,6 @@
 package dev.dlock;
 
+import dev.dlock.transport.NodeFailure;
 import java.util.List;
 import java.util.stream.Collectors;
 

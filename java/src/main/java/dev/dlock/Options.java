@@ -95,6 +95,7 @@ public final class Options {
   final Optional<TlsFiles> tls;
   final Optional<Login> login;
   final Optional<Login> sentinelLogin;
+  final Duration lockTtl;
 
   private Options(Builder b) {
     timeout = b.timeout;
@@ -111,6 +112,16 @@ public final class Options {
     tls = b.tls;
     login = b.login;
     sentinelLogin = b.sentinelLogin;
+    lockTtl = b.lockTtl;
+  }
+
+  /**
+   * The TTL a {@link DistributedLock} takes its lease with (default 30 s, Redisson's watchdog
+   * timeout): a watchdog keeps it extended while held, so it only bounds how long a crashed
+   * holder blocks the others.
+   */
+  public Duration lockTtl() {
+    return lockTtl;
   }
 
   /** Every option at its default. */
@@ -228,8 +239,16 @@ public final class Options {
     private Optional<TlsFiles> tls = Optional.empty();
     private Optional<Login> login = Optional.empty();
     private Optional<Login> sentinelLogin = Optional.empty();
+    private Duration lockTtl = Duration.ofSeconds(30);
 
     private Builder() {}
+
+    /** The TTL of a {@link DistributedLock}'s lease (default 30 s; from 1 ms to a day, leaving validity). */
+    public Builder lockTtl(Duration d) {
+      Checks.checkTtl(d);
+      lockTtl = d;
+      return this;
+    }
 
     // A duration option: at least least, and at most what the nodes take.
     private static Duration duration(String name, Duration d, Duration least) {

@@ -1,5 +1,6 @@
 package dev.dlock;
 
+import dev.dlock.transport.NodeFailure;
 import java.util.Objects;
 import java.util.Optional;
 
@@ -84,18 +85,32 @@ final class Replies {
           : new Outcome(Counts.BUSY, 0, Optional.empty());
     }
     NodeFailure f = r.failure().get();
-    if (f.refused() == NodeFailure.Refusal.DATABASE) {
+    if (f.refused() == NodeFailure.Refused.DATABASE) {
       return Outcome.of(Counts.INVALID, f);
     }
-    if (f.isWrongKind()) {
+    if (isWrongKind(f)) {
       return Outcome.of(Counts.WRONG_KIND, f);
     }
-    if (f.isRefusedArgument()) {
+    if (isRefusedArgument(f)) {
       return Outcome.of(Counts.INVALID, f);
     }
     if (f.noReply() && p.queue() && pastDeadline) {
       return new Outcome(Counts.BUSY, 0, Optional.empty());
     }
     return Outcome.of(Counts.FAILED, f);
+  }
+
+  /** The node's reply that the resource is held as another kind. */
+  static boolean isWrongKind(NodeFailure f) {
+    return f.reason().contains("WRONGKIND");
+  }
+
+  /**
+   * A node's error reply refusing an argument of the request, {@code ERR <argument> must be <what
+   * it takes>} as every argument check of the module words it (src/wire/errors.rs; a TTL over the
+   * node's dlock.max-ttl-ms, say). Asking again cannot change it.
+   */
+  static boolean isRefusedArgument(NodeFailure f) {
+    return f.reason().startsWith("ERR ") && f.reason().contains(" must be ");
   }
 }

@@ -100,7 +100,7 @@ final class Sets {
    * while waiting for the next cannot deadlock).
    */
   static List<List<String>> groups(List<String> keys) {
-    return groups(keys, Sets::slot);
+    return groups(keys, dev.dlock.transport.Cluster::keySlot);
   }
 
   /** {@link #groups(List)} with the slot of a key given (the transport's KeySlot). */
@@ -124,40 +124,5 @@ final class Sets {
     return Arrays.compareUnsigned(a.getBytes(StandardCharsets.UTF_8), b.getBytes(StandardCharsets.UTF_8));
   }
 
-  /**
-   * The Redis Cluster hash slot of a key (its hash tag's, if any): CRC16-XMODEM mod 16384. A
-   * stand-in until the transport's KeySlot is in this tree (conformance/slots.json pins it
-   * there); {@link #groups(List, ToIntFunction)} takes that one.
-   */
-  static int slot(String key) {
-    byte[] b = key.getBytes(StandardCharsets.UTF_8);
-    int from = 0;
-    int to = b.length;
-    int open = indexOf(b, (byte) '{', 0);
-    if (open >= 0) {
-      int close = indexOf(b, (byte) '}', open + 1);
-      if (close > open + 1) {
-        from = open + 1;
-        to = close;
-      }
-    }
-    int crc = 0;
-    for (int i = from; i < to; i++) {
-      crc ^= (b[i] & 0xff) << 8;
-      for (int bit = 0; bit < 8; bit++) {
-        crc = (crc & 0x8000) != 0 ? (crc << 1) ^ 0x1021 : crc << 1;
-      }
-      crc &= 0xffff;
-    }
-    return crc & 16383;
-  }
 
-  private static int indexOf(byte[] b, byte c, int from) {
-    for (int i = from; i < b.length; i++) {
-      if (b[i] == c) {
-        return i;
-      }
-    }
-    return -1;
-  }
 }

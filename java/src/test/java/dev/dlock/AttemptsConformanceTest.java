@@ -1,5 +1,6 @@
 package dev.dlock;
 
+import dev.dlock.transport.NodeFailure;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;

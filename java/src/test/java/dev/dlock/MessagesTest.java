@@ -1,5 +1,6 @@
 package dev.dlock;
 
+import dev.dlock.transport.NodeFailure;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -39,7 +40,7 @@ class MessagesTest {
     assertTrue(e instanceof InvalidArgumentException);
     assertTrue(e.getMessage().startsWith("lock \"r\": redis://h:1 refused an argument: ERR ttl-ms must be"), e.getMessage());
     NodeFailure db = new NodeFailure("redis://h:1", "database 99999 refused by the server (ERR DB index is out of range)",
-        false, NodeFailure.Refusal.DATABASE);
+        false, NodeFailure.Refused.DATABASE, null);
     assertEquals("lock \"r\": redis://h:1: database 99999 refused by the server (ERR DB index is out of range)",
         AttemptError.of(AttemptError.Kind.INVALID_ARGUMENT, List.of(db)).toException("r", 1, 1).getMessage());
   }

@@ -23,7 +23,7 @@ import java.util.concurrent.CompletionException;
  * command by its own key, so a write's keyless WAIT would go to another node, and it makes node
  * connections where none can be identified before its first request.
  */
-final class Cluster implements Node {
+public final class Cluster implements Node {
     /** How many MOVED / ASK a call follows. */
     static final int MAX_REDIRECTS = 5;
 

@@ -57,6 +57,34 @@ public final class NodeFailure extends Exception {
         this(node, reason, false, Refused.NONE, null);
     }
 
+    /**
+     * A plain failure: asking again may cure it.
+     *
+     * @param node the node's name
+     * @param reason why, in words
+     * @return the failure
+     */
+    public static NodeFailure of(String node, String reason) {
+        return new NodeFailure(node, reason);
+    }
+
+    /**
+     * A call that got no reply within its time.
+     *
+     * @param node the node's name
+     * @param reason why, in words
+     * @return the failure
+     */
+    public static NodeFailure noReply(String node, String reason) {
+        return new NodeFailure(node, reason, true, Refused.NONE, null);
+    }
+
+    /** @return the node and why, as messages list it ("node: reason", no class name) */
+    @Override
+    public String toString() {
+        return node + ": " + reason;
+    }
+
     /** @return the node's name (its URL, password hidden) */
     public String node() {
         return node;

@@ -126,6 +126,11 @@ public final class RedisProcess implements AutoCloseable {
     }
 
     /** @return redis://127.0.0.1:port */
+    /** Sends the server a signal ("STOP" freezes it, "CONT" thaws it), as the Go and Rust tests do. */
+    public void signal(String name) {
+        run(List.of("kill", "-" + name, Long.toString(process.pid())));
+    }
+
     public String url() {
         return (flavour.tlsOnly() ? "rediss" : "redis") + "://127.0.0.1:" + port;
     }
