@@ -5,7 +5,7 @@ CARGO        ?= cargo
 MODULE       := target/release/libdlock.so
 REDIS_PORT   ?= 6379
 
-.PHONY: all deps build run test model model-ci model-deep partitions partitions-ci partitions-quick partitions-deps bench-waiters bench-handoff bench-top bench-scale compat compat-servers memcheck chaos chaos-quick fuzz bench bench-quick bench-server bench-instructions bench-instructions-ab bench-shared bench-capacity bench-multi bench-handoff-limit bench-tax bench-gate-tax bench-elect cluster redis-cluster fmt lint clean
+.PHONY: all deps build run test model model-ci model-deep partitions partitions-ci partitions-quick partitions-deps bench-waiters bench-handoff bench-top bench-scale compat compat-servers memcheck chaos chaos-quick fuzz bench bench-quick bench-server bench-instructions bench-instructions-ab bench-shared bench-capacity bench-multi bench-java bench-handoff-limit bench-tax bench-gate-tax bench-elect cluster redis-cluster fmt lint clean
 
 all: build
 
@@ -371,6 +371,13 @@ bench: build go-deps
 
 bench-quick: build go-deps
 	bash bench/run.sh --quick
+
+# The Java rows alone (docs/bench/java.md): dlock's Java client (java/, installed into ~/.m2 by
+# `mvn -o install`) against Redisson 3.52.0's RLock, fair lock and RFencedLock (on one of the five
+# masters), beside the Rust client's rows for the ratios; Java 17 and Maven, offline after the
+# first resolve. 3 rounds of 3 s per subject per scenario, ~10 min; nothing written.
+bench-java: build
+	bash bench/run.sh --java
 
 # Five local masters with the module on ports 7001-7005 (foreground, Ctrl-C stops); other ports:
 # make cluster CLUSTER_PORTS="8001 8002 8003 8004 8005".

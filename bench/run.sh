@@ -1,10 +1,19 @@
 #!/usr/bin/env bash
 # `make bench` / `make bench-quick`: installs the external contenders (node-redlock via npm,
 # pottery and python-redis-lock via pip, dlock's Python client from ./python, dlock's Node client
-# built in ./node, dlock's Go client and redsync's algorithm built from bench/harness/go) into bench/, then runs the benchmark driver. A contender whose registry is
-# unreachable is skipped with a notice, never silently.
+# built in ./node, dlock's Go client and redsync's algorithm built from bench/harness/go, dlock's
+# Java client and Redisson through Maven in bench/java) into bench/, then runs the benchmark
+# driver. A contender whose registry is unreachable is skipped with a notice, never silently.
+# `--java` (make bench-java): only the Java harness is built and measured beside the Rust rows.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# dlock's Java client (java/, installed into ~/.m2) and Redisson 3.52.0, in the Java harness
+# (bench/java; offline after the first resolve): "dlock (java)" and the Redisson rows.
+bash "$here/java/build.sh"
+if [ "${1:-}" = "--java" ]; then
+  cd "$here/.." || exit 1
+  exec cargo run --release -q -p dlock-bench --bin bench -- --java
+fi
 if command -v npm >/dev/null 2>&1; then
   (cd "$here/harness" && npm ci --no-audit --no-fund --silent >/dev/null 2>&1) \
     || echo "bench: npm install of node-redlock failed (registry unreachable?): node-redlock skipped" >&2

@@ -10,7 +10,10 @@ use std::time::{Duration, Instant};
 use dlock_client::WaitMode;
 
 use crate::contenders::Contender;
-use crate::external::{External, GO_CLIENT, NODE_CLIENT, PYTHON_CLIENT, REDSYNC};
+use crate::external::{
+    External, GO_CLIENT, JAVA_CLIENT, JAVA_TOKEN_USED, NODE_CLIENT, PYTHON_CLIENT, REDISSON_FAIR,
+    REDISSON_LOCK, REDSYNC,
+};
 use crate::{median, percentile, Named, Plan};
 
 /// Tasks (threads, for the externals) contending for the one resource.
@@ -192,7 +195,15 @@ impl ContentionTable {
             .rows
             .iter()
             .filter(|r| {
-                dlock(r) && ![PYTHON_CLIENT, NODE_CLIENT, GO_CLIENT].contains(&r.name.as_str())
+                dlock(r)
+                    && ![
+                        PYTHON_CLIENT,
+                        NODE_CLIENT,
+                        GO_CLIENT,
+                        JAVA_CLIENT,
+                        JAVA_TOKEN_USED,
+                    ]
+                    .contains(&r.name.as_str())
             })
             .collect();
         let others: Vec<&ContentionRow> = self.rows.iter().filter(|r| !dlock(r)).collect();
@@ -240,6 +251,19 @@ impl ContentionTable {
                 redsync.fairness(),
                 go.fairness(),
                 verdict(go.fairness() <= 3.0)
+            );
+        }
+        if let Some(java) = named(JAVA_CLIENT) {
+            let peers: Vec<String> = [REDISSON_LOCK, REDISSON_FAIR]
+                .iter()
+                .filter_map(|n| named(n).map(|r| format!("{n}: {:.1}", r.fairness())))
+                .collect();
+            let _ = writeln!(
+                md,
+                "| {JAVA_CLIENT} contention wait p99/p50 <= 2 ({label}; {}) | {:.1} | {} |",
+                peers.join(", "),
+                java.fairness(),
+                verdict(java.fairness() <= 2.0)
             );
         }
         if let Some(fairest) = highest(&ours, |r| -r.fairness()) {

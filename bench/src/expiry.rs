@@ -1,7 +1,8 @@
 //! Scenario 5: the holder dies without releasing. How long after its TTL deadline the next
 //! waiter holds the lock, for scenario 3's in-process contenders: dlock's queue (the node hands
 //! the lock over at the deadline itself), dlock's retry mode and rslock (both notice on their
-//! next retry tick). On 1 and 5 nodes,
+//! next retry tick); and the Java harness's contenders (dlock's Java client, Redisson's locks:
+//! the harness's `dies` scenario, the same measure). On 1 and 5 nodes,
 //! contenders alternating within a round, the order reversed every other round, a fresh key per
 //! sample.
 
@@ -9,6 +10,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use crate::contention::contention_contenders;
+use crate::external::External;
 use crate::{median, percentile, Plan};
 
 /// The dying holder's TTL.
@@ -21,19 +23,39 @@ pub struct ExpiryTable {
 }
 
 /// `samples` deaths per contender per round.
-pub async fn holder_dies(plan: &Plan, nodes: &[String], samples: usize) -> ExpiryTable {
+pub async fn holder_dies(
+    plan: &Plan,
+    nodes: &[String],
+    samples: usize,
+    externals: &[External],
+) -> ExpiryTable {
     let contenders = contention_contenders(nodes);
+    let externals: Vec<&External> = externals
+        .iter()
+        .filter(|e| e.supports(nodes) && e.measures("dies"))
+        .collect();
     let mut rows: Vec<(String, Vec<f64>)> = contenders
         .iter()
-        .map(|(name, _)| (name.clone(), Vec::new()))
+        .map(|(name, _)| name.clone())
+        .chain(externals.iter().map(|e| e.name.to_string()))
+        .map(|name| (name, Vec::new()))
         .collect();
     for round in 0..plan.rounds {
-        let mut order: Vec<usize> = (0..contenders.len()).collect();
+        let mut order: Vec<usize> = (0..rows.len()).collect();
         if round % 2 == 1 {
             order.reverse();
         }
         for i in order {
-            let (name, contender) = &contenders[i];
+            let Some((name, contender)) = contenders.get(i) else {
+                let ext = externals[i - contenders.len()];
+                let prefix = format!("dies:{}:{round}:{}", nodes.len(), ext.name);
+                match ext.run(nodes, "dies", samples, 1, 0, &prefix) {
+                    Ok(m) => rows[i].1.extend(m.latencies_us),
+                    Err(e) => eprintln!("bench: [5. holder dies] {e}"),
+                }
+                progress(nodes, round, plan, &rows[i]);
+                continue;
+            };
             for sample in 0..samples {
                 let key = format!("dies:{}:{round}:{name}:{sample}", nodes.len());
                 match contender.after_holder_dies(&key, TTL).await {
@@ -41,19 +63,23 @@ pub async fn holder_dies(plan: &Plan, nodes: &[String], samples: usize) -> Expir
                     Err(e) => eprintln!("bench: [5. holder dies] {name}: {e}"),
                 }
             }
-            eprintln!(
-                "bench: [5. holder dies, {} node(s)] round {}/{} {name}: p50 {:.0} µs late",
-                nodes.len(),
-                round + 1,
-                plan.rounds,
-                median(rows[i].1.clone())
-            );
+            progress(nodes, round, plan, &rows[i]);
         }
     }
     ExpiryTable {
         nodes: nodes.len(),
         rows,
     }
+}
+
+fn progress(nodes: &[String], round: usize, plan: &Plan, (name, late): &(String, Vec<f64>)) {
+    eprintln!(
+        "bench: [5. holder dies, {} node(s)] round {}/{} {name}: p50 {:.0} µs late",
+        nodes.len(),
+        round + 1,
+        plan.rounds,
+        median(late.clone())
+    );
 }
 
 impl ExpiryTable {

@@ -1,4 +1,4 @@
-//! node-redlock, pottery, python-redis-lock, redsync's algorithm and dlock's own Python (python/), Node (node/) and Go (go/) clients, driven
+//! node-redlock, pottery, python-redis-lock, redsync's algorithm, Redisson's locks and dlock's own Python (python/), Node (node/), Go (go/) and Java (java/) clients, driven
 //! through the harness scripts in bench/harness/. Each run is one process that measures itself
 //! and prints one JSON line.
 
@@ -13,6 +13,14 @@ pub const NODE_CLIENT: &str = "dlock (node)";
 /// (bench/harness/go, built into target/go/bench-go by bench/run.sh).
 pub const GO_CLIENT: &str = "dlock (go)";
 pub const REDSYNC: &str = "redsync";
+/// dlock's Java client (java/), and Redisson 3.52.0's locks beside it, all in the Java harness
+/// (bench/java, built by bench/run.sh or `make bench-java`; docs/bench/java.md). Redisson's lock
+/// lives on one Redis: on the five masters it is given the first.
+pub const JAVA_CLIENT: &str = "dlock (java)";
+pub const JAVA_TOKEN_USED: &str = "dlock (java, token used)";
+pub const REDISSON_LOCK: &str = "Redisson RLock (1 master)";
+pub const REDISSON_FAIR: &str = "Redisson fair lock (1 master)";
+pub const REDISSON_FENCED: &str = "Redisson RFencedLock (1 master)";
 
 /// An installed external contender.
 #[derive(Clone, Debug)]
@@ -22,6 +30,8 @@ pub struct External {
     script: PathBuf,
     /// A single-node lock (no quorum): measured only where the scenario runs on one node.
     pub single_node_only: bool,
+    /// The Java harness: measures the holder-dies scenario (`dies`), not `extend`.
+    pub java: bool,
 }
 
 fn harness_dir() -> PathBuf {
@@ -30,6 +40,45 @@ fn harness_dir() -> PathBuf {
 
 /// The external contenders whose dependencies bench/run.sh managed to install.
 pub fn available() -> Vec<External> {
+    let mut found = others();
+    found.extend(java());
+    found
+}
+
+/// The Java harness's contenders (bench/java/run.sh), those built.
+pub fn java() -> Vec<External> {
+    let java = Path::new(env!("CARGO_MANIFEST_DIR")).join("java");
+    let classes = java.join("target/classes/dev/dlock/bench");
+    let mut found = Vec::new();
+    if !classes.join("Main.class").exists() {
+        eprintln!("bench: the Java harness is not built (no JDK or Maven?): Redisson and {JAVA_CLIENT} skipped");
+        return found;
+    }
+    let mut subjects = vec![];
+    if classes.join("DlockSubject.class").exists() {
+        subjects.extend([(JAVA_CLIENT, "dlock"), (JAVA_TOKEN_USED, "dlock-token")]);
+    } else {
+        eprintln!("bench: {JAVA_CLIENT} not built (java/ has no LockManager yet): skipped");
+    }
+    subjects.extend([
+        (REDISSON_LOCK, "rlock"),
+        (REDISSON_FAIR, "fair"),
+        (REDISSON_FENCED, "fenced"),
+    ]);
+    for (name, subject) in subjects {
+        // The harness takes the subject's name where the others take their script.
+        found.push(External {
+            name,
+            program: java.join("run.sh"),
+            script: subject.into(),
+            single_node_only: false,
+            java: true,
+        });
+    }
+    found
+}
+
+fn others() -> Vec<External> {
     let dir = harness_dir();
     let mut found = Vec::new();
     if dir.join("node_modules/redlock").exists() {
@@ -38,6 +87,7 @@ pub fn available() -> Vec<External> {
             program: "node".into(),
             script: dir.join("redlock.mjs"),
             single_node_only: false,
+            java: false,
         });
     } else {
         eprintln!("bench: node-redlock not installed (npm unreachable?): skipped");
@@ -49,6 +99,7 @@ pub fn available() -> Vec<External> {
             program: "node".into(),
             script: dir.join("dlock_node.mjs"),
             single_node_only: false,
+            java: false,
         });
     } else {
         eprintln!("bench: {NODE_CLIENT} not built (npm unreachable?): skipped");
@@ -62,6 +113,7 @@ pub fn available() -> Vec<External> {
                 program: go_harness.clone(),
                 script: client.into(),
                 single_node_only: false,
+                java: false,
             });
         }
     } else {
@@ -80,6 +132,7 @@ pub fn available() -> Vec<External> {
                 program: python.clone(),
                 script: dir.join(script),
                 single_node_only,
+                java: false,
             });
         } else {
             eprintln!("bench: {name} not installed (PyPI unreachable?): skipped");
@@ -111,7 +164,16 @@ impl External {
         !self.single_node_only || nodes.len() == 1
     }
 
-    /// Runs `scenario` (`latency`, `throughput`, `contention` or `extend`) against `nodes`.
+    /// Whether this contender measures `scenario`: the Java harness has `dies` and no `extend`.
+    pub fn measures(&self, scenario: &str) -> bool {
+        match scenario {
+            "extend" => !self.java,
+            "dies" => self.java,
+            _ => true,
+        }
+    }
+
+    /// Runs `scenario` (`latency`, `throughput`, `contention`, `extend` or `dies`) against `nodes`.
     pub fn run(
         &self,
         nodes: &[String],
@@ -181,6 +243,7 @@ mod tests {
             program: "p".into(),
             script: "s".into(),
             single_node_only: true,
+            java: false,
         };
         let (one, five) = (vec!["a".to_string()], vec!["a".to_string(); 5]);
         assert!(ext.supports(&one) && !ext.supports(&five));

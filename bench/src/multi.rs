@@ -47,7 +47,7 @@ pub struct Record {
     /// Sections that ended after the lease of the first resource taken had run out: the
     /// worker went on without that lock (per-key contenders only).
     pub expired: u64,
-    /// Redisson: rounds in which `tryLock` gave everything back and started over.
+    /// Rounds in which a contender gave everything back and started over, when it reports them.
     pub retries: u64,
 }
 

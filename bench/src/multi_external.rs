@@ -1,6 +1,7 @@
 //! The harness contenders of `make bench-multi`: node-redlock's array form
 //! (bench/harness/redlock_multi.mjs) and redsync's algorithm per key (the Go harness's `multi`
-//! scenario, bench/harness/go/multi.go). Each run is one process printing one JSON line.
+//! scenario, bench/harness/go/multi.go), and Redisson 3.52.0's `RedissonMultiLock` (the Java
+//! harness's `multi` scenario, bench/java). Each run is one process printing one JSON line.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -9,6 +10,7 @@ use crate::multi::{Record, Spec};
 
 pub const NODE_REDLOCK: &str = "node-redlock, array form";
 pub const REDSYNC: &str = "redsync, per key in the worker's order";
+pub const REDISSON: &str = "Redisson MultiLock (`lock()`)";
 
 /// A harness contender whose dependencies are installed.
 pub struct Harness {
@@ -44,6 +46,21 @@ pub fn available() -> Vec<Harness> {
         });
     } else {
         eprintln!("bench-multi: the Go harness is not built (no Go?): redsync skipped");
+    }
+    let java = root().join("bench/java");
+    if java
+        .join("target/classes/dev/dlock/bench/Main.class")
+        .exists()
+    {
+        found.push(Harness {
+            name: REDISSON,
+            program: java.join("run.sh"),
+            args: vec!["rlock".into(), "--scenario".into(), "multi".into()],
+        });
+    } else {
+        eprintln!(
+            "bench-multi: the Java harness is not built (no JDK or Maven?): Redisson skipped"
+        );
     }
     found
 }
@@ -87,6 +104,14 @@ impl Harness {
 
     /// Whether this harness can run on a Redis Cluster (the Go harness has no Cluster client).
     pub fn runs_on_cluster(&self) -> bool {
-        self.name == NODE_REDLOCK
+        self.name == NODE_REDLOCK || self.name == REDISSON
+    }
+
+    /// Why this harness is not run across independent masters, if it is not: Redisson's lock
+    /// lives on one Redis (or one Cluster).
+    pub fn single_master(&self) -> Option<&'static str> {
+        (self.name == REDISSON).then_some(
+            "not run: Redisson's lock lives on one Redis (its RedLock over independent masters is deprecated)",
+        )
     }
 }

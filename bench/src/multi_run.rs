@@ -1,6 +1,5 @@
 //! The in-process contenders of `make bench-multi` and the loop each worker runs: dlock's sets
-//! (`lock_all`), dlock's single locks taken in sorted order (`lock` per resource), and
-//! Redisson's `MultiLock` over its own scripts (bench/src/redisson.rs).
+//! (`lock_all`) and dlock's single locks taken in sorted order (`lock` per resource).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -8,7 +7,6 @@ use std::time::{Duration, Instant};
 use dlock_client::{LockGuard, LockManager, LockSet, SetGuard};
 
 use crate::multi::{Clock, Record, Shared, Spec};
-use crate::redisson::MultiLock;
 
 /// How long a dlock call may wait for its set (far beyond any wait seen; a timeout is logged
 /// as an error, and its worker's gap as a deadlock).
@@ -20,8 +18,6 @@ pub enum Taker {
     Sets(LockManager, Vec<String>),
     /// `lock` of each resource in sorted order, holding the earlier ones.
     Sorted(LockManager, Vec<String>),
-    /// `RedissonMultiLock.lock()` in the worker's own order.
-    Redisson(MultiLock),
 }
 
 /// What a worker holds during its section.
@@ -29,11 +25,10 @@ enum Held {
     Set(SetGuard),
     /// The guards, and when the first was granted.
     Keys(Vec<LockGuard>, Instant),
-    Redisson(Vec<usize>),
 }
 
 impl Taker {
-    /// Takes worker `w`'s set; the rounds that gave everything back (Redisson).
+    /// Takes worker `w`'s set (and the rounds that gave everything back: none here).
     async fn take(&self, w: usize, spec: &Spec) -> Result<(Held, u64), String> {
         let wants = spec.wants(w);
         match self {
@@ -62,21 +57,13 @@ impl Taker {
                 }
                 Ok((Held::Keys(guards, first), 0))
             }
-            Taker::Redisson(multi) => {
-                let retries = multi.lock(w, &wants).await.map_err(|e| e.to_string())?;
-                Ok((Held::Redisson(wants), retries))
-            }
         }
     }
 
-    async fn give_back(&self, w: usize, held: Held) -> Result<(), String> {
-        match (self, held) {
-            (_, Held::Set(g)) => g.release().await.map_err(|e| e.to_string()),
-            (_, Held::Keys(guards, _)) => release_all(guards).await,
-            (Taker::Redisson(multi), Held::Redisson(r)) => {
-                multi.unlock(w, &r).await.map_err(|e| e.to_string())
-            }
-            _ => unreachable!("a Redisson hold is given back by Redisson"),
+    async fn give_back(&self, held: Held) -> Result<(), String> {
+        match held {
+            Held::Set(g) => g.release().await.map_err(|e| e.to_string()),
+            Held::Keys(guards, _) => release_all(guards).await,
         }
     }
 }
@@ -126,7 +113,7 @@ async fn worker(w: usize, spec: Spec, taker: &Taker, record: &Shared, clock: &Cl
         let at = Instant::now();
         tokio::time::sleep(spec.hold).await;
         let expired = matches!(&held, Held::Keys(_, first) if first.elapsed() >= spec.ttl);
-        let given_back = taker.give_back(w, held).await;
+        let given_back = taker.give_back(held).await;
         clock.section(record, w, asked, at);
         {
             let mut r = record.lock().unwrap();

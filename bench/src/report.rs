@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use crate::external::{GO_CLIENT, NODE_CLIENT, PYTHON_CLIENT};
+use crate::external::{GO_CLIENT, JAVA_CLIENT, NODE_CLIENT, PYTHON_CLIENT};
 use crate::{median, percentile};
 
 /// dlock-client, fencing on, the token never read: no commit (docs/protocol.md §4.1).
@@ -155,7 +155,7 @@ pub fn client_goals(s1: &LatencyTable, s2: &RateTable) -> String {
             row(goal, p50 / unused, p50 >= 2.0 * unused);
         }
     }
-    for client in [NODE_CLIENT, GO_CLIENT, PYTHON_CLIENT] {
+    for client in [NODE_CLIENT, GO_CLIENT, PYTHON_CLIENT, JAVA_CLIENT] {
         if let Some(p50) = s1.p50(client) {
             let goal = format!("{client} p50 <= 1.2x the Rust client's ({UNUSED}, 5 nodes)");
             row(goal, p50 / unused, p50 <= 1.2 * unused);

@@ -1,6 +1,7 @@
 //! `make bench-multi`: several resources at once (docs/multi.md) against the peers, as dining
 //! philosophers (docs/bench/multi.md): dlock's sets, dlock's single locks in sorted order,
-//! Redisson's MultiLock, node-redlock's array form and redsync per key, on one node, five
+//! Redisson's MultiLock (the real one, through the Java harness), node-redlock's array form and
+//! redsync per key, on one node, five
 //! masters and a 3+3 Redis Cluster; then the server cost of a 5-key grant and PING during
 //! 16-key set churn. `BENCH_MULTI_SECS` (default 60) sets each run's length,
 //! `BENCH_MULTI_ONLY` (comma-separated words) keeps the rows whose label contains one.
@@ -12,13 +13,11 @@ use dlock_bench::multi::{Spec, Summary};
 use dlock_bench::multi_cost::{grant_cost, ping_during, ratios};
 use dlock_bench::multi_external::{self, Harness};
 use dlock_bench::multi_run::{self, Taker};
-use dlock_bench::redisson::MultiLock;
 use dlock_client::LockManager;
 use dlock_testkit::{Cluster, Server};
 
 const SETS: &str = "dlock sets (`lock_all`)";
 const SORTED: &str = "dlock single locks, sorted (`lock` each)";
-const REDISSON: &str = "Redisson MultiLock (`lock()`, emulated)";
 const WORKERS: usize = 10;
 
 /// Where a row runs.
@@ -162,7 +161,7 @@ fn contender_names() -> [&'static str; 5] {
     [
         SETS,
         SORTED,
-        REDISSON,
+        multi_external::REDISSON,
         multi_external::NODE_REDLOCK,
         multi_external::REDSYNC,
     ]
@@ -213,7 +212,6 @@ async fn measure(
         // On the Cluster the keys span slots: the set is taken slot group by slot group.
         SETS => Taker::Sets(manager()?, names(false)),
         SORTED => Taker::Sorted(manager()?, names(false)),
-        REDISSON => redisson(d, names(false), spec.workers).await?,
         _ => {
             let h = harnesses
                 .iter()
@@ -221,6 +219,9 @@ async fn measure(
                 .ok_or("not installed")?;
             if d.cluster.is_some() && !h.runs_on_cluster() {
                 return Err("not run: the Go harness has no Cluster client".into());
+            }
+            if let (None, true, Some(why)) = (&d.cluster, d.urls.len() > 1, h.single_master()) {
+                return Err(why.into());
             }
             let record = h.run(&d.plain_urls(), d.cluster.is_some(), spec, &prefix)?;
             return refused_or(record.summary(spec));
@@ -237,34 +238,6 @@ fn refused_or(s: Summary) -> Result<Summary, String> {
     }
     let first = s.first_error.unwrap_or_default();
     Err(format!("refused, {} errors: {first}", s.errors))
-}
-
-/// Redisson's MultiLock: on one node, or on a Cluster each lock on its key's master. Not
-/// across independent masters (Redisson's lock lives on one Redis; its RedLock is deprecated).
-async fn redisson(d: &Deployment, names: Vec<String>, workers: usize) -> Result<Taker, String> {
-    let plain = d.plain_urls();
-    if d.cluster.is_none() && plain.len() > 1 {
-        return Err("not run: Redisson's lock lives on one Redis (its RedLock over independent masters is deprecated)".into());
-    }
-    let connect = |url: String| async move {
-        let client = redis::Client::open(url).map_err(|e| e.to_string())?;
-        client
-            .get_multiplexed_async_connection()
-            .await
-            .map_err(|e| e.to_string())
-    };
-    let mut route = Vec::new();
-    for name in &names {
-        let url = match &d.cluster {
-            Some(c) => c.nodes[c.master_for(name)].url(),
-            None => plain[0].clone(),
-        };
-        route.push(connect(url).await?);
-    }
-    let multi = MultiLock::connect(names, route, &plain[0], workers)
-        .await
-        .map_err(|e| e.to_string())?;
-    Ok(Taker::Redisson(multi))
 }
 
 fn print_rows(rows: &[Row], secs: u64) {

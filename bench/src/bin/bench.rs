@@ -1,5 +1,7 @@
 //! `make bench` / `make bench-quick`: dlock next to the locks people use today, measured in the
-//! same run on the same five local nodes, contenders alternating round by round.
+//! same run on the same five local nodes, contenders alternating round by round. `--java`
+//! (`make bench-java`): the Java harness's contenders only beside the in-process ones, 3 rounds,
+//! no Cluster section, nothing written (docs/bench/java.md quotes its runs).
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
@@ -20,7 +22,14 @@ use dlock_testkit::Server;
 
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
-    let plan = if quick {
+    let java_only = std::env::args().any(|a| a == "--java");
+    let plan = if java_only {
+        Plan {
+            rounds: 3,
+            n: 300,
+            duration: Duration::from_millis(3_000),
+        }
+    } else if quick {
         Plan {
             rounds: 2,
             n: 100,
@@ -37,8 +46,12 @@ fn main() {
     let five: Vec<String> = servers.iter().map(Server::url).collect();
     let single = Server::start();
     let one = vec![single.url()];
-    let cluster = cluster::Setup::start();
-    let externals = external::available();
+    let cluster = (!java_only).then(cluster::Setup::start);
+    let externals = if java_only {
+        external::java()
+    } else {
+        external::available()
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -68,17 +81,31 @@ fn main() {
     let s4 = runtime.block_on(extension(&plan, &five, &externals));
     let deaths = plan.n / 10;
     let s5 = [
-        runtime.block_on(holder_dies(&plan, &one, deaths)),
-        runtime.block_on(holder_dies(&plan, &five, deaths)),
+        runtime.block_on(holder_dies(&plan, &one, deaths, &externals)),
+        runtime.block_on(holder_dies(&plan, &five, deaths, &externals)),
     ];
-    let s6 = runtime.block_on(cluster.latency(&plan));
     let mut md = results_markdown(
         &plan,
-        quick,
+        if java_only {
+            "make bench-java"
+        } else if quick {
+            "make bench-quick"
+        } else {
+            "make bench"
+        },
         &[&s1_five, &s1_one],
         (&s2, &s3, &s4, &s5),
         &externals,
     );
+    let Some(cluster) = cluster else {
+        println!("{md}");
+        eprintln!(
+            "bench: done in {:.0?} (--java: nothing written)",
+            started.elapsed()
+        );
+        return;
+    };
+    let s6 = runtime.block_on(cluster.latency(&plan));
     md += "\n## 6. Uncontended acquire+release on Redis Cluster (3 masters, 1 replica each)\n\n";
     md += "Replica acknowledgement is `WAIT 1 100` pipelined after the grant (client/src/transport/ack.rs).\n\n";
     md += &s6.markdown(cluster::BASELINE);
@@ -288,7 +315,10 @@ async fn extension(plan: &Plan, nodes: &[String], externals: &[External]) -> Lat
             progress("4. extend, 5 nodes", round, plan, name, &samples);
             table.add(name, samples);
         }
-        for ext in externals.iter().filter(|e| e.supports(nodes)) {
+        for ext in externals
+            .iter()
+            .filter(|e| e.supports(nodes) && e.measures("extend"))
+        {
             match ext.run(
                 nodes,
                 "extend",
@@ -310,7 +340,7 @@ async fn extension(plan: &Plan, nodes: &[String], externals: &[External]) -> Lat
 
 fn results_markdown(
     plan: &Plan,
-    quick: bool,
+    cmd: &str,
     latency_tables: &[&LatencyTable; 2],
     (s2, s3, s4, s5): (
         &RateTable,
@@ -320,11 +350,6 @@ fn results_markdown(
     ),
     externals: &[External],
 ) -> String {
-    let cmd = if quick {
-        "make bench-quick"
-    } else {
-        "make bench"
-    };
     let mut md = format!(
         "# dlock benchmark results\n\nReproduce: `{cmd}` ({} rounds, contenders in reverse order every other round; {} ops per latency batch; {:?} per throughput/contention batch). \
          Five redis-server 7.0 masters with the module on loopback (a sixth for the 1-node tables), 2-core machine. Latencies are client-observed: p50 the median of the rounds' p50s (their range beside it), p99 pooled over rounds; the order of contenders alternates round by round.\n\n",
