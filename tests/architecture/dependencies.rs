@@ -156,7 +156,7 @@ pub(super) fn go_deps(text: &str) -> Deps {
 }
 
 /// pom.xml: each `<dependency>` as `groupId:artifactId`, those of `test` scope second (the
-/// plugins are the build's, not dependencies).
+/// plugins are the build's, and a managed BOM only pins versions: neither is a dependency).
 pub(super) fn pom_deps(text: &str) -> Deps {
     let mut deps: Deps = Default::default();
     let element = |block: &str, name: &str| -> String {
@@ -164,6 +164,10 @@ pub(super) fn pom_deps(text: &str) -> Deps {
         let value = block.split(&open).nth(1).unwrap_or("");
         value.split('<').next().unwrap_or("").trim().to_string()
     };
+    // What `<dependencyManagement>` names pins versions (a BOM): not a dependency.
+    let managed = text.split("<dependencyManagement>").nth(1);
+    let managed = managed.and_then(|m| m.split("</dependencyManagement>").next());
+    let text = managed.map_or(text.to_string(), |m| text.replace(m, ""));
     for block in text.split("<dependency>").skip(1) {
         let block = block.split("</dependency>").next().unwrap_or("");
         let name = format!(
