@@ -208,12 +208,13 @@ def go_example(example: Example) -> str | None:
 
 
 def java_example(example: Example) -> str | None:
-    """A Java block is a region of a JUnit test (`mvn verify` compiles and runs it)."""
+    """A Java block is a test source of `java/` or a region of one (`mvn verify` compiles it, and
+    runs it: a region of a JUnit test, or a program a test runs, as examples/QuickstartTest)."""
     target, _, name = example.options["example"].partition("#")
     path = ROOT / target
-    if not (target.startswith("java/src/test/") and path.suffix == ".java" and path.exists() and name):
-        return f"{example.where}: {target} is not a region of a Java test (java/src/test/**/*.java#region)"
-    if example.text.rstrip("\n") != region(path, name):
+    if not (target.startswith("java/src/test/") and path.suffix == ".java" and path.exists()):
+        return f"{example.where}: {target} is not a Java test source (java/src/test/**/*.java[#region])"
+    if example.text.rstrip("\n") != region(path, name or None):
         return f"{example.where}: the block differs from {target}#{name} (python3 tests/docs/examples.py --bless)"
     return None
 

@@ -20,7 +20,7 @@ class TransferTest {
     @Test
     void theDocsBlockIsTheExampleFile() throws Exception {
         String doc = Files.readString(Path.of("../docs/java.md"));
-        String marker = "<!-- java/" + SOURCE + " -->\n```java\n";
+        String marker = "```java example=java/" + SOURCE + "\n";
         int at = doc.indexOf(marker);
         assertTrue(at >= 0, "docs/java.md has no block marked " + marker.strip());
         int from = at + marker.length();
