@@ -18,8 +18,9 @@ import java.util.concurrent.CompletionException;
  * reads the map again and follows, ASK sends ASKING first on a connection of its own at the
  * target; a master found down makes the next call read the map again (a failover).
  *
- * <p>Each master is a {@link Server} of its own (its shared connection, its waits' connections,
- * its identity claimed for this node). Lettuce's RedisClusterClient is not used: it routes each
+ * <p>Each master is a {@link Server} of its own (its shared connection, its idle connections for
+ * waits and ASK's sends, its identity claimed for this node). ASKING holds for the one command
+ * after it, so a connection ASK used is clean once the reply is read and is kept like a wait's. Lettuce's RedisClusterClient is not used: it routes each
  * command by its own key, so a write's keyless WAIT would go to another node, and it makes node
  * connections where none can be identified before its first request.
  */

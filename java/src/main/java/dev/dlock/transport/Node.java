@@ -33,10 +33,12 @@ public interface Node extends AutoCloseable {
     CompletableFuture<List<Object>> call(Duration connect, Duration whole, List<List<String>> commands);
 
     /**
-     * As {@link #call}, on a connection of its own made for this call and closed after it: for a
-     * server-side wait ({@code DLOCK.ACQUIRE ... WAIT t}, {@code DLOCK.OBSERVE}), which blocks the
-     * connection it is sent on (Go gets a connection of its own per call from its pool). A wait
-     * that runs out of whole closes its connection, which ends the wait on the server.
+     * As {@link #call}, on a connection of its own for this call: for a server-side wait
+     * ({@code DLOCK.ACQUIRE ... WAIT t}, {@code DLOCK.OBSERVE}), which blocks the connection it is
+     * sent on. The connection is an idle one of the server's or a new one, and is kept for the
+     * next wait only once its reply was read in full (Go's pool, Rust's idle wait connections). A
+     * wait that runs out of whole, or whose future is cancelled, closes its connection, which
+     * ends the wait on the server.
      *
      * @param connect the time to connect
      * @param whole the time for the whole call

@@ -16,13 +16,15 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * One redis-server as a quorum node (Go's transport/server.go): one shared connection that
  * every call pipelines on (Lettuce writes a call's commands together and matches replies in
- * order), and a connection of its own for each server-side wait ({@link #callAlone}). Connects
- * lazily; each new connection's server is identified before its first request; a broken or
- * timed-out shared connection is dropped, and the next call connects again.
+ * order), and a connection of its own for each server-side wait ({@link #callAlone}), taken from
+ * a few idle ones ({@link WaitConnections}) or made. Connects lazily; each new connection's server
+ * is identified before its first request; a broken or timed-out shared connection is dropped,
+ * and the next call connects again.
  */
 public final class Server implements Node {
     /** The name of a command as Lettuce sends it: any command, the module's too. */
@@ -52,6 +54,7 @@ public final class Server implements Node {
     private final Duration setup;
     private final Identity identity;
 
+    private final WaitConnections waits = new WaitConnections();
     private CompletableFuture<StatefulRedisConnection<String, String>> shared;
     private boolean closed;
 
@@ -99,29 +102,77 @@ public final class Server implements Node {
         return attempt(System.nanoTime(), connect, whole, commands, 0);
     }
 
+    /**
+     * The wait on an idle connection of this server's, or on a new one; the connection goes back
+     * idle only after the whole reply was read. A timeout, a broken connection, or the returned
+     * future cancelled closes it: that is what ends a wait still blocked on the server.
+     */
     @Override
     public CompletableFuture<List<Object>> callAlone(Duration connect, Duration whole, List<List<String>> commands) {
-        long start = System.nanoTime();
+        CompletableFuture<List<Object>> out = new CompletableFuture<>();
+        AtomicReference<StatefulRedisConnection<String, String>> inUse = new AtomicReference<>();
+        out.whenComplete((r, e) -> {
+            if (out.isCancelled()) {
+                closeIf(inUse.getAndSet(null));
+            }
+        });
+        alone(System.nanoTime(), connect, whole, commands, true, out, inUse);
+        return out;
+    }
+
+    /** One try of a wait (reuse: an idle connection may serve it), its outcome put in out. */
+    private void alone(long start, Duration connect, Duration whole, List<List<String>> commands, boolean reuse,
+            CompletableFuture<List<Object>> out, AtomicReference<StatefulRedisConnection<String, String>> inUse) {
+        StatefulRedisConnection<String, String> idle = null;
         CompletableFuture<StatefulRedisConnection<String, String>> conn;
         synchronized (this) {
             if (closed) {
-                return CompletableFuture.failedFuture(new NodeFailure(name, "the lock manager is closed"));
+                out.completeExceptionally(new NodeFailure(name, "the lock manager is closed"));
+                return;
             }
-            conn = open();
+            idle = reuse ? waits.take() : null;
+            conn = idle != null ? CompletableFuture.completedFuture(idle) : open();
         }
-        return within(conn, left(start, connect)).handle((c, err) -> {
+        boolean reused = idle != null;
+        within(conn, left(start, connect)).whenComplete((c, err) -> {
             if (err != null) {
                 conn.thenAccept(StatefulRedisConnection::closeAsync);
-                throw failure(connectFailure(err, connect));
+                out.completeExceptionally(connectFailure(err, connect));
+                return;
             }
-            return within(send(c, commands), left(start, whole)).handle((replies, e) -> {
-                c.closeAsync(); // a wait's connection serves one wait: closing it ends a late one
-                if (e != null) {
-                    throw failure(afterConnect(e, whole, true));
+            inUse.set(c);
+            if (out.isDone()) { // cancelled while connecting
+                closeIf(inUse.getAndSet(null));
+                return;
+            }
+            within(send(c, commands), left(start, whole)).whenComplete((replies, e) -> {
+                // Whoever takes c out of inUse first, this or a cancel, decides what becomes of it.
+                boolean mine = inUse.compareAndSet(c, null);
+                if (e == null) {
+                    if (mine) {
+                        // The whole reply read: the connection is as new. Back before the caller
+                        // hears, so that its next wait finds it.
+                        waits.giveBack(c);
+                    }
+                    out.complete(replies);
+                    return;
                 }
-                return replies;
+                c.closeAsync(); // cut short: closing it ends a wait still blocked on the server
+                if (reused && !Diagnosis.isTimeout(e) && left(start, connect).toNanos() > 0) {
+                    // An idle connection found broken: the server restarted since. A wait is
+                    // safe to send again by the same owner: once more, connected anew.
+                    alone(start, connect, whole, commands, false, out, inUse);
+                    return;
+                }
+                out.completeExceptionally(afterConnect(e, whole, !reused));
             });
-        }).thenCompose(f -> f);
+        });
+    }
+
+    private static void closeIf(StatefulRedisConnection<String, String> c) {
+        if (c != null) {
+            c.closeAsync();
+        }
     }
 
     /** One try on the shared connection; a connection found broken is replaced once. */
@@ -251,6 +302,7 @@ public final class Server implements Node {
             conn = shared;
             shared = null;
         }
+        waits.close(); // the idle ones and the waits in flight close with the client's shutdown below
         if (conn != null) {
             conn.thenAccept(StatefulRedisConnection::close);
         }

@@ -9,10 +9,16 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.dlock.testkit.Pki;
 import dev.dlock.testkit.RedisProcess;
+import io.lettuce.core.KillArgs;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisURI;
+import io.lettuce.core.api.StatefulRedisConnection;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -77,6 +83,57 @@ class ServerTest {
             NodeFailure f = assertInstanceOf(NodeFailure.class, e.getCause());
             assertTrue(f.noReply(), f.getMessage());
             assertEquals(server.url() + ": timed out after 300ms", f.getMessage());
+        }
+    }
+
+    /** INFO field of the server, read on the probe's one connection (redis-cli would add one each). */
+    private static long stat(StatefulRedisConnection<String, String> probe, String section, String field) {
+        Matcher m = Pattern.compile("(?m)^" + Pattern.quote(field) + ":(\\d+)").matcher(probe.sync().info(section));
+        assertTrue(m.find(), field);
+        return Long.parseLong(m.group(1));
+    }
+
+    private static void eventually(String what, java.util.function.BooleanSupplier done) throws InterruptedException {
+        long until = System.nanoTime() + 5_000_000_000L;
+        while (!done.getAsBoolean()) {
+            assertTrue(System.nanoTime() < until, what);
+            Thread.sleep(5);
+        }
+    }
+
+    /**
+     * A wait answered in full leaves its connection for the next one; a timed-out wait's and a
+     * cancelled wait's connections are closed, which withdraws them on the server; an idle
+     * connection the server dropped is replaced within the call.
+     */
+    @Test
+    void waitConnectionsAreKeptOnlyAfterAWholeReply() throws Exception {
+        RedisClient pc = RedisClient.create(RedisURI.create("127.0.0.1", server.port));
+        try (StatefulRedisConnection<String, String> probe = pc.connect(); Node n = node(server.url(), null, 0)) {
+            n.call(T, T, List.of(List.of("DLOCK.ACQUIRE", "kept", "a", "10000"))).join();
+            List<List<String>> wait = List.of(List.of("DLOCK.ACQUIRE", "kept", "b", "10000", "WAIT", "50"));
+            n.callAlone(T, T, wait).join(); // nil after 50 ms: a whole reply
+            long before = stat(probe, "stats", "total_connections_received");
+            for (int i = 0; i < 5; i++) {
+                n.callAlone(T, T, wait).join();
+            }
+            assertEquals(before, stat(probe, "stats", "total_connections_received"), "one connection serves each wait in turn");
+
+            List<List<String>> longWait = List.of(List.of("DLOCK.ACQUIRE", "kept", "b", "10000", "WAIT", "5000"));
+            assertThrows(CompletionException.class, () -> n.callAlone(T, Duration.ofMillis(200), longWait).join());
+            eventually("the timed-out wait is withdrawn", () -> stat(probe, "clients", "blocked_clients") == 0);
+            n.callAlone(T, T, wait).join();
+            assertEquals(before + 1, stat(probe, "stats", "total_connections_received"), "the timed-out wait's connection was not reused");
+
+            CompletableFuture<List<Object>> cancelled = n.callAlone(T, Duration.ofSeconds(10), longWait);
+            eventually("the wait is blocked", () -> stat(probe, "clients", "blocked_clients") == 1);
+            assertTrue(cancelled.cancel(true));
+            eventually("the cancelled wait is withdrawn", () -> stat(probe, "clients", "blocked_clients") == 0);
+
+            probe.sync().clientKill(KillArgs.Builder.typeNormal().skipme(true)); // the node's idle ones too
+            assertEquals(java.util.Collections.singletonList(null), n.callAlone(T, T, wait).join());
+        } finally {
+            pc.shutdown();
         }
     }
 
