@@ -248,7 +248,7 @@ func tlsDialer(config *tls.Config, timeout time.Duration) func(context.Context, 
 			c.ServerName, _, _ = net.SplitHostPort(addr)
 		}
 		conn := tls.Client(raw, c)
-		shake, cancel := context.WithTimeout(ctx, timeout)
+		shake, cancel := context.WithDeadline(ctx, handshakeDeadline(ctx, timeout))
 		defer cancel()
 		if err := conn.HandshakeContext(shake); err != nil {
 			_ = raw.Close()
@@ -263,3 +263,20 @@ type handshakeFailed struct{ err error }
 
 func (f handshakeFailed) Error() string { return f.err.Error() }
 func (f handshakeFailed) Unwrap() error { return f.err }
+
+// handshakeDeadline ends the handshake a tenth of the timeout (at least 10 ms) before the
+// call's own deadline: a handshake cut by that deadline instead came back as the call's plain
+// "timed out" from go-redis, not as this failure (a loaded machine flipped the race).
+func handshakeDeadline(ctx context.Context, timeout time.Duration) time.Time {
+	end := time.Now().Add(timeout)
+	if call, ok := ctx.Deadline(); ok {
+		margin := timeout / 10
+		if margin < 10*time.Millisecond {
+			margin = 10 * time.Millisecond
+		}
+		if early := call.Add(-margin); early.Before(end) {
+			end = early
+		}
+	}
+	return end
+}
