@@ -101,7 +101,9 @@ def test_waiters_are_served_in_arrival_order(five: list[Server]) -> None:
     order: list[str] = []
     threads = []
     for name in ("first", "second", "third"):
-        thread = threading.Thread(target=lambda n=name: take_and_note(locks, n, order))
+        # A manager each: one manager's callers queue in the process, one on the nodes at a time.
+        waiter = manager(five)
+        thread = threading.Thread(target=lambda n=name, w=waiter: take_and_note(w, n, order))
         thread.start()
         threads.append(thread)
         queued = len(threads)
