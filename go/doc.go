@@ -27,3 +27,7 @@
 // errors.Is (ErrContended, ErrNoQuorum, ErrLockLost, ...). docs/go.md in the repository has the
 // rest.
 package dlock
+
+// Version is the dlock release this package belongs to: the one version of the module and every
+// client (MODULE LIST shows it as major*10000+minor*100+patch). scripts/version.sh sets it.
+const Version = "0.5.0"

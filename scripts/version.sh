@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Sets the one version of the module and every package: the workspace's Cargo.toml
 # ([workspace.package], which the module, the Rust client and the CLI take), and the copies package
-# formats want literally: python/pyproject.toml, node/package.json and node/package-lock.json.
+# formats or languages want literally: python/pyproject.toml, node/package.json and its lock,
+# node/src/index.ts (VERSION), go/doc.go (Version), java/pom.xml and Version.java, and the Java
+# bench's dependency on it.
 # tests/versions.rs checks they agree. Usage: scripts/version.sh 0.4.0
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,5 +19,11 @@ sed -i "0,/^  \"version\": \".*\",$/s//  \"version\": \"$version\",/" node/packa
 # package-lock.json: the package's own two (top level, and packages[""]).
 sed -i "0,/^  \"version\": \".*\",$/s//  \"version\": \"$version\",/" node/package-lock.json
 sed -i "/^    \"\": {$/,/^    }/s/^      \"version\": \".*\",$/      \"version\": \"$version\",/" node/package-lock.json
+sed -i "0,/^export const VERSION = \".*\";$/s//export const VERSION = \"$version\";/" node/src/index.ts
+sed -i "s/^const Version = \".*\"$/const Version = \"$version\"/" go/doc.go
+# pom.xml: the project's own <version>, the first one (after its artifactId, before any dependency).
+sed -i "0,/^  <version>.*<\/version>$/s//  <version>$version<\/version>/" java/pom.xml
+sed -i "s/VERSION = \".*\";/VERSION = \"$version\";/" java/src/main/java/dev/dlock/Version.java
+sed -i "s/<dlock.version>.*<\/dlock.version>/<dlock.version>$version<\/dlock.version>/" bench/java/pom.xml
 cargo update --workspace --offline -q 2>/dev/null || cargo update --workspace -q
 echo "version $version set; tests/versions.rs checks it"

@@ -1,7 +1,7 @@
 //! One version for the module and every package: set once in the workspace's Cargo.toml
 //! (`[workspace.package]`), shown by `MODULE LIST`, and copied, where a package format wants it
-//! literally, into python/pyproject.toml and node/package.json (scripts/version.sh sets them
-//! all; this test names any that disagrees). `COMMAND DOCS` "since" values are versions the
+//! literally, into python/pyproject.toml, node/package.json, each client's version constant and
+//! the Java poms (scripts/version.sh sets them all; this test names any that disagrees). `COMMAND DOCS` "since" values are versions the
 //! module has had: none is above the current one.
 
 use crate::common::*;
@@ -25,6 +25,15 @@ fn field(text: &str, after: &str, key: &str) -> String {
         .nth(1)
         .expect("a quoted value");
     value.to_string()
+}
+
+/// The text between `open` and `close` at the first `open` after `after` (a pom's `<version>`).
+fn element(text: &str, after: &str, open: &str, close: &str) -> String {
+    let from = text.find(after).unwrap_or_else(|| panic!("no {after:?}")) + after.len();
+    let rest = &text[from..];
+    let start = rest.find(open).unwrap_or_else(|| panic!("no {open:?}")) + open.len();
+    let end = rest[start..].find(close).expect("a closing mark");
+    rest[start..start + end].to_string()
 }
 
 fn text(value: &redis::Value) -> String {
@@ -82,6 +91,35 @@ fn every_package_has_the_workspace_version() {
                 "\"packages\"",
                 "\"version\":",
             ),
+        ),
+        (
+            "node/src/index.ts (VERSION)",
+            field(&read("node/src/index.ts"), "", "export const VERSION ="),
+        ),
+        (
+            "go/doc.go (Version)",
+            field(&read("go/doc.go"), "", "const Version ="),
+        ),
+        (
+            "java/pom.xml",
+            element(
+                &read("java/pom.xml"),
+                "<artifactId>dlock</artifactId>",
+                "<version>",
+                "</",
+            ),
+        ),
+        (
+            "java/src/main/java/dev/dlock/Version.java",
+            field(
+                &read("java/src/main/java/dev/dlock/Version.java"),
+                "",
+                "VERSION =",
+            ),
+        ),
+        (
+            "bench/java/pom.xml (dlock.version)",
+            element(&read("bench/java/pom.xml"), "", "<dlock.version>", "</"),
         ),
     ];
     for (file, copy) in copies {

@@ -54,6 +54,10 @@ mod conformance_sets_tests;
 #[cfg(test)]
 mod conformance_tests;
 
+/// The dlock release this crate belongs to: the one version of the module and every client
+/// (`MODULE LIST` shows it as major*10000+minor*100+patch; scripts/version.sh sets it).
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
 pub use admin::{Holders, LockInfo, NodeStatus};
 pub use backend::MAX_TTL;
 pub use builder::LockManagerBuilder;

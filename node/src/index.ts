@@ -3,6 +3,12 @@
  * dlock module (docs/node.md). The same protocol, defaults and meaning as the Rust and Python
  * clients; durations in milliseconds, tokens as bigint.
  */
+
+/**
+ * The dlock release this package belongs to: the one version of the module and every client
+ * (MODULE LIST shows it as major*10000+minor*100+patch; scripts/version.sh sets it).
+ */
+export const VERSION = "0.5.0";
 export { LockManager, Lock, CrossSlotSet, type LockManagerOptions, type AcquireOptions, type CampaignOptions, type SetOptions } from "./manager.js";
 export { MAX_SET, type KeySet } from "./sets.js";
 export { groups, splitSet } from "./transport/cluster.js";
