@@ -245,9 +245,9 @@ stop_extras
 
 # --- 5. CONFIG REWRITE, remove, purge ------------------------------------------------------------
 phase "CONFIG REWRITE, remove, purge"
-service_stop() { in_root 40 "timeout 30 service redis-server stop >/dev/null"; redis_down "$port" 20 || fail "Redis did not stop"; }
+service_stop() { in_root 40 "timeout 30 service redis-server stop >/dev/null 2>&1"; redis_down "$port" 20 || fail "Redis did not stop"; }
 service_start() { # start the server as the page says; whether it answers
-  in_root 40 "timeout 30 service redis-server start >/dev/null" || true
+  in_root 40 "timeout 30 service redis-server start >/dev/null 2>&1" || true
   redis_up "$port" 15
 }
 cli CONFIG SET dlock.max-waiters 5000 >/dev/null
