@@ -116,6 +116,14 @@ printf '#!/bin/sh\n# dist-test: no service starts in a chroot\nexit 101\n' >"$ro
 chmod 0755 "$root/usr/sbin/policy-rc.d"
 # A test's answer to apt's "Do you want to continue?": the docs' apt lines run unchanged.
 printf 'APT::Get::Assume-Yes "true";\nDpkg::Use-Pty "false";\n' >"$root/etc/apt/apt.conf.d/90dist-test"
+# The host's own CA certificates (a TLS-inspecting proxy's): the root trusts what the host trusts,
+# so pip and npm reach their registries from behind it. Nothing else of the host's is copied.
+host_cas=$(find /usr/local/share/ca-certificates -name '*.crt' 2>/dev/null | head -n 20)
+if [ -n "$host_cas" ]; then
+  mkdir -p "$root/usr/local/share/ca-certificates"
+  # shellcheck disable=SC2086 # a list of paths without spaces
+  cp $host_cas "$root/usr/local/share/ca-certificates/"
+fi
 mkdir -p "$root/dist"
 find "$dist" -maxdepth 1 -type f -exec cp {} "$root/dist/" \;
 for d in go-proxy crates maven; do [ -d "$dist/$d" ] && cp -r "$dist/$d" "$root/dist/"; done
@@ -203,10 +211,13 @@ d = differences(sys.argv[2], sys.argv[3])
 if d: sys.exit(f"{sys.argv[1]}: the output differs from README.md\n{d}")' "$@"
 }
 start_extras
+# The registries' TLS: the system store (with the host's CAs, above) for pip and npm.
+in_root 300 "apt-get install -y -qq ca-certificates >/dev/null 2>&1 && update-ca-certificates >/dev/null 2>&1"
+tls_env="PIP_CERT=/etc/ssl/certs/ca-certificates.crt NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt"
 wheel=$(find "$dist" -maxdepth 1 -name 'dlock_client-*-py3-none-any.whl' -printf '%f\n' | head -n 1)
 if [ -n "$wheel" ]; then
   in_root 600 "apt-get install -y -qq python3-venv >/dev/null 2>&1; python3 --version"
-  in_root 600 "python3 -m venv /app-py/.venv && /app-py/.venv/bin/pip install -q --disable-pip-version-check /dist/$wheel"
+  in_root 600 "python3 -m venv /app-py/.venv && $tls_env /app-py/.venv/bin/pip install -q --disable-pip-version-check /dist/$wheel"
   example=$(readme_example python)
   python3 -c 'import json, sys; print(json.loads(sys.argv[1])["text"])' "$example" >"$root/app-py/readme.py"
   echo "   README.md's Python example (ports mapped: 7001 -> $port, 7002-7005 -> $extra_ports):"
@@ -220,7 +231,7 @@ fi
 npm_tgz=$(find "$dist" -maxdepth 1 -name 'dlock-[0-9]*.tgz' -printf '%f\n' | head -n 1)
 if [ -n "$npm_tgz" ]; then
   in_root 900 "apt-get install -y -qq nodejs npm >/dev/null 2>&1; echo node \$(node --version), npm \$(npm --version)"
-  in_root 600 "mkdir -p /app-node && cd /app-node && npm init -y >/dev/null && npm install --no-audit --no-fund /dist/$npm_tgz"
+  in_root 600 "mkdir -p /app-node && cd /app-node && npm init -y >/dev/null && $tls_env npm install --no-audit --no-fund /dist/$npm_tgz"
   example=$(readme_example js)
   python3 -c 'import json, sys; print(json.loads(sys.argv[1])["text"])' "$example" >"$root/app-node/readme.mjs"
   echo "   README.md's Node example (ports mapped: 7001 -> $port, 7002-7003 -> the next two):"
