@@ -5,7 +5,7 @@ CARGO        ?= cargo
 MODULE       := target/release/libdlock.so
 REDIS_PORT   ?= 6379
 
-.PHONY: all deps build run test model model-ci model-deep partitions partitions-ci partitions-quick partitions-deps bench-waiters bench-handoff bench-top bench-scale compat compat-servers memcheck chaos chaos-quick fuzz bench bench-quick bench-server bench-instructions bench-instructions-ab bench-shared bench-capacity bench-multi bench-java bench-handoff-limit bench-tax bench-gate-tax bench-elect cluster redis-cluster fmt lint clean
+.PHONY: all deps build run test model model-ci model-deep partitions partitions-ci partitions-quick partitions-deps bench-waiters bench-handoff bench-top bench-scale compat compat-servers memcheck chaos chaos-quick fuzz bench bench-quick bench-server bench-instructions bench-instructions-ab bench-shared bench-capacity bench-multi bench-java bench-handoff-limit bench-tax bench-gate-tax bench-elect cluster redis-cluster fmt lint clean dist dist-deps dist-test
 
 all: build
 
@@ -182,6 +182,36 @@ docs-test: build python-venv node-deps node/node_modules/.installed monitoring-d
 	python/.venv/bin/ruff format --check --config python/pyproject.toml tests/docs
 	python/.venv/bin/mypy --strict tests/docs
 	python/.venv/bin/python -m pytest -q -p timeout --timeout 600 --durations=12 tests/docs
+
+# What make dist and make dist-test need, installed from Debian when missing: dpkg-dev
+# (dpkg-shlibdeps), lintian, binutils (objdump, strip), debootstrap.
+dist-deps:
+	@missing=""; \
+	command -v dpkg-shlibdeps >/dev/null 2>&1 || missing="$$missing dpkg-dev"; \
+	command -v lintian >/dev/null 2>&1 || missing="$$missing lintian"; \
+	command -v objdump >/dev/null 2>&1 || missing="$$missing binutils"; \
+	command -v debootstrap >/dev/null 2>&1 || missing="$$missing debootstrap"; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+# The release artifacts into dist/ (wiped first; docs/install.md lists them, docs/releasing.md
+# says how to cut a release): cargo build --release, the module's and the CLI's tarballs and
+# Debian packages (lintian must pass), the clients' packages (scripts/dist-clients.sh), then
+# dist/SHA256SUMS. Each step timed.
+dist: deps dist-deps
+	bash scripts/dist.sh
+
+# Installs dist/ on a clean Debian 13 root (debootstrap, cached in .dist-test/) as docs/install.md
+# tells a user: redis-server and the module's .deb enabled and started, a lock by redis-cli, the
+# CLI's .deb and dlock run, the README's Python and Node examples from the wheel and the npm
+# tarball, the Go and Java checks on the host (scripts/dist-check-clients.sh), then CONFIG REWRITE,
+# remove, purge, reinstall, and the tarballs. Root only; Redis on 6379 (DIST_TEST_PORT=N else);
+# DIST_TEST_PARTIAL=1 passes without the client artifacts. Run before a release, not in make test.
+dist-test: dist-deps
+	bash scripts/dist-test.sh
 
 # Model-checks the protocol (docs/protocol.md): bounded, about three minutes on two cores.
 # The binaries `make build` made are run as they are: `cargo run -p` would resolve one package's

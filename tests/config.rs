@@ -168,6 +168,65 @@ fn redis_conf_example_loads_and_sets_every_option() {
     assert!(acquire(&mut c, "k", "o", 1_000).is_some());
 }
 
+/// packaging/dlock.conf (the release's snippet: the tarball's dlock.conf, the .deb's
+/// /etc/redis/modules/dlock.conf) loads the module and lists exactly the options the module
+/// registers (CONFIG GET dlock.*), each at its default and under a comment.
+#[test]
+fn the_release_snippet_lists_every_option_at_its_default() {
+    let snippet =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/packaging/dlock.conf"))
+            .expect("packaging/dlock.conf");
+    let module = dlock_testkit::module_path();
+    let conf = snippet.replace("/usr/lib/redis/modules/dlock.so", module.to_str().unwrap());
+    assert_ne!(conf, snippet, "the loadmodule line names the .deb's path");
+    let lines: Vec<&str> = snippet.lines().collect();
+    let mut listed = std::collections::BTreeMap::new();
+    for (i, line) in lines.iter().enumerate() {
+        if line.starts_with('#') || line.trim().is_empty() || line.starts_with("loadmodule ") {
+            continue;
+        }
+        let (name, value) = line.split_once(' ').unwrap_or_else(|| panic!("{line:?}"));
+        assert!(
+            i > 0 && lines[i - 1].starts_with('#'),
+            "{name}: a comment above it"
+        );
+        assert!(
+            listed.insert(name.to_string(), value.to_string()).is_none(),
+            "{name} twice"
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("redis.conf");
+    std::fs::write(&path, conf).unwrap();
+    let server = Server::builder().config_file(&path).start();
+    let mut c = server.conn();
+    let pairs: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("dlock.*")
+        .query(&mut c)
+        .unwrap();
+    let registered: std::collections::BTreeMap<String, String> = pairs
+        .chunks(2)
+        .map(|pair| (pair[0].clone(), pair[1].clone()))
+        .collect();
+    assert_eq!(
+        listed, registered,
+        "packaging/dlock.conf vs CONFIG GET dlock.*"
+    );
+    // Each at its default: a server with the module alone shows the same.
+    let plain = Server::builder().start();
+    let defaults: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("dlock.*")
+        .query(&mut plain.conn())
+        .unwrap();
+    let defaults: std::collections::BTreeMap<String, String> = defaults
+        .chunks(2)
+        .map(|pair| (pair[0].clone(), pair[1].clone()))
+        .collect();
+    assert_eq!(listed, defaults, "packaging/dlock.conf's values are the defaults");
+}
+
 #[test]
 fn module_arguments_are_applied_with_or_without_the_prefix() {
     let server = Server::builder()

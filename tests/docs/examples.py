@@ -17,6 +17,10 @@ language how it is checked (docs/architecture.md, "The docs' examples"):
     ```sh install          installing a package: test_install.py runs these lines in a fresh
     ```toml install        app from a clean clone (the toml: a new crate's [dependencies], with
                            README.md's Rust example as its main.rs)
+    ```sh dist step=NAME   a user's command for a release artifact that needs root and changes the
+                           system (apt install ./redis-dlock_*.deb, editing /etc/redis): `make
+                           dist-test` runs it (bash, in /dist of its clean Debian root) at its
+                           step NAME, and test_docs.py checks the script runs every such step
     ```text                not code: a diagram, a format, a table of output
 
 A block of code without one of these fails the tests, so a new example cannot escape them.
@@ -34,7 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 #: The languages a block of code can have, and those (text) that are not code.
 RUNNABLE = {"sh": "bash", "bash": "bash", "console": "bash", "python": "python", "js": "js"}
-MODES = {"run", "session", "output", "example", "make", "redis.conf", "install"}
+MODES = {"run", "session", "output", "example", "make", "redis.conf", "install", "dist"}
 FENCE = re.compile(r"^(```+)(.*)$")
 
 
@@ -196,7 +200,19 @@ def bless() -> list[str]:
 if __name__ == "__main__":
     import sys
 
+    if len(sys.argv) == 3 and sys.argv[1] == "--json":
+        # For scripts (make dist-test): a page's checked blocks, each `run` with its `output`.
+        import json
+
+        page = (ROOT / sys.argv[2]).resolve()
+        chosen = [e for e in examples() if e.path == page]
+        fields = ("line", "lang", "mode", "options", "text", "output")
+        print(json.dumps([{k: getattr(e, k) for k in fields} for e in chosen], indent=1))
+        sys.exit(0)
     if sys.argv[1:] != ["--bless"]:
-        sys.exit("usage: python3 tests/docs/examples.py --bless  (copies Rust examples into the pages)")
+        sys.exit(
+            "usage: python3 tests/docs/examples.py --bless  (copies Rust examples into the pages)\n"
+            "       python3 tests/docs/examples.py --json PAGE  (PAGE's checked blocks as JSON)"
+        )
     for where in bless():
         print(f"rewrote {where}")

@@ -14,8 +14,9 @@ from examples import ROOT, Example, examples, unlabelled
 from fleet import fixture_for
 from runner import run
 
-EXAMPLES = [e for e in examples() if e.mode != "install"]  # installs: test_install.py
+EXAMPLES = [e for e in examples() if e.mode not in ("install", "dist")]  # installs: test_install.py
 INSTALLS = [e for e in examples() if e.mode == "install"]
+DIST = [e for e in examples() if e.mode == "dist"]  # make dist-test runs them
 
 
 def test_every_block_of_code_says_how_it_is_checked() -> None:
@@ -37,6 +38,23 @@ def test_install_lines_elsewhere_are_the_readme_s_which_test_install_runs() -> N
     for example in INSTALLS:
         for line in example.text.split("\n"):
             assert line in readme, f"{example.where}: {line!r} is not one of README.md's install lines"
+
+
+def test_every_dist_block_is_a_step_make_dist_test_runs() -> None:
+    """`sh dist` blocks need root and change the system: scripts/dist-test.sh runs each, in its
+    clean Debian root, by the step= it names (docs/install.md's only; each step once)."""
+    script = (ROOT / "scripts/dist-test.sh").read_text()
+    steps = [e.options.get("step") for e in DIST]
+    assert DIST, "docs/install.md has sh dist blocks"
+    assert len(set(steps)) == len(steps), f"a step twice: {steps}"
+    for example in DIST:
+        assert example.path == ROOT / "docs/install.md", f"{example.where}: sh dist blocks are docs/install.md's"
+        assert example.lang == "sh", f"{example.where}: ```sh dist"
+        step = example.options.get("step")
+        assert step, f"{example.where}: a sh dist block names its step=NAME"
+        assert re.search(rf"^\s*docs_step {re.escape(step)}( |$)", script, re.M), (
+            f"{example.where}: scripts/dist-test.sh never runs step={step}"
+        )
 
 
 def test_the_readme_is_short_and_starts_with_the_two_commands() -> None:
