@@ -5,7 +5,9 @@
 #
 # The root: debootstrap --variant=minbase trixie from deb.debian.org, cached as a tarball in
 # .dist-test/ (git-ignored); every run extracts a fresh root from it (.dist-test/root), mounts
-# /proc (unmounted on every exit path), copies resolv.conf, installs a policy-rc.d that refuses
+# /proc (unmounted on every exit path we can trap; a root a SIGKILLed run left behind is cleaned up
+# at the next start: its processes killed, every mount under it unmounted, and it is never deleted
+# while anything is still mounted inside it), copies resolv.conf, installs a policy-rc.d that refuses
 # to start services, and copies in dist/'s files (into /dist) and nothing else.
 # The user's commands are docs/install.md's ```sh dist step=NAME blocks, run verbatim (bash, in
 # /dist) at their step; tests/docs/test_docs.py checks this script runs every step the page has.
@@ -28,6 +30,40 @@ skipped=()
 start=$(date +%s)
 
 [ "$(id -u)" = 0 ] || { echo "dist-test: needs root (debootstrap, chroot, mount)" >&2; exit 1; }
+
+# The root's processes and mounts: ours, or a killed run's (kill -9 traps nothing).
+mounts_under_root() { # the mount points at or under $root, deepest first
+  awk -v r="$root" '$5 == r || index($5, r "/") == 1 { print $5 }' /proc/self/mountinfo | sort -r
+}
+kill_root_processes() { # every process whose root is ours (Redis, by service or by hand)
+  local p killed=
+  for p in /proc/[0-9]*; do
+    if [ "$(readlink "$p/root" 2>/dev/null)" = "$root" ]; then kill -9 "${p#/proc/}" 2>/dev/null && killed=yes; fi
+  done
+  [ -z "$killed" ] || sleep 0.3
+}
+unmount_root() {
+  local m
+  for m in $(mounts_under_root); do umount "$m" 2>/dev/null || umount -l "$m" || true; done
+}
+wipe_root() { # never rm -rf through a mounted /proc or a bind mount: refuse loudly
+  [ -e "$root" ] || return 0
+  kill_root_processes
+  unmount_root
+  local left; left=$(mounts_under_root)
+  if [ -n "$left" ]; then
+    echo "dist-test: REFUSING to delete $root: still mounted inside it (unmount by hand):" >&2
+    printf '  %s\n' "$left" >&2
+    exit 1
+  fi
+  rm -rf --one-file-system "$root"
+}
+if [ -e "$root" ]; then
+  stale=$(mounts_under_root | tr '\n' ' ')
+  [ -z "$stale" ] || echo "== dist-test: a previous run's root is still mounted ($stale): unmounting"
+  kill_root_processes
+  unmount_root
+fi
 ls "$dist"/redis-dlock_*_amd64.deb "$dist"/dlock_*_amd64.deb "$dist"/SHA256SUMS >/dev/null 2>&1 ||
   { echo "dist-test: dist/ has no packages: run make dist first" >&2; exit 1; }
 if ss -Hltn "sport = :$port" | grep -q .; then
@@ -45,20 +81,20 @@ phase() { # ends the phase before (its time), starts NAME
 fail() { echo "dist-test: FAILED: $*" >&2; exit 1; }
 ok() { echo "   ok: $*"; }
 
-# Every process whose root is ours (Redis, by service or by hand) is killed, then /proc unmounted.
+# Every process whose root is ours is killed, then everything mounted under it unmounted.
 cleanup() {
-  local rc=$? p
+  local rc=$?
+  trap - EXIT INT TERM
   [ -d "$root" ] || exit $rc
-  for p in /proc/[0-9]*; do
-    [ "$(readlink "$p/root" 2>/dev/null)" = "$root" ] && kill -9 "${p#/proc/}" 2>/dev/null
-  done
-  sleep 0.2
-  if mountpoint -q "$root/proc"; then umount "$root/proc" || umount -l "$root/proc"; fi
+  kill_root_processes
+  unmount_root
+  [ -z "$(mounts_under_root)" ] || echo "dist-test: still mounted under $root: $(mounts_under_root | tr '\n' ' ')" >&2
   [ $rc -eq 0 ] || echo "dist-test: failed (status $rc); the root is kept in $root for a look" >&2
   exit $rc
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 # in_root SECONDS SCRIPT: bash -e in the root, as root, a clean environment, bounded.
 in_root() {
@@ -104,10 +140,7 @@ if [ ! -f "$base" ]; then
   tar -C "$cache_dir/base-build" --numeric-owner -czf "$base.part" . && mv "$base.part" "$base"
   rm -rf "$cache_dir/base-build"
 fi
-if [ -d "$root" ]; then
-  if mountpoint -q "$root/proc"; then umount "$root/proc" || umount -l "$root/proc"; fi
-  rm -rf --one-file-system "$root"
-fi
+wipe_root
 mkdir -p "$root"
 tar -C "$root" -xzf "$base"
 mount -t proc proc "$root/proc"
