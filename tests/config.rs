@@ -168,32 +168,58 @@ fn redis_conf_example_loads_and_sets_every_option() {
     assert!(acquire(&mut c, "k", "o", 1_000).is_some());
 }
 
-/// packaging/dlock.conf (the release's snippet: the tarball's dlock.conf, the .deb's
-/// /etc/redis/modules/dlock.conf) loads the module and lists exactly the options the module
-/// registers (CONFIG GET dlock.*), each at its default and under a comment.
+/// packaging/dlock.conf (the release's reference snippet: the tarball's dlock.conf, the .deb's
+/// /etc/redis/modules/dlock.conf) is all comments: the loadmodule line and exactly the options
+/// the module registers (CONFIG GET dlock.*), each commented out ("# dlock.NAME VALUE"), at its
+/// default and under a comment. Uncommented, its lines load the module and set them all.
 #[test]
 fn the_release_snippet_lists_every_option_at_its_default() {
     let snippet =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/packaging/dlock.conf"))
             .expect("packaging/dlock.conf");
-    let module = dlock_testkit::module_path();
-    let conf = snippet.replace("/usr/lib/redis/modules/dlock.so", module.to_str().unwrap());
-    assert_ne!(conf, snippet, "the loadmodule line names the .deb's path");
     let lines: Vec<&str> = snippet.lines().collect();
+    // A setting line: "# loadmodule PATH" or "# dlock.NAME VALUE" (one word of value); the prose
+    // around them is any other comment.
+    let setting = |line: &str| -> Option<(String, String)> {
+        let rest = line.strip_prefix("# ")?;
+        let (name, value) = rest.split_once(' ')?;
+        ((name == "loadmodule" || name.starts_with("dlock.")) && !value.contains(' '))
+            .then(|| (name.to_string(), value.to_string()))
+    };
     let mut listed = std::collections::BTreeMap::new();
+    let mut loadmodule = Vec::new();
     for (i, line) in lines.iter().enumerate() {
-        if line.starts_with('#') || line.trim().is_empty() || line.starts_with("loadmodule ") {
-            continue;
-        }
-        let (name, value) = line.split_once(' ').unwrap_or_else(|| panic!("{line:?}"));
         assert!(
-            i > 0 && lines[i - 1].starts_with('#'),
+            line.is_empty() || line.starts_with('#'),
+            "line {}: every line is commented out: {line:?}",
+            i + 1
+        );
+        let Some((name, value)) = setting(line) else {
+            continue;
+        };
+        assert!(
+            i > 0 && lines[i - 1].starts_with('#') && setting(lines[i - 1]).is_none(),
             "{name}: a comment above it"
         );
-        assert!(
-            listed.insert(name.to_string(), value.to_string()).is_none(),
-            "{name} twice"
-        );
+        if name == "loadmodule" {
+            loadmodule.push(value);
+        } else {
+            assert!(
+                listed.insert(name.clone(), value).is_none(),
+                "{name} twice"
+            );
+        }
+    }
+    assert_eq!(
+        loadmodule,
+        ["/usr/lib/redis/modules/dlock.so"],
+        "one loadmodule line, the .deb's path"
+    );
+    // The lines uncommented, the module's path this build's: a configuration file.
+    let module = dlock_testkit::module_path();
+    let mut conf = format!("loadmodule {}\n", module.to_str().unwrap());
+    for (name, value) in &listed {
+        conf.push_str(&format!("{name} {value}\n"));
     }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("redis.conf");
