@@ -204,10 +204,7 @@ fn the_release_snippet_lists_every_option_at_its_default() {
         if name == "loadmodule" {
             loadmodule.push(value);
         } else {
-            assert!(
-                listed.insert(name.clone(), value).is_none(),
-                "{name} twice"
-            );
+            assert!(listed.insert(name.clone(), value).is_none(), "{name} twice");
         }
     }
     assert_eq!(
