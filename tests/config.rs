@@ -247,7 +247,10 @@ fn the_release_snippet_lists_every_option_at_its_default() {
         .chunks(2)
         .map(|pair| (pair[0].clone(), pair[1].clone()))
         .collect();
-    assert_eq!(listed, defaults, "packaging/dlock.conf's values are the defaults");
+    assert_eq!(
+        listed, defaults,
+        "packaging/dlock.conf's values are the defaults"
+    );
 }
 
 #[test]
