@@ -46,12 +46,16 @@ struct Release {
     gates: bool,
 }
 
-/// Every release whose files the fixtures keep, oldest first.
+/// Every release whose files the fixtures keep, oldest first: its directory, whether it had gates.
 const RELEASES: [Release; 3] = [
-    Release { dir: "v0.2", gates: false },
-    Release { dir: "v0.3", gates: true },
-    Release { dir: "v0.4", gates: true },
+    release("v0.2", false),
+    release("v0.3", true),
+    release("v0.4", true),
 ];
+
+const fn release(dir: &'static str, gates: bool) -> Release {
+    Release { dir, gates }
+}
 
 /// The three forms each release's directory has, and how the server reads them.
 const FORMS: [(&str, Form); 3] = [

@@ -93,8 +93,15 @@ fn refused(case: &Case) {
         .wait_exit(Duration::from_secs(10))
         .expect("the server exited");
     let log = server.log();
-    assert!(status.code().is_some(), "killed by a signal: {status:?}:\n{log}");
-    assert!(log.contains(case.refused), "no {:?} in:\n{log}", case.refused);
+    assert!(
+        status.code().is_some(),
+        "killed by a signal: {status:?}:\n{log}"
+    );
+    assert!(
+        log.contains(case.refused),
+        "no {:?} in:\n{log}",
+        case.refused
+    );
     server.assert_no_crash();
 }
 
@@ -108,7 +115,9 @@ fn saved(case: &Case) -> tempfile::TempDir {
     for command in case.commands {
         let mut cmd = redis::cmd(command[0]);
         cmd.arg(&command[1..]);
-        let _: Value = cmd.query(&mut c).unwrap_or_else(|e| panic!("{command:?}: {e}"));
+        let _: Value = cmd
+            .query(&mut c)
+            .unwrap_or_else(|e| panic!("{command:?}: {e}"));
     }
     redis::cmd("SAVE").exec(&mut c).expect("SAVE");
     server.into_dir()
@@ -136,7 +145,10 @@ fn raise_encoding(path: &Path, case: &Case) {
 /// A module type's 64-bit id: its nine name characters, 6 bits each, then 10 bits of version.
 fn type_id(name: &str, encver: u64) -> u64 {
     let name_bits = name.bytes().fold(0u64, |id, b| {
-        let index = NAME_CHARS.iter().position(|&c| c == b).expect("a name char");
+        let index = NAME_CHARS
+            .iter()
+            .position(|&c| c == b)
+            .expect("a name char");
         (id << 6) | index as u64
     });
     (name_bits << 10) | encver
@@ -158,27 +170,46 @@ fn newer_aof_effect_is_refused_not_misread() {
     let mut c = server.conn();
     let kept = acquire(&mut c, "nw:kept", "alice", 600_000).expect("granted");
     let dir = server.into_dir();
-    let incr = std::fs::read_dir(dir.path().join("appendonlydir"))
+    let deadline = soon_ms() + 600_000;
+    let effect = format!("DLOCK.APPLY nw:newer bob 5 1 PXAT {deadline} FUTURE");
+    append_to_aof(dir.path(), &effect);
+    let server = builder().start_in(dir);
+    let mut c = server.conn();
+    assert_eq!(
+        status(&mut c, "nw:newer"),
+        None,
+        "the unknown effect applied"
+    );
+    assert_eq!(
+        status(&mut c, "nw:kept").map(|s| s.1),
+        Some(kept),
+        "nw:kept"
+    );
+    let log = server.log();
+    assert!(
+        log.contains("unknown option 'FUTURE'"),
+        "no error logged:\n{log}"
+    );
+    server.assert_no_crash();
+}
+
+/// Appends `command` (words separated by spaces) to the incr file of the AOF in `dir`, as Redis
+/// writes a command there.
+fn append_to_aof(dir: &Path, command: &str) {
+    let incr = std::fs::read_dir(dir.join("appendonlydir"))
         .expect("the AOF dir")
         .flatten()
         .map(|e| e.path())
         .find(|p| p.to_string_lossy().ends_with(".incr.aof"))
         .expect("an incr file");
-    let deadline = (soon_ms() + 600_000).to_string();
-    let effect = [
-        "DLOCK.APPLY", "nw:newer", "bob", "5", "1", "PXAT", &deadline, "FUTURE",
-    ];
-    let mut text = format!("*{}\r\n", effect.len());
-    for word in effect {
+    let words: Vec<&str> = command.split(' ').collect();
+    let mut text = format!("*{}\r\n", words.len());
+    for word in words {
         text.push_str(&format!("${}\r\n{word}\r\n", word.len()));
     }
-    let mut aof = std::fs::OpenOptions::new().append(true).open(&incr).expect("open");
+    let mut aof = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&incr)
+        .expect("open the incr file");
     std::io::Write::write_all(&mut aof, text.as_bytes()).expect("append the effect");
-    let server = builder().start_in(dir);
-    let mut c = server.conn();
-    assert_eq!(status(&mut c, "nw:newer"), None, "the unknown effect applied");
-    assert_eq!(status(&mut c, "nw:kept").map(|s| s.1), Some(kept), "nw:kept");
-    let log = server.log();
-    assert!(log.contains("unknown option 'FUTURE'"), "no error logged:\n{log}");
-    server.assert_no_crash();
 }
