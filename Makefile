@@ -5,7 +5,7 @@ CARGO        ?= cargo
 MODULE       := target/release/libdlock.so
 REDIS_PORT   ?= 6379
 
-.PHONY: all deps build run test model model-ci model-deep partitions partitions-ci partitions-quick partitions-deps bench-waiters bench-handoff bench-top bench-scale compat compat-servers memcheck chaos chaos-quick fuzz bench bench-quick bench-server bench-instructions bench-instructions-ab bench-shared bench-capacity bench-multi bench-java bench-handoff-limit bench-tax bench-gate-tax bench-elect cluster redis-cluster fmt lint clean dist dist-deps dist-test
+.PHONY: all deps build run test model model-ci model-deep partitions partitions-ci partitions-quick partitions-deps bench-waiters bench-handoff bench-top bench-scale compat compat-servers compat-upgrade memcheck chaos chaos-quick fuzz bench bench-quick bench-server bench-instructions bench-instructions-ab bench-shared bench-capacity bench-multi bench-java bench-handoff-limit bench-tax bench-gate-tax bench-elect cluster redis-cluster fmt lint clean dist dist-deps dist-test
 
 all: build
 
@@ -235,6 +235,10 @@ compat: build python-venv
 
 compat-servers:
 	bash scripts/compat-servers.sh
+
+# Old masters (0.2, 0.3, 0.4, built into .compat/old/ when missing) replicating to today's module, then failover.
+compat-upgrade: build
+	bash scripts/compat-upgrade.sh
 
 # The slot-migration paths (waiters redirected, both trim methods) under valgrind memcheck on the
 # newest servers `make compat-servers` built, ~2 min.

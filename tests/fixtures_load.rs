@@ -1,6 +1,7 @@
-//! Files an earlier release wrote still load as written: the RDB, the plain AOF and the AOF with
-//! an RDB preamble in `tests/fixtures/v<release>/` (written by `tests/fixtures/generate.sh`,
-//! never by a test; README.md there lists what each holds). Each is copied into a fresh dir, a
+//! Files every earlier release wrote still load as written: the RDB, the plain AOF and the AOF
+//! with an RDB preamble in `tests/fixtures/v<release>/` (written by `tests/fixtures/generate.sh`
+//! with that release's module, never by a test; README.md there lists what each holds, and
+//! [`RELEASES`] what the checks expect of it). Each is copied into a fresh dir, a
 //! server with today's module starts on it, and every lock, holder, token, lease end, the gate
 //! and the counter must be as the generator wrote them; `DEBUG RELOAD` (today's save, then load)
 //! must keep the digest, and a new grant must take a token above all of them. A change to the
@@ -37,25 +38,59 @@ fn fixtures(release: &str) -> PathBuf {
         .join(release)
 }
 
-#[test]
-fn v0_4_rdb_loads_as_written() {
-    within(LIMIT, "v0.4/rdb", || {
-        check_fixture("v0.4", "rdb", Form::Rdb)
-    });
+/// What one release's fixtures hold: all the same locks, tokens and counter (the generator
+/// writes the same state with every release); a gate and its guarded key from 0.3 on.
+#[derive(Clone, Copy, Debug)]
+struct Release {
+    dir: &'static str,
+    gates: bool,
 }
 
-#[test]
-fn v0_4_plain_aof_loads_as_written() {
-    within(LIMIT, "v0.4/aof", || {
-        check_fixture("v0.4", "aof", Form::Aof)
-    });
+/// Every release whose files the fixtures keep, oldest first: its directory, whether it had gates.
+const RELEASES: [Release; 3] = [
+    release("v0.2", false),
+    release("v0.3", true),
+    release("v0.4", true),
+];
+
+const fn release(dir: &'static str, gates: bool) -> Release {
+    Release { dir, gates }
 }
 
-#[test]
-fn v0_4_aof_with_rdb_preamble_loads_as_written() {
-    within(LIMIT, "v0.4/aof-preamble", || {
-        check_fixture("v0.4", "aof-preamble", Form::Aof)
-    });
+/// The three forms each release's directory has, and how the server reads them.
+const FORMS: [(&str, Form); 3] = [
+    ("rdb", Form::Rdb),
+    ("aof", Form::Aof),
+    ("aof-preamble", Form::Aof),
+];
+
+/// One test per release and form (`fixtures_load::v0_2::aof`), each checking the same way.
+macro_rules! release_tests {
+    ($($name:ident => $index:expr),* $(,)?) => {$(
+        mod $name {
+            #[test]
+            fn rdb() {
+                super::check(super::RELEASES[$index], 0);
+            }
+            #[test]
+            fn aof() {
+                super::check(super::RELEASES[$index], 1);
+            }
+            #[test]
+            fn aof_preamble() {
+                super::check(super::RELEASES[$index], 2);
+            }
+        }
+    )*};
+}
+
+release_tests!(v0_2 => 0, v0_3 => 1, v0_4 => 2);
+
+/// Loads `release`'s form number `form` with today's module, within [`LIMIT`].
+fn check(release: Release, form: usize) {
+    let (name, how) = FORMS[form];
+    let what = format!("{}/{name}", release.dir);
+    within(LIMIT, &what, move || check_fixture(release, name, how));
 }
 
 /// Runs `body` on its own thread and fails if it is not done within `limit`: a server that
@@ -76,14 +111,14 @@ fn within(limit: Duration, what: &str, body: impl FnOnce() + Send + 'static) {
     }
 }
 
-fn check_fixture(release: &str, name: &str, form: Form) {
-    let source = fixtures(release).join(name);
-    let leases = lease_window(&fixtures(release));
+fn check_fixture(release: Release, name: &str, form: Form) {
+    let source = fixtures(release.dir).join(name);
+    let leases = lease_window(&fixtures(release.dir));
     let server = start_on_copy(&source, form);
     let mut c = server.conn();
     c.set_read_timeout(Some(Duration::from_secs(10)))
         .expect("read timeout");
-    assert_as_written(&mut c, leases);
+    assert_as_written(&mut c, release, leases);
     assert_eq!(info_field(&mut c, "refused_values"), 0, "nothing refused");
     let before = digest(&mut c);
     assert_ne!(
@@ -96,7 +131,7 @@ fn check_fixture(release: &str, name: &str, form: Form) {
         .exec(&mut c)
         .expect("DEBUG RELOAD");
     assert_eq!(digest(&mut c), before, "DEBUG RELOAD changed the dataset");
-    assert_as_written(&mut c, leases);
+    assert_as_written(&mut c, release, leases);
     let next = acquire(&mut c, "fx:new", "dave", 60_000).expect("a new grant");
     assert!(
         next > COUNTER,
@@ -169,7 +204,7 @@ fn digest(c: &mut Connection) -> String {
 }
 
 /// Every item README.md lists, as the generator wrote it.
-fn assert_as_written(c: &mut Connection, leases: (i64, i64)) {
+fn assert_as_written(c: &mut Connection, release: Release, leases: (i64, i64)) {
     let plain = status(c, "fx:plain").expect("fx:plain is held");
     assert_eq!((plain.0.as_str(), plain.1, plain.3), ("alice", 100, 1));
     assert_lease("fx:plain", plain.2, leases);
@@ -185,14 +220,22 @@ fn assert_as_written(c: &mut Connection, leases: (i64, i64)) {
     assert_group(c, "fx:semaphore", ("semaphore", Some(3)), &permits, leases);
     let both = [("writer", 105, "exclusive"), ("writer", 105, "shared")];
     assert_group(c, "fx:downgraded", ("shared", None), &both, leases);
-    assert_eq!(gate_token(c, "fx:gate"), 106, "the gate's token");
-    let data: String = redis::cmd("GET").arg("fx:data").query(c).expect("GET");
-    assert_eq!(data, "written under token 106");
+    if release.gates {
+        assert_gate(c);
+    }
     assert_eq!(status(c, "fx:gone"), None, "a released lock stays released");
     let counter = counter(c);
     assert!(counter >= COUNTER, "counter {counter} < {COUNTER}");
     let keys: i64 = redis::cmd("DBSIZE").query(c).expect("DBSIZE");
-    assert_eq!(keys, 7, "the fixture's keys and no other");
+    let want = if release.gates { 7 } else { 5 };
+    assert_eq!(keys, want, "the fixture's keys and no other");
+}
+
+/// The gate at 106 and the key written under it.
+fn assert_gate(c: &mut Connection) {
+    assert_eq!(gate_token(c, "fx:gate"), 106, "the gate's token");
+    let data: String = redis::cmd("GET").arg("fx:data").query(c).expect("GET");
+    assert_eq!(data, "written under token 106");
 }
 
 /// A shared lock's or semaphore's kind, limit and holders (owner, token, mode), any order.

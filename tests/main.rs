@@ -12,6 +12,7 @@ mod commands;
 mod config;
 mod eviction;
 mod fixtures_load;
+mod fixtures_newer;
 mod flushes;
 mod gates;
 mod guard;

@@ -64,7 +64,7 @@ pub enum DecodeError {
 impl std::fmt::Display for DecodeError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            DecodeError::Version(v) => write!(f, "unknown encoding version {v}"),
+            DecodeError::Version(v) => write!(f, "unknown encoding version {v} (a newer dlock's?)"),
             DecodeError::Truncated(field) => write!(f, "missing or malformed field '{field}'"),
             DecodeError::Owner(len) => {
                 write!(f, "owner of {len} bytes (allowed 1 to {MAX_OWNER_LEN})")

@@ -231,7 +231,7 @@ impl Form for Compact {
     /// key's TTL rules below it.
     fn load(io: *mut raw::RedisModuleIO, encver: c_int, bounds: Bounds) -> Result<Value, String> {
         let decoded = codec::decode(&mut RdbIn(io), encver, bounds)
-            .map_err(|why| format!("a lock value: {why}"))?;
+            .map_err(|why| format!("a lock value (dlocklock): {why}"))?;
         let record = Record {
             owner: decoded.owner.as_ref(),
             token: decoded.token,
@@ -254,7 +254,7 @@ impl Form for Table {
 
     fn load(io: *mut raw::RedisModuleIO, encver: c_int, bounds: Bounds) -> Result<Value, String> {
         let table = codec::decode_table(&mut RdbIn(io), encver, bounds)
-            .map_err(|why| format!("a shared lock or semaphore value: {why}"))?;
+            .map_err(|why| format!("a shared lock or semaphore value (dlockmany): {why}"))?;
         let ptr = Box::into_raw(Box::new(table)).cast::<c_void>();
         // SAFETY: Box::into_raw never returns null.
         Ok(Value::Table(unsafe { NonNull::new_unchecked(ptr) }))

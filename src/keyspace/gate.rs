@@ -173,7 +173,7 @@ pub fn set(key: NonNull<raw::RedisModuleKey>, gate: Gate) -> Result<(), RedisErr
 extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
     let gate = match decode(&mut super::rdb::RdbIn(io), encver) {
         Ok(gate) => gate,
-        Err(why) => return super::rdb::refuse(io, &format!("a gate: {why}")),
+        Err(why) => return super::rdb::refuse(io, &format!("a gate (dlockgate): {why}")),
     };
     let here = super::rdb::place_of_io(io);
     let gate = if server::is_loading() {

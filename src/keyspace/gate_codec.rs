@@ -26,7 +26,9 @@ pub fn encode(gate: &Gate, sink: &mut impl Sink) {
 /// A gate from an RDB field stream, validated.
 pub fn decode<S: Source>(source: &mut S, version: i32) -> Result<Gate, String> {
     if version != ENCODING_VERSION {
-        return Err(format!("unknown encoding version {version}"));
+        return Err(format!(
+            "unknown encoding version {version} (a newer dlock's?)"
+        ));
     }
     let token = source
         .unsigned()

@@ -102,7 +102,10 @@ extern "C" fn aux_load(io: *mut raw::RedisModuleIO, encver: c_int, when: c_int) 
             raw::REDISMODULE_OK as c_int
         }
         Err(why) => {
-            refuse(io, &format!("the saved fencing counter: {why}"));
+            refuse(
+                io,
+                &format!("the saved fencing counter (dlocklock aux data): {why}"),
+            );
             raw::REDISMODULE_ERR as c_int
         }
     }
