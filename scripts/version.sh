@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets the one version of the module and every package: the workspace's Cargo.toml
-# ([workspace.package], which the module, the Rust client and the CLI take), and the copies package
+# ([workspace.package], which the published crates take: the module, dlock-core, the Rust client
+# and the CLI; and their [workspace.dependencies] on each other), and the copies package
 # formats or languages want literally: python/pyproject.toml, node/package.json and its lock,
 # node/src/index.ts (VERSION), go/doc.go (Version), java/pom.xml and Version.java, and the Java
 # bench's dependency on it.
@@ -14,6 +15,8 @@ if ! [[ $version =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]]; then
 fi
 # The line after [workspace.package], and the first version line of each other file.
 sed -i "/^\[workspace.package\]$/{n;s/^version = \".*\"$/version = \"$version\"/}" Cargo.toml
+# The published crates' dependencies on each other ([workspace.dependencies]: path and version).
+sed -i -E "s/^(dlock-(core|client) = \{ path = \"[^\"]*\", version = )\"[^\"]*\"/\1\"$version\"/" Cargo.toml
 sed -i "0,/^version = \".*\"$/s//version = \"$version\"/" python/pyproject.toml
 sed -i "0,/^  \"version\": \".*\",$/s//  \"version\": \"$version\",/" node/package.json
 # package-lock.json: the package's own two (top level, and packages[""]).

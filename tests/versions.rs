@@ -65,10 +65,22 @@ fn every_package_has_the_workspace_version() {
         env!("CARGO_PKG_VERSION"),
         "the module crate takes it"
     );
-    for manifest in ["client/Cargo.toml", "cli/Cargo.toml"] {
+    // The published crates (make dist's cargo package) take it, and name each other at it.
+    for manifest in ["core/Cargo.toml", "client/Cargo.toml", "cli/Cargo.toml"] {
         assert!(
             read(manifest).contains("\nversion.workspace = true\n"),
             "{manifest}: version.workspace = true"
+        );
+    }
+    for dependency in ["dlock-core", "dlock-client"] {
+        let named = field(
+            &read("Cargo.toml"),
+            &format!("\n{dependency} = {{ path = "),
+            "version =",
+        );
+        assert_eq!(
+            named, version,
+            "Cargo.toml's [workspace.dependencies] {dependency}: run scripts/version.sh {version}"
         );
     }
     let copies = [

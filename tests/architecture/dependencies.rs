@@ -185,7 +185,7 @@ pub(super) fn pom_deps(text: &str) -> Deps {
 
 /// The manifests the dependency table must list, and how each is read: every Cargo.toml of the
 /// repository (the workspace's crates and the fuzz crate's own workspace), the Python, Node
-/// and Go clients' manifests, and every Maven pom.xml.
+/// and Go clients' manifests, make dist's Go tool (packaging/gomodzip), and every Maven pom.xml.
 fn manifests(files: &BTreeSet<String>) -> BTreeMap<String, Deps> {
     let mut found = BTreeMap::new();
     for file in files {
@@ -194,7 +194,7 @@ fn manifests(files: &BTreeSet<String>) -> BTreeMap<String, Deps> {
             f if f == "Cargo.toml" || f.ends_with("/Cargo.toml") => cargo_deps(&read()),
             "python/pyproject.toml" => python_deps(&read()),
             "node/package.json" => node_deps(&read()),
-            "go/go.mod" => go_deps(&read()),
+            "go/go.mod" | "packaging/gomodzip/go.mod" => go_deps(&read()),
             f if f == "pom.xml" || f.ends_with("/pom.xml") => pom_deps(&read()),
             _ => continue,
         };
