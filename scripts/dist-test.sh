@@ -280,7 +280,7 @@ fi
 # --- 4. the Go and Java clients, on the host ------------------------------------------------------
 phase "clients on the host (scripts/dist-check-clients.sh)"
 if [ -x scripts/dist-check-clients.sh ]; then
-  DLOCK_REDIS_URL="redis://127.0.0.1:$port" scripts/dist-check-clients.sh "$dist" "redis://127.0.0.1:$port" ||
+  scripts/dist-check-clients.sh "redis://127.0.0.1:$port" "$dist" ||
     fail "scripts/dist-check-clients.sh"
   ok "scripts/dist-check-clients.sh against redis://127.0.0.1:$port"
 else
