@@ -78,6 +78,9 @@ node_artifacts() {
   mkdir -p "$stage"
   cp "$root/node/package.json" "$root/node/README.md" "$stage/"
   cp -r "$root/node/dist" "$stage/"
+  # The packed package.json without `prepare`: its script is not in the tarball, and npm would ask
+  # every installer to approve running it.
+  (cd "$stage" && npm pkg delete scripts.prepare)
   [[ -f $license ]] && cp "$license" "$stage/LICENSE"
   local tgz="$dist/dlock-$version.tgz"
   (cd "$stage" && npm pack -q --ignore-scripts --pack-destination "$dist" >/dev/null)

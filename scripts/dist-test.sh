@@ -38,7 +38,10 @@ mounts_under_root() { # the mount points at or under $root, deepest first
 kill_root_processes() { # every process whose root is ours (Redis, by service or by hand)
   local p killed=
   for p in /proc/[0-9]*; do
-    if [ "$(readlink "$p/root" 2>/dev/null)" = "$root" ]; then kill -9 "${p#/proc/}" 2>/dev/null && killed=yes; fi
+    # "(deleted)": a killed run's server whose root was deleted under it.
+    case "$(readlink "$p/root" 2>/dev/null)" in
+      "$root" | "$root (deleted)") kill -9 "${p#/proc/}" 2>/dev/null && killed=yes ;;
+    esac
   done
   [ -z "$killed" ] || sleep 0.3
 }
@@ -89,7 +92,11 @@ cleanup() {
   kill_root_processes
   unmount_root
   [ -z "$(mounts_under_root)" ] || echo "dist-test: still mounted under $root: $(mounts_under_root | tr '\n' ' ')" >&2
-  [ $rc -eq 0 ] || echo "dist-test: failed (status $rc); the root is kept in $root for a look" >&2
+  if [ $rc -ne 0 ]; then
+    echo "dist-test: failed (status $rc); the root is kept in $root for a look" >&2
+  elif [ -z "$(mounts_under_root)" ]; then
+    rm -rf --one-file-system "$root" # passed: 2 GB no one needs (the next run starts fresh anyway)
+  fi
   exit $rc
 }
 trap cleanup EXIT
@@ -119,12 +126,15 @@ if len(found) != 1: sys.exit(f"docs/install.md: {len(found)} sh dist blocks of s
 print(found[0])' "$blocks_json" "$1"
 }
 ran_steps=()
-docs_step() { # STEP [SECONDS]: runs the block as the page shows it, output to the log and $step_out
+# STEP [SECONDS] [DIR]: runs the block as the page shows it, in DIR (/dist, where the downloaded
+# files are, by default) after $step_env (exports the registries' TLS needs), output to the log and
+# $step_out.
+docs_step() {
   local text; text=$(block "$1")
   ran_steps+=("$1")
   echo "   docs/install.md step=$1:"
   printf '%s\n' "$text" | sed 's/^/     # /'
-  step_out=$(in_root "${2:-300}" "$text" 2>&1) || { printf '%s\n' "$step_out" | sed 's/^/     | /'; fail "step $1 exited non-zero"; }
+  step_out=$(in_root "${2:-300}" "cd ${3:-/dist}; ${step_env:-}$text" 2>&1) || { printf '%s\n' "$step_out" | sed 's/^/     | /'; fail "step $1 exited non-zero"; }
   printf '%s\n' "$step_out" | sed 's/^/     | /'
 }
 cli() { in_root 20 "redis-cli -p $port $*"; }
@@ -251,7 +261,10 @@ tls_env="PIP_CERT=/etc/ssl/certs/ca-certificates.crt NODE_EXTRA_CA_CERTS=/etc/ss
 wheel=$(find "$dist" -maxdepth 1 -name 'dlock_client-*-py3-none-any.whl' -printf '%f\n' | head -n 1)
 if [ -n "$wheel" ]; then
   in_root 600 "apt-get install -y -qq python3-venv >/dev/null 2>&1; python3 --version"
-  in_root 600 "python3 -m venv /app-py/.venv && $tls_env /app-py/.venv/bin/pip install -q --disable-pip-version-check /dist/$wheel"
+  in_root 60 "mkdir -p /app-py && cp /dist/$wheel /app-py/"
+  step_env="export $tls_env PIP_DISABLE_PIP_VERSION_CHECK=1; "
+  docs_step python-wheel 600 /app-py
+  step_env=
   example=$(readme_example python)
   python3 -c 'import json, sys; print(json.loads(sys.argv[1])["text"])' "$example" >"$root/app-py/readme.py"
   echo "   README.md's Python example (ports mapped: 7001 -> $port, 7002-7005 -> $extra_ports):"
@@ -260,12 +273,15 @@ if [ -n "$wheel" ]; then
   compare_output "Python" "$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["output"])' "$example")" "$out"
   ok "pip install $wheel into a fresh venv; README's Python example printed what README.md shows"
 else
-  echo "   SKIPPED: no wheel in dist/ (scripts/dist-clients.sh makes it)"; skipped+=(python)
+  echo "   SKIPPED: no wheel in dist/ (scripts/dist-clients.sh makes it)"; skipped+=(python); ran_steps+=(python-wheel)
 fi
 npm_tgz=$(find "$dist" -maxdepth 1 -name 'dlock-[0-9]*.tgz' -printf '%f\n' | head -n 1)
 if [ -n "$npm_tgz" ]; then
   in_root 900 "apt-get install -y -qq nodejs npm >/dev/null 2>&1; echo node \$(node --version), npm \$(npm --version)"
-  in_root 600 "mkdir -p /app-node && cd /app-node && npm init -y >/dev/null && $tls_env npm install --no-audit --no-fund /dist/$npm_tgz"
+  in_root 60 "mkdir -p /app-node && cd /app-node && npm init -y >/dev/null && cp /dist/$npm_tgz ."
+  step_env="export $tls_env npm_config_audit=false npm_config_fund=false; "
+  docs_step npm-tarball 600 /app-node
+  step_env=
   example=$(readme_example js)
   python3 -c 'import json, sys; print(json.loads(sys.argv[1])["text"])' "$example" >"$root/app-node/readme.mjs"
   echo "   README.md's Node example (ports mapped: 7001 -> $port, 7002-7003 -> the next two):"
@@ -274,7 +290,7 @@ if [ -n "$npm_tgz" ]; then
   compare_output "Node" "$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["output"])' "$example")" "$out"
   ok "npm install $npm_tgz into a fresh project; README's Node example printed what README.md shows"
 else
-  echo "   SKIPPED: no npm tarball in dist/ (scripts/dist-clients.sh makes it)"; skipped+=(node)
+  echo "   SKIPPED: no npm tarball in dist/ (scripts/dist-clients.sh makes it)"; skipped+=(node); ran_steps+=(npm-tarball)
 fi
 
 # --- 4. the Go and Java clients, on the host ------------------------------------------------------
@@ -332,7 +348,13 @@ cli MODULE LIST | grep -q dlock || fail "no module after the restart"
 cmp -s "$conf" "$root/root/redis.conf.rewritten" || { diff "$root/root/redis.conf.rewritten" "$conf"; fail "CONFIG REWRITE after the restart changed redis.conf"; }
 ok "restarted from the rewritten redis.conf, no edit by hand: the module loaded, dlock.max-waiters 5000; CONFIG REWRITE again: redis.conf byte for byte the same"
 service_stop
+# A per-instance file (Debian's redis-server@NAME reads /etc/redis/redis-NAME.conf) loading the
+# module, quoted: remove must comment it out as well, and a reinstall restore it.
+extra="$root/etc/redis/redis-extra.conf"
+echo "loadmodule '/usr/lib/redis/modules/dlock.so'" >"$extra"
 docs_step remove 300
+grep -qx "# disabled by redis-dlock removal: loadmodule '/usr/lib/redis/modules/dlock.so'" "$extra" ||
+  fail "remove left the per-instance file's quoted loadmodule line active: $(cat "$extra")"
 [ ! -e "$root/usr/lib/redis/modules/dlock.so" ] || fail "remove left dlock.so"
 [ -f "$root/etc/redis/modules/dlock.conf" ] || fail "remove took the conffile"
 grep -q 'commented out' <<<"$step_out" || fail "the postrm said nothing of redis.conf"
@@ -375,8 +397,16 @@ in_root 300 "apt-get install -y -qq ./redis-dlock_*_amd64.deb 2>&1 | grep redis-
 service_start || fail "Redis does not start after reinstalling"
 cli MODULE LIST | grep -q dlock || fail "the module is not loaded after reinstalling"
 [ "$(cli CONFIG GET dlock.max-waiters | tail -n 1)" = 5000 ] || fail "the rewritten dlock.max-waiters was not restored"
-ok "reinstalled: Redis starts with the module and the rewritten dlock.max-waiters 5000 (the lines the postrm marked, restored)"
+grep -qx "loadmodule '/usr/lib/redis/modules/dlock.so'" "$extra" || fail "the per-instance file's line was not restored"
+ok "reinstalled: Redis starts with the module and the rewritten dlock.max-waiters 5000 (the lines the postrm marked, restored; the per-instance file's too)"
 service_stop
+# Installing again over an enabled configuration adds no second loadmodule line, and says nothing
+# of enabling (an operator who obeyed "not enabled yet" would load the module twice).
+again=$(in_root 300 "apt-get install -y -qq --reinstall ./redis-dlock_*_amd64.deb 2>&1 | grep redis-dlock: || true")
+if grep -q 'not enabled' <<<"$again"; then fail "a reinstall over an enabled redis.conf says 'not enabled yet'"; fi
+[ "$(grep -Ec "^[[:space:]]*loadmodule .*dlock\.so" "$conf")" = 1 ] || fail "a reinstall changed the count of loadmodule lines"
+ok "reinstalled over an enabled redis.conf: one loadmodule line, nothing said of enabling"
+rm -f "$extra"
 in_root 300 "apt-get purge -y -qq redis-dlock >/dev/null 2>&1"
 
 # --- 6. the tarballs -------------------------------------------------------------------------------

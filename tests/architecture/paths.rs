@@ -9,8 +9,9 @@ use super::{repo, ARCHITECTURE_PAGES};
 
 /// Where a manifest's dependencies are read: folders walked for them and every file listing,
 /// skipped (builds, installs, caches).
-const NOT_SOURCES: [&str; 10] = [
+const NOT_SOURCES: [&str; 11] = [
     "target",
+    ".dist-test",
     ".git",
     "node_modules",
     ".venv",
