@@ -42,15 +42,7 @@ if [ -n "$missing" ]; then
   $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
 fi
 
-# The Debian mirror this machine's apt is configured with (deb822 or one-line format).
-mirror() {
-  {
-    cat /etc/apt/sources.list.d/*.sources | awk '/^URIs:/ {for (i = 2; i <= NF; i++) print $i}'
-    cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list | awk '/^deb / {print ($2 ~ /^\[/ ? $3 : $2)}'
-  } 2>/dev/null | grep -E '/debian/?$' | head -n 1 || true
-}
-uri=$(mirror)
-[ -n "$uri" ] || { echo "no Debian mirror in this machine's apt configuration" >&2; exit 1; }
+uri=$(scripts/debian-mirror.sh)
 
 apt_dir="$dest/apt"
 mkdir -p "$apt_dir/parts" "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial"

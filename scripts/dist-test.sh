@@ -25,7 +25,7 @@ cache_dir=$repo/.dist-test
 base=$cache_dir/trixie-minbase.tar.gz
 root=$cache_dir/root
 port=${DIST_TEST_PORT:-6379}
-mirror=${DIST_TEST_MIRROR:-http://deb.debian.org/debian}
+mirror=${DIST_TEST_MIRROR:-$(scripts/debian-mirror.sh)}  # the one this machine's apt uses
 skipped=()
 start=$(date +%s)
 
@@ -254,6 +254,18 @@ from examples import differences
 d = differences(sys.argv[2], sys.argv[3])
 if d: sys.exit(f"{sys.argv[1]}: the output differs from README.md\n{d}")' "$@"
 }
+# LABEL LANG DIR FILE COMMAND: README.md's LANG example written to DIR/FILE in the root, run there
+# by COMMAND against the packaged servers (7001 -> $port, the others -> $extra_ports), its output
+# compared with the page's.
+readme_runs() {
+  local example out
+  example=$(readme_example "$2")
+  python3 -c 'import json, sys; print(json.loads(sys.argv[1])["text"])' "$example" >"$root$3/$4"
+  echo "   README.md's $1 example (ports mapped: 7001 -> $port, the others -> $extra_ports):"
+  out=$(in_root 60 "cd $3 && $5" 2>&1) || { echo "$out"; fail "the $1 example"; }
+  printf '%s\n' "$out" | sed 's/^/     | /'
+  compare_output "$1" "$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["output"])' "$example")" "$out"
+}
 start_extras
 # The registries' TLS: the system store (with the host's CAs, above) for pip and npm.
 in_root 300 "apt-get install -y -qq ca-certificates >/dev/null 2>&1 && update-ca-certificates >/dev/null 2>&1"
@@ -265,12 +277,7 @@ if [ -n "$wheel" ]; then
   step_env="export $tls_env PIP_DISABLE_PIP_VERSION_CHECK=1; "
   docs_step python-wheel 600 /app-py
   step_env=
-  example=$(readme_example python)
-  python3 -c 'import json, sys; print(json.loads(sys.argv[1])["text"])' "$example" >"$root/app-py/readme.py"
-  echo "   README.md's Python example (ports mapped: 7001 -> $port, 7002-7005 -> $extra_ports):"
-  out=$(in_root 60 "cd /app-py && .venv/bin/python readme.py" 2>&1) || { echo "$out"; fail "the Python example"; }
-  printf '%s\n' "$out" | sed 's/^/     | /'
-  compare_output "Python" "$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["output"])' "$example")" "$out"
+  readme_runs Python python /app-py readme.py ".venv/bin/python readme.py"
   ok "pip install $wheel into a fresh venv; README's Python example printed what README.md shows"
 else
   echo "   SKIPPED: no wheel in dist/ (scripts/dist-clients.sh makes it)"; skipped+=(python); ran_steps+=(python-wheel)
@@ -282,12 +289,7 @@ if [ -n "$npm_tgz" ]; then
   step_env="export $tls_env npm_config_audit=false npm_config_fund=false; "
   docs_step npm-tarball 600 /app-node
   step_env=
-  example=$(readme_example js)
-  python3 -c 'import json, sys; print(json.loads(sys.argv[1])["text"])' "$example" >"$root/app-node/readme.mjs"
-  echo "   README.md's Node example (ports mapped: 7001 -> $port, 7002-7003 -> the next two):"
-  out=$(in_root 60 "cd /app-node && node readme.mjs" 2>&1) || { echo "$out"; fail "the Node example"; }
-  printf '%s\n' "$out" | sed 's/^/     | /'
-  compare_output "Node" "$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["output"])' "$example")" "$out"
+  readme_runs Node js /app-node readme.mjs "node readme.mjs"
   ok "npm install $npm_tgz into a fresh project; README's Node example printed what README.md shows"
 else
   echo "   SKIPPED: no npm tarball in dist/ (scripts/dist-clients.sh makes it)"; skipped+=(node); ran_steps+=(npm-tarball)
