@@ -63,7 +63,8 @@ test("a caller whose wait runs out while queued in the process is told it was co
     const started = performance.now();
     await assert.rejects(locks.acquire("q", { ttl: 10_000, wait: 300 }), LockContendedError);
     const took = performance.now() - started;
-    assert.ok(took >= 295 && took < 900, `deadline 300 ms, answered after ${took} ms`);
+    // On time: well before the first's 5 s wait ends, with room for a loaded 2-core machine.
+    assert.ok(took >= 295 && took < 2_500, `deadline 300 ms, answered after ${took} ms`);
     await held.release();
     await (await first).release();
   } finally {

@@ -73,7 +73,8 @@ def test_threads_keep_one_wait_per_node_and_a_late_one_times_out_on_time(three: 
     started = time.monotonic()
     with pytest.raises(dlock.LockTimeout):
         locks.lock("r", wait=0.3)  # queued in the process: at its deadline, one try
-    assert 0.3 <= time.monotonic() - started < 0.9
+    # On time: well before the others' 30 s waits, with room for a loaded 2-core machine.
+    assert 0.3 <= time.monotonic() - started < 2.5
     held.release()
     for thread in threads:
         thread.join(30)
