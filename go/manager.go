@@ -13,7 +13,7 @@ import (
 // docs/shared.md), WithLock adds the watchdog, NewMutex is redsync's shape over the same.
 
 // Pool is the driver seam: one server, a connection of its own per Get (transport.Pool).
-// redis/redigo wraps a redigo *redis.Pool, redis/goredis/v9 a go-redis client (docs/go.md).
+// redis/redigo wraps a redigo *redis.Pool, redis/goredis/v9 a go-redis client (docs/go/drivers.md).
 type Pool = transport.Pool
 
 // Conn is a Pool's connection (transport.Conn).

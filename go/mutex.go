@@ -9,7 +9,7 @@ import (
 // A redsync-shaped Mutex over the manager's engine: dlock.New(pools...), NewMutex(name,
 // options...), Lock / TryLock / Unlock / Extend (and their Context forms), Name, Value, Until,
 // with redsync's option names where they mean the same, plus Token. A redsync program changes
-// its imports and gets fencing tokens and fair, queued waiting (docs/go.md).
+// its imports and gets fencing tokens and fair, queued waiting (docs/go/redsync.md).
 
 // DelayFunc is redsync's: the pause before try number tries.
 type DelayFunc func(tries int) time.Duration

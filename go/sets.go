@@ -8,7 +8,7 @@ import (
 	"github.com/mna/redisc"
 )
 
-// Sets (docs/go.md, "Several resources at once"; docs/commands.md): several resources taken all
+// Sets (docs/go/sets.md; docs/commands.md): several resources taken all
 // or nothing under one token. Each node answers a set as it answers one lock (DLOCK.ACQUIREALL:
 // one token or nil), so the engine is the single lock's (quorum, validity, the commit, queueing,
 // renewal, release, the lease-loss contract): only the commands differ (calls.set).

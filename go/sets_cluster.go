@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// A set across slots (docs/go.md, "On Redis Cluster"; docs/multi.md, "Redis Cluster"): on a
+// A set across slots (docs/go/sets.md, "On Redis Cluster"; docs/multi.md, "Redis Cluster"): on a
 // manager with a Redis Cluster node, a set whose keys span slots is taken group by group, in
 // the one global order of groups (slot, then key), each group a set of its own through the set
 // path (acquireWith). It is held as one *Lock whose across lists the groups: loss of any group

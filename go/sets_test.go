@@ -2,7 +2,7 @@ package dlock_test
 
 // Sets against real redis-server processes: all or nothing on every node, the queued wait, no
 // deadlock between sets taken in opposite orders, release, loss, the committed token, shared
-// members, and the program docs/go.md shows.
+// members, and the program docs/go/sets.md shows.
 
 import (
 	"errors"

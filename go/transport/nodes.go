@@ -8,7 +8,7 @@
 // The driver seam is Pool: anything that hands out a connection of its own per Get, like
 // redsync's redis.Pool. This package ships and tests two drivers, redigo (redigo.go,
 // RedigoPool) and go-redis v9 (goredis.go, GoRedisPool); any other (rueidis) fits by
-// implementing Pool and Conn (docs/go.md, "Drivers").
+// implementing Pool and Conn (docs/go/drivers.md).
 package transport
 
 import (
