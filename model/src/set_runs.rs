@@ -1,5 +1,6 @@
-//! The set runs and the set mutants' configurations (docs/protocol.md §6.7), which `runs`
-//! adds to what `make model` runs: several keys of one node taken all or nothing (crate::sets).
+//! The set runs and the set mutants' configurations (docs/protocol/model-check.md §6.7), which
+//! `runs` adds to what `make model` runs: several keys of one node taken all or nothing
+//! (crate::sets).
 
 use dlock_core::Want;
 
@@ -12,9 +13,9 @@ const A: u8 = 0;
 const B: u8 = 1;
 const C: u8 = 2;
 
-/// The set runs (docs/protocol.md §6.7): on one node un-ticketed (ranked by arrival, granted
-/// committed: a lone node has no commit round), on three nodes ticketed (30, 20, 10 in client
-/// order), wound-wait and FENCEALL included. Fault-free: their point is the queues.
+/// The set runs (docs/protocol/model-check.md §6.7): on one node un-ticketed (ranked by arrival,
+/// granted committed: a lone node has no commit round), on three nodes ticketed (30, 20, 10 in
+/// client order), wound-wait and FENCEALL included. Fault-free: their point is the queues.
 pub fn set_runs(depth: impl Fn(usize) -> Option<usize>) -> Vec<(Config, Vec<&'static str>)> {
     let overlapping: [&[Member]; 3] = [
         &[(A, WRITE), (B, WRITE)],

@@ -1,10 +1,10 @@
-//! A node's side of set requests (docs/protocol.md §6.7): several keys of one node taken by one
-//! owner all or nothing, with one token. Every decision is `dlock_core`'s, as in the module:
-//! `rules::decide` per member combined by `sets::decide_set`, `rules::serve_head` per member
-//! combined by `sets::serve_set` at a handoff, `Queue::push_at` with one node-wide arrival
-//! number for every queue a set joins. The client side is the plain lock's (`crate::client`):
-//! its ACQUIRE, FENCE and RELEASE stand for the set's ACQUIRE, FENCEALL and RELEASEALL.
-//! Mutants feed the same rules another view, or place a set otherwise.
+//! A node's side of set requests (docs/protocol/model-check.md §6.7): several keys of one node
+//! taken by one owner all or nothing, with one token. Every decision is `dlock_core`'s, as in the
+//! module: `rules::decide` per member combined by `sets::decide_set`, `rules::serve_head` per
+//! member combined by `sets::serve_set` at a handoff, `Queue::push_at` with one node-wide arrival
+//! number for every queue a set joins. The client side is the plain lock's (`crate::client`): its
+//! ACQUIRE, FENCE and RELEASE stand for the set's ACQUIRE, FENCEALL and RELEASEALL. Mutants feed
+//! the same rules another view, or place a set otherwise.
 
 use std::collections::BTreeMap;
 
