@@ -1,7 +1,7 @@
-"""What an acquisition asks for (docs/python.md, "Shared locks and semaphores"): an exclusive
-hold of a lock (the default), a shared hold of it, or a permit of a semaphore of limit k. The
-kind decides the option appended to every DLOCK.ACQUIRE of the acquisition (commands.kind_option)
-and how many nodes make its quorum (timing.quorum). Free of I/O."""
+"""What an acquisition asks for (docs/python/shared.md): an exclusive hold of a lock (the
+default), a shared hold of it, or a permit of a semaphore of limit k. The kind decides the option
+appended to every DLOCK.ACQUIRE of the acquisition (commands.kind_option) and how many nodes make
+its quorum (timing.quorum). Free of I/O."""
 
 from __future__ import annotations
 
