@@ -1,9 +1,9 @@
 //! The layering, checked: no import cycle, so each layer can be read and tested with only the
-//! layers below it in mind. For the module, the rules (`core/`), the model (`model/`) and the
-//! Rust client, their top-level modules (`src/<name>.rs` or `src/<name>/`) by `crate::` paths;
-//! for the Python and Node clients, their files by relative imports. docs/architecture.md draws
-//! the graphs. The clients' one file map (docs/internals/file-map.md) is checked in file_map.rs,
-//! with the file-level graphs of graphs.rs.
+//! layers below it in mind. For the module, the rules (`core/`), the model (`model/`) and the Rust
+//! client, their top-level modules (`src/<name>.rs` or `src/<name>/`) by `crate::` paths; for the
+//! Python and Node clients, their files by relative imports. docs/architecture.md and
+//! docs/internals/module.md draw the graphs. The clients' one file map (docs/internals/file-map.md)
+//! is checked in file_map.rs, with the file-level graphs of graphs.rs.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -311,16 +311,18 @@ fn the_node_clients_files_import_each_other_without_a_cycle() {
     assert_acyclic(&typescript_graph(&repo("node/src")), "node/src/");
 }
 
-/// The pages that name the project's files: the architecture, the clients' one file map, and
-/// the suites file by file.
-const ARCHITECTURE_PAGES: [&str; 3] = [
+/// The pages that name the project's files: the architecture, the module file by file, the
+/// clients' one file map, and the suites file by file.
+const ARCHITECTURE_PAGES: [&str; 4] = [
     "docs/architecture.md",
+    "docs/internals/module.md",
     "docs/internals/file-map.md",
     "docs/internals/suites.md",
 ];
 
-/// The source folders docs/architecture.md lists file by file (the clients' files: it or the
-/// clients' file map, docs/internals/file-map.md), and each one's extension.
+/// The source folders the architecture pages list file by file (the module's files:
+/// docs/internals/module.md; the clients': docs/architecture.md or the clients' file map,
+/// docs/internals/file-map.md), and each one's extension.
 const LISTED: [(&str, &str); 11] = [
     ("src", ".rs"),
     ("core/src", ".rs"),
@@ -376,7 +378,7 @@ fn architecture_md_names_every_source_file() {
     }
     assert!(
         missing.is_empty(),
-        "docs/architecture.md (or docs/internals/file-map.md, docs/internals/suites.md) does not name \
+        "docs/architecture.md (or docs/internals/module.md, file-map.md, suites.md) does not name \
          these files (add a line saying what each is for):\n{}",
         missing.join("\n")
     );

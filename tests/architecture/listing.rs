@@ -1,4 +1,4 @@
-//! Where docs/architecture.md lists a folder's files: a line that starts with the folder
+//! Where the architecture pages list a folder's files: a line that starts with the folder
 //! (`partitions/src/`), then the lines indented under it; inside that, a subfolder's own line
 //! (`  topology/`) and the lines indented under it. A file must be named in the listing of its
 //! own folder, so that one folder's `cluster.rs` is not taken for another's: the suites' files,

@@ -1,7 +1,7 @@
 """The code examples of the documentation, as the tests read them.
 
 Every fenced block of README.md, docs/**/*.md, python/README.md and node/README.md says after its
-language how it is checked (docs/architecture.md, "The docs' examples"):
+language how it is checked (docs/internals/suites.md, "The docs' examples"):
 
     ```sh run              the block runs (bash; python; js as an ES module, `js run as=cjs` as
                            CommonJS, each within its time, so a script that does not exit fails)
