@@ -70,6 +70,18 @@ def test_the_readme_is_short_and_starts_with_the_two_commands() -> None:
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 
+def test_no_page_of_the_docs_is_over_400_lines() -> None:
+    """Issue 49: no page of docs/ over 400 lines (as `wc -l` counts them). A longer one is split:
+    a section that stands on its own moves to a page of the page's folder (docs/go/,
+    docs/protocol/, docs/internals/, ...), its heading and a link left where it was."""
+    over = [
+        f"{page.relative_to(ROOT)}: {count} lines"
+        for page in sorted((ROOT / "docs").rglob("*.md"))
+        if (count := len(page.read_text().splitlines())) > 400
+    ]
+    assert over == [], "pages over 400 lines (move a section to a page of its own):\n" + "\n".join(over)
+
+
 def test_every_link_to_a_file_of_the_repository_leads_somewhere() -> None:
     broken = []
     for page in PAGES:
