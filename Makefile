@@ -409,7 +409,7 @@ bench-quick: build go-deps
 # The Java rows alone (docs/bench/java.md): dlock's Java client (java/, installed into ~/.m2 by
 # `mvn -o install`) against Redisson 3.52.0's RLock, fair lock and RFencedLock (on one of the five
 # masters), beside the Rust client's rows for the ratios; Java 17 and Maven, offline after the
-# first resolve. 3 rounds of 3 s per subject per scenario, ~10 min; nothing written.
+# first resolve. 3 rounds of 3 s per subject per scenario, ~13 min (the JVMs warmed first: bench/java Scenarios.warm); nothing written.
 bench-java: build
 	bash bench/run.sh --java
 

@@ -1,7 +1,8 @@
 // dlock's Node client (node/, built to node/dist by bench/run.sh) as a contender for `make bench`:
-// runs one scenario, prints one JSON line. The same arguments and output as redlock.mjs.
+// warms up (warm.mjs), runs one scenario, prints one JSON line. The same arguments and output as redlock.mjs.
 // Usage: node dlock_node.mjs --nodes URL,URL --scenario latency|throughput|contention|extend --n N --concurrency C --duration-ms D --prefix P
 import { LockManager } from "../../node/dist/esm/index.js";
+import { warm } from "./warm.mjs";
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((pairs, a, i, all) =>
   a.startsWith("--") ? [...pairs, [a.slice(2), all[i + 1]]] : pairs, []));
@@ -71,6 +72,10 @@ async function extend() {
   return { latencies_us: samples };
 }
 
+await warm(async (i) => {
+  const lock = await locks.acquire(`${prefix}:warm:${i}`, { ttl });
+  await lock.release();
+});
 const scenarios = { latency, throughput, contention, extend };
 const result = await (scenarios[args.scenario] ?? latency)();
 console.log(JSON.stringify(result));

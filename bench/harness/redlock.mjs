@@ -1,7 +1,8 @@
-// node-redlock contender for `make bench`: runs one scenario, prints one JSON line.
+// node-redlock contender for `make bench`: warms up (warm.mjs), runs one scenario, prints one JSON line.
 // Usage: node redlock.mjs --nodes URL,URL --scenario latency|throughput|contention|extend --n N --concurrency C --duration-ms D --prefix P
 import Redis from "ioredis";
 import Redlock from "redlock";
+import { warm } from "./warm.mjs";
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((pairs, a, i, all) =>
   a.startsWith("--") ? [...pairs, [a.slice(2), all[i + 1]]] : pairs, []));
@@ -71,6 +72,10 @@ async function extend() {
   return { latencies_us: samples };
 }
 
+await warm(async (i) => {
+  const lock = await redlock.acquire([`${prefix}:warm:${i}`], ttl);
+  await lock.release();
+});
 const scenarios = { latency, throughput, contention, extend };
 const result = await (scenarios[args.scenario] ?? latency)();
 console.log(JSON.stringify(result));

@@ -16,8 +16,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * latency|throughput|contention|dies|multi --n N --concurrency C --duration-ms D --prefix P
  * [--ttl-ms T --k K --hold-ms H --cluster 1]
  *
- * <p>Each process warms its JVM first (up to 1,000 untimed acquire+release cycles or 1.5 s, on
- * keys of its own): a Java service runs warm; the other harnesses need none.
+ * <p>Each process warms its JVM first (untimed acquire+release cycles on keys of its own: up to
+ * 10,000 or 8 s before the latency scenario, 1,000 or 1.5 s before the others;
+ * Scenarios.warm says why): a Java service runs warm. The Node harnesses warm too
+ * (bench/harness/warm.mjs); Python and Go have no JIT to warm.
  */
 public final class Main {
     private static final AtomicLong SINK = new AtomicLong();
@@ -50,7 +52,7 @@ public final class Main {
         String out;
         try (Subject subject = open(argv[0], urls, cluster)) {
             if (!scenario.equals("multi")) {
-                Scenarios.warm(subject, plan.prefix());
+                Scenarios.warm(subject, plan.prefix(), scenario);
             }
             out = switch (scenario) {
                 case "latency" -> Scenarios.latency(subject, plan);
