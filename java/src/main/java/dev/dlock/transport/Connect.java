@@ -11,7 +11,10 @@ import io.lettuce.core.protocol.ProtocolVersion;
 import io.lettuce.core.resource.ClientResources;
 import io.lettuce.core.resource.DefaultClientResources;
 import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
  * What a manager's nodes share to reach their servers (connect.go's part that Go's redigo needs
@@ -52,12 +55,12 @@ public final class Connect implements AutoCloseable {
             c.connectAsync(io.lettuce.core.codec.StringCodec.UTF8, RedisURI.create("127.0.0.1", port))
                     .toCompletableFuture().handle((conn, err) -> conn == null ? null : conn.closeAsync())
                     .get(10, TimeUnit.SECONDS);
-        } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+        } catch (ExecutionException | TimeoutException e) {
             // The refusal expected, or a slow one: either way the classes are loaded now.
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         } finally {
-            c.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+            await(c.shutdownAsync(0, 2, TimeUnit.SECONDS));
         }
     }
 
@@ -132,6 +135,22 @@ public final class Connect implements AutoCloseable {
             b.withPassword(who.password().toCharArray());
         }
         return b.build();
+    }
+
+    /**
+     * Waits for a client's shutdown (or a connection's close) at most 3 s: Lettuce's blocking
+     * {@code shutdown} waits without a bound, and a close that cannot finish (a channel whose
+     * event loop is stuck) must not hold the manager's close for ever. What is not closed in time
+     * ends with the event loops ({@link #close()}).
+     */
+    static void await(CompletableFuture<Void> closing) {
+        try {
+            closing.get(3, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (ExecutionException | TimeoutException e) {
+            // Not closed in time, or a channel that failed to close: the event loops end it.
+        }
     }
 
     /** Shuts the event loops down (after every node is closed). */

@@ -10,6 +10,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.TimeUnit;
 
 /**
  * A Sentinel-managed master as one quorum node (Go's transport/sentinel.go): the sentinels are
@@ -93,7 +94,7 @@ final class Sentinel implements Node {
     private synchronized void forget(Server m) {
         if (current == m) {
             current = null;
-            m.close();
+            m.closeAsync(); // on the event loop (a call's callback): never a blocking close there
         }
     }
 
@@ -122,7 +123,7 @@ final class Sentinel implements Node {
             resolving = null;
         }
         if (m != null && closed) {
-            m.close();
+            m.closeAsync(); // a callback's thread
         } else if (m != null) {
             current = m;
         }
@@ -157,7 +158,7 @@ final class Sentinel implements Node {
             if (r instanceof List<?> l && !l.isEmpty() && "master".equals(l.get(0))) {
                 return m;
             }
-            m.close();
+            m.closeAsync(); // a callback's thread
             NodeFailure f = err == null ? null : Diagnosis.find(err, NodeFailure.class);
             String what = f != null ? "unreachable (" + f.reason() + ")"
                     : r instanceof List<?> l && !l.isEmpty() ? "a " + l.get(0) + " (a failover under way?)" : "unreachable";
@@ -233,6 +234,6 @@ final class Sentinel implements Node {
         if (m != null) {
             m.close();
         }
-        asking.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+        Connect.await(asking.shutdownAsync(0, 2, TimeUnit.SECONDS));
     }
 }

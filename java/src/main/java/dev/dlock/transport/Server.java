@@ -290,13 +290,17 @@ public final class Server implements Node {
         return d.minusNanos(System.nanoTime() - start);
     }
 
-    /** Closes the connections; later calls fail. */
-    @Override
-    public void close() {
+    /**
+     * Closes the connections without waiting for them; later calls fail. Safe on any thread: the
+     * callbacks that drop a server (Sentinel's) run on the event loop, where a blocking close
+     * waits for that same loop to close the channel and so never returns, stalling every
+     * connection the loop serves (a manager's close then hung for good: FrozenCloseTest).
+     */
+    public CompletableFuture<Void> closeAsync() {
         CompletableFuture<StatefulRedisConnection<String, String>> conn;
         synchronized (this) {
             if (closed) {
-                return;
+                return CompletableFuture.completedFuture(null);
             }
             closed = true;
             conn = shared;
@@ -304,8 +308,14 @@ public final class Server implements Node {
         }
         waits.close(); // the idle ones and the waits in flight close with the client's shutdown below
         if (conn != null) {
-            conn.thenAccept(StatefulRedisConnection::close);
+            conn.thenAccept(StatefulRedisConnection::closeAsync);
         }
-        client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+        return client.shutdownAsync(0, 2, TimeUnit.SECONDS);
+    }
+
+    /** Closes the connections, waiting for them at most 3 s (never on an event loop: {@link #closeAsync}). */
+    @Override
+    public void close() {
+        Connect.await(closeAsync());
     }
 }
