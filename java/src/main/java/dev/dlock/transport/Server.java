@@ -294,7 +294,7 @@ public final class Server implements Node {
      * Closes the connections without waiting for them; later calls fail. Safe on any thread: the
      * callbacks that drop a server (Sentinel's) run on the event loop, where a blocking close
      * waits for that same loop to close the channel and so never returns, stalling every
-     * connection the loop serves (a manager's close then hung for good: FrozenCloseTest).
+     * connection the loop serves (a manager's close then hung for good: ServerCloseTest).
      */
     public CompletableFuture<Void> closeAsync() {
         CompletableFuture<StatefulRedisConnection<String, String>> conn;
